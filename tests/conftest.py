@@ -1,0 +1,36 @@
+"""Shared fixtures: where the real LETOR data beside the repository lives.
+
+``../shared/data`` exists on developer machines and in CI but not in a user's checkout;
+tests that need it take the ``shared_data`` fixture and are skipped cleanly without it.
+Set ``LTR_BENCH_SHARED_DATA`` to point somewhere else.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def shared_data_dir() -> Path | None:
+    env = os.environ.get("LTR_BENCH_SHARED_DATA")
+    candidate = Path(env) if env else REPO_ROOT.parent / "shared" / "data"
+    return candidate if candidate.is_dir() else None
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    path = shared_data_dir()
+    if path is None:
+        pytest.skip("../shared/data is not present (it is not part of a user's checkout)")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    """Keep every test's parsed-data cache and MLflow store out of the user's folders."""
+    monkeypatch.setenv("LTR_BENCH_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
