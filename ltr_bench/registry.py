@@ -1,0 +1,130 @@
+"""Discover rankers through the ``ltr_bench.rankers`` entry point group, lazily.
+
+Built-in baselines register in the main ``pyproject.toml`` exactly as third-party plugins do
+in theirs, so there is one code path. Listing rankers reads entry-point metadata only and
+imports no ranker module; a ranker's module is imported when it is first used. A plugin whose
+import fails is reported as unavailable (with its error) and the others keep working.
+"""
+
+from __future__ import annotations
+
+import difflib
+import warnings
+from dataclasses import dataclass
+from importlib import metadata
+
+ENTRY_POINT_GROUP = "ltr_bench.rankers"
+
+
+class RegistryError(Exception):
+    """Base class for registry errors; ``str(err)`` is the user-facing message."""
+
+
+class UnknownRankerError(RegistryError, KeyError):
+    """No ranker is registered under this name. ``suggestions`` holds close matches."""
+
+    def __init__(self, name: str, available: list[str]):
+        self.name = name
+        self.available = sorted(available)
+        self.suggestions = difflib.get_close_matches(name, self.available, n=3, cutoff=0.5)
+        msg = f"unknown ranker {name!r}."
+        if self.suggestions:
+            msg += f" Did you mean: {', '.join(self.suggestions)}?"
+        msg += f" Available rankers: {', '.join(self.available) or '(none installed)'}."
+        super().__init__(msg)
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the message
+        return self.args[0]
+
+
+class RankerLoadError(RegistryError):
+    """The ranker is registered but its plugin cannot be imported or is not a ranker."""
+
+
+class BadParameterError(RegistryError, ValueError):
+    """A parameter given for a ranker does not exist or has an invalid value."""
+
+
+@dataclass(frozen=True)
+class RankerEntry:
+    """One registered ranker, as its entry point declares it (nothing imported)."""
+
+    name: str
+    target: str  # "module:attribute"
+    distribution: str
+    version: str
+
+    def load(self) -> type:
+        """Import the ranker class; :class:`RankerLoadError` says why when that fails."""
+        try:
+            ep = metadata.EntryPoint(name=self.name, value=self.target, group=ENTRY_POINT_GROUP)
+            obj = ep.load()
+        except Exception as exc:  # a broken plugin must not take the others down
+            raise RankerLoadError(
+                f"ranker {self.name!r} from {self.distribution} {self.version} could not be "
+                f"loaded ({self.target}): {type(exc).__name__}: {exc}"
+            ) from exc
+        if not (callable(getattr(obj, "fit", None)) and callable(getattr(obj, "predict", None))):
+            raise RankerLoadError(
+                f"ranker {self.name!r} ({self.target}) does not have fit() and predict()"
+            )
+        return obj
+
+
+def _entry_points() -> list[RankerEntry]:
+    entries: dict[str, RankerEntry] = {}
+    for dist in metadata.distributions():
+        for ep in dist.entry_points:
+            if ep.group != ENTRY_POINT_GROUP:
+                continue
+            name = dist.metadata["Name"] or "?"
+            entry = RankerEntry(ep.name, ep.value, name, dist.version or "?")
+            previous = entries.get(ep.name)
+            if previous is not None and previous.target != entry.target:
+                warnings.warn(
+                    f"ranker name {ep.name!r} is registered twice ({previous.distribution}: "
+                    f"{previous.target}; {entry.distribution}: {entry.target}); using the first",
+                    stacklevel=3,
+                )
+                continue
+            entries.setdefault(ep.name, entry)
+    return sorted(entries.values(), key=lambda e: e.name)
+
+
+def list_rankers() -> list[RankerEntry]:
+    """Every registered ranker, sorted by name. Imports none of them."""
+    return _entry_points()
+
+
+def get_entry(name: str) -> RankerEntry:
+    """The entry for ``name``; :class:`UnknownRankerError` (with close matches) otherwise."""
+    entries = {e.name: e for e in _entry_points()}
+    try:
+        return entries[name]
+    except KeyError:
+        raise UnknownRankerError(name, list(entries)) from None
+
+
+def load_ranker_class(name: str) -> type:
+    """Import and return the class registered as ``name``."""
+    return get_entry(name).load()
+
+
+def make_ranker(name: str, params: dict | None = None):
+    """Instantiate ranker ``name`` with its defaults, then apply ``params`` via set_params.
+
+    An unknown parameter raises :class:`BadParameterError` listing the valid ones; value
+    checks happen in the ranker's ``fit`` (scikit-learn convention).
+    """
+    cls = load_ranker_class(name)
+    ranker = cls()
+    if params:
+        valid = ranker.get_params(deep=False)
+        unknown = sorted(set(params) - set(valid))
+        if unknown:
+            raise BadParameterError(
+                f"ranker {name!r} has no parameter(s) {', '.join(unknown)}; valid parameters: "
+                f"{', '.join(sorted(valid))}"
+            )
+        ranker.set_params(**params)
+    return ranker
