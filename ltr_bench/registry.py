@@ -26,7 +26,7 @@ class UnknownRankerError(RegistryError, KeyError):
     def __init__(self, name: str, available: list[str]):
         self.name = name
         self.available = sorted(available)
-        self.suggestions = difflib.get_close_matches(name, self.available, n=3, cutoff=0.5)
+        self.suggestions = _close_matches(name, self.available)
         msg = f"unknown ranker {name!r}."
         if self.suggestions:
             msg += f" Did you mean: {', '.join(self.suggestions)}?"
@@ -35,6 +35,22 @@ class UnknownRankerError(RegistryError, KeyError):
 
     def __str__(self) -> str:  # KeyError would otherwise quote the message
         return self.args[0]
+
+    def __reduce__(self):  # picklable (errors cross process boundaries in executors)
+        return type(self), (self.name, self.available)
+
+
+def _normalise(name: str) -> str:
+    return name.lower().replace("_", "-")
+
+
+def _close_matches(name: str, available: list[str]) -> list[str]:
+    """Up to 3 registered names close to ``name``, ignoring case and ``_`` versus ``-``."""
+    by_key: dict[str, str] = {}
+    for candidate in available:
+        by_key.setdefault(_normalise(candidate), candidate)
+    keys = difflib.get_close_matches(_normalise(name), list(by_key), n=3, cutoff=0.5)
+    return [by_key[k] for k in keys]
 
 
 class RankerLoadError(RegistryError):
@@ -74,11 +90,22 @@ class RankerEntry:
 def _entry_points() -> list[RankerEntry]:
     entries: dict[str, RankerEntry] = {}
     for dist in metadata.distributions():
-        for ep in dist.entry_points:
-            if ep.group != ENTRY_POINT_GROUP:
+        try:  # one unreadable distribution (e.g. bad bytes in its metadata) must not hide
+            eps = [ep for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP]
+            if not eps:
                 continue
             name = dist.metadata["Name"] or "?"
-            entry = RankerEntry(ep.name, ep.value, name, dist.version or "?")
+            version = dist.version or "?"
+        except Exception as exc:  # the others: warn and skip it
+            where = getattr(dist, "_path", "?")
+            warnings.warn(
+                f"skipping an installed distribution whose metadata cannot be read ({where}): "
+                f"{type(exc).__name__}: {exc}",
+                stacklevel=3,
+            )
+            continue
+        for ep in eps:
+            entry = RankerEntry(ep.name, ep.value, name, version)
             previous = entries.get(ep.name)
             if previous is not None and previous.target != entry.target:
                 warnings.warn(

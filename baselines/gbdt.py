@@ -1,0 +1,449 @@
+"""Gradient-boosted tree baselines: LightGBM lambda-MART, XGBoost GBRT, XGBoost lambda-MART.
+
+Registered as ``lightgbm``, ``xgboost-gbrt`` and ``xgboost-lambdamart`` in the
+``ltr_bench.rankers`` entry point group (main ``pyproject.toml``), like any plugin.
+
+Defaults come from LightGBM's published comparison on MSLR ("MS LTR", docs/Experiments.rst):
+LightGBM ``learning_rate=0.1, num_leaves=255, num_trees=500, min_data_in_leaf=0,
+min_sum_hessian_in_leaf=100``; its ``xgboost_hist`` setting ``eta=0.1, num_round=500,
+min_child_weight=100, tree_method=hist, grow_policy=lossguide, max_depth=0,
+max_leaves=255``, which both XGBoost rankers use. Other native parameters keep the
+libraries' defaults and can be set through ``extra_params`` (a dict passed through to the
+library; it may not repeat a named parameter).
+
+Early stopping (documented convention): when ``fit`` gets ``eval_set`` (the validation
+split) and ``early_stopping_rounds`` is not None, training stops once NDCG@``eval_at`` on
+the validation split -- computed by the library itself, gain ``2^rel - 1``, queries without
+relevant documents scoring 1 -- has not improved for ``early_stopping_rounds`` rounds, and
+``predict`` uses the best round (``best_iteration_`` trees). Without ``eval_set`` every one
+of the ``n_estimators`` trees is used. ``evals_result_`` keeps the library's own validation
+metric per round (``{"vali": {"ndcg@10": [...]}}``; empty without ``eval_set``).
+
+Threads: ``n_jobs`` (``RankerTags.thread_param``). ``None`` or ``-1`` means every CPU this
+process may run on (``os.sched_getaffinity``); a positive integer is used as is. The count
+actually used is stored in ``n_threads_``. For a given ``random_state`` and thread count the
+scores are reproducible (LightGBM with ``deterministic=True, force_row_wise=True``; XGBoost's
+CPU ``hist``); across thread counts neither library promises identical models. On a busy
+machine set ``n_jobs`` explicitly: OpenMP threads competing for cores slow down sharply.
+
+Queries are passed to the libraries as group sizes of the contiguous query blocks
+(:func:`ltr_bench.ranker.query_boundaries`), so query ids need not be sorted.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+
+import numpy as np
+
+from ltr_bench.progress import report_progress
+from ltr_bench.ranker import (
+    BaseRanker,
+    RankerInputError,
+    RankerTags,
+    check_ranking_input,
+    query_boundaries,
+)
+
+__all__ = ["LightGBMRanker", "XGBoostGBRTRanker", "XGBoostLambdaMARTRanker"]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _available_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _resolve_threads(n_jobs) -> int:
+    if n_jobs is None or n_jobs == -1:
+        return _available_cpus()
+    if isinstance(n_jobs, numbers.Integral) and not isinstance(n_jobs, bool) and n_jobs >= 1:
+        return int(n_jobs)
+    raise ValueError(f"n_jobs must be None, -1 or a positive integer, got {n_jobs!r}")
+
+
+def _seed(random_state) -> int:
+    """An int seed for the native library; ``None`` draws one from numpy's global RNG
+    (scikit-learn's meaning of ``random_state=None``)."""
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        return int(random_state)
+    from sklearn.utils import check_random_state
+
+    return int(check_random_state(random_state).randint(0, 2**31 - 1))
+
+
+def _int_param(name, value, minimum, allow_none=False):
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
+        extra = " or None" if allow_none else ""
+        raise ValueError(f"{name} must be an integer >= {minimum}{extra}, got {value!r}")
+    return int(value)
+
+
+def _positive_float(name, value, allow_zero=False):
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
+    if not ok or value < 0 or (value == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
+    return float(value)
+
+
+def _eval_at(value) -> list[int]:
+    ks = [value] if isinstance(value, numbers.Integral) else list(value)
+    if not ks or any(
+        not isinstance(k, numbers.Integral) or isinstance(k, bool) or k < 1 for k in ks
+    ):
+        raise ValueError(f"eval_at must be a positive int or a sequence of them, got {value!r}")
+    return [int(k) for k in ks]
+
+
+def _extra(extra_params, reserved: dict[str, str]) -> dict:
+    """``extra_params`` as a dict; keys that a named parameter already sets are an error."""
+    if extra_params is None:
+        return {}
+    if not isinstance(extra_params, dict):
+        raise ValueError(f"extra_params must be a dict or None, got {type(extra_params).__name__}")
+    clash = sorted(k for k in extra_params if k in reserved)
+    if clash:
+        hints = ", ".join(f"{k!r} (use the parameter {reserved[k]!r})" for k in clash)
+        raise ValueError(f"extra_params may not set {hints}")
+    return dict(extra_params)
+
+
+def _check_fit_input(X, y, qid, eval_set):
+    X, y, qid = check_ranking_input(X, y, qid)
+    if X.shape[0] == 0:
+        raise RankerInputError("X has no rows")
+    if eval_set is None:
+        return X, y, qid, None
+    if not (isinstance(eval_set, (tuple, list)) and len(eval_set) == 3):
+        raise RankerInputError("eval_set must be None or a tuple (X_val, y_val, qid_val)")
+    try:
+        Xv, yv, qv = check_ranking_input(*eval_set, n_features=X.shape[1])
+    except RankerInputError as exc:
+        raise RankerInputError(f"eval_set: {exc}") from exc
+    if Xv.shape[0] == 0:
+        raise RankerInputError("eval_set: X_val has no rows")
+    return X, y, qid, (Xv, yv, qv)
+
+
+def _plain_evals(evals_result: dict) -> dict:
+    """``{data: {metric: [float per round]}}`` with plain Python floats."""
+    return {data: {metric: [float(v) for v in values] for metric, values in metrics.items()}
+            for data, metrics in evals_result.items()}
+
+
+def _group_sizes(qid: np.ndarray) -> np.ndarray:
+    return np.diff(query_boundaries(qid))
+
+
+_TAGS = RankerTags(uses_eval_set=True, deterministic=True, thread_param="n_jobs")
+
+
+# --------------------------------------------------------------------------- LightGBM
+
+
+class LightGBMRanker(BaseRanker):
+    """LightGBM ``lambdarank`` (lambda-MART): trees fitted to LambdaRank gradients of NDCG.
+
+    Parameters (defaults: LightGBM's MSLR benchmark, see the module docstring)
+    ----------
+    n_estimators : int, default 500        boosting rounds (``num_iterations``)
+    num_leaves : int, default 255
+    learning_rate : float, default 0.1
+    min_sum_hessian_in_leaf : float, default 100
+    min_data_in_leaf : int, default 0
+    early_stopping_rounds : int or None, default 50
+        Used only when ``fit`` gets ``eval_set``; None disables early stopping.
+    eval_at : int or sequence of int, default 10
+        k of the validation NDCG@k LightGBM computes; early stopping follows the first.
+    n_jobs : int or None, default None      threads (None or -1: all available CPUs)
+    random_state : int, RandomState or None, default 0   LightGBM ``seed``
+    extra_params : dict or None             any other LightGBM parameter, passed through
+
+    Attributes: ``booster_`` (lightgbm.Booster), ``best_iteration_`` (trees used by
+    predict), ``n_features_in_``, ``n_threads_``, ``evals_result_``, ``params_`` (the
+    native parameter dict used).
+    """
+
+    def __init__(self, n_estimators=500, num_leaves=255, learning_rate=0.1,
+                 min_sum_hessian_in_leaf=100.0, min_data_in_leaf=0,
+                 early_stopping_rounds=50, eval_at=10, n_jobs=None, random_state=0,
+                 extra_params=None):
+        self.n_estimators = n_estimators
+        self.num_leaves = num_leaves
+        self.learning_rate = learning_rate
+        self.min_sum_hessian_in_leaf = min_sum_hessian_in_leaf
+        self.min_data_in_leaf = min_data_in_leaf
+        self.early_stopping_rounds = early_stopping_rounds
+        self.eval_at = eval_at
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.extra_params = extra_params
+
+    _RESERVED = {
+        "num_iterations": "n_estimators", "num_boost_round": "n_estimators",
+        "n_estimators": "n_estimators", "num_leaves": "num_leaves",
+        "learning_rate": "learning_rate", "min_sum_hessian_in_leaf": "min_sum_hessian_in_leaf",
+        "min_data_in_leaf": "min_data_in_leaf", "early_stopping_round": "early_stopping_rounds",
+        "early_stopping_rounds": "early_stopping_rounds", "eval_at": "eval_at",
+        "num_threads": "n_jobs", "n_jobs": "n_jobs", "seed": "random_state",
+        "random_state": "random_state",
+    }
+
+    def ranker_tags(self) -> RankerTags:
+        return _TAGS
+
+    def _native_params(self) -> dict:
+        params = {
+            "objective": "lambdarank",
+            "metric": "ndcg",
+            "eval_at": _eval_at(self.eval_at),
+            "num_leaves": _int_param("num_leaves", self.num_leaves, 2),
+            "learning_rate": _positive_float("learning_rate", self.learning_rate),
+            "min_sum_hessian_in_leaf": _positive_float(
+                "min_sum_hessian_in_leaf", self.min_sum_hessian_in_leaf, allow_zero=True),
+            "min_data_in_leaf": _int_param("min_data_in_leaf", self.min_data_in_leaf, 0),
+            "num_threads": _resolve_threads(self.n_jobs),
+            "seed": _seed(self.random_state),
+            # identical results for a seed, whatever the thread count
+            "deterministic": True,
+            "force_row_wise": True,
+            "verbosity": -1,
+        }
+        params.update(_extra(self.extra_params, self._RESERVED))
+        return params
+
+    def fit(self, X, y, *, qid, eval_set=None):
+        import lightgbm as lgb
+
+        n_estimators = _int_param("n_estimators", self.n_estimators, 1)
+        stopping = _int_param("early_stopping_rounds", self.early_stopping_rounds, 1,
+                              allow_none=True)
+        params = self._native_params()
+        X, y, qid, eval_set = _check_fit_input(X, y, qid, eval_set)
+
+        train = lgb.Dataset(X, label=y, group=_group_sizes(qid), params={"verbosity": -1},
+                            free_raw_data=True)
+        callbacks = [_lightgbm_progress(n_estimators)]
+        valid_sets, valid_names, evals_result = [], [], {}
+        if eval_set is not None:
+            Xv, yv, qv = eval_set
+            valid_sets = [lgb.Dataset(Xv, label=yv, group=_group_sizes(qv), reference=train)]
+            valid_names = ["vali"]
+            callbacks.append(lgb.record_evaluation(evals_result))
+            if stopping is not None:
+                callbacks.append(lgb.early_stopping(stopping, first_metric_only=True,
+                                                    verbose=False))
+        booster = lgb.train(params, train, num_boost_round=n_estimators,
+                            valid_sets=valid_sets, valid_names=valid_names,
+                            callbacks=callbacks)
+        self.booster_ = booster
+        # best_iteration is 0 when early stopping did not run; LightGBM may also stop early
+        # by itself when no leaf can be split any more
+        self.best_iteration_ = int(booster.best_iteration) or int(booster.current_iteration())
+        self.evals_result_ = _plain_evals(evals_result)
+        self.n_features_in_ = X.shape[1]
+        self.n_threads_ = params["num_threads"]
+        self.params_ = params
+        return self
+
+    def predict(self, X, *, qid=None):
+        self._check_fitted("booster_")
+        X, _, _ = check_ranking_input(X, None, qid, n_features=self.n_features_in_,
+                                      require_qid=False)
+        if X.shape[0] == 0:
+            return np.zeros(0, dtype=np.float64)
+        scores = self.booster_.predict(X, num_iteration=self.best_iteration_,
+                                       num_threads=self.n_threads_)
+        return np.asarray(scores, dtype=np.float64)
+
+
+def _lightgbm_progress(total: int):
+    def callback(env) -> None:
+        report_progress(env.iteration + 1 - env.begin_iteration, total, "boosting round")
+
+    callback.order = 40  # after LightGBM's own evaluation callbacks
+    return callback
+
+
+# --------------------------------------------------------------------------- XGBoost
+
+
+class _XGBoostRanker(BaseRanker):
+    """Shared fit/predict of the two XGBoost rankers; subclasses fix ``_objective``."""
+
+    _objective = ""
+    _RESERVED = {
+        "num_boost_round": "n_estimators", "n_estimators": "n_estimators",
+        "max_depth": "max_depth", "max_leaves": "max_leaves",
+        "learning_rate": "learning_rate", "eta": "learning_rate",
+        "min_child_weight": "min_child_weight", "early_stopping_rounds": "early_stopping_rounds",
+        "nthread": "n_jobs", "n_jobs": "n_jobs", "seed": "random_state",
+        "random_state": "random_state", "eval_metric": "eval_at",
+    }
+
+    def ranker_tags(self) -> RankerTags:
+        return _TAGS
+
+    def _native_params(self) -> dict:
+        params = {
+            "objective": self._objective,
+            "tree_method": "hist",
+            "grow_policy": "lossguide",
+            "max_depth": _int_param("max_depth", self.max_depth, 0),
+            "max_leaves": _int_param("max_leaves", self.max_leaves, 0),
+            "eta": _positive_float("learning_rate", self.learning_rate),
+            "min_child_weight": _positive_float("min_child_weight", self.min_child_weight,
+                                                allow_zero=True),
+            "nthread": _resolve_threads(self.n_jobs),
+            "seed": _seed(self.random_state),
+            "eval_metric": [f"ndcg@{k}" for k in _eval_at(self.eval_at)],
+            "verbosity": 0,
+        }
+        params.update(_extra(self.extra_params, self._RESERVED))
+        return params
+
+    def fit(self, X, y, *, qid, eval_set=None):
+        import xgboost as xgb
+
+        n_estimators = _int_param("n_estimators", self.n_estimators, 1)
+        stopping = _int_param("early_stopping_rounds", self.early_stopping_rounds, 1,
+                              allow_none=True)
+        params = self._native_params()
+        X, y, qid, eval_set = _check_fit_input(X, y, qid, eval_set)
+        # group sizes instead of qid: XGBoost requires sorted qid, our contract only
+        # contiguous blocks
+        dtrain = xgb.DMatrix(X, label=y, nthread=params["nthread"])
+        dtrain.set_group(_group_sizes(qid))
+        callbacks = [_xgboost_progress(n_estimators)]
+        evals, evals_result = [], {}
+        if eval_set is not None:
+            Xv, yv, qv = eval_set
+            dval = xgb.DMatrix(Xv, label=yv, nthread=params["nthread"])
+            dval.set_group(_group_sizes(qv))
+            evals = [(dval, "vali")]
+            if stopping is not None:
+                callbacks.append(xgb.callback.EarlyStopping(
+                    rounds=stopping, metric_name=params["eval_metric"][0], data_name="vali",
+                    maximize=True, save_best=False))
+        booster = xgb.train(params, dtrain, num_boost_round=n_estimators, evals=evals,
+                            evals_result=evals_result, verbose_eval=False,
+                            callbacks=callbacks)
+        rounds = booster.num_boosted_rounds()
+        if eval_set is not None and stopping is not None:
+            rounds = int(booster.best_iteration) + 1  # best_iteration is 0-based
+        self.booster_ = booster
+        self.best_iteration_ = rounds
+        self.evals_result_ = _plain_evals(evals_result)
+        self.n_features_in_ = X.shape[1]
+        self.n_threads_ = params["nthread"]
+        self.params_ = params
+        return self
+
+    def predict(self, X, *, qid=None):
+        import xgboost as xgb
+
+        self._check_fitted("booster_")
+        X, _, _ = check_ranking_input(X, None, qid, n_features=self.n_features_in_,
+                                      require_qid=False)
+        if X.shape[0] == 0:
+            return np.zeros(0, dtype=np.float64)
+        data = xgb.DMatrix(X, nthread=self.n_threads_)
+        scores = self.booster_.predict(data, iteration_range=(0, self.best_iteration_))
+        return np.asarray(scores, dtype=np.float64)
+
+
+def _xgboost_progress_class():
+    import xgboost as xgb
+
+    class Progress(xgb.callback.TrainingCallback):
+        def __init__(self, total: int):
+            super().__init__()
+            self.total = total
+
+        def after_iteration(self, model, epoch, evals_log) -> bool:
+            report_progress(epoch + 1, self.total, "boosting round")
+            return False  # never asks to stop
+
+    return Progress
+
+
+def _xgboost_progress(total: int):
+    return _xgboost_progress_class()(total)
+
+
+_XGB_DOC_PARAMS = """
+    Parameters (defaults: the ``xgboost_hist`` setting of LightGBM's MSLR benchmark)
+    ----------
+    n_estimators : int, default 500          boosting rounds
+    max_leaves : int, default 255            (grow_policy=lossguide)
+    max_depth : int, default 0               0 = unlimited (leaves are the limit)
+    learning_rate : float, default 0.1       XGBoost ``eta``
+    min_child_weight : float, default 100
+    early_stopping_rounds : int or None, default 50
+        Used only when ``fit`` gets ``eval_set``; None disables early stopping.
+    eval_at : int or sequence of int, default 10
+        k of the validation ``ndcg@k`` XGBoost computes; early stopping follows the first.
+    n_jobs : int or None, default None       threads (None or -1: all available CPUs)
+    random_state : int, RandomState or None, default 0   XGBoost ``seed``
+    extra_params : dict or None              any other XGBoost parameter, passed through
+
+    Attributes: ``booster_`` (xgboost.Booster), ``best_iteration_`` (rounds used by predict),
+    ``n_features_in_``, ``n_threads_``, ``evals_result_``, ``params_``.
+"""
+
+
+class XGBoostGBRTRanker(_XGBoostRanker):
+    __doc__ = (
+        """Gradient-boosted regression trees on the relevance labels (pointwise squared error,
+    ``reg:squarederror``): the GBRT baseline of the L-GMML paper (Su, King and Lyu 2017).
+    Scores are predicted labels; query ids are used only for the validation NDCG.
+    """
+        + _XGB_DOC_PARAMS
+    )
+    _objective = "reg:squarederror"
+
+    def __init__(self, n_estimators=500, max_leaves=255, max_depth=0, learning_rate=0.1,
+                 min_child_weight=100.0, early_stopping_rounds=50, eval_at=10, n_jobs=None,
+                 random_state=0, extra_params=None):
+        self.n_estimators = n_estimators
+        self.max_leaves = max_leaves
+        self.max_depth = max_depth
+        self.learning_rate = learning_rate
+        self.min_child_weight = min_child_weight
+        self.early_stopping_rounds = early_stopping_rounds
+        self.eval_at = eval_at
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.extra_params = extra_params
+
+
+class XGBoostLambdaMARTRanker(_XGBoostRanker):
+    __doc__ = (
+        """XGBoost lambda-MART: ``rank:ndcg`` (LambdaRank gradients of NDCG; XGBoost's defaults
+    for pair sampling and ``ndcg_exp_gain=True``, i.e. gain ``2^rel - 1``).
+    """
+        + _XGB_DOC_PARAMS
+    )
+    _objective = "rank:ndcg"
+
+    def __init__(self, n_estimators=500, max_leaves=255, max_depth=0, learning_rate=0.1,
+                 min_child_weight=100.0, early_stopping_rounds=50, eval_at=10, n_jobs=None,
+                 random_state=0, extra_params=None):
+        self.n_estimators = n_estimators
+        self.max_leaves = max_leaves
+        self.max_depth = max_depth
+        self.learning_rate = learning_rate
+        self.min_child_weight = min_child_weight
+        self.early_stopping_rounds = early_stopping_rounds
+        self.eval_at = eval_at
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.extra_params = extra_params

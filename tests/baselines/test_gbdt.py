@@ -1,0 +1,195 @@
+"""The GBDT baselines: contract conformance, NDCG agreement with the libraries' own evaluation,
+early stopping, threads, progress and parameter errors."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from ltr_bench.metrics import evaluate
+from ltr_bench.progress import progress_handler
+from ltr_bench.ranker import RankerInputError, query_boundaries
+from ltr_bench.registry import load_ranker_class
+from ltr_bench.testing import check_ranker, make_check_data
+from ltr_bench_baselines.gbdt import (
+    LightGBMRanker,
+    XGBoostGBRTRanker,
+    XGBoostLambdaMARTRanker,
+)
+
+# Small trees that do split on the ~70-row check data (the MSLR defaults' min hessian of 100
+# would leave every tree a single leaf there, and a constant scorer proves little). One
+# thread: the test machine is shared, and thread counts have their own test.
+SMALL = {
+    LightGBMRanker: dict(n_estimators=15, num_leaves=7, min_sum_hessian_in_leaf=1e-3,
+                         min_data_in_leaf=2, n_jobs=1),
+    XGBoostGBRTRanker: dict(n_estimators=15, max_leaves=7, min_child_weight=1.0, n_jobs=1),
+    XGBoostLambdaMARTRanker: dict(n_estimators=15, max_leaves=7, min_child_weight=1e-3,
+                                  n_jobs=1),
+}
+# Enough trees and leaves that no two documents of a validation query tie (checked below).
+TIE_FREE = {
+    LightGBMRanker: dict(num_leaves=31, min_data_in_leaf=1),
+    XGBoostGBRTRanker: dict(max_leaves=31),
+    XGBoostLambdaMARTRanker: dict(max_leaves=31),
+}
+CLASSES = list(SMALL)
+
+
+def small(cls, **overrides):
+    return cls(**{**SMALL[cls], **overrides})
+
+
+def ranking_data(seed, n_queries, n_empty=3):
+    """Continuous features (no two documents alike), 1..30 documents per query, and the first
+    ``n_empty`` queries relabelled all-zero."""
+    X, y, qid = make_check_data(seed, n_queries=n_queries, n_features=8, min_docs=1,
+                                max_docs=30)
+    empty = qid[query_boundaries(qid)[:n_empty]]
+    y = np.where(np.isin(qid, empty), 0, y)
+    return X, y, qid
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_gbdt_ranker_passes_check_ranker(cls):
+    ranker = small(cls)
+    X, y, qid = make_check_data()
+    assert np.unique(ranker.fit(X, y, qid=qid).predict(X)).size > 5  # real trees, not constant
+    check_ranker(ranker)
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_our_ndcg_of_predictions_equals_the_librarys_own_validation_ndcg(cls):
+    train = ranking_data(1, 40)
+    X_val, y_val, qid_val = ranking_data(2, 30)
+    ranker = small(cls, **TIE_FREE[cls], n_estimators=60, eval_at=(5, 10),
+                   early_stopping_rounds=None)
+    ranker.fit(train[0], train[1], qid=train[2], eval_set=(X_val, y_val, qid_val))
+    scores = ranker.predict(X_val, qid=qid_val)
+
+    # precondition: no tie between documents of different labels in one query (the libraries
+    # break ties by position, we average over orderings; equal labels tie harmlessly)
+    b = query_boundaries(qid_val)
+    for i in range(len(b) - 1):
+        s, lab = scores[b[i]:b[i + 1]], y_val[b[i]:b[i + 1]]
+        pairs = (s[:, None] == s[None, :]) & (lab[:, None] != lab[None, :])
+        assert not pairs.any(), f"tied scores across labels in query {qid_val[b[i]]}"
+
+    ours = evaluate(y_val, scores, qid_val, ("ndcg@5", "ndcg@10"), empty_query=1.0)
+    assert ranker.best_iteration_ == 60
+    theirs = {m: values[-1] for m, values in ranker.evals_result_["vali"].items()}
+    assert set(theirs) == {"ndcg@5", "ndcg@10"}
+    for metric in ("ndcg@5", "ndcg@10"):
+        assert ours[metric] == pytest.approx(theirs[metric], abs=1e-6)
+    # the all-zero queries are in there and scored 1 by both (0 would differ by 3/30)
+    zero = evaluate(y_val, scores, qid_val, ("ndcg@10",), empty_query=0.0)["ndcg@10"]
+    assert abs(zero - theirs["ndcg@10"]) > 0.05
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_early_stopping_keeps_the_best_round_and_no_eval_set_uses_all_trees(cls):
+    X, y, qid = ranking_data(3, 40)
+    val = ranking_data(4, 30)
+    stopped = small(cls, n_estimators=300, early_stopping_rounds=3, learning_rate=0.5)
+    stopped.fit(X, y, qid=qid, eval_set=val)
+    curve = np.array(stopped.evals_result_["vali"]["ndcg@10"])
+    assert len(curve) < 300  # it stopped
+    assert len(curve) == stopped.best_iteration_ + 3
+    assert stopped.best_iteration_ == int(np.argmax(curve)) + 1  # first maximum
+    # predict uses exactly the first best_iteration_ trees: the same scores as a model
+    # trained for that many rounds (the validation set only observes training)
+    short = small(cls, n_estimators=stopped.best_iteration_, learning_rate=0.5).fit(
+        X, y, qid=qid)
+    assert np.array_equal(stopped.predict(val[0]), short.predict(val[0]))
+
+    full = small(cls, n_estimators=20).fit(X, y, qid=qid)
+    assert full.best_iteration_ == 20 and full.evals_result_ == {}
+
+    no_stop = small(cls, n_estimators=20, early_stopping_rounds=None).fit(
+        X, y, qid=qid, eval_set=val)
+    assert no_stop.best_iteration_ == 20
+    assert len(no_stop.evals_result_["vali"]["ndcg@10"]) == 20
+    assert np.array_equal(no_stop.predict(X), full.predict(X))  # eval_set only observes
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_thread_count_is_a_parameter_and_is_recorded(cls):
+    assert cls().ranker_tags().thread_param == "n_jobs"
+    X, y, qid = make_check_data()
+    one = small(cls, n_jobs=1).fit(X, y, qid=qid)
+    assert one.n_threads_ == 1
+    default = small(cls, n_jobs=None, n_estimators=2).fit(X, y, qid=qid)
+    assert default.n_threads_ == len(os.sched_getaffinity(0))
+    native = "num_threads" if cls is LightGBMRanker else "nthread"
+    assert one.params_[native] == 1
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_progress_is_reported_once_per_boosting_round(cls):
+    X, y, qid = make_check_data()
+    calls = []
+    with progress_handler(lambda done, total, msg: calls.append((done, total))):
+        small(cls, n_estimators=12).fit(X, y, qid=qid)
+    assert calls == [(i, 12) for i in range(1, 13)]
+
+
+def test_lightgbm_defaults_are_the_published_mslr_benchmark_settings():
+    # LightGBM docs/Experiments.rst, setting "LightGBM"
+    params = LightGBMRanker()._native_params()
+    assert LightGBMRanker().n_estimators == 500
+    assert (params["num_leaves"], params["learning_rate"], params["min_data_in_leaf"],
+            params["min_sum_hessian_in_leaf"]) == (255, 0.1, 0, 100.0)
+    assert params["objective"] == "lambdarank" and params["eval_at"] == [10]
+
+
+@pytest.mark.parametrize("cls", [XGBoostGBRTRanker, XGBoostLambdaMARTRanker])
+def test_xgboost_defaults_are_the_published_xgboost_hist_settings(cls):
+    # LightGBM docs/Experiments.rst, setting "xgboost_hist"
+    params = cls()._native_params()
+    assert cls().n_estimators == 500
+    assert (params["eta"], params["min_child_weight"], params["tree_method"],
+            params["grow_policy"], params["max_depth"], params["max_leaves"]) == (
+        0.1, 100.0, "hist", "lossguide", 0, 255)
+    expected = "reg:squarederror" if cls is XGBoostGBRTRanker else "rank:ndcg"
+    assert params["objective"] == expected
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_extra_params_reach_the_library_and_may_not_repeat_a_named_parameter(cls):
+    X, y, qid = make_check_data()
+    key, value = ("lambda_l2", 3.5) if cls is LightGBMRanker else ("reg_lambda", 3.5)
+    ranker = small(cls, extra_params={key: value}).fit(X, y, qid=qid)
+    assert ranker.params_[key] == value
+    if cls is LightGBMRanker:
+        assert ranker.booster_.params[key] == value
+    else:
+        assert f'"{key}":"3.5' in ranker.booster_.save_config().replace(" ", "")
+    clash = "num_leaves" if cls is LightGBMRanker else "max_leaves"
+    with pytest.raises(ValueError, match=rf"extra_params may not set '{clash}'"):
+        small(cls, extra_params={clash: 3}).fit(X, y, qid=qid)
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_bad_parameters_and_inputs_give_errors_that_name_them(cls):
+    X, y, qid = make_check_data()
+    with pytest.raises(ValueError, match="n_estimators must be an integer >= 1"):
+        small(cls, n_estimators=0).fit(X, y, qid=qid)
+    with pytest.raises(ValueError, match="learning_rate"):
+        small(cls, learning_rate=-1).fit(X, y, qid=qid)
+    with pytest.raises(ValueError, match="n_jobs"):
+        small(cls, n_jobs=0).fit(X, y, qid=qid)
+    with pytest.raises(RankerInputError, match="eval_set: X has 3 features"):
+        small(cls).fit(X, y, qid=qid, eval_set=(X[:, :3], y, qid))
+    with pytest.raises(RankerInputError, match="eval_set must be None or a tuple"):
+        small(cls).fit(X, y, qid=qid, eval_set=(X, y))
+    fitted = small(cls).fit(X, y, qid=qid)
+    with pytest.raises(RankerInputError, match="fitted with 5"):
+        fitted.predict(X[:, :4])
+
+
+def test_entry_points_resolve_to_the_gbdt_classes():
+    assert load_ranker_class("lightgbm") is LightGBMRanker
+    assert load_ranker_class("xgboost-gbrt") is XGBoostGBRTRanker
+    assert load_ranker_class("xgboost-lambdamart") is XGBoostLambdaMARTRanker
