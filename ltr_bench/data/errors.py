@@ -1,0 +1,47 @@
+"""Errors and warnings of the dataset layer.
+
+Every message is complete on its own: the CLI prints ``str(err)`` (no traceback) and exits 1
+(:class:`DataError`, :class:`DatasetNotFoundError`) or 2 (:class:`UnknownDatasetError`, a bad
+invocation). Messages about file contents start with ``<file>:<line>:``, then say what is
+wrong and how to fix it.
+"""
+
+from __future__ import annotations
+
+__all__ = ["DataError", "DataWarning", "DatasetNotFoundError", "UnknownDatasetError"]
+
+
+class DataError(Exception):
+    """Bad or unreadable input data. ``str(err)`` is the complete user-facing message.
+
+    ``path`` and ``line`` (1-based) are set when the problem is at a known place in a file.
+    """
+
+    def __init__(self, message: str, *, path=None, line: int | None = None):
+        super().__init__(message)
+        self.path = None if path is None else str(path)
+        self.line = line
+
+    def __str__(self) -> str:
+        return self.args[0] if self.args else ""
+
+
+class DatasetNotFoundError(DataError):
+    """A dataset's files or folder are missing; the message says where to download the data and
+    exactly where to put each file."""
+
+
+class UnknownDatasetError(DataError):
+    """No dataset has that name. ``suggestions`` holds close matches (difflib), ``known`` all
+    known names; both are also in the message."""
+
+    def __init__(self, message: str, *, name: str = "", suggestions=(), known=()):
+        super().__init__(message)
+        self.name = name
+        self.suggestions = list(suggestions)
+        self.known = list(known)
+
+
+class DataWarning(UserWarning):
+    """Data was readable but not as expected (e.g. a query's rows came in separate blocks and
+    were regrouped). The message names the file and line."""
