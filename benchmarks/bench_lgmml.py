@@ -1,0 +1,190 @@
+"""Speed and memory of L-GMML on generated MSLR-WEB30K-sized data, against LightGBM.
+
+Usage::
+
+    python benchmarks/bench_lgmml.py                 # modest: 200k docs x 136, m = 100
+    python benchmarks/bench_lgmml.py --full          # 2.27M docs x 136, m = 500 (the issue's target)
+    python benchmarks/bench_lgmml.py --docs 500000 --metrics 200 --threads 2
+
+What it prints (one process, so ratios compare like with like):
+
+- L-GMML fit wall time, split into phases (scaling fit, local metrics + anchors, distance
+  scale, WARP incl. feature computation), from ``report_progress`` timestamps;
+- peak RSS (``resource.ru_maxrss``) before the fit (the data alone) and after it;
+- per-document scoring time of L-GMML (float32 and float64 distance terms, median of
+  ``--repeats``) and of a LightGBM model with 500 trees of 255 leaves scored on the
+  same documents with the same thread count; the ratio; the leaf counts actually reached.
+  LightGBM is trained on a subsample (``--lgbm-train-docs``) to save time, with objective
+  ``regression`` and ``min_data_in_leaf=2, min_sum_hessian_in_leaf=1e-3`` so every tree
+  grows its 255 leaves (lambdarank's gradients vanish on a subsample and its trees stay
+  small): scoring cost depends on the trees' shape, not on what grew them;
+- the float32 vs float64 score difference (max relative, and whether per-query orderings
+  change: Kendall tau over a sample of queries).
+
+Generated data: queries of 120 documents (18,917 queries = 2.27M rows with ``--full``), labels
+0-4 drawn from a latent relevance (about half 0), 136 features of which 40 informative (noisy
+monotone transforms of the latent relevance plus a per-query offset) and 96 noise. CPU time is
+shared with whatever else runs on the machine: numbers are noisy; run twice to see.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+
+import numpy as np
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def generate(n_docs: int, n_features: int, seed: int, docs_per_query: int = 120):
+    rng = np.random.default_rng(seed)
+    nq = max(1, n_docs // docs_per_query)
+    n = nq * docs_per_query
+    qid = np.repeat(np.arange(nq, dtype=np.int64), docs_per_query)
+    y = np.empty(n, dtype=np.int64)
+    X = np.empty((n, n_features), dtype=np.float64)
+    n_inf = min(40, n_features)
+    w = rng.uniform(0.5, 2.0, size=n_inf)
+    step = 120 * 2000
+    for a in range(0, n, step):
+        b = min(n, a + step)
+        q_here = qid[a:b]
+        rel = rng.normal(size=b - a)
+        lab = np.digitize(rel, [0.0, 0.8, 1.5, 2.2])  # ~50% zeros, then 0.29, 0.15, 0.05, 0.01
+        y[a:b] = lab
+        offs = np.random.default_rng(seed + 1 + a).normal(size=(int(q_here[-1] - q_here[0]) + 1,
+                                                                n_inf))[q_here - q_here[0]]
+        X[a:b, :n_inf] = (rel[:, None] * w + 0.8 * offs
+                          + rng.normal(scale=1.0, size=(b - a, n_inf)))
+        X[a:b, n_inf:] = rng.normal(size=(b - a, n_features - n_inf))
+    return X, y, qid
+
+
+class PhaseClock:
+    """Records when each progress message first and last appears."""
+
+    def __init__(self):
+        self.first, self.last = {}, {}
+
+    def __call__(self, done, total, msg):
+        now = time.perf_counter()
+        self.first.setdefault(msg, now)
+        self.last[msg] = now
+
+
+def time_predict(fn, X, repeats):
+    fn(X[:1000])  # warm-up
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn(X)
+        ts.append(time.perf_counter() - t0)
+    return float(np.median(ts))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--full", action="store_true", help="2.27M x 136, m = 500")
+    ap.add_argument("--docs", type=int, default=None)
+    ap.add_argument("--features", type=int, default=136)
+    ap.add_argument("--metrics", type=int, default=None)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--score-docs", type=int, default=100_000)
+    ap.add_argument("--lgbm-train-docs", type=int, default=100_000)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--n-iter", type=int, default=None, help="WARP iterations (default: the ranker's)")
+    args = ap.parse_args(argv)
+    n_docs = args.docs or (2_270_000 if args.full else 200_000)
+    m = args.metrics or (500 if args.full else 100)
+
+    from ltr_bench.progress import progress_handler
+    from ltr_bench_lgmml import LGMMLRanker, __version__
+
+    print(f"# bench_lgmml (ltr-bench-lgmml {__version__}): docs={n_docs} d={args.features} "
+          f"m={m} threads={args.threads}", flush=True)
+    t0 = time.perf_counter()
+    X, y, qid = generate(n_docs, args.features, args.seed)
+    print(f"generated {X.shape[0]} docs, {qid[-1] + 1} queries in "
+          f"{time.perf_counter() - t0:.1f}s; label counts {np.bincount(y).tolist()}", flush=True)
+    rss_data = peak_rss_mib()
+    print(f"peak RSS with the data loaded: {rss_data:.0f} MiB", flush=True)
+
+    ranker = LGMMLRanker(n_metrics=m, random_state=args.seed, n_threads=args.threads,
+                         n_iter=args.n_iter)
+    clock = PhaseClock()
+    t0 = time.perf_counter()
+    with progress_handler(clock):
+        ranker.fit(X, y, qid=qid)
+    fit_s = time.perf_counter() - t0
+    rss_fit = peak_rss_mib()
+    K = ranker.metric_bank_.V.shape[1]
+    print(f"L-GMML fit: {fit_s:.1f}s wall ({fit_s / 60:.2f} min); WARP iterations "
+          f"{ranker.n_iter_}; total low-rank columns K={K} (mean rank {K / m:.1f})", flush=True)
+    if "local metrics" in clock.first:
+        lm = clock.last["local metrics"] - t0
+        print(f"  phase: scaling fit + local metrics + anchors: {lm:.1f}s", flush=True)
+        if "WARP" in clock.first:
+            print(f"  phase: distance scale + WARP features start: "
+                  f"{clock.first['WARP'] - clock.last['local metrics']:.1f}s (includes the "
+                  f"first WARP chunk's feature computation)", flush=True)
+            print(f"  phase: WARP (rest): {clock.last['WARP'] - clock.first['WARP']:.1f}s",
+                  flush=True)
+    print(f"peak RSS after fit: {rss_fit:.0f} MiB (data alone: {rss_data:.0f} MiB; "
+          f"target <= 8192 MiB)", flush=True)
+
+    rng = np.random.default_rng(args.seed + 7)
+    n_score = min(args.score_docs, X.shape[0])
+    start = int(rng.integers(0, X.shape[0] - n_score + 1))
+    Xs = np.ascontiguousarray(X[start:start + n_score])
+    qs = qid[start:start + n_score]
+    t32 = time_predict(lambda Z: ranker.predict(Z), Xs, args.repeats)
+    s32 = ranker.predict(Xs)
+    ranker.set_params(dtype="float64")
+    t64 = time_predict(lambda Z: ranker.predict(Z), Xs, max(1, args.repeats - 2))
+    s64 = ranker.predict(Xs)
+    ranker.set_params(dtype="float32")
+    rel = np.max(np.abs(s32 - s64)) / max(np.max(np.abs(s64)), 1e-300)
+    from scipy.stats import kendalltau
+    bounds = np.r_[np.flatnonzero(np.r_[True, qs[1:] != qs[:-1]]), qs.size]
+    taus = [kendalltau(s32[a:b], s64[a:b])[0] for a, b in zip(bounds[:-1], bounds[1:])
+            if b - a > 1][:200]
+    print(f"L-GMML scoring: float32 {1e6 * t32 / n_score:.2f} us/doc, float64 "
+          f"{1e6 * t64 / n_score:.2f} us/doc ({n_score} docs, {args.threads} threads)")
+    print(f"  float32 vs float64 scores: max |diff| / max |score| = {rel:.2e}; "
+          f"min per-query Kendall tau over {len(taus)} queries = {np.nanmin(taus):.6f}",
+          flush=True)
+
+    import lightgbm as lgb
+    n_lgb = min(args.lgbm_train_docs, X.shape[0])
+    n_lgb -= n_lgb % 120
+    # objective "regression": lambdarank on a subsample fits the training rankings and its
+    # gradients vanish, so its trees stop at a few leaves; squared-error residuals on noisy
+    # labels persist, so every tree grows its 255 leaves (printed below). Traversal cost
+    # depends only on the trees' shape, which is what this model is for.
+    params = dict(objective="regression", num_leaves=255, learning_rate=0.1,
+                  min_data_in_leaf=2, min_sum_hessian_in_leaf=1e-3, num_threads=args.threads,
+                  verbosity=-1, seed=args.seed)
+    t0 = time.perf_counter()
+    ds = lgb.Dataset(X[:n_lgb], label=y[:n_lgb], group=np.full(n_lgb // 120, 120))
+    booster = lgb.train(params, ds, num_boost_round=500)
+    lgb_fit = time.perf_counter() - t0
+    leaves = [t["num_leaves"] for t in booster.dump_model()["tree_info"]]
+    tl = time_predict(lambda Z: booster.predict(Z, num_threads=args.threads), Xs, args.repeats)
+    print(f"LightGBM: {booster.num_trees()} trees, leaves per tree min {min(leaves)} / median "
+          f"{int(np.median(leaves))} / max {max(leaves)}; trained on {n_lgb} docs in "
+          f"{lgb_fit:.1f}s (not comparable: subsample)")
+    print(f"LightGBM scoring: {1e6 * tl / n_score:.2f} us/doc")
+    print(f"ratio L-GMML(float32) / LightGBM per-document scoring time: {t32 / tl:.2f} "
+          f"(target <= 1)")
+    print(f"peak RSS at the end: {peak_rss_mib():.0f} MiB", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

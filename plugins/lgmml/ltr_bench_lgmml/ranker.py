@@ -1,0 +1,322 @@
+"""``LGMMLRanker``: L-GMML (Su, King, Lyu, SIGIR 2017) as an ltr-bench ranker.
+
+Pipeline (``fit``): scale features (fitted on the training split) -> m local GMML metrics from
+sampled similar / dissimilar pairs of training queries, each with its anchor (the positive
+document whose distance ranking has the best NDCG) -> WARP learning of the weights Phi ->
+``predict`` scores ``f(p) = sign * sum_r Phi_r h_r(p)`` (Eq. 13 and variants, see
+:mod:`ltr_bench_lgmml.scoring`). Higher score = more relevant.
+
+Parameters (paper value in brackets; "-" when the paper does not say):
+
+n_metrics : int, default 50
+    m, the number of local metrics [500 on MSLR / Yahoo!; tuned per dataset in Fig. 3].
+n_iter : int or None, default None
+    T, WARP iterations; None = 100 x number of training queries [-].
+step_size : float or "authors", default 0.05
+    mu, the WARP step [-]; "authors" = 1 / (1 + exp(t / (100 n_queries))) (authors' code).
+margin : float, default 0.01
+    zeta, the hinge margin [tried 0.01..1; authors' code 0.001].
+initial_weight : float, default 1.0
+    Phi(1) [tried 0.1..10; authors' code 1].
+t : float in [0, 1], default 0.5
+    geodesic parameter of GMML [0.5, Eq. 9; authors' code 1.0].
+reg_lambda : float > 0, default 0.1
+    lambda, GMML regulariser [-; authors' code 0.1].
+distance : "paper" | "mahalanobis", default "mahalanobis"
+    delta_r = ||M_r x|| (Eq. 12, "paper") or sqrt(x^T M_r x) (authors' code).
+score_form : "rising" | "eq13" | "positive", default "rising"
+    "eq13" = Eq. 13 literally; "rising" keeps every distance on the rising side of
+    d exp(-d) by dividing it by a training quantile and clipping at 1; "positive" = +Phi.g
+    (what the authors' code ranks by) [paper: "eq13"].
+distance_quantile : float in (0, 1], default 0.99
+    the quantile s_r of training distances used by "rising".
+weight_strategy : "global" | "mean" | "uniform", default "global"
+    Phi for an unseen query: one Phi trained by WARP over all training queries, the mean of
+    per-query Phi_q, or all ones (authors' code) [paper: not stated].
+scaling : "l2" | "zscore" | "none", default "zscore"
+    per-feature scaling fitted on the training split ["l2", Section 4.5].
+queries_per_metric : int, default 1
+    training queries sampled per local metric [-; authors' code 1].
+max_positives, max_negatives : int or None, default 10, 20
+    caps on the documents sampled per query for a metric's pairs: all pairs of distinct
+    positives are similar, all positive x negative pairs dissimilar [-; authors cap pairs].
+highly_relevant : "upper_half" | "top" | int, default "upper_half"
+    which documents are highly relevant: labels >= the median of the query's distinct labels
+    (and >= 1, the authors' code), the query's top label, or labels >= the int.
+negatives : "zero" | "lower", default "zero"
+    negatives for pairs and WARP: label 0 (Section 3.4) or any label below highly relevant.
+max_rank : int or None, default None
+    keep only the ``max_rank`` largest-|eigenvalue| low-rank components of each metric
+    (faster scoring, an approximation whose NDCG effect must be measured); None = exact.
+anchor_k : int, default 10
+    k of the NDCG@k that chooses anchors [paper: "NDCG"].
+dtype : "float32" | "float64", default "float32"
+    precision of the low-rank distance term (the isotropic term is always float64).
+memory_mb : int, default 1024
+    budget for WARP's cached features and scoring chunks.
+query_dim : int or None, default None
+    query-by-example rows [query (query_dim), document (query_dim)]; the anchor is then the
+    row's query point (Section 4.4).
+random_state : int or None
+    seeds every random choice (query sampling, pair sampling, WARP).
+n_threads : int or None
+    BLAS threads (threadpoolctl); None leaves the library default.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import numbers
+
+import numpy as np
+
+from ltr_bench.progress import report_progress
+from ltr_bench.ranker import (BaseRanker, RankerTags, check_ranking_input,
+                              query_boundaries)
+
+from .local_metrics import QuerySets, fit_local_metrics
+from .preprocessing import SCALINGS, FeatureScaler
+from .scoring import SCORE_FORMS, MetricBank
+from .warp import train_warp
+
+__all__ = ["LGMMLRanker"]
+
+_CHUNK_BYTES = 64 << 20  # working set of one scoring chunk: large enough for BLAS-3 speed
+
+
+class LGMMLRanker(BaseRanker):
+    """L-GMML learning to rank. See the module docstring for every parameter.
+
+    Fitted attributes: ``scaler_`` (FeatureScaler), ``metric_bank_`` (MetricBank: metrics,
+    anchors), ``anchor_ndcg_`` (m,), ``weights_`` (m,) the Phi used for unseen queries,
+    ``query_weights_`` ((n_train_queries, m) in "mean" mode, else None), ``n_iter_``,
+    ``n_features_in_``.
+    """
+
+    def __init__(self, n_metrics=50, n_iter=None, step_size=0.05, margin=0.01,
+                 initial_weight=1.0, t=0.5, reg_lambda=0.1, distance="mahalanobis",
+                 score_form="rising", distance_quantile=0.99, weight_strategy="global",
+                 scaling="zscore", queries_per_metric=1, max_positives=10, max_negatives=20,
+                 highly_relevant="upper_half", negatives="zero", max_rank=None, anchor_k=10,
+                 dtype="float32", memory_mb=1024, query_dim=None, random_state=None,
+                 n_threads=None):
+        self.n_metrics = n_metrics
+        self.n_iter = n_iter
+        self.step_size = step_size
+        self.margin = margin
+        self.initial_weight = initial_weight
+        self.t = t
+        self.reg_lambda = reg_lambda
+        self.distance = distance
+        self.score_form = score_form
+        self.distance_quantile = distance_quantile
+        self.weight_strategy = weight_strategy
+        self.scaling = scaling
+        self.queries_per_metric = queries_per_metric
+        self.max_positives = max_positives
+        self.max_negatives = max_negatives
+        self.highly_relevant = highly_relevant
+        self.negatives = negatives
+        self.max_rank = max_rank
+        self.anchor_k = anchor_k
+        self.dtype = dtype
+        self.memory_mb = memory_mb
+        self.query_dim = query_dim
+        self.random_state = random_state
+        self.n_threads = n_threads
+
+    def ranker_tags(self) -> RankerTags:
+        return RankerTags(requires_qid_at_predict=False, uses_eval_set=False,
+                          query_dependent=True, deterministic=True, thread_param="n_threads")
+
+    # ------------------------------------------------------------------ validation
+    def _validate_params(self) -> None:
+        def choice(name, allowed):
+            v = getattr(self, name)
+            if not isinstance(v, str) or v not in allowed:
+                raise ValueError(f"{name} must be one of {list(allowed)}, got {v!r}")
+
+        def integer(name, low, none_ok=False):
+            v = getattr(self, name)
+            if v is None and none_ok:
+                return
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < low:
+                extra = " or None" if none_ok else ""
+                raise ValueError(f"{name} must be an integer >= {low}{extra}, got {v!r}")
+
+        def real(name, low, high, low_open=False, high_open=False):
+            v = getattr(self, name)
+            ok = isinstance(v, numbers.Real) and not isinstance(v, bool) and np.isfinite(v)
+            if ok:
+                ok = (v > low if low_open else v >= low) and (v < high if high_open else v <= high)
+            if not ok:
+                lb = "(" if low_open else "["
+                rb = ")" if high_open else "]"
+                raise ValueError(f"{name} must be a number in {lb}{low}, {high}{rb}, got {v!r}")
+
+        integer("n_metrics", 1)
+        integer("n_iter", 0, none_ok=True)
+        if self.step_size != "authors":
+            real("step_size", 0, np.inf, low_open=True, high_open=True)
+        real("margin", 0, np.inf, high_open=True)
+        real("initial_weight", 0, np.inf, high_open=True)
+        real("t", 0, 1)
+        real("reg_lambda", 0, np.inf, low_open=True, high_open=True)
+        choice("distance", ("paper", "mahalanobis"))
+        choice("score_form", SCORE_FORMS)
+        real("distance_quantile", 0, 1, low_open=True)
+        choice("weight_strategy", ("global", "mean", "uniform"))
+        choice("scaling", SCALINGS)
+        integer("queries_per_metric", 1)
+        integer("max_positives", 1, none_ok=True)
+        integer("max_negatives", 1, none_ok=True)
+        hr = self.highly_relevant
+        if not ((isinstance(hr, str) and hr in ("upper_half", "top"))
+                or (isinstance(hr, numbers.Integral) and not isinstance(hr, bool) and hr >= 1)):
+            raise ValueError("highly_relevant must be one of ['upper_half', 'top'] or an "
+                             f"integer label >= 1, got {hr!r}")
+        choice("negatives", ("zero", "lower"))
+        integer("max_rank", 1, none_ok=True)
+        integer("anchor_k", 1)
+        choice("dtype", ("float32", "float64"))
+        integer("memory_mb", 1)
+        integer("query_dim", 1, none_ok=True)
+        integer("n_threads", 1, none_ok=True)
+        rs = self.random_state
+        if rs is not None and (isinstance(rs, bool) or not isinstance(rs, numbers.Integral)
+                               or rs < 0):
+            raise ValueError(f"random_state must be a non-negative integer or None, got {rs!r}")
+
+    def _threads(self):
+        if self.n_threads is None:
+            return contextlib.nullcontext()
+        from threadpoolctl import threadpool_limits
+        return threadpool_limits(limits=int(self.n_threads))
+
+    def _split_blocks(self, X):
+        """(document block, query block or None) of raw rows."""
+        if self.query_dim is None:
+            return X, None
+        qd = int(self.query_dim)
+        if X.shape[1] != 2 * qd:
+            raise ValueError(
+                f"query_dim={qd} needs rows [query ({qd}), document ({qd})] of width {2 * qd}, "
+                f"but X has {X.shape[1]} columns")
+        return X[:, qd:], X[:, :qd]
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y, *, qid, eval_set=None):
+        self._validate_params()
+        X, y, qid = check_ranking_input(X, y, qid)
+        if X.shape[0] == 0:
+            raise ValueError("cannot fit on an empty training set (X has 0 rows)")
+        Xd, Xq = self._split_blocks(X)
+        dtype = np.float32 if self.dtype == "float32" else np.float64
+        bounds = query_boundaries(qid)
+        rng = np.random.default_rng(self.random_state)
+        with self._threads():
+            scaler = FeatureScaler.fit(Xd, self.scaling)
+
+            def rows(idx):
+                return scaler.transform(Xd[idx])
+
+            def query_points(qi):
+                return scaler.transform(Xq[bounds[qi]:bounds[qi] + 1])[0]
+
+            sets = QuerySets(y, bounds, self.highly_relevant, self.negatives)
+            n_iter = (100 * sets.n_queries) if self.n_iter is None else int(self.n_iter)
+            needs_warp = self.weight_strategy != "uniform" and n_iter > 0
+            total = self.n_metrics + (n_iter if needs_warp else 0)
+
+            metrics, anchors, ndcgs = fit_local_metrics(
+                rng=rng, y=y, sets=sets, rows=rows,
+                query_points=query_points if Xq is not None else None,
+                n_metrics=self.n_metrics, queries_per_metric=self.queries_per_metric,
+                max_positives=self.max_positives, max_negatives=self.max_negatives,
+                reg_lambda=float(self.reg_lambda), t=float(self.t), distance=self.distance,
+                anchor_k=self.anchor_k,
+                progress=lambda d, tot: report_progress(d, total, "local metrics"),
+            )
+            bank = MetricBank.from_metrics(metrics, anchors, self.score_form,
+                                           max_rank=self.max_rank)
+            self.metric_bank_ = bank
+            self.scaler_ = scaler
+            if self.score_form == "rising":
+                sample = np.sort(rng.choice(X.shape[0], size=min(X.shape[0], 20_000),
+                                            replace=False))
+                Xs = scaler.transform(Xd[sample])
+                Qs = scaler.transform(Xq[sample]) if Xq is not None else None
+                bank.fit_dist_scale(Xs, Qs, float(self.distance_quantile), dtype=dtype)
+
+            def features(idx):
+                out = np.empty((idx.size, bank.n_metrics))
+                step = self._chunk_rows(bank)
+                for a in range(0, idx.size, step):
+                    part = idx[a:a + step]
+                    Q = scaler.transform(Xq[part]) if Xq is not None else None
+                    out[a:a + step] = bank.features(scaler.transform(Xd[part]), Q, dtype=dtype)
+                return out
+
+            query_weights = None
+            if needs_warp:
+                mode = "global" if self.weight_strategy == "global" else "per_query"
+                phi = train_warp(
+                    rng=rng, sets=sets, features=features, n_metrics=bank.n_metrics,
+                    n_iter=n_iter, mode=mode, initial_weight=float(self.initial_weight),
+                    step_size=self.step_size, margin=float(self.margin), sign=bank.sign,
+                    cache_bytes=int(self.memory_mb) << 20,
+                    progress=lambda d, tot: report_progress(self.n_metrics + d, total, "WARP"),
+                )
+                if mode == "global":
+                    weights = phi
+                else:
+                    query_weights = phi
+                    used = sets.eligible if sets.eligible.size else np.arange(sets.n_queries)
+                    weights = phi[used].mean(axis=0)
+            else:
+                weights = np.full(bank.n_metrics, 1.0)
+        self.anchor_ndcg_ = ndcgs
+        self.weights_ = np.asarray(weights, dtype=np.float64)
+        self.query_weights_ = query_weights
+        self.n_iter_ = n_iter if needs_warp else 0
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def _chunk_rows(self, bank: MetricBank) -> int:
+        return int(max(64, _CHUNK_BYTES // bank.bytes_per_row()))
+
+    # ------------------------------------------------------------------ predict
+    def decision_features(self, X) -> np.ndarray:
+        """h(p) (n, m): the per-metric terms of the score, ``score = sign * h @ weights_``."""
+        self._check_fitted("metric_bank_", "weights_", "scaler_")
+        X, _, _ = check_ranking_input(X, None, None, n_features=self.n_features_in_,
+                                      require_qid=False)
+        Xd, Xq = self._split_blocks(X)
+        dtype = np.float32 if self.dtype == "float32" else np.float64
+        bank = self.metric_bank_
+        out = np.empty((X.shape[0], bank.n_metrics))
+        step = self._chunk_rows(bank)
+        with self._threads():
+            for a in range(0, X.shape[0], step):
+                Q = self.scaler_.transform(Xq[a:a + step]) if Xq is not None else None
+                out[a:a + step] = bank.features(self.scaler_.transform(Xd[a:a + step]), Q,
+                                                dtype=dtype)
+        return out
+
+    def predict(self, X, *, qid=None) -> np.ndarray:
+        """Scores (n_docs,) float64, input row order; ``qid`` is accepted and not needed."""
+        self._check_fitted("metric_bank_", "weights_", "scaler_")
+        X, _, _ = check_ranking_input(X, None, qid, n_features=self.n_features_in_,
+                                      require_qid=False)
+        Xd, Xq = self._split_blocks(X)
+        dtype = np.float32 if self.dtype == "float32" else np.float64
+        bank = self.metric_bank_
+        scores = np.empty(X.shape[0], dtype=np.float64)
+        step = self._chunk_rows(bank)
+        w = bank.sign * self.weights_
+        with self._threads():
+            for a in range(0, X.shape[0], step):
+                Q = self.scaler_.transform(Xq[a:a + step]) if Xq is not None else None
+                H = bank.features(self.scaler_.transform(Xd[a:a + step]), Q, dtype=dtype)
+                scores[a:a + step] = H @ w
+        return scores

@@ -1,0 +1,26 @@
+"""L-GMML on the real OHSUMED data (Fold 1): it must learn something from real features."""
+
+import lzma
+
+import numpy as np
+import pytest
+
+from ltr_bench.metrics import evaluate
+from ltr_bench_lgmml import LGMMLRanker
+
+
+def _load(root, part):
+    from sklearn.datasets import load_svmlight_file
+    with lzma.open(root / "OHSUMED-LETOR3-Feature-min" / "Fold1" / f"{part}.txt.xz") as f:
+        X, y, qid = load_svmlight_file(f, query_id=True, n_features=45)
+    return X.toarray(), y.astype(int), qid.astype(int)
+
+
+@pytest.mark.slow
+def test_default_lgmml_beats_a_constant_scorer_on_ohsumed_fold1_test(shared_data):
+    X, y, qid = _load(shared_data, "trainingset")
+    Xt, yt, qt = _load(shared_data, "testset")
+    scores = LGMMLRanker(random_state=0).fit(X, y, qid=qid).predict(Xt)
+    got = evaluate(yt, scores, qt, "ndcg@10")["ndcg@10"]
+    constant = evaluate(yt, np.zeros(len(yt)), qt, "ndcg@10")["ndcg@10"]
+    assert got > constant + 0.05

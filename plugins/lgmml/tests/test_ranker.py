@@ -1,0 +1,124 @@
+"""LGMMLRanker: the ranker contract, determinism, degenerate queries, parameters."""
+
+import numpy as np
+import pytest
+
+from ltr_bench.testing import check_ranker
+from ltr_bench_lgmml import LGMMLRanker
+
+
+def _data(seed=0, n_queries=12, n_docs=25, d=6):
+    rng = np.random.default_rng(seed)
+    X, y, qid = [], [], []
+    for q in range(n_queries):
+        lab = rng.integers(0, 3, size=n_docs)
+        x = rng.normal(size=(n_docs, d))
+        x[:, 0] += 1.5 * lab  # one informative feature
+        X.append(x), y.append(lab), qid.append(np.full(n_docs, q))
+    return np.vstack(X), np.concatenate(y), np.concatenate(qid)
+
+
+def test_lgmml_passes_check_ranker():
+    check_ranker(LGMMLRanker(n_metrics=8, random_state=0))
+
+
+def test_same_random_state_gives_identical_scores_and_different_state_differs():
+    X, y, qid = _data()
+    a = LGMMLRanker(n_metrics=10, random_state=3).fit(X, y, qid=qid).predict(X)
+    b = LGMMLRanker(n_metrics=10, random_state=3).fit(X, y, qid=qid).predict(X)
+    c = LGMMLRanker(n_metrics=10, random_state=4).fit(X, y, qid=qid).predict(X)
+    assert np.array_equal(a, b)
+    assert not np.array_equal(a, c)
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "mean", "global"])
+def test_degenerate_queries_do_not_crash(strategy):
+    X, y, qid = _data(n_queries=4)
+    y = y.copy()
+    y[qid == 1] = 2          # no label-0 document
+    y[qid == 2] = 1          # all labels equal
+    X = np.vstack([X, np.ones((1, X.shape[1]))])   # a query with one document
+    y, qid = np.r_[y, 0], np.r_[qid, 99]
+    r = LGMMLRanker(n_metrics=5, weight_strategy=strategy, random_state=0)
+    s = r.fit(X, y, qid=qid).predict(X, qid=qid)
+    assert s.shape == (X.shape[0],) and s.dtype == np.float64 and np.all(np.isfinite(s))
+    flat = LGMMLRanker(n_metrics=3, weight_strategy=strategy, random_state=0)
+    s = flat.fit(X, np.zeros_like(y), qid=qid).predict(X)  # every label 0 everywhere
+    assert np.all(np.isfinite(s))
+
+
+@pytest.mark.parametrize("strategy", ["uniform", "mean", "global"])
+def test_learns_the_informative_feature_better_than_chance(strategy):
+    from ltr_bench.metrics import evaluate
+    X, y, qid = _data(seed=1)
+    Xt, yt, qt = _data(seed=2)
+    r = LGMMLRanker(n_metrics=20, weight_strategy=strategy, random_state=0).fit(X, y, qid=qid)
+    got = evaluate(yt, r.predict(Xt), qt, "ndcg@10")["ndcg@10"]
+    chance = evaluate(yt, np.zeros(len(yt)), qt, "ndcg@10")["ndcg@10"]
+    assert got > chance + 0.1
+
+
+def test_scaling_is_fitted_on_training_data_only():
+    X, y, qid = _data()
+    r = LGMMLRanker(n_metrics=5, scaling="zscore", random_state=0).fit(X, y, qid=qid)
+    assert np.allclose(r.scaler_.shift, X.mean(0)) and np.allclose(r.scaler_.scale, X.std(0))
+    # A test document scores the same alone as inside any batch: nothing is refitted.
+    Xt = _data(seed=5)[0] * 10 + 3
+    assert np.allclose(r.predict(Xt[:1]), r.predict(Xt)[:1], rtol=1e-12)
+
+
+def test_strategies_set_the_unseen_query_weights_as_documented():
+    X, y, qid = _data()
+    uni = LGMMLRanker(n_metrics=6, weight_strategy="uniform", random_state=0).fit(X, y, qid=qid)
+    assert np.array_equal(uni.weights_, np.ones(6)) and uni.n_iter_ == 0
+    mean = LGMMLRanker(n_metrics=6, weight_strategy="mean", random_state=0).fit(X, y, qid=qid)
+    assert mean.query_weights_.shape == (12, 6)
+    assert np.allclose(mean.weights_, mean.query_weights_.mean(0))
+    glob = LGMMLRanker(n_metrics=6, weight_strategy="global", random_state=0).fit(X, y, qid=qid)
+    assert glob.query_weights_ is None and glob.weights_.min() >= 0
+    assert not np.array_equal(glob.weights_, np.ones(6))
+
+
+def test_query_dependent_mode_ranks_documents_near_the_query_point_first():
+    rng = np.random.default_rng(0)
+    d, rows, labels, qids = 4, [], [], []
+    for q in range(10):
+        qp = rng.normal(size=d) * 3
+        docs = qp + rng.normal(size=(30, d)) * np.r_[np.full(10, 0.3), np.full(20, 3.0)][:, None]
+        rows.append(np.hstack([np.tile(qp, (30, 1)), docs]))
+        labels.append(np.r_[np.ones(10, int), np.zeros(20, int)]), qids.append(np.full(30, q))
+    X, y, qid = np.vstack(rows), np.concatenate(labels), np.concatenate(qids)
+    r = LGMMLRanker(n_metrics=5, query_dim=d, random_state=0).fit(X, y, qid=qid)
+    assert r.metric_bank_.anchors is None
+    s = r.predict(X)
+    from ltr_bench.metrics import evaluate
+    assert evaluate(y, s, qid, "ndcg@10")["ndcg@10"] > 0.9
+    with pytest.raises(ValueError, match="query_dim"):
+        LGMMLRanker(query_dim=3).fit(X, y, qid=qid)
+
+
+@pytest.mark.parametrize("param,value,message", [
+    ("distance", "euclid", "distance must be one of \\['paper', 'mahalanobis'\\]"),
+    ("score_form", "x", "score_form must be one of \\['rising', 'eq13', 'positive'\\]"),
+    ("weight_strategy", "best", "weight_strategy must be one of"),
+    ("scaling", "minmax", "scaling must be one of \\['l2', 'zscore', 'none'\\]"),
+    ("t", 1.5, "t must be a number in \\[0, 1\\]"),
+    ("reg_lambda", 0.0, "reg_lambda must be a number in \\(0"),
+    ("n_metrics", 0, "n_metrics must be an integer >= 1"),
+    ("step_size", "fast", "step_size must be a number"),
+    ("highly_relevant", "half", "highly_relevant must be one of"),
+    ("dtype", "float16", "dtype must be one of"),
+    ("random_state", -1, "random_state must be"),
+])
+def test_invalid_parameters_name_the_parameter_and_allowed_values(param, value, message):
+    X, y, qid = _data(n_queries=2)
+    with pytest.raises(ValueError, match=message):
+        LGMMLRanker(**{param: value}).fit(X, y, qid=qid)
+
+
+def test_n_threads_limits_blas_without_changing_scores():
+    X, y, qid = _data()
+    a = LGMMLRanker(n_metrics=6, random_state=0, n_threads=1).fit(X, y, qid=qid).predict(X)
+    b = LGMMLRanker(n_metrics=6, random_state=0, n_threads=2).fit(X, y, qid=qid).predict(X)
+    assert np.allclose(a, b, rtol=1e-6)
+    assert LGMMLRanker().ranker_tags().thread_param == "n_threads"
