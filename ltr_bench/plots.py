@@ -1,0 +1,211 @@
+"""Report plots (matplotlib, Agg backend, PNG) drawn from a :class:`~ltr_bench.report.Report`.
+
+* :func:`plot_ndcg_at_k`: NDCG@k against the cutoff k, one line per row (ranker), mean over
+  the report's folds with ±1 sample standard deviation as error bars.
+* :func:`plot_accuracy_vs_time`: a metric (default NDCG@10) against fit time per fold, both
+  mean ± std over the folds; log time axis when the times span more than a factor 20.
+* :func:`plot_metric_per_fold`: a metric per fold, one line per ranker (paired view: the
+  same split in every column).
+
+Every ranker keeps its colour and marker across the three figures. Nothing is retrained:
+the values are those stored in the report's fold runs.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+
+from .report import Report, Row, _value
+
+__all__ = ["plot_accuracy_vs_time", "plot_metric_per_fold", "plot_ndcg_at_k", "write_plots"]
+
+_MARKERS = "osD^v<>pP*hX"
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _style(report: Report) -> dict[str, tuple]:
+    plt = _plt()
+    colours = plt.get_cmap("tab10").colors
+    return {row.label: (colours[i % len(colours)], _MARKERS[i % len(_MARKERS)])
+            for i, row in enumerate(report.rows)}
+
+
+def _name(row: Row) -> str:
+    return row.label + (" (baseline)" if row.is_baseline else "")
+
+
+def _mean_std(row: Row, key: str) -> tuple[float, float]:
+    vals = np.array([_value(r, key) for r in row.runs.values()], dtype=np.float64)
+    vals = vals[~np.isnan(vals)]
+    if vals.size == 0:
+        return float("nan"), float("nan")
+    return float(vals.mean()), float(vals.std(ddof=1)) if vals.size > 1 else 0.0
+
+
+def pretty(metric: str) -> str:
+    """``ndcg@10`` -> ``NDCG@10``, ``map_empty0`` -> ``MAP (empty query = 0)``."""
+    base, empty0 = (metric[:-7], True) if metric.endswith("_empty0") else (metric, False)
+    name, _, k = base.partition("@")
+    text = name.upper() if name in ("ndcg", "map", "mrr", "err") else (
+        "P" if name == "p" else name)
+    return text + (f"@{k}" if k else "") + (" (empty query = 0)" if empty0 else "")
+
+
+def _folds_text(report: Report) -> str:
+    n = len(report.folds)
+    return f"{n} fold" + ("" if n == 1 else "s")
+
+
+def _convention(metric: str) -> str:
+    return ("query without relevant documents = 0" if metric.endswith("_empty0")
+            else "query without relevant documents = 1")
+
+
+def _save(fig, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, format="png", dpi=120)
+    _plt().close(fig)
+    return path
+
+
+def ndcg_cutoffs(report: Report, suffix: str = "") -> list[int]:
+    """Cutoffs k with an ``ndcg@k<suffix>`` value in every used fold run of every row."""
+    pat = re.compile(r"^ndcg@(\d+)" + re.escape(suffix) + "$")
+    sets = []
+    for row in report.rows:
+        for run in row.runs.values():
+            sets.append({int(m.group(1)) for k in run.metrics if (m := pat.match(k))})
+    return sorted(set.intersection(*sets)) if sets else []
+
+
+def plot_ndcg_at_k(report: Report, path: str | Path, *, suffix: str = "") -> Path:
+    """NDCG@k (mean ± std over folds) against k; ``suffix="_empty0"`` for the 0 convention.
+
+    Raises ValueError when fewer than two cutoffs were recorded for every ranker.
+    """
+    ks = ndcg_cutoffs(report, suffix)
+    if len(ks) < 2:
+        raise ValueError(f"NDCG@k needs at least two cutoffs recorded for every ranker; "
+                         f"found {ks or 'none'}")
+    plt = _plt()
+    style = _style(report)
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    n = len(report.rows)
+    # small horizontal offsets so that error bars of close lines do not hide each other
+    width = 0.08 * (min(np.diff(ks)) if len(ks) > 1 else 1)
+    for i, row in enumerate(report.rows):
+        stats = [_mean_std(row, f"ndcg@{k}{suffix}") for k in ks]
+        x = np.array(ks, dtype=float) + (i - (n - 1) / 2) * width
+        colour, marker = style[row.label]
+        ax.errorbar(x, [s[0] for s in stats], yerr=[s[1] for s in stats], color=colour,
+                    marker=marker, capsize=3, linewidth=1.5, label=_name(row))
+    ax.set_xticks(ks)
+    ax.set_xlabel("cutoff k (number of top-ranked documents evaluated)")
+    ax.set_ylabel(f"NDCG@k{suffix} on test queries")
+    ax.set_title(f"{report.dataset}: NDCG@k, mean ± 1 std over {_folds_text(report)}\n"
+                 f"({_convention(suffix)})", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(title="ranker", fontsize=8)
+    return _save(fig, path)
+
+
+def plot_accuracy_vs_time(report: Report, path: str | Path, *, metric: str = "ndcg@10",
+                          ) -> Path:
+    """``metric`` (mean ± std over folds) against fit time per fold (median; the bar spans
+    the fastest to the slowest fold, since timings are skewed: a cold first fold, a busy
+    machine), one point per ranker, labelled with its name."""
+    plt = _plt()
+    style = _style(report)
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    lows, highs = [], []
+    for row in report.rows:
+        t = np.array([_value(r, "fit_seconds") for r in row.runs.values()], dtype=np.float64)
+        t = t[~np.isnan(t)]
+        y, y_sd = _mean_std(row, metric)
+        if t.size == 0 or math.isnan(y):
+            continue
+        med = float(np.median(t))
+        lows.append(float(t.min()))
+        highs.append(float(t.max()))
+        colour, marker = style[row.label]
+        ax.errorbar([med], [y], xerr=[[med - t.min()], [t.max() - med]], yerr=[y_sd],
+                    color=colour, marker=marker, markersize=7, capsize=3, linestyle="none",
+                    label=_name(row))
+        ax.annotate(row.label, (med, y), textcoords="offset points", xytext=(6, 6),
+                    fontsize=8, color=colour)
+    if not lows:
+        plt.close(fig)
+        raise ValueError(f"no ranker has both {metric} and fit_seconds")
+    log = min(lows) > 0 and max(highs) / min(lows) > 20
+    if log:
+        ax.set_xscale("log")
+    ax.set_xlabel("training (fit) time per fold, seconds: median, bar = fastest to slowest "
+                  "fold" + (" (log scale)" if log else ""), fontsize=9)
+    ax.set_ylabel(f"{pretty(metric)} on test queries (mean ± 1 std)")
+    ax.set_title(f"{report.dataset}: {pretty(metric)} against training time over "
+                 f"{_folds_text(report)}\n(better: up and to the left; wall-clock times "
+                 f"depend on the machine and its load)", fontsize=10)
+    ax.grid(True, alpha=0.3, which="both")
+    ax.margins(x=0.15, y=0.12)
+    ax.legend(title="ranker", fontsize=8)
+    return _save(fig, path)
+
+
+def plot_metric_per_fold(report: Report, path: str | Path, *, metric: str = "ndcg@10",
+                         ) -> Path:
+    """``metric`` on each fold's test queries, one line per ranker."""
+    plt = _plt()
+    style = _style(report)
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    for row in report.rows:
+        vals = row.fold_values(metric)
+        colour, marker = style[row.label]
+        ax.plot(list(vals), list(vals.values()), color=colour, marker=marker, linewidth=1.2,
+                label=_name(row))
+    ax.set_xticks(report.folds)
+    ax.set_xlabel("fold (same train / validation / test split for every ranker)")
+    ax.set_ylabel(f"{pretty(metric)} on the fold's test queries")
+    ax.set_title(f"{report.dataset}: {pretty(metric)} per fold ({_convention(metric)})", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(title="ranker", fontsize=8)
+    return _save(fig, path)
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("._") or "dataset"
+
+
+def write_plots(report: Report, out_dir: str | Path, *, metric: str | None = None,
+                ) -> list[Path]:
+    """The three figures as ``<out_dir>/<dataset>_{ndcg_at_k,<metric>_vs_fit_time,
+    <metric>_per_fold}.png``; ``metric`` defaults to ``ndcg@10`` when every ranker has it,
+    else the report's first metric. The NDCG@k figure is left out when fewer than two
+    cutoffs were recorded."""
+    out = Path(out_dir)
+    if metric is None:
+        have = all("ndcg@10" in r.metrics for row in report.rows for r in row.runs.values())
+        metric = "ndcg@10" if have else report.metrics[0]
+    base = _safe(report.dataset)
+    mname = _safe(metric.replace("@", "_at_"))
+    paths = []
+    if len(ndcg_cutoffs(report)) >= 2:
+        paths.append(plot_ndcg_at_k(report, out / f"{base}_ndcg_at_k.png"))
+    paths.append(plot_accuracy_vs_time(report, out / f"{base}_{mname}_vs_fit_time.png",
+                                       metric=metric))
+    paths.append(plot_metric_per_fold(report, out / f"{base}_{mname}_per_fold.png",
+                                      metric=metric))
+    return paths

@@ -1,0 +1,212 @@
+"""Fit wall time, scoring time per document, peak memory, thread pinning.
+
+What the numbers mean (they are recorded with every result):
+
+``fit_seconds``
+    Wall-clock seconds (:func:`time.perf_counter`) of one ``fit`` call, validation split
+    included when the ranker uses it.
+``score_us_per_doc``
+    ``median(t_1..t_R) / n_docs * 1e6``: one untimed warm-up ``predict`` on the test split
+    (its scores are the ones evaluated), then ``R`` timed calls (``R = 5`` by default, fewer
+    when ``R`` calls would exceed ``max_seconds``; at least one). The median makes a single
+    disturbed call (another process, a GC pause) harmless.
+``peak_rss_mb``
+    Peak resident set size of the whole process during the measured block (fit + scoring),
+    in MiB (2**20 bytes). It includes everything the process holds: the loaded fold, the
+    Python interpreter and libraries, the model. On Linux the kernel's own high-water mark
+    (``VmHWM``) is reset at the start of the block (``/proc/self/clear_refs``) and read at
+    the end, so short spikes are not missed; where that is not possible, a thread samples RSS
+    with psutil every ``interval`` seconds and spikes shorter than that can be missed.
+    Either way the value is the maximum of what was seen, never below the RSS at entry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import statistics
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import numpy as np
+
+__all__ = [
+    "PeakMemory",
+    "ScoreTiming",
+    "Stopwatch",
+    "thread_limit",
+    "time_scoring",
+]
+
+_MIB = float(1 << 20)
+
+
+class Stopwatch:
+    """``with Stopwatch() as sw: ...`` then ``sw.seconds`` (perf_counter wall time)."""
+
+    def __init__(self) -> None:
+        self.seconds = float("nan")
+        self._start = 0.0
+
+    def __enter__(self) -> "Stopwatch":
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.seconds = time.perf_counter() - self._start
+
+
+@dataclass
+class ScoreTiming:
+    """Result of :func:`time_scoring`.
+
+    scores: output of the warm-up call (float64, shape (n_docs,)).
+    seconds: each timed call's wall time; median_seconds: their median;
+    us_per_doc: ``median_seconds / n_docs * 1e6`` (NaN when n_docs == 0).
+    """
+
+    scores: np.ndarray
+    warmup_seconds: float
+    seconds: list[float]
+    median_seconds: float
+    us_per_doc: float
+
+    @property
+    def repeats(self) -> int:
+        return len(self.seconds)
+
+
+def time_scoring(predict: Callable[[], np.ndarray], n_docs: int, *, repeats: int = 5,
+                 max_seconds: float = 30.0) -> ScoreTiming:
+    """Time ``predict()`` (a closure over the test split): warm-up, then ``repeats`` timed calls.
+
+    The number of timed calls is ``min(repeats, max(1, floor(max_seconds / warmup_seconds)))``
+    so a slow scorer on a huge test split is timed once rather than for minutes.
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    t0 = time.perf_counter()
+    scores = predict()
+    warm = time.perf_counter() - t0
+    n = repeats
+    if warm > 0 and warm * repeats > max_seconds:
+        n = max(1, int(max_seconds // warm))
+    seconds = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        predict()
+        seconds.append(time.perf_counter() - t0)
+    med = statistics.median(seconds)
+    per_doc = med / n_docs * 1e6 if n_docs > 0 else float("nan")
+    return ScoreTiming(scores=scores, warmup_seconds=warm, seconds=seconds, median_seconds=med,
+                       us_per_doc=per_doc)
+
+
+def _read_vm_hwm() -> int | None:
+    """The kernel's peak-RSS mark of this process in bytes (Linux), else None."""
+    try:
+        with open("/proc/self/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _reset_vm_hwm() -> bool:
+    """Reset VmHWM to the current RSS (Linux >= 4.0: write 5 to /proc/self/clear_refs)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _current_rss() -> int:
+    try:
+        import psutil
+
+        return int(psutil.Process().memory_info().rss)
+    except Exception:  # psutil missing or unsupported platform
+        return 0
+
+
+class PeakMemory:
+    """Context manager measuring the process's peak RSS inside the block (see module doc).
+
+    ``peak_bytes`` / ``peak_mb`` (MiB) after exit; ``method`` says how ("vmhwm" or
+    "sampling"). Not reentrant: the kernel mark is process-wide, so do not nest two monitors
+    (the inner reset would hide the outer block's earlier peak).
+    """
+
+    def __init__(self, interval: float = 0.02) -> None:
+        self.interval = interval
+        self.peak_bytes = 0
+        self.method = "sampling"
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._hwm = False
+
+    @property
+    def peak_mb(self) -> float:
+        return self.peak_bytes / _MIB
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self.interval):
+            rss = _current_rss()
+            if rss > self.peak_bytes:
+                self.peak_bytes = rss
+
+    def __enter__(self) -> "PeakMemory":
+        self._hwm = _reset_vm_hwm() and _read_vm_hwm() is not None
+        self.method = "vmhwm" if self._hwm else "sampling"
+        self.peak_bytes = _current_rss()
+        self._stop.clear()
+        self._thread = None
+        if not self._hwm:  # the kernel mark sees every spike; sample only without it
+            self._thread = threading.Thread(target=self._sample, name="ltr-bench-rss",
+                                            daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.peak_bytes = max(self.peak_bytes, _current_rss())
+        if self._hwm:
+            hwm = _read_vm_hwm()
+            if hwm is not None:
+                self.peak_bytes = max(self.peak_bytes, hwm)
+
+
+@contextlib.contextmanager
+def thread_limit(n_threads: int | None) -> Iterator[None]:
+    """Limit BLAS/OpenMP thread pools (threadpoolctl) to ``n_threads`` inside the block.
+
+    ``None`` changes nothing. A ranker's own thread parameter (``RankerTags.thread_param``)
+    is set separately by the harness; this catches numpy/scipy BLAS calls and OpenMP pools
+    that a ranker does not expose as a parameter.
+    """
+    if n_threads is None:
+        yield
+        return
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl is a dependency
+        yield
+        return
+    with threadpool_limits(limits=int(n_threads)):
+        yield
+
+
+def cpu_count() -> int:
+    """Logical CPUs this process may use (affinity-aware where the OS tells)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1

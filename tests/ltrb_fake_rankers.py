@@ -1,0 +1,120 @@
+"""Tiny fake rankers for harness / CLI / tracking tests, registered like a real plugin.
+
+:func:`install` writes an installed-looking distribution ``ltrb-fakes`` whose entry points
+(group ``ltr_bench.rankers``) point at the classes below, so the harness reaches them through
+the same registry code path as any plugin. Module-level state lets tests count and break fits.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+
+from ltr_bench.progress import report_progress
+from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input
+
+ENTRY_POINTS = {
+    "fake-linear": "ltrb_fake_rankers:LinearRanker",
+    "fake-other": "ltrb_fake_rankers:OtherLinearRanker",
+    "fake-failing": "ltrb_fake_rankers:FailingRanker",
+    "fake-qbe": "ltrb_fake_rankers:QueryDimRanker",
+    "fake-constant": "ltrb_fake_rankers:ConstantRanker",
+    "fake-mutating": "ltrb_fake_rankers:MutatingRanker",
+    "fake-broken": "ltrb_fake_rankers_missing_module:Nothing",
+}
+
+#: every fit: (ranker class name, train fingerprint-ish tuple, random_state, eval_set given)
+FITS: list[dict] = []
+#: raise KeyboardInterrupt at this (1-based) fit call, counted over all fake rankers
+INTERRUPT_AT_FIT: int | None = None
+
+
+def reset() -> None:
+    global INTERRUPT_AT_FIT
+    FITS.clear()
+    INTERRUPT_AT_FIT = None
+
+
+def install(root) -> None:
+    """Write the ``ltrb-fakes`` dist-info under ``root`` (which must be on sys.path)."""
+    info = root / "ltrb_fakes-0.1.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ltrb-fakes\nVersion: 0.1\n")
+    lines = "".join(f"{name} = {target}\n" for name, target in ENTRY_POINTS.items())
+    (info / "entry_points.txt").write_text(f"[ltr_bench.rankers]\n{lines}")
+    importlib.invalidate_caches()
+
+
+class LinearRanker(BaseRanker):
+    """score = X @ w with w ~ N(0, 1) drawn from ``random_state`` (learns nothing)."""
+
+    def __init__(self, random_state=None, n_jobs=None, scale=1.0):
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.scale = scale
+
+    def ranker_tags(self) -> RankerTags:
+        return RankerTags(uses_eval_set=True, thread_param="n_jobs")
+
+    def fit(self, X, y, *, qid, eval_set=None):
+        global INTERRUPT_AT_FIT
+        X, y, qid = check_ranking_input(X, y, qid)
+        FITS.append({"ranker": type(self).__name__, "n": X.shape[0],
+                     "sum": float(np.sum(X)), "random_state": self.random_state,
+                     "n_jobs": self.n_jobs, "eval_set": eval_set is not None,
+                     "params": self.get_params()})
+        if INTERRUPT_AT_FIT is not None and len(FITS) == INTERRUPT_AT_FIT:
+            raise KeyboardInterrupt
+        for i in range(3):
+            report_progress(i + 1, 3, "fake round")
+        rng = np.random.default_rng(self.random_state)
+        self.w_ = rng.normal(size=X.shape[1]) * float(self.scale)
+        return self
+
+    def predict(self, X, *, qid=None):
+        self._check_fitted("w_")
+        return np.asarray(X, dtype=np.float64) @ self.w_
+
+
+class ConstantRanker(LinearRanker):
+    """Scores every document 0 (a model that learned nothing)."""
+
+    def predict(self, X, *, qid=None):
+        return np.zeros(len(X))
+
+
+class MutatingRanker(LinearRanker):
+    """Breaks the contract: scales the caller's training matrix in place."""
+
+    def fit(self, X, y, *, qid, eval_set=None):
+        FITS.append({"ranker": type(self).__name__, "n": len(y)})
+        X *= 2.0
+        return super().fit(X, y, qid=qid, eval_set=eval_set)
+
+
+class OtherLinearRanker(LinearRanker):
+    """A second ranker (different name) to compare splits across rankers."""
+
+
+class FailingRanker(LinearRanker):
+    """Raises in fit (message checked by tests)."""
+
+    def fit(self, X, y, *, qid, eval_set=None):
+        FITS.append({"ranker": type(self).__name__, "n": len(y)})
+        raise ValueError("fake failure: this ranker always breaks")
+
+
+class QueryDimRanker(LinearRanker):
+    """Has a ``query_dim`` parameter (set by the harness on query-by-example data) and an
+    ``extra_metrics`` hook."""
+
+    def __init__(self, random_state=None, n_jobs=None, scale=1.0, query_dim=None):
+        super().__init__(random_state=random_state, n_jobs=n_jobs, scale=scale)
+        self.query_dim = query_dim
+
+    def ranker_tags(self) -> RankerTags:
+        return RankerTags(uses_eval_set=False, query_dependent=True, thread_param="n_jobs")
+
+    def extra_metrics(self, fold) -> dict:
+        return {"query_dim_seen": float(self.query_dim)}

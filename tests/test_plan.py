@@ -1,0 +1,131 @@
+"""Benchmark plans: TOML config validation and command-line value parsing."""
+
+from __future__ import annotations
+
+import pytest
+
+from ltr_bench.plan import (
+    DatasetChoice,
+    PlanError,
+    RankerChoice,
+    load_plan,
+    parse_assignment,
+    parse_folds,
+    parse_value,
+    plan_from_dict,
+)
+
+FULL = """\
+seed = 3
+folds = [1, 3]
+threads = 2
+metrics = ["ndcg@10", "map"]
+data_dir = "/data/ltr"
+
+[rankers.lightgbm]
+num_leaves = 31
+learning_rate = 0.05
+
+[rankers.xgboost-gbrt]
+
+[datasets.synthetic]
+n_queries = 50
+
+[datasets."/some/folder"]
+"""
+
+
+@pytest.mark.parametrize("text, value", [
+    ("31", 31), ("-2", -2), ("0.05", 0.05), ("1e-3", 1e-3), ("true", True), ("True", True),
+    ("false", False), ("none", None), ("None", None), ("null", None), ("gbtree", "gbtree"),
+    ('"31"', "31"), ("[1, 2]", [1, 2]), ("inf", float("inf")), ("a=b", "a=b"),
+    ("2024-01-01", "2024-01-01"),
+])
+def test_parse_value_reads_numbers_bools_none_lists_and_keeps_other_text(text, value):
+    assert parse_value(text) == value
+    assert type(parse_value(text)) is type(value)
+
+
+def test_parse_assignment_splits_name_key_and_value():
+    assert parse_assignment("lightgbm.num_leaves=31", option="--param") == (
+        "lightgbm", "num_leaves", 31)
+    assert parse_assignment("xgboost-gbrt.learning_rate=0.1", option="--param") == (
+        "xgboost-gbrt", "learning_rate", 0.1)
+    assert parse_assignment("n_queries=5", option="--dataset-option", scoped=False) == (
+        None, "n_queries", 5)
+    assert parse_assignment("lightgbm.objective=a=b", option="--param")[2] == "a=b"
+
+
+@pytest.mark.parametrize("text, match", [
+    ("lightgbm.num_leaves", "expected NAME.key=value"),
+    ("num_leaves=31", "expected NAME.key=value"),
+    ("lightgbm.=31", "not a valid parameter name"),
+    ("lightgbm.num-leaves=3", "not a valid parameter name"),
+])
+def test_malformed_param_assignments_name_the_option(text, match):
+    with pytest.raises(PlanError, match=match) as info:
+        parse_assignment(text, option="--param")
+    assert str(info.value).startswith("--param")
+
+
+def test_parse_folds():
+    assert parse_folds("all") is None and parse_folds("ALL") is None
+    assert parse_folds("1,3") == [1, 3] and parse_folds(" 2 ") == [2]
+    for bad in ("0", "1,x", "1,1", "", "-1"):
+        with pytest.raises(PlanError):
+            parse_folds(bad)
+
+
+def test_a_full_config_file_becomes_a_plan(tmp_path):
+    path = tmp_path / "plan.toml"
+    path.write_text(FULL)
+    plan = load_plan(path)
+    assert plan.seed == 3 and plan.folds == [1, 3] and plan.threads == 2
+    assert plan.metrics == ("ndcg@10", "map") and plan.data_dir == "/data/ltr"
+    assert plan.rankers == [RankerChoice("lightgbm", {"num_leaves": 31, "learning_rate": 0.05}),
+                            RankerChoice("xgboost-gbrt", {})]
+    assert plan.datasets == [DatasetChoice("synthetic", {"n_queries": 50}),
+                             DatasetChoice("/some/folder", {})]
+    assert plan.source == str(path)
+    again = plan_from_dict({k: v for k, v in plan.to_dict().items()
+                            if k != "source" and v is not None}, source=str(path))
+    assert again == plan
+
+
+def test_list_shorthand_and_defaults():
+    plan = plan_from_dict({"rankers": ["lightgbm", "mlr"], "datasets": ["synthetic"]})
+    assert [r.name for r in plan.rankers] == ["lightgbm", "mlr"]
+    assert plan.seed == 0 and plan.folds is None and plan.metrics is None
+
+
+@pytest.mark.parametrize("text, match", [
+    ('sed = 1\n[rankers.a]\n[datasets.b]\n', "key 'sed' is not a plan setting"),
+    ('[rankers.a]\n', r"missing \[datasets\]"),
+    ('seed = "x"\n[rankers.a]\n[datasets.b]\n', "key 'seed': expected an integer"),
+    ('seed = true\n[rankers.a]\n[datasets.b]\n', "key 'seed': expected an integer"),
+    ('folds = [0]\n[rankers.a]\n[datasets.b]\n', "key 'folds'"),
+    ('folds = "1,1"\n[rankers.a]\n[datasets.b]\n', "listed twice"),
+    ('threads = 0\n[rankers.a]\n[datasets.b]\n', "key 'threads'"),
+    ('metrics = "ndcg@10"\n[rankers.a]\n[datasets.b]\n', "key 'metrics'"),
+    ('rankers = []\n[datasets.b]\n', "key 'rankers'"),
+    ('rankers = ["a", "a"]\n[datasets.b]\n', "listed twice"),
+    ('rankers = { a = 1 }\n[datasets.b]\n', r"key 'rankers'\.a: expected a table"),
+])
+def test_invalid_config_files_are_errors_naming_file_and_key(tmp_path, text, match):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(PlanError, match=match) as info:
+        load_plan(path)
+    assert str(path) in str(info.value)
+
+
+def test_toml_syntax_errors_name_file_and_line(tmp_path):
+    path = tmp_path / "broken.toml"
+    path.write_text("seed = 1\n[rankers.lightgbm\n")
+    with pytest.raises(PlanError, match=r"broken\.toml: invalid TOML: .*line 2"):
+        load_plan(path)
+
+
+def test_missing_config_file_is_a_plan_error(tmp_path):
+    with pytest.raises(PlanError, match="cannot read config file"):
+        load_plan(tmp_path / "nope.toml")

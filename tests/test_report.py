@@ -1,0 +1,375 @@
+"""report: tables from MLflow fold runs, Holm, paired tests, formats, CLI, no retraining.
+
+One real MLflow store per module (built by ``ltr-bench run`` on tiny synthetic data with the
+fake rankers: MLflow is slow to start); the statistics are also checked on hand-made runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import io
+import json
+from html.parser import HTMLParser
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from scipy import stats
+
+import ltrb_fake_rankers as fakes
+from ltr_bench.cli import main
+from ltr_bench.cli_report import report_command
+from ltr_bench.report import (
+    FoldRun,
+    ReportError,
+    build_report,
+    format_report,
+    holm,
+    paired_pvalues,
+)
+from ltr_bench.tracking import default_tracking_uri, fetch_fold_results
+
+TINY = ["--dataset-option", "n_queries=30", "--dataset-option", "docs_per_query=6",
+        "--dataset-option", "n_features=5", "--dataset-option", "n_informative=3"]
+RUN = ["run", "--dataset", "synthetic", *TINY, "--folds", "1,2,3"]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """A working directory whose default MLflow store holds three (ranker, params) runs of
+    three folds: fake-linear, fake-other (same seed, hence the same scores) and fake-linear
+    with scale=2 (scores doubled: the same rankings)."""
+    work = tmp_path_factory.mktemp("report")
+    plugins = work / "plugins"
+    plugins.mkdir()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.syspath_prepend(str(plugins))
+        mp.chdir(work)
+        mp.delenv("MLFLOW_TRACKING_URI", raising=False)
+        mp.setenv("LTR_BENCH_CACHE", str(work / "cache"))
+        fakes.install(plugins)
+        fakes.reset()
+        for extra in (["--ranker", "fake-linear,fake-other"],
+                      ["--ranker", "fake-linear", "--param", "fake-linear.scale=2"]):
+            result = CliRunner().invoke(main, [*RUN, *extra], catch_exceptions=False)
+            assert result.exit_code == 0, result.output
+        runs = fetch_fold_results("synthetic")
+        yield {"work": work, "runs": runs, "mp": mp}
+    fakes.reset()
+
+
+@pytest.fixture
+def ctx(store, monkeypatch):
+    monkeypatch.chdir(store["work"])
+    monkeypatch.syspath_prepend(str(store["work"] / "plugins"))
+    return store
+
+
+def invoke(*args):
+    return CliRunner().invoke(report_command, list(args))
+
+
+# ------------------------------------------------------------------------------ statistics
+
+def test_holm_matches_the_hand_worked_example():
+    # sorted 0.01, 0.03, 0.04 -> 3*0.01, 2*0.03, max(0.06, 1*0.04)
+    np.testing.assert_allclose(holm([0.01, 0.04, 0.03]), [0.03, 0.06, 0.06])
+
+
+def _holm_brute_force(p):
+    """Adjusted p_i = smallest alpha at which Holm's step-down procedure rejects H_i:
+    reject H_(1), H_(2), ... while p_(k) <= alpha / (m - k + 1)."""
+    p = np.asarray(p, dtype=float)
+    m = p.size
+    order = np.argsort(p, kind="stable")
+
+    def rejected(alpha):
+        out = set()
+        for k, i in enumerate(order):
+            if p[i] * (m - k) <= alpha:  # p <= alpha / (m - k), without rounding
+                out.add(i)
+            else:
+                break
+        return out
+
+    candidates = sorted({min(1.0, (m - k) * p[i]) for k, i in enumerate(order)} | {1.0})
+    # never rejected below 1: the adjusted value is clipped to 1
+    return np.array([min((a for a in candidates if i in rejected(a)), default=1.0)
+                     for i in range(m)])
+
+
+def test_holm_matches_a_brute_force_step_down_procedure():
+    rng = np.random.default_rng(7)
+    for m in (1, 2, 5, 9):
+        for _ in range(20):
+            p = rng.uniform(0, 0.2, size=m) ** rng.uniform(0.5, 3)
+            np.testing.assert_allclose(holm(p), _holm_brute_force(p), rtol=1e-12)
+
+
+def test_holm_leaves_nan_out_of_the_family():
+    np.testing.assert_allclose(holm([0.01, np.nan, 0.04]), [0.02, np.nan, 0.04])
+
+
+def test_paired_pvalues_match_scipy_and_hand_computed_values():
+    rng = np.random.default_rng(3)
+    x = rng.uniform(size=40)
+    y = x - 0.05 + rng.normal(scale=0.1, size=40)
+    p_t, p_w = paired_pvalues(x, y)
+    d = x - y
+    t = d.mean() / (d.std(ddof=1) / np.sqrt(d.size))
+    assert p_t == pytest.approx(2 * stats.t.sf(abs(t), d.size - 1), rel=1e-10)
+    assert p_t == pytest.approx(stats.ttest_rel(x, y).pvalue, rel=1e-12)
+    assert p_w == pytest.approx(stats.wilcoxon(x, y).pvalue, rel=1e-12)
+    # exact Wilcoxon, n = 5 distinct positive differences: W- = 0, P = 2 / 2^5
+    _, p_w5 = paired_pvalues([1.1, 2.2, 3.3, 4.4, 5.5], [1.0, 2.0, 3.0, 4.0, 5.0])
+    assert p_w5 == pytest.approx(2 / 32)
+
+
+def test_identical_samples_give_p_one_and_one_pair_gives_nan():
+    assert paired_pvalues([0.1, 0.5, 0.7], [0.1, 0.5, 0.7]) == (1.0, 1.0)
+    assert all(np.isnan(paired_pvalues([0.3], [0.2])))
+
+
+def _runs(values: dict[str, list[np.ndarray]], fit=None) -> list[FoldRun]:
+    """FoldRuns with per-query ndcg@10 ``values[ranker][fold-1]`` (qids 0..n-1)."""
+    out = []
+    for name, folds in values.items():
+        for f, v in enumerate(folds, start=1):
+            v = np.asarray(v, dtype=float)
+            out.append(FoldRun(
+                ranker=name, fold=f, plan_key=f"pk-{name}",
+                metrics={"ndcg@10": float(v.mean()), "ndcg@5": float(v.mean() * 0.9)},
+                per_query={"qid": list(range(v.size)), "ndcg@10": v.tolist(),
+                           "ndcg@5": (v * 0.9).tolist()},
+                fit_seconds=1.0 + f, score_us_per_doc=2.0,
+                fingerprints={"train": f"tr{f}", "test": f"te{f}"}, run_id=f"{name}-{f}"))
+    return out
+
+
+def test_better_on_every_query_is_a_win_worse_is_a_loss_equal_is_unmarked():
+    rng = np.random.default_rng(0)
+    base = [rng.uniform(0.2, 0.8, size=15) for _ in range(3)]
+    runs = _runs({"lightgbm": base,
+                  "better": [b + rng.uniform(0.01, 0.1, size=b.size) for b in base],
+                  "worse": [b - rng.uniform(0.01, 0.1, size=b.size) for b in base],
+                  "same": [b.copy() for b in base]})
+    rep = build_report(runs, dataset="toy")
+    assert rep.baseline == "lightgbm" and rep.metrics == ["ndcg@5", "ndcg@10"]
+    for m in rep.metrics:
+        assert rep.comparisons[("better", m)].mark == "win"
+        assert rep.comparisons[("worse", m)].mark == "loss"
+        assert rep.comparisons[("same", m)].mark == ""
+        assert rep.comparisons[("better", m)].n_pairs == 45  # pooled over 3 folds
+    md = format_report(rep, "md")
+    better_line = next(line for line in md.splitlines() if line.startswith("| better |"))
+    assert better_line.count("\u25b2") == 2
+    same_line = next(line for line in md.splitlines() if line.startswith("| same |"))
+    assert "\u25b2" not in same_line and "\u25bc" not in same_line
+    assert "significantly better / worse than the baseline lightgbm" in md
+    assert "Holm" in md
+
+
+def test_holm_is_applied_over_rankers_times_metrics():
+    rng = np.random.default_rng(1)
+    base = [rng.uniform(0.2, 0.8, size=12) for _ in range(2)]
+    runs = _runs({"lightgbm": base, "a": [b + rng.normal(0.02, 0.05, b.size) for b in base],
+                  "b": [b + rng.normal(0.0, 0.05, b.size) for b in base]})
+    rep = build_report(runs, dataset="toy")
+    comps = list(rep.comparisons.values())
+    assert len(comps) == 4
+    np.testing.assert_allclose([c.p_ttest_holm for c in comps],
+                               holm([c.p_ttest for c in comps]))
+    np.testing.assert_allclose([c.p_wilcoxon_holm for c in comps],
+                               holm([c.p_wilcoxon for c in comps]))
+
+
+def test_folds_not_shared_by_every_ranker_are_left_out_with_a_note():
+    rng = np.random.default_rng(2)
+    base = [rng.uniform(size=8) for _ in range(3)]
+    runs = [r for r in _runs({"lightgbm": base, "other": base})
+            if not (r.ranker == "other" and r.fold == 3)]
+    rep = build_report(runs, dataset="toy")
+    assert rep.folds == [1, 2]
+    assert rep.row("lightgbm").cells["ndcg@10"].n == 2
+    assert any("lightgbm: fold(s) 3 left out" in n for n in rep.notes)
+
+
+def test_query_ids_that_do_not_match_are_refused():
+    runs = _runs({"lightgbm": [np.ones(4)], "other": [np.ones(4)]})
+    runs[1].per_query["qid"] = [0, 1, 2, 9]
+    with pytest.raises(ReportError, match="do not cover the same query ids"):
+        build_report(runs, dataset="toy")
+
+
+# ------------------------------------------------------------------ from a real MLflow store
+
+def test_fetched_fold_runs_carry_metrics_timings_and_per_query_values(ctx):
+    runs = ctx["runs"]
+    assert len(runs) == 9  # 3 (ranker, params) x 3 folds
+    for r in runs:
+        assert {"ndcg@10", "ndcg@10_empty0", "map", "err@10"} <= set(r["metrics"])
+        assert "fit_seconds" not in r["metrics"] and r["fit_seconds"] > 0
+        assert r["score_us_per_doc"] > 0 and r["parent_run_id"]
+        assert set(r["fingerprints"]) == {"train", "vali", "test"}
+        pq = r["per_query"]
+        assert np.mean(pq["ndcg@10"]) == pytest.approx(r["metrics"]["ndcg@10"])
+
+
+def test_table_rows_match_the_local_result_records(ctx):
+    rep = build_report(ctx["runs"], dataset="synthetic")
+    local: dict[str, list[dict]] = {}
+    for p in (ctx["work"] / "mlflow_runs" / "results").glob("*.json"):
+        d = json.loads(p.read_text())
+        local.setdefault(d["plan_key"], []).append(d)
+    assert len(rep.rows) == len(local) == 3
+    for row in rep.rows:
+        recs = local[row.plan_key]
+        assert sorted(r["fold"] for r in recs) == rep.folds == [1, 2, 3]
+        for m in ("ndcg@10", "map"):
+            vals = np.array([r["metrics"][m] for r in recs])
+            assert row.cells[m].mean == pytest.approx(vals.mean())
+            assert row.cells[m].std == pytest.approx(vals.std(ddof=1))
+        fit = np.array([r["fit_seconds"] for r in recs])
+        assert row.cells["fit_seconds"].mean == pytest.approx(fit.mean())
+        score = np.array([r["score_us_per_doc"] for r in recs])
+        assert row.cells["score_us_per_doc"].std == pytest.approx(score.std(ddof=1))
+
+
+def test_the_same_ranker_with_two_parameter_sets_gets_two_labelled_rows(ctx):
+    rep = build_report(ctx["runs"], dataset="synthetic")
+    assert sorted(r.label for r in rep.rows) == [
+        "fake-linear[scale=1.0]", "fake-linear[scale=2]", "fake-other"]
+    only = build_report(ctx["runs"], dataset="synthetic", rankers=["fake-linear[scale=2]"])
+    assert [r.label for r in only.rows] == ["fake-linear[scale=2]"]
+
+
+def test_rankers_with_identical_rankings_get_no_mark(ctx):
+    rep = build_report(ctx["runs"], dataset="synthetic", baseline="fake-other")
+    assert rep.baseline == "fake-other" and len(rep.comparisons) == 2 * len(rep.metrics)
+    for c in rep.comparisons.values():
+        assert c.mark == "" and c.mean_diff == 0 and c.p_ttest == 1.0 and c.n_pairs == 18
+
+
+def test_runs_on_different_data_are_refused_naming_the_runs(ctx):
+    runs = copy.deepcopy(ctx["runs"])
+    victim = next(r for r in runs if r["ranker"] == "fake-other" and r["fold"] == 2)
+    victim["fingerprints"]["test"] = "0" * 64
+    with pytest.raises(ReportError, match="not run on the same data: fold 2 test") as err:
+        build_report(runs, dataset="synthetic")
+    assert victim["run_id"] in str(err.value) and not err.value.usage
+
+
+@pytest.mark.parametrize("fmt", ["md", "csv", "html"])
+def test_every_format_parses(ctx, fmt):
+    result = invoke("--dataset", "synthetic", "--metric", "ndcg@10,map", "--format", fmt,
+                    "--baseline", "fake-other")
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    if fmt == "csv":
+        rows = list(csv.DictReader(io.StringIO(out)))
+        assert len(rows) == 3 * 4  # 3 rankers x (2 metrics + 2 timings)
+        got = {(r["ranker"], r["quantity"]) for r in rows}
+        assert ("fake-other", "ndcg@10") in got and ("fake-linear[scale=2]", "fit_seconds") in got
+        tested = [r for r in rows if r["quantity"] == "ndcg@10" and r["baseline"] == "0"]
+        assert all(r["result"] == "ns" and float(r["p_ttest_holm"]) == 1.0 for r in tested)
+    elif fmt == "html":
+        class Cells(HTMLParser):
+            tables, cells = 0, []
+
+            def handle_starttag(self, tag, attrs):
+                self.tables += tag == "table"
+
+            def handle_data(self, data):
+                self.cells.append(data)
+        p = Cells()
+        p.feed(out)
+        assert p.tables == 2 and "fake-other (baseline)" in p.cells
+    else:
+        lines = out.splitlines()
+        header = next(line for line in lines if line.startswith("| ranker | folds"))
+        assert header.split("|")[3].strip() == "ndcg@10"
+        assert sum(line.startswith("| fake-") for line in lines) == 3 + 4
+
+
+def test_report_never_retrains(ctx, monkeypatch):
+    import ltr_bench.harness as harness
+    import ltr_bench.registry as registry
+
+    def boom(*a, **k):
+        raise AssertionError("report must not fit anything")
+
+    monkeypatch.setattr(harness, "run_cell", boom)
+    monkeypatch.setattr(harness, "run_plan", boom)
+    monkeypatch.setattr(registry, "make_ranker", boom)
+    monkeypatch.setattr(fakes.LinearRanker, "fit", boom)
+    monkeypatch.setattr(fakes.LinearRanker, "predict", boom)
+    fakes.reset()
+    result = invoke("--dataset", "synthetic")
+    assert result.exit_code == 0, result.stderr
+    assert fakes.FITS == []
+
+
+def test_output_file_and_plots_are_written_and_attached_to_the_parent_runs(ctx, tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    out = tmp_path / "report.md"
+    result = invoke("--dataset", "synthetic", "--output", str(out), "--plots",
+                    str(tmp_path / "plots"))
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == "" and out.read_text().startswith("## synthetic")
+    pngs = sorted(p.name for p in (tmp_path / "plots").glob("*.png"))
+    assert pngs == ["synthetic_ndcg_at_10_per_fold.png", "synthetic_ndcg_at_10_vs_fit_time.png",
+                    "synthetic_ndcg_at_k.png"]
+    client = MlflowClient(default_tracking_uri(ctx["work"]))
+    for pid in {r["parent_run_id"] for r in ctx["runs"]}:
+        names = {a.path for a in client.list_artifacts(pid, "report")}
+        assert names == {f"report/{n}" for n in pngs}
+
+
+def test_empty_store_exits_1_with_a_message_and_no_traceback(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = invoke("--dataset", "synthetic")
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    assert "no MLflow store at" in result.stderr and "Traceback" not in result.output
+    assert not (tmp_path / "mlflow_runs").exists()  # reading creates no store
+
+
+def test_unknown_dataset_exits_1_naming_the_datasets_with_results(ctx):
+    result = invoke("--dataset", "synthetc")
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
+    assert "no results for dataset 'synthetc'" in result.stderr
+    assert "datasets with results: synthetic" in result.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--metric", "ndcg@7"], "--metric ndcg@7: not recorded"),
+    (["--baseline", "lightgbm"], "--baseline lightgbm has no results"),
+    (["--baseline", "fake-linear"], "--baseline fake-linear is ambiguous"),
+    (["--ranker", "xgboost"], "--ranker xgboost: no results"),
+    (["--format", "pdf"], "Invalid value for '--format'"),
+])
+def test_bad_requests_exit_2_with_a_message(ctx, args, message):
+    result = invoke("--dataset", "synthetic", *args)
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr and "Traceback" not in result.output
+
+
+def test_report_is_a_subcommand_of_ltr_bench():
+    assert main.get_command(None, "report") is report_command
+
+
+def test_local_results_give_the_same_report_as_mlflow(ctx):
+    from ltr_bench.harness import ResultStore
+    from ltr_bench.report import fold_runs_from_records
+
+    store = ResultStore(ctx["work"] / "mlflow_runs" / "results")
+    local = build_report(fold_runs_from_records(store.records(), store), dataset="synthetic",
+                         baseline="fake-other")
+    remote = build_report(ctx["runs"], dataset="synthetic", baseline="fake-other")
+    assert [r.label for r in local.rows] == [r.label for r in remote.rows]
+    for a, b in zip(local.rows, remote.rows):
+        for k in (*remote.metrics, "fit_seconds"):
+            assert a.cells[k].mean == pytest.approx(b.cells[k].mean)
+    assert {k: c.n_pairs for k, c in local.comparisons.items()} == {
+        k: c.n_pairs for k, c in remote.comparisons.items()}

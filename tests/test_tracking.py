@@ -1,0 +1,320 @@
+"""MLflow tracking: store location, experiment/parent/nested layout, keys, no duplicates,
+the UI. One store per module (MLflow is slow to start); runs are tiny fake rankers."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import ltrb_fake_rankers as fakes
+from ltr_bench.cli import main
+from ltr_bench.tracking import (
+    artifact_root_for,
+    default_tracking_uri,
+    mlflow_metric_key,
+    resolve_tracking_uri,
+)
+
+TINY = ["--dataset-option", "n_queries=30", "--dataset-option", "docs_per_query=6",
+        "--dataset-option", "n_features=5", "--dataset-option", "n_informative=3"]
+BASE = ["run", "--dataset", "synthetic", *TINY]
+RUN = [*BASE, "--ranker", "fake-linear,fake-other", "--folds", "1,2"]
+METRIC_KEYS = {"ndcg_at_1", "ndcg_at_3", "ndcg_at_5", "ndcg_at_10", "ndcg_at_20",
+               "ndcg_at_1_empty0", "ndcg_at_3_empty0", "ndcg_at_5_empty0", "ndcg_at_10_empty0",
+               "ndcg_at_20_empty0", "map", "mrr", "err_at_10", "fit_seconds",
+               "score_us_per_doc", "peak_rss_mb"}
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """A working directory with one CLI run logged to the default store."""
+    work = tmp_path_factory.mktemp("tracking")
+    plugins = work / "plugins"
+    plugins.mkdir()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.syspath_prepend(str(plugins))
+        mp.chdir(work)
+        mp.delenv("MLFLOW_TRACKING_URI", raising=False)
+        mp.setenv("LTR_BENCH_CACHE", str(work / "cache"))
+        fakes.install(plugins)
+        fakes.reset()
+
+        def invoke(*args):
+            return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+        first = invoke(*RUN)
+        assert first.exit_code == 0, first.output
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(default_tracking_uri(work))
+        yield {"work": work, "invoke": invoke, "client": client, "mp": mp}
+    fakes.reset()
+
+
+@pytest.fixture
+def ctx(store, monkeypatch):
+    monkeypatch.chdir(store["work"])
+    monkeypatch.syspath_prepend(str(store["work"] / "plugins"))
+    fakes.reset()
+    return store
+
+
+def _experiment(client):
+    exp = client.get_experiment_by_name("ltr-bench/synthetic")
+    assert exp is not None
+    return exp
+
+
+def _runs(client, exp, role=None):
+    runs = client.search_runs([exp.experiment_id], max_results=1000)
+    if role is not None:
+        runs = [r for r in runs if r.data.tags.get("ltr_bench_role") == role]
+    return runs
+
+
+def _local_records(work: Path) -> dict[str, dict]:
+    out = {}
+    for p in (work / "mlflow_runs" / "results").glob("*.json"):
+        d = json.loads(p.read_text())
+        out[d["key"]] = d
+    return out
+
+
+def test_default_store_is_sqlite_in_cwd_with_artifacts_beside_it(ctx):
+    work = ctx["work"]
+    assert (work / "mlflow_runs" / "mlflow.db").is_file()
+    exp = _experiment(ctx["client"])
+    assert exp.artifact_location == (work / "mlflow_runs" / "artifacts" / "synthetic").as_uri()
+    assert (work / "mlflow_runs" / "artifacts" / "synthetic").is_dir()
+
+
+def test_one_parent_per_ranker_and_one_nested_run_per_fold(ctx):
+    client = ctx["client"]
+    exp = _experiment(client)
+    parents = _runs(client, exp, "parent")
+    folds = _runs(client, exp, "fold")
+    assert sorted(p.data.tags["ranker"] for p in parents) == ["fake-linear", "fake-other"]
+    assert all(p.info.status == "FINISHED" for p in parents)
+    by_id = {p.info.run_id: p for p in parents}
+    seen = sorted((r.data.tags["ranker"], r.data.tags["fold"]) for r in folds)
+    assert seen == [("fake-linear", "1"), ("fake-linear", "2"), ("fake-other", "1"),
+                    ("fake-other", "2")]
+    for r in folds:
+        parent = by_id[r.data.tags["mlflow.parentRunId"]]
+        assert parent.data.tags["ranker"] == r.data.tags["ranker"]
+
+
+def test_fold_runs_carry_the_metric_keys_params_and_tags_of_the_local_record(ctx):
+    client = ctx["client"]
+    local = _local_records(ctx["work"])
+    for run in _runs(client, _experiment(client), "fold"):
+        rec = local[run.data.tags["ltr_bench_key"]]
+        assert rec["mlflow"]["run_id"] == run.info.run_id
+        assert METRIC_KEYS <= set(run.data.metrics)
+        assert run.data.metrics["ndcg_at_10"] == pytest.approx(rec["metrics"]["ndcg@10"])
+        assert run.data.metrics["ndcg_at_10_empty0"] == pytest.approx(
+            rec["metrics"]["ndcg@10_empty0"])
+        assert run.data.metrics["fit_seconds"] == pytest.approx(rec["fit_seconds"])
+        params = run.data.params
+        assert params["scale"] == "1.0" and params["random_state"] == "0"
+        assert params["seed"] == "0" and params["fold"] == run.data.tags["fold"]
+        assert params["dataset"] == "synthetic" and params["dataset_option.n_queries"] == "30"
+        tags = run.data.tags
+        for split in ("train", "vali", "test"):
+            assert tags[f"fingerprint_{split}"] == rec["fingerprints"][split]
+        assert tags["ranker_distribution"] == "ltrb-fakes" and tags["ranker_version"] == "0.1"
+        assert tags["version.numpy"] == np.__version__
+        assert "convention.empty_query" in tags and "convention.ties" in tags
+        assert tags["cpu_model"] and int(tags["cpu_count"]) >= 1
+        assert "git_commit" in tags and tags["threads"] == "default"
+
+
+def test_parent_runs_carry_fold_means_and_standard_deviations(ctx):
+    client = ctx["client"]
+    exp = _experiment(client)
+    for parent in _runs(client, exp, "parent"):
+        kids = [r for r in _runs(client, exp, "fold")
+                if r.data.tags["mlflow.parentRunId"] == parent.info.run_id]
+        values = np.array([k.data.metrics["ndcg_at_10"] for k in kids])
+        assert parent.data.metrics["ndcg_at_10"] == pytest.approx(values.mean())
+        assert parent.data.metrics["ndcg_at_10_std"] == pytest.approx(values.std(ddof=1))
+        assert parent.data.metrics["n_folds"] == 2
+        assert parent.data.params["scale"] == "1.0" and parent.data.params["seed"] == "0"
+
+
+def test_artifacts_hold_the_resolved_config_and_per_query_metrics(ctx, tmp_path):
+    client = ctx["client"]
+    run = _runs(client, _experiment(client), "fold")[0]
+    names = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert names == {"config.json", "per_query_metrics.csv"}
+    got = Path(client.download_artifacts(run.info.run_id, "per_query_metrics.csv", tmp_path))
+    local = ctx["work"] / "mlflow_runs" / "results" / (
+        run.data.tags["ltr_bench_key"] + ".per_query.csv")
+    assert got.read_text() == local.read_text()
+    rows = list(csv.DictReader(got.open()))
+    assert "qid" in rows[0] and "ndcg@10_empty0" in rows[0]
+    assert np.mean([float(r["ndcg@10"]) for r in rows]) == pytest.approx(
+        run.data.metrics["ndcg_at_10"])
+    config = json.loads(Path(client.download_artifacts(run.info.run_id, "config.json",
+                                                       tmp_path)).read_text())
+    assert config["cell"]["params"]["random_state"] == 0
+    assert config["plan"]["rankers"] == {"fake-linear": {}, "fake-other": {}}
+    parent = _runs(client, _experiment(client), "parent")[0]
+    assert {a.path for a in client.list_artifacts(parent.info.run_id)} == {"plan.json"}
+
+
+def test_rerun_and_forced_rerun_do_not_duplicate_runs(ctx):
+    client = ctx["client"]
+    exp = _experiment(client)
+    before = {r.info.run_id for r in _runs(client, exp)}
+    result = ctx["invoke"](*RUN)
+    assert result.exit_code == 0 and fakes.FITS == []
+    assert {r.info.run_id for r in _runs(client, exp)} == before
+    result = ctx["invoke"](*RUN, "--folds", "1", "--force")
+    assert result.exit_code == 0 and len(fakes.FITS) == 2
+    after = _runs(client, exp)
+    folds = [r for r in after if r.data.tags["ltr_bench_role"] == "fold"]
+    assert len(folds) == 4  # fold 1's old runs replaced (soft-deleted), not duplicated
+    assert len([r for r in after if r.data.tags["ltr_bench_role"] == "parent"]) == 2
+    assert {r.info.run_id for r in after} - before == {
+        r.info.run_id for r in folds if r.data.tags["fold"] == "1"}
+
+
+def test_a_later_fold_joins_the_existing_parent(ctx):
+    client = ctx["client"]
+    exp = _experiment(client)
+    result = ctx["invoke"](*BASE, "--ranker", "fake-linear", "--folds", "3")
+    assert result.exit_code == 0, result.output
+    parents = [p for p in _runs(client, exp, "parent") if p.data.tags["ranker"] ==
+               "fake-linear"]
+    assert len(parents) == 1 and parents[0].data.metrics["n_folds"] == 3
+
+
+def test_results_kept_locally_while_mlflow_was_unreachable_are_logged_on_rerun(ctx):
+    client = ctx["client"]
+    exp = _experiment(client)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens here once the socket is closed
+    result = ctx["invoke"](*RUN, "--seed", "9", "--tracking-uri", f"http://127.0.0.1:{port}")
+    assert result.exit_code == 1
+    assert f"MLflow at http://127.0.0.1:{port}" in result.stderr
+    assert "re-run the same command" in result.stderr
+    assert "Traceback (most recent" not in result.output
+    assert len(fakes.FITS) == 4  # computed and saved all the same
+    seeded = [r for r in _local_records(ctx["work"]).values() if r["seed"] == 9]
+    assert len(seeded) == 4 and all(r["mlflow"] is None for r in seeded)
+    fakes.FITS.clear()
+    result = ctx["invoke"](*RUN, "--seed", "9")
+    assert result.exit_code == 0 and fakes.FITS == []
+    logged = [r for r in _runs(client, exp, "fold") if r.data.params["seed"] == "9"]
+    assert len(logged) == 4
+
+
+def test_a_crash_between_logging_and_noting_the_run_does_not_duplicate_it(ctx):
+    client = ctx["client"]
+    exp = _experiment(client)
+    before = {r.info.run_id for r in _runs(client, exp)}
+    path = next(p for p in (ctx["work"] / "mlflow_runs" / "results").glob("*.json"))
+    rec = json.loads(path.read_text())
+    run_id = rec["mlflow"]["run_id"]
+    rec["mlflow"] = None
+    path.write_text(json.dumps(rec))
+    seed = str(rec["seed"])
+    folds = sorted({r["fold"] for r in _local_records(ctx["work"]).values()
+                    if r["seed"] == rec["seed"] and r["ranker"] == rec["ranker"]})
+    result = ctx["invoke"](*BASE, "--seed", seed, "--ranker", rec["ranker"],
+                           "--folds", ",".join(map(str, folds)))
+    assert result.exit_code == 0, result.output
+    assert {r.info.run_id for r in _runs(client, exp)} == before
+    assert json.loads(path.read_text())["mlflow"]["run_id"] == run_id
+
+
+def test_tracking_uri_resolution(tmp_path, monkeypatch):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.chdir(tmp_path)
+    default = resolve_tracking_uri()
+    assert default == "sqlite:///" + str(tmp_path.resolve() / "mlflow_runs" / "mlflow.db")
+    assert artifact_root_for(default) == (tmp_path.resolve() / "mlflow_runs" /
+                                          "artifacts").as_uri()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://mlflow.example:5000")
+    assert resolve_tracking_uri() == "http://mlflow.example:5000"
+    assert artifact_root_for("http://mlflow.example:5000") is None
+    assert resolve_tracking_uri("sqlite:////x/y.db") == "sqlite:////x/y.db"  # option wins
+    assert resolve_tracking_uri("other.db") == "sqlite:///" + str(tmp_path.resolve() /
+                                                                  "other.db")
+
+
+def test_metric_keys_have_no_at_sign():
+    assert mlflow_metric_key("ndcg@10") == "ndcg_at_10"
+    assert mlflow_metric_key("ndcg@10_empty0") == "ndcg_at_10_empty0"
+    assert mlflow_metric_key("err@10") == "err_at_10" and mlflow_metric_key("map") == "map"
+    assert mlflow_metric_key("p@5") == "p_at_5"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_ui_serves_the_store_and_its_rest_api_finds_the_experiment(ctx):
+    port = _free_port()
+    exe = Path(sys.executable).with_name("ltr-bench")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "ltr_bench.cli"]
+    env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
+    proc = subprocess.Popen(cmd + ["ui", "--port", str(port)], cwd=ctx["work"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    url = f"http://127.0.0.1:{port}/api/2.0/mlflow/experiments/search"
+    names: list[str] = []
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                pytest.fail(f"ltr-bench ui exited ({proc.returncode}): "
+                            f"{proc.stderr.read().decode()[-2000:]}")
+            try:
+                req = urllib.request.Request(url + "?max_results=100")
+                with urllib.request.urlopen(req, timeout=5) as resp:
+                    names = [e["name"] for e in json.load(resp).get("experiments", [])]
+                break
+            except OSError:
+                time.sleep(0.5)
+    finally:
+        os.killpg(proc.pid, 15)  # the process group started above (the UI and its workers)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+    assert "ltr-bench/synthetic" in names
+
+
+def test_a_config_file_is_stored_with_its_parent_run(ctx, tmp_path):
+    plan = ctx["work"] / "plan.toml"
+    plan.write_text('seed = 21\nfolds = [1]\n[rankers.fake-linear]\nscale = 3.0\n'
+                    '[datasets.synthetic]\nn_queries = 30\ndocs_per_query = 6\n'
+                    'n_features = 5\nn_informative = 3\n')
+    result = ctx["invoke"]("run", "--config", str(plan))
+    assert result.exit_code == 0, result.output
+    client = ctx["client"]
+    (parent,) = [p for p in _runs(client, _experiment(client), "parent")
+                 if p.data.params["seed"] == "21"]
+    assert {a.path for a in client.list_artifacts(parent.info.run_id)} == {"plan.json",
+                                                                          "plan.toml"}
+    got = client.download_artifacts(parent.info.run_id, "plan.toml", tmp_path)
+    assert Path(got).read_text() == plan.read_text()
+    assert parent.data.params["scale"] == "3.0"
