@@ -29,6 +29,10 @@ Guarantees
   the other cells still run. Failed cells are not saved as finished, so a re-run retries
   them.
 
+Query-by-example data (``Split.extras`` has ``doc_class`` and ``query_class``): every record
+also gets ``extra_metrics["knn_error"]``, the k-NN classification error (k = ``KNN_K`` = 3,
+the MLR paper's demos' k) read off the ranker's test scores by :func:`metrics.knn_error`.
+
 Optional ranker hook: a ranker may define ``extra_metrics(fold) -> dict[str, float]``
 (called after scoring, e.g. the k-NN error of a learned metric on query-by-example data);
 the values go into ``record.extra_metrics`` and to MLflow under their own names.
@@ -86,6 +90,7 @@ RECORD_FORMAT = 1
 #: (key suffix, empty_query value): every metric is computed under both conventions;
 #: ``ndcg@10`` uses empty_query=1 (LightGBM/XGBoost/allRank), ``ndcg@10_empty0`` uses 0
 #: (trec_eval/ranx). See :mod:`ltr_bench.metrics`.
+KNN_K = 3
 EMPTY_QUERY_CONVENTIONS: tuple[tuple[str, float], ...] = (("", 1.0), ("_empty0", 0.0))
 
 
@@ -489,10 +494,16 @@ def run_cell(cell: Cell, *, fold=None, progress: Callable[[int, int, str], None]
         stage = "evaluate"
         rec.metrics, rec.per_query = evaluate_both(test.y, scores, test.qid, cell.metrics,
                                                    max_label=max_label)
+        extras = test.extras
+        if "doc_class" in extras and "query_class" in extras:
+            from .metrics import knn_error  # query-by-example data: the MLR paper's measure
+
+            rec.extra_metrics["knn_error"] = knn_error(
+                scores, test.qid, extras["doc_class"], extras["query_class"], k=KNN_K)
         hook = getattr(ranker, "extra_metrics", None)
         if callable(hook):
             stage = "extra_metrics"
-            rec.extra_metrics = {str(k): float(v) for k, v in dict(hook(fold)).items()}
+            rec.extra_metrics.update({str(k): float(v) for k, v in dict(hook(fold)).items()})
         rec.status = "ok"
     except Exception as exc:  # noqa: BLE001 - a failing ranker must not stop the benchmark
         rec.status = "failed"

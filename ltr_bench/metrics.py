@@ -49,6 +49,7 @@ __all__ = [
     "DEFAULT_METRICS",
     "VALID_FORMS",
     "evaluate",
+    "knn_error",
     "parse_metric",
     "query_ids",
 ]
@@ -479,3 +480,38 @@ class _RankedQueries:
             contrib = before[tied] * (w * (E[:, :-1] - E[:, 1:])).sum(axis=1)
             np.add.at(out, tq, contrib)
         return out
+
+
+def knn_error(scores, qid, doc_class, query_class, *, k: int = 3) -> float:
+    """k-nearest-neighbour classification error read off a ranking (query-by-example data).
+
+    For each query, the ``k`` documents with the highest scores (the nearest neighbours under
+    the ranker's notion of similarity) vote with their ``doc_class``; the query is classified
+    as the class with the most votes, a tied vote going to the tied class whose best member
+    ranks highest. The error is the fraction of queries whose ``query_class`` (constant within
+    a query) differs from that vote. Equal scores are ordered by row (stable sort): unlike the
+    ranking metrics this is a classifier's error, and a classifier has to pick.
+
+    This is the MLR paper's evaluation (McFee and Lanckriet 2010, Table 2), computed from any
+    ranker's scores, so every ranker gets the same measurement. Queries are few on such data
+    (one per test point), so the per-query loop is not a hot path.
+    """
+    if int(k) < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    scores = _check_1d("scores", scores, None).astype(np.float64)
+    n = scores.size
+    qid = _check_1d("qid", qid, n)
+    doc_class = _check_1d("doc_class", doc_class, n)
+    query_class = _check_1d("query_class", query_class, n)
+    order = np.argsort(qid, kind="stable")
+    qs, starts = np.unique(qid[order], return_index=True)
+    bounds = np.r_[starts, n]
+    wrong = 0
+    for i in range(qs.size):
+        rows = order[bounds[i]:bounds[i + 1]]
+        top = rows[np.argsort(-scores[rows], kind="stable")[: int(k)]]
+        classes, first, votes = np.unique(doc_class[top], return_index=True, return_counts=True)
+        best = votes == votes.max()
+        predicted = classes[best][np.argmin(first[best])]
+        wrong += int(predicted != query_class[rows[0]])
+    return wrong / qs.size if qs.size else float("nan")

@@ -220,8 +220,26 @@ def test_query_dim_is_set_on_query_by_example_data(fake_rankers, tmp_path):
     report = run_plan(expand_plan(plan), ResultStore(tmp_path / "r"))
     qbe, linear = report.records
     assert qbe.params["query_dim"] == 3 and "query_dim" not in linear.params
-    assert qbe.extra_metrics == {"query_dim_seen": 3.0}
+    assert qbe.extra_metrics["query_dim_seen"] == 3.0
     assert fakes.FITS[0]["eval_set"] is False  # gauss data has no validation split
+
+
+def test_query_by_example_records_carry_the_knn_error_of_their_test_scores(fake_rankers,
+                                                                            tmp_path):
+    from ltr_bench.harness import KNN_K
+    from ltr_bench.metrics import knn_error
+
+    plan = Plan(rankers=[RankerChoice("fake-linear", {})],
+                datasets=[DatasetChoice("gauss-10", {"n_per_class": 8, "n_features": 3})],
+                folds=[1])
+    (rec,) = run_plan(expand_plan(plan), ResultStore(tmp_path / "r")).records
+    fold = load_fold("gauss-10", 1, options={"n_per_class": 8, "n_features": 3})
+    ranker = fakes.LinearRanker().set_params(**{
+        k: v for k, v in rec.params.items() if k in fakes.LinearRanker().get_params()})
+    ranker.fit(fold.train.X, fold.train.y, qid=fold.train.qid)
+    expected = knn_error(ranker.predict(fold.test.X), fold.test.qid,
+                         fold.test.extras["doc_class"], fold.test.extras["query_class"], k=KNN_K)
+    assert rec.extra_metrics["knn_error"] == pytest.approx(expected)
 
 
 def test_plan_errors_are_raised_before_anything_runs(fake_rankers, tmp_path):

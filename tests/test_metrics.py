@@ -425,3 +425,46 @@ def test_bad_metric_name_in_evaluate_raises_before_any_work():
 def test_bad_input_raises_value_error_saying_what_is_wrong(y, s, q, message):
     with pytest.raises(ValueError, match=message):
         evaluate(y, s, q, ("ndcg@10",))
+
+
+def test_knn_error_counts_queries_whose_top_k_majority_class_differs():
+    from ltr_bench.metrics import knn_error
+
+    # query 1 (class 0): top-3 classes 0,0,1 -> 0 correct; query 2 (class 1): top-3 0,0,1 -> wrong
+    qid = np.array([1] * 4 + [2] * 4)
+    scores = np.array([0.9, 0.8, 0.7, 0.1, 0.9, 0.8, 0.7, 0.1])
+    doc_class = np.array([0, 0, 1, 1, 0, 0, 1, 1])
+    query_class = np.array([0] * 4 + [1] * 4)
+    assert knn_error(scores, qid, doc_class, query_class, k=3) == 0.5
+    # k=1 uses only the nearest: query 1 correct, query 2 wrong
+    assert knn_error(scores, qid, doc_class, query_class, k=1) == 0.5
+    # reversing query 2's scores puts its class-1 documents first -> no error
+    scores[4:] = scores[4:][::-1]
+    assert knn_error(scores, qid, doc_class, query_class, k=3) == 0.0
+
+
+def test_knn_error_tied_vote_goes_to_the_class_ranked_first():
+    from ltr_bench.metrics import knn_error
+
+    qid = np.zeros(4, dtype=int)
+    doc_class = np.array([2, 1, 1, 2])
+    scores = np.array([0.9, 0.8, 0.7, 0.6])  # top-2 votes: class 2 and class 1, one each
+    assert knn_error(scores, qid, doc_class, np.full(4, 2), k=2) == 0.0
+    assert knn_error(scores, qid, doc_class, np.full(4, 1), k=2) == 1.0
+
+
+def test_knn_error_matches_sklearn_kneighbors_classifier_on_euclidean_scores():
+    from sklearn.neighbors import KNeighborsClassifier
+
+    from ltr_bench.metrics import knn_error
+
+    # two classes and odd k: a vote can never tie, so both classifiers must agree exactly
+    rng = np.random.default_rng(3)
+    Xtr, ytr = rng.normal(size=(60, 4)), rng.integers(0, 2, 60)
+    Xte, yte = rng.normal(size=(25, 4)), rng.integers(0, 2, 25)
+    d2 = ((Xte[:, None, :] - Xtr[None, :, :]) ** 2).sum(-1)
+    qid = np.repeat(np.arange(25), 60)
+    ours = knn_error(-d2.ravel(), qid, np.tile(ytr, 25), np.repeat(yte, 60), k=5)
+    ref = np.mean(KNeighborsClassifier(n_neighbors=5).fit(Xtr, ytr).predict(Xte) != yte)
+    assert 0.0 < ref < 1.0
+    assert ours == pytest.approx(ref)
