@@ -280,6 +280,21 @@ class _XGBoostRanker(BaseRanker):
     """Shared fit/predict of the two XGBoost rankers; subclasses fix ``_objective``."""
 
     _objective = ""
+
+    def __init__(self, n_estimators=500, max_leaves=255, max_depth=0, learning_rate=0.1,
+                 min_child_weight=100.0, early_stopping_rounds=50, eval_at=10, n_jobs=None,
+                 random_state=0, extra_params=None):
+        self.n_estimators = n_estimators
+        self.max_leaves = max_leaves
+        self.max_depth = max_depth
+        self.learning_rate = learning_rate
+        self.min_child_weight = min_child_weight
+        self.early_stopping_rounds = early_stopping_rounds
+        self.eval_at = eval_at
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.extra_params = extra_params
+
     _RESERVED = {
         "num_boost_round": "n_estimators", "n_estimators": "n_estimators",
         "max_depth": "max_depth", "max_leaves": "max_leaves",
@@ -410,20 +425,6 @@ class XGBoostGBRTRanker(_XGBoostRanker):
     )
     _objective = "reg:squarederror"
 
-    def __init__(self, n_estimators=500, max_leaves=255, max_depth=0, learning_rate=0.1,
-                 min_child_weight=100.0, early_stopping_rounds=50, eval_at=10, n_jobs=None,
-                 random_state=0, extra_params=None):
-        self.n_estimators = n_estimators
-        self.max_leaves = max_leaves
-        self.max_depth = max_depth
-        self.learning_rate = learning_rate
-        self.min_child_weight = min_child_weight
-        self.early_stopping_rounds = early_stopping_rounds
-        self.eval_at = eval_at
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.extra_params = extra_params
-
 
 class XGBoostLambdaMARTRanker(_XGBoostRanker):
     __doc__ = (
@@ -433,17 +434,3 @@ class XGBoostLambdaMARTRanker(_XGBoostRanker):
         + _XGB_DOC_PARAMS
     )
     _objective = "rank:ndcg"
-
-    def __init__(self, n_estimators=500, max_leaves=255, max_depth=0, learning_rate=0.1,
-                 min_child_weight=100.0, early_stopping_rounds=50, eval_at=10, n_jobs=None,
-                 random_state=0, extra_params=None):
-        self.n_estimators = n_estimators
-        self.max_leaves = max_leaves
-        self.max_depth = max_depth
-        self.learning_rate = learning_rate
-        self.min_child_weight = min_child_weight
-        self.early_stopping_rounds = early_stopping_rounds
-        self.eval_at = eval_at
-        self.n_jobs = n_jobs
-        self.random_state = random_state
-        self.extra_params = extra_params

@@ -15,17 +15,6 @@ TINY = ["--dataset-option", "n_queries=30", "--dataset-option", "docs_per_query=
 
 
 @pytest.fixture
-def fake_rankers(tmp_path, monkeypatch):
-    root = tmp_path / "plugins"
-    root.mkdir()
-    monkeypatch.syspath_prepend(str(root))
-    fakes.install(root)
-    fakes.reset()
-    yield fakes
-    fakes.reset()
-
-
-@pytest.fixture
 def cli(tmp_path, monkeypatch, fake_rankers):
     """Run ``ltr-bench ARGS`` in-process with the temporary folder as working directory."""
     work = tmp_path / "work"

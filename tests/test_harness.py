@@ -24,17 +24,6 @@ from ltr_bench.registry import BadParameterError, UnknownRankerError
 TINY = {"n_queries": 30, "docs_per_query": 6, "n_features": 5, "n_informative": 3}
 
 
-@pytest.fixture
-def fake_rankers(tmp_path, monkeypatch):
-    root = tmp_path / "plugins"
-    root.mkdir()
-    monkeypatch.syspath_prepend(str(root))
-    fakes.install(root)
-    fakes.reset()
-    yield fakes
-    fakes.reset()
-
-
 def _plan(rankers=("fake-linear", "fake-other"), folds=(1, 2), seed=0, **kw) -> Plan:
     return Plan(rankers=[RankerChoice(r, {}) if isinstance(r, str) else r for r in rankers],
                 datasets=[DatasetChoice("synthetic", dict(TINY))],
