@@ -1,27 +1,42 @@
 """5-fold OHSUMED (LETOR 3.0, Feature-min): L-GMML next to LightGBM and XGBoost GBRT.
 
-Usage::
+One command reproduces the whole table (defaults chosen on validation splits, then test)::
 
-    python benchmarks/lgmml_ohsumed.py [--data ../shared/data/OHSUMED-LETOR3-Feature-min]
-    python benchmarks/lgmml_ohsumed.py --tune        # also the validation-split tuning grid
+    python benchmarks/lgmml_ohsumed.py --data ../shared/data/OHSUMED-LETOR3-Feature-min \\
+        --json /tmp/lgmml_ohsumed.json
 
-Prints NDCG@1/3/5/10 on the test splits (5-fold mean; queries without a relevant document
-scored 1, and separately 0) for:
+Steps (the test splits are never used to choose anything):
 
-- ``lightgbm``: LightGBM lambdarank, 500 trees, 255 leaves, lr 0.1, min_sum_hessian_in_leaf
-  100 (the project default), early stopping (50 rounds) on the validation split's NDCG@10;
-  and the same with min_sum_hessian_in_leaf 1e-3 (on OHSUMED's ~9k training documents the
-  lambdarank hessians are so small that 100 blocks most splits: Fold 1 stops at 1 tree);
-- ``xgboost-gbrt``: XGBoost squared error, eta 0.1, 500 rounds, min_child_weight 100, hist,
-  lossguide, max_leaves 255, early stopping on the validation split's NDCG@10;
-- ``lgmml paper``: the paper's settings (l2 scaling, Eq. 12 distance, Eq. 13 score, t = 1/2,
-  m = 500) with each weight strategy;
-- ``lgmml default``: the ranker's defaults with each weight strategy;
-- with ``--tune``: every configuration of a small grid is scored on the validation splits
-  (5-fold mean NDCG@10, empty queries 0) and the best one is then evaluated on the test
-  splits. Test splits are never used to choose anything.
+1. **Validation grid.** Every configuration of ``GRID`` (score_form x distance x scaling x
+   weight_strategy, m = 50) is fitted on each fold's training split with every seed of
+   ``--seeds`` and scored on the fold's validation split: mean NDCG@10 over 5 folds x seeds.
+   The ``--top`` best score_form/distance/scaling combinations are then also tried with
+   m = 100. The ``--refine`` best configurations are re-scored with the seeds of
+   ``--final-seeds`` (the 2-seed grid means differ by about the seed noise), and the best
+   of these on validation is "tuned"; its three weight strategies are compared on validation
+   with the same seeds. The ranker's defaults were set from this run, and the script prints
+   whether they still agree.
+   (Empty queries add the same constant to every ranker's validation NDCG, so the choice does
+   not depend on the empty-query convention; the grid prints empty = 0.)
+2. **Test table.** NDCG@1/3/5/10 on the test splits (5-fold mean; queries without a relevant
+   document scored 1, and separately 0), all through ltr-bench classes and
+   :func:`ltr_bench.metrics.evaluate`:
 
-The data are read directly (lzma + scikit-learn's svmlight reader); seeds are fixed.
+   - ``LightGBMRanker`` (lambdarank, 500 trees, 255 leaves, lr 0.1, min_sum_hessian_in_leaf
+     100, early stopping on the validation split's NDCG@10) and the same with
+     min_sum_hessian_in_leaf 1e-3 (on OHSUMED's ~9k training documents the lambdarank
+     hessians are so small that 100 blocks most splits);
+   - ``XGBoostGBRTRanker`` defaults (min_child_weight 100) and min_child_weight 1;
+   - L-GMML with the tuned configuration (= the defaults) and each weight strategy, and the
+     tuned configuration with ``max_rank`` truncation (``--max-rank``);
+   - L-GMML with the paper's settings (l2 scaling, Eq. 12 distance, Eq. 13 score, t = 1/2,
+     m = ``--paper-m``) and each weight strategy.
+
+   L-GMML rows are the mean over ``--final-seeds`` (each seed a different sample of local
+   metrics; the "seed sd" column is the standard deviation of the 5-fold NDCG@10 over seeds);
+   the tree baselines are deterministic (seed 0).
+
+The data are read with :func:`ltr_bench.data.load_fold` (path form).
 """
 
 from __future__ import annotations
@@ -29,7 +44,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import lzma
 import sys
 import time
 from pathlib import Path
@@ -37,132 +51,193 @@ from pathlib import Path
 import numpy as np
 
 KS = (1, 3, 5, 10)
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "OHSUMED-LETOR3-Feature-min"
+NAMES = tuple(f"ndcg@{k}" for k in KS)
+DEFAULT_DATA = (Path(__file__).resolve().parents[2] / "shared" / "data"
+                / "OHSUMED-LETOR3-Feature-min")
 
-
-def load_split(root: Path, fold: int, part: str):
-    from sklearn.datasets import load_svmlight_file
-    with lzma.open(root / f"Fold{fold}" / f"{part}.txt.xz") as f:
-        X, y, qid = load_svmlight_file(f, query_id=True, n_features=45)
-    return np.ascontiguousarray(X.toarray()), y.astype(np.int64), qid.astype(np.int64)
-
-
-def ndcgs(y, s, qid):
-    from ltr_bench.metrics import evaluate
-    names = tuple(f"ndcg@{k}" for k in KS)
-    one = evaluate(y, s, qid, names, empty_query=1.0)
-    zero = evaluate(y, s, qid, names, empty_query=0.0)
-    return np.array([one[n] for n in names] + [zero[n] for n in names])
-
-
-def groups(qid):
-    b = np.r_[np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]]), qid.size]
-    return np.diff(b)
-
-
-def fit_lightgbm(tr, va, min_hessian=100.0):
-    import lightgbm as lgb
-    params = dict(objective="lambdarank", metric="ndcg", eval_at=[10], num_leaves=255,
-                  learning_rate=0.1, min_sum_hessian_in_leaf=min_hessian, min_data_in_leaf=0,
-                  num_threads=2, seed=0, deterministic=True, force_row_wise=True, verbosity=-1)
-    dtr = lgb.Dataset(tr[0], tr[1], group=groups(tr[2]))
-    dva = lgb.Dataset(va[0], va[1], group=groups(va[2]), reference=dtr)
-    b = lgb.train(params, dtr, 500, valid_sets=[dva],
-                  callbacks=[lgb.early_stopping(50, verbose=False)])
-    return lambda X: b.predict(X, num_iteration=b.best_iteration)
-
-
-def fit_xgboost(tr, va):
-    import xgboost as xgb
-    dtr = xgb.DMatrix(tr[0], label=tr[1], qid=tr[2])
-    dva = xgb.DMatrix(va[0], label=va[1], qid=va[2])
-    params = dict(objective="reg:squarederror", eta=0.1, min_child_weight=100,
-                  tree_method="hist", grow_policy="lossguide", max_depth=0, max_leaves=255,
-                  nthread=2, seed=0, eval_metric="ndcg@10")
-    b = xgb.train(params, dtr, 500, evals=[(dva, "vali")], early_stopping_rounds=50,
-                  verbose_eval=False)
-    return lambda X: b.predict(xgb.DMatrix(X), iteration_range=(0, b.best_iteration + 1))
-
-
-def fit_lgmml(params):
-    from ltr_bench_lgmml import LGMMLRanker
-
-    def fit(tr, va):
-        r = LGMMLRanker(random_state=0, n_threads=2, **params).fit(tr[0], tr[1], qid=tr[2])
-        return r.predict
-    return fit
-
-
-PAPER = dict(scaling="l2", distance="paper", score_form="eq13", t=0.5, n_metrics=500,
-             step_size="authors", margin=0.01, initial_weight=1.0)
+PAPER = dict(scaling="l2", distance="paper", score_form="eq13", t=0.5)
 
 GRID = {
-    "score_form": ["eq13", "rising"],
-    "scaling": ["zscore", "l2"],
+    "score_form": ["eq13", "rising", "positive"],
     "distance": ["paper", "mahalanobis"],
-    "n_metrics": [50],
-    "step_size": [0.01, 0.1],
-    "weight_strategy": ["global", "mean", "uniform"],
+    "scaling": ["zscore", "l2"],
 }
+STRATEGIES = ("uniform", "mean", "global")
 
 
-def run(name, fitter, folds, *, split="test"):
+def ndcgs(y, s, qid) -> np.ndarray:
+    """[NDCG@1,3,5,10 with empty=1, then the same with empty=0]."""
+    from ltr_bench.metrics import evaluate
+    one = evaluate(y, s, qid, NAMES, empty_query=1.0)
+    zero = evaluate(y, s, qid, NAMES, empty_query=0.0)
+    return np.array([one[n] for n in NAMES] + [zero[n] for n in NAMES])
+
+
+def lgmml(params, seed, threads):
+    from ltr_bench_lgmml import LGMMLRanker
+    return LGMMLRanker(random_state=seed, n_threads=threads, **params)
+
+
+def run(make, folds, seeds, *, split="test", eval_set=False):
+    """Mean over folds x seeds of :func:`ndcgs` on ``split``; (mean, per-seed means, secs)."""
     t0 = time.perf_counter()
-    vals = []
-    for tr, va, te in folds:
-        predict = fitter(tr, va)
-        ev = te if split == "test" else va
-        vals.append(ndcgs(ev[1], predict(ev[0]), ev[2]))
-    vals = np.array(vals)
-    return vals.mean(0), vals.std(0), time.perf_counter() - t0
+    per_seed = []
+    for seed in seeds:
+        vals = []
+        for f in folds:
+            r = make(seed)
+            kw = {"eval_set": (f.vali.X, f.vali.y, f.vali.qid)} if eval_set else {}
+            r.fit(f.train.X, f.train.y, qid=f.train.qid, **kw)
+            ev = f.test if split == "test" else f.vali
+            vals.append(ndcgs(ev.y, r.predict(ev.X), ev.qid))
+        per_seed.append(np.mean(vals, axis=0))
+    per_seed = np.array(per_seed)
+    return per_seed.mean(0), per_seed, time.perf_counter() - t0
 
 
-def fmt_row(name, mean, secs):
-    a = " ".join(f"{v:.4f}" for v in mean[:4])
-    b = " ".join(f"{v:.4f}" for v in mean[4:])
-    return f"| {name:<44} | {a} | {b} | {secs:6.1f} |"
+def fmt_row(name, mean, per_seed, secs):
+    a = " | ".join(f"{v:.4f}" for v in mean[:4])
+    b = " | ".join(f"{v:.4f}" for v in mean[4:])
+    sd = f"{per_seed[:, 3].std(ddof=1):.4f}" if per_seed.shape[0] > 1 else "-"
+    return f"| {name} | {a} | {b} | {sd} | {secs:.0f} |"
+
+
+def tune(folds, seeds, threads, top):
+    """Validation grid; returns (best params incl. strategy, list of (score, params))."""
+    results = []
+
+    def score(p):
+        mean, per_seed, secs = run(lambda s: lgmml(p, s, threads), folds, seeds, split="vali")
+        results.append((float(mean[7]), p))
+        print(f"vali NDCG@10 (empty=0) {mean[7]:.4f} (seeds {np.round(per_seed[:, 7], 4)}) "
+              f"{secs:5.1f}s  {json.dumps(p)}", flush=True)
+
+    keys = list(GRID)
+    print(f"# validation grid: 5-fold x seeds {list(seeds)} mean NDCG@10 on the validation "
+          "splits", flush=True)
+    for vals in itertools.product(*GRID.values()):
+        for s in STRATEGIES:
+            score(dict(zip(keys, vals), n_metrics=50, weight_strategy=s))
+    # m = 100 for the best `top` score_form/distance/scaling combinations (any strategy)
+    combo_best = {}
+    for sc, p in results:
+        key = tuple(p[k] for k in keys)
+        combo_best[key] = max(combo_best.get(key, -1.0), sc)
+    best_combos = sorted(combo_best, key=combo_best.get, reverse=True)[:top]
+    for key in best_combos:
+        for s in STRATEGIES:
+            score(dict(zip(keys, key), n_metrics=100, weight_strategy=s))
+    results.sort(key=lambda r: -r[0])
+    return results
+
+
+def refine(results, folds, seeds, threads, n_best):
+    """Re-score the ``n_best`` grid configurations with more seeds (the grid's 2-seed means
+    differ by about the seed noise); returns (score, params) sorted, best first."""
+    print(f"\n# refinement: the {n_best} best grid configurations, seeds {list(seeds)}",
+          flush=True)
+    out = []
+    for _, p in results[:n_best]:
+        mean, per_seed, secs = run(lambda s: lgmml(p, s, threads), folds, seeds, split="vali")
+        out.append((float(mean[7]), p))
+        print(f"vali NDCG@10 (empty=0) {mean[7]:.4f} (seed sd "
+              f"{per_seed[:, 7].std(ddof=1):.4f}) {secs:5.1f}s  {json.dumps(p)}", flush=True)
+    out.sort(key=lambda r: -r[0])
+    return out
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    ap.add_argument("--tune", action="store_true")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    ap.add_argument("--top", type=int, default=3,
+                    help="combinations re-tried with m = 100 on validation")
+    ap.add_argument("--final-seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4],
+                    help="seeds of the refinement and of every L-GMML test row")
+    ap.add_argument("--refine", type=int, default=6,
+                    help="best grid configurations re-scored with --final-seeds")
+    ap.add_argument("--max-rank", type=int, nargs="*", default=[2, 5, 10],
+                    help="test rows of the tuned configuration with max_rank truncation")
+    ap.add_argument("--paper-m", type=int, default=500)
+    ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--skip-baselines", action="store_true")
+    ap.add_argument("--json", type=Path, default=None, help="write every number here")
     args = ap.parse_args(argv)
-    folds = [tuple(load_split(args.data, k, p) for p in ("trainingset", "validationset",
-                                                          "testset")) for k in range(1, 6)]
-    header = ("| ranker (5-fold mean, test)                   | NDCG@1/3/5/10, empty=1        "
-              "| NDCG@1/3/5/10, empty=0        | secs   |")
-    print(header)
-    print("|" + "---|" * 4)
+
+    from ltr_bench.data import load_fold
+    from ltr_bench_baselines.gbdt import LightGBMRanker, XGBoostGBRTRanker
+    from ltr_bench_lgmml import LGMMLRanker
+
+    folds = [load_fold(str(args.data), k) for k in range(1, 6)]
+    seeds = tuple(args.seeds)
+    out = {"seeds": list(seeds), "final_seeds": list(args.final_seeds), "grid": [],
+           "test": {}}
+
+    results = tune(folds, seeds, args.threads, args.top)
+    out["grid"] = [{"vali_ndcg@10_empty0": s, "params": p} for s, p in results]
+    final_seeds = tuple(args.final_seeds)
+    refined = refine(results, folds, final_seeds, args.threads, args.refine)
+    out["refined"] = [{"vali_ndcg@10_empty0": s, "params": p} for s, p in refined]
+    best = refined[0][1]
+    print(f"\nbest on validation: {json.dumps(best)} (vali NDCG@10 {refined[0][0]:.4f}, "
+          f"seeds {list(final_seeds)})")
+    tuned = {k: v for k, v in best.items() if k != "weight_strategy"}
+    # the three strategies under the tuned configuration, same seeds (item 4's choice)
+    for s in STRATEGIES:
+        p = dict(tuned, weight_strategy=s)
+        mean, per_seed, _ = run(lambda sd: lgmml(p, sd, args.threads), folds, final_seeds,
+                                split="vali")
+        out.setdefault("strategies_vali", {})[s] = float(mean[7])
+        print(f"  tuned configuration, {s}: vali NDCG@10 (empty=0) {mean[7]:.4f} "
+              f"(seed sd {per_seed[:, 7].std(ddof=1):.4f})", flush=True)
+    defaults = LGMMLRanker().get_params()
+    if defaults["score_form"] == "auto":  # what "auto" means without query_dim
+        defaults["score_form"] = "positive"
+    agree = all(defaults[k] == v for k, v in best.items())
+    print(f"ranker defaults equal the tuned configuration: {agree} "
+          f"(defaults: { {k: defaults[k] for k in best} })")
+    out["best"] = best
+    out["defaults_agree"] = agree
+
+    head = ("| ranker (5-fold mean, test) | NDCG@1 | NDCG@3 | NDCG@5 | NDCG@10 | NDCG@1 e0 | "
+            "NDCG@3 e0 | NDCG@5 e0 | NDCG@10 e0 | seed sd @10 | secs |")
+    print("\n" + head)
+    print("|" + "---|" * 11, flush=True)
     rows = []
     if not args.skip_baselines:
-        rows.append(("lightgbm (project defaults, min_hess 100)", fit_lightgbm))
-        rows.append(("lightgbm (min_sum_hessian_in_leaf 1e-3)",
-                     lambda tr, va: fit_lightgbm(tr, va, 1e-3)))
-        rows.append(("xgboost-gbrt (early stop on vali)", fit_xgboost))
-    for s in ("uniform", "mean", "global"):
-        rows.append((f"lgmml paper settings, {s}", fit_lgmml(dict(PAPER, weight_strategy=s))))
-    for s in ("uniform", "mean", "global"):
-        rows.append((f"lgmml defaults, {s}", fit_lgmml(dict(weight_strategy=s))))
-    for name, fitter in rows:
-        mean, _, secs = run(name, fitter, folds)
-        print(fmt_row(name, mean, secs), flush=True)
-    if args.tune:
-        keys = list(GRID)
-        best = None
-        print("\n# validation grid (5-fold mean NDCG@10 on the validation splits, empty=0)")
-        for vals in itertools.product(*GRID.values()):
-            p = dict(zip(keys, vals))
-            mean, _, secs = run("", fit_lgmml(p), folds, split="vali")
-            print(f"vali ndcg@10 {mean[7]:.4f}  {json.dumps(p)}", flush=True)
-            if best is None or mean[7] > best[0]:
-                best = (mean[7], p)
-        print(f"\nbest on validation: {json.dumps(best[1])} (vali NDCG@10 {best[0]:.4f})")
-        for s in ("uniform", "mean", "global"):
-            p = dict(best[1], weight_strategy=s)
-            mean, _, secs = run("", fit_lgmml(p), folds)
-            print(fmt_row(f"lgmml tuned on vali, {s}", mean, secs), flush=True)
+        rows += [
+            ("LightGBM lambdarank (defaults: min_sum_hessian_in_leaf 100)",
+             lambda s: LightGBMRanker(n_jobs=args.threads), (0,), True),
+            ("LightGBM lambdarank, min_sum_hessian_in_leaf 1e-3",
+             lambda s: LightGBMRanker(min_sum_hessian_in_leaf=1e-3, n_jobs=args.threads),
+             (0,), True),
+            ("XGBoost GBRT (defaults: min_child_weight 100)",
+             lambda s: XGBoostGBRTRanker(n_jobs=args.threads), (0,), True),
+            ("XGBoost GBRT, min_child_weight 1",
+             lambda s: XGBoostGBRTRanker(min_child_weight=1.0, n_jobs=args.threads),
+             (0,), True),
+        ]
+    for s in STRATEGIES:
+        p = dict(tuned, weight_strategy=s)
+        rows.append((f"L-GMML tuned on vali (= defaults), {s}",
+                     lambda seed, p=p: lgmml(p, seed, args.threads), final_seeds, False))
+    for r in args.max_rank:
+        p = dict(best, max_rank=r)
+        rows.append((f"L-GMML tuned, {best['weight_strategy']}, max_rank={r}",
+                     lambda seed, p=p: lgmml(p, seed, args.threads), final_seeds, False))
+    for s in STRATEGIES:
+        p = dict(PAPER, n_metrics=args.paper_m, weight_strategy=s)
+        rows.append((f"L-GMML paper settings (m={args.paper_m}), {s}",
+                     lambda seed, p=p: lgmml(p, seed, args.threads), final_seeds, False))
+    for name, make, row_seeds, es in rows:
+        mean, per_seed, secs = run(make, folds, row_seeds, eval_set=es)
+        out["test"][name] = {"mean": dict(zip([f"{n}" for n in NAMES]
+                                              + [f"{n}_empty0" for n in NAMES],
+                                              mean.tolist())),
+                             "per_seed_ndcg@10": per_seed[:, 3].tolist(), "secs": secs}
+        print(fmt_row(name, mean, per_seed, secs), flush=True)
+    if args.json is not None:
+        args.json.write_text(json.dumps(out, indent=1))
     return 0
 
 

@@ -48,14 +48,47 @@ def test_degenerate_queries_do_not_crash(strategy):
 
 
 @pytest.mark.parametrize("strategy", ["uniform", "mean", "global"])
-def test_learns_the_informative_feature_better_than_chance(strategy):
+@pytest.mark.parametrize("scaling", ["l2", "zscore"])
+def test_closer_first_form_learns_the_informative_feature_better_than_chance(strategy,
+                                                                               scaling):
+    # Relevant documents cluster near the anchors here, so a closer-first score must beat
+    # chance. The "positive" form with l2 scaling (best on OHSUMED validation) ranks far
+    # documents first and does not (see the ranker docstring).
     from ltr_bench.metrics import evaluate
     X, y, qid = _data(seed=1)
     Xt, yt, qt = _data(seed=2)
-    r = LGMMLRanker(n_metrics=20, weight_strategy=strategy, random_state=0).fit(X, y, qid=qid)
+    r = LGMMLRanker(n_metrics=20, weight_strategy=strategy, score_form="rising",
+                    scaling=scaling, random_state=0).fit(X, y, qid=qid)
     got = evaluate(yt, r.predict(Xt), qt, "ndcg@10")["ndcg@10"]
     chance = evaluate(yt, np.zeros(len(yt)), qt, "ndcg@10")["ndcg@10"]
     assert got > chance + 0.1
+
+
+def test_auto_score_form_is_positive_for_letor_rows_and_rising_for_query_by_example():
+    X, y, qid = _data()
+    assert LGMMLRanker().score_form == "rising"  # the default follows the paper's direction
+    r = LGMMLRanker(n_metrics=4, score_form="auto", random_state=0).fit(X, y, qid=qid)
+    assert r.score_form_ == "positive"
+    assert r.metric_bank_.sign == 1.0
+    Xq = np.hstack([X, X + 0.1])
+    r = LGMMLRanker(n_metrics=4, score_form="auto", query_dim=X.shape[1],
+                    random_state=0).fit(Xq, y, qid=qid)
+    assert r.score_form_ == "rising" and r.metric_bank_.sign == -1.0
+    r = LGMMLRanker(n_metrics=4, score_form="eq13", random_state=0).fit(X, y, qid=qid)
+    assert r.score_form_ == "eq13"
+
+
+def test_positive_form_with_l2_scaling_ranks_by_plus_weighted_g_of_distances_below_one():
+    # Pins down the documented behaviour of the validation-tuned form: l2-scaled distances
+    # are below 1, and the score is +Phi . g(delta), so it grows with the distance.
+    from ltr_bench_lgmml.scoring import g_of
+    X, y, qid = _data()
+    r = LGMMLRanker(n_metrics=6, score_form="positive", random_state=0).fit(X, y, qid=qid)
+    Z = r.scaler_.transform(X)
+    delta = np.sqrt(r.metric_bank_.sq_distances(Z, dtype=np.float64))
+    assert delta.max() < 1.0
+    r.set_params(dtype="float64")
+    assert np.allclose(r.predict(X), g_of(delta) @ r.weights_, rtol=1e-10)
 
 
 def test_scaling_is_fitted_on_training_data_only():
@@ -99,7 +132,7 @@ def test_query_dependent_mode_ranks_documents_near_the_query_point_first():
 
 @pytest.mark.parametrize("param,value,message", [
     ("distance", "euclid", "distance must be one of \\['paper', 'mahalanobis'\\]"),
-    ("score_form", "x", "score_form must be one of \\['rising', 'eq13', 'positive'\\]"),
+    ("score_form", "x", "score_form must be one of \\['auto', 'rising', 'eq13', 'positive'\\]"),
     ("weight_strategy", "best", "weight_strategy must be one of"),
     ("scaling", "minmax", "scaling must be one of \\['l2', 'zscore', 'none'\\]"),
     ("t", 1.5, "t must be a number in \\[0, 1\\]"),

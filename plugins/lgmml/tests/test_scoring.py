@@ -80,3 +80,48 @@ def test_eq13_literal_ranks_far_documents_first_on_the_falling_side():
     s = bank.sign * bank.features(X, dtype=np.float64)[:, 0]
     assert s[1] > s[0]
     assert g_of(np.array([1.0]))[0] == pytest.approx(np.exp(-1))
+
+
+def test_dense_check_covers_metrics_with_negative_and_positive_coefficients():
+    # The scorer sums positive-g and negative-g columns in separate runs; the dense-formula
+    # test above proves that sign handling only if both signs occur in one bank.
+    bank, _, _ = _bank(np.random.default_rng(0))
+    assert (bank.g < 0).any() and (bank.g > 0).any()
+    ends = np.r_[bank.seg[1:], bank.g.size]
+    assert any((bank.g[a:b] < 0).any() and (bank.g[a:b] > 0).any()
+               for a, b in zip(bank.seg, ends))
+
+
+@pytest.mark.parametrize("max_rank", [1, 2, 3])
+def test_truncated_bank_equals_building_with_max_rank_and_the_dense_truncated_form(max_rank):
+    rng = np.random.default_rng(3)
+    bank, metrics, anchors = _bank(rng)
+    X = rng.normal(size=(40, 9))
+    built = MetricBank.from_metrics(metrics, anchors, "eq13", max_rank=max_rank)
+    cut = bank.truncated(max_rank)
+    assert np.allclose(cut.sq_distances(X, dtype=np.float64),
+                       built.sq_distances(X, dtype=np.float64), rtol=1e-12, atol=1e-12)
+    # Hand-built reference: each metric keeps its max_rank largest-|g| directions.
+    ref = []
+    for q, a in zip(metrics, anchors):
+        keep = np.argsort(-np.abs(q.g), kind="stable")[:max_rank]
+        Qd = q.alpha * np.eye(9) + (q.V[:, keep] * q.g[keep]) @ q.V[:, keep].T
+        ref.append(np.einsum("ij,jk,ik->i", X - a, Qd, X - a))
+    assert np.allclose(cut.sq_distances(X, dtype=np.float64), np.stack(ref, axis=1),
+                       rtol=1e-10, atol=1e-12)
+    assert np.all(np.diff(np.r_[cut.seg, cut.V.shape[1]]) <= max_rank)
+
+
+def test_truncating_above_every_rank_changes_nothing():
+    rng = np.random.default_rng(4)
+    bank, _, _ = _bank(rng)
+    X = rng.normal(size=(30, 9))
+    assert np.array_equal(bank.truncated(100).sq_distances(X, dtype=np.float64),
+                          bank.sq_distances(X, dtype=np.float64))
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True, None])
+def test_truncated_rejects_a_bad_max_rank(bad):
+    bank, _, _ = _bank(np.random.default_rng(5))
+    with pytest.raises(ValueError, match="max_rank"):
+        bank.truncated(bad)
