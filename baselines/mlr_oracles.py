@@ -111,19 +111,7 @@ def _step_weight(loss: str, a: int, b: np.ndarray, P: np.ndarray, N: np.ndarray,
 
     b: (B, m) int array; P, N, idcg: (B, 1). Returns (B, m) float64.
     """
-    if loss == "auc":
-        return b / (P * N)
-    if loss == "precision":
-        return -((a + b) <= k).astype(np.float64) / k
-    if loss == "map":
-        return -a / ((a + b) * P)
-    if loss == "mrr":
-        if a == 1:
-            return -1.0 / (1.0 + b)
-        return np.zeros(b.shape)
-    if loss == "ndcg":
-        return -_discount(a + b, k) / idcg
-    raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+    return _row_weights(loss, np.asarray(a), b, P, N, k, idcg)
 
 
 def ranking_loss(relevant_in_rank_order, loss: str, k: int = 10) -> float:
