@@ -90,6 +90,7 @@ from __future__ import annotations
 
 import contextlib
 import numbers
+import warnings
 
 import numpy as np
 
@@ -112,7 +113,8 @@ class LGMMLRanker(BaseRanker):
 
     Fitted attributes: ``score_form_`` (the form used), ``scaler_`` (FeatureScaler), ``metric_bank_`` (MetricBank: metrics,
     anchors), ``anchor_ndcg_`` (m,), ``weights_`` (m,) the Phi used for unseen queries,
-    ``query_weights_`` ((n_train_queries, m) in "mean" mode, else None), ``n_iter_``,
+    ``query_weights_`` ((n_train_queries, m) in "mean" mode, else None), ``warp_collapsed_``
+    (WARP zeroed every weight and uniform weights were used instead, with a warning), ``n_iter_``,
     ``n_features_in_``.
     """
 
@@ -301,9 +303,20 @@ class LGMMLRanker(BaseRanker):
                     weights = phi[used].mean(axis=0)
             else:
                 weights = np.full(bank.n_metrics, 1.0)
+        weights = np.asarray(weights, dtype=np.float64)
+        # WARP's projection onto >= 0 can zero every weight (seen on gauss-100 with m = 100):
+        # the score would then be constant, so fall back to the authors' uniform weights and
+        # say so instead of silently ranking at random.
+        self.warp_collapsed_ = bool(needs_warp and not np.any(weights > 0))
+        if self.warp_collapsed_:
+            warnings.warn(
+                "LGMMLRanker: WARP drove every weight to 0 (a constant scorer); using uniform "
+                "weights (initial_weight) instead. Try a smaller step_size or margin, another "
+                "random_state, or weight_strategy='uniform'.", RuntimeWarning, stacklevel=2)
+            weights = np.full(bank.n_metrics, float(self.initial_weight))
         self.score_form_ = score_form
         self.anchor_ndcg_ = ndcgs
-        self.weights_ = np.asarray(weights, dtype=np.float64)
+        self.weights_ = weights
         self.query_weights_ = query_weights
         self.n_iter_ = n_iter if needs_warp else 0
         self.n_features_in_ = X.shape[1]

@@ -155,3 +155,20 @@ def test_n_threads_limits_blas_without_changing_scores():
     b = LGMMLRanker(n_metrics=6, random_state=0, n_threads=2).fit(X, y, qid=qid).predict(X)
     assert np.allclose(a, b, rtol=1e-6)
     assert LGMMLRanker().ranker_tags().thread_param == "n_threads"
+
+
+def test_all_zero_warp_weights_fall_back_to_uniform_with_a_warning(monkeypatch):
+    # WARP's projection onto >= 0 can zero every weight (seen on gauss-100, m = 100, seed 0);
+    # a constant scorer must not be returned silently.
+    import ltr_bench_lgmml.ranker as ranker_module
+
+    X, y, qid = _data()
+    normal = LGMMLRanker(n_metrics=4, random_state=0).fit(X, y, qid=qid)
+    assert not normal.warp_collapsed_
+    monkeypatch.setattr(ranker_module, "train_warp",
+                        lambda **kw: np.zeros(kw["n_metrics"]))
+    r = LGMMLRanker(n_metrics=4, initial_weight=2.0, random_state=0)
+    with pytest.warns(RuntimeWarning, match="every weight to 0"):
+        r.fit(X, y, qid=qid)
+    assert r.warp_collapsed_ and np.all(r.weights_ == 2.0)
+    assert np.unique(r.predict(X)).size > 1
