@@ -326,37 +326,40 @@ class LGMMLRanker(BaseRanker):
         return int(max(64, _CHUNK_BYTES // bank.bytes_per_row()))
 
     # ------------------------------------------------------------------ predict
-    def decision_features(self, X) -> np.ndarray:
-        """h(p) (n, m): the per-metric terms of the score, ``score = sign * h @ weights_``."""
-        self._check_fitted("metric_bank_", "weights_", "scaler_")
-        X, _, _ = check_ranking_input(X, None, None, n_features=self.n_features_in_,
-                                      require_qid=False)
-        Xd, Xq = self._split_blocks(X)
-        dtype = np.float32 if self.dtype == "float32" else np.float64
-        bank = self.metric_bank_
-        out = np.empty((X.shape[0], bank.n_metrics))
-        step = self._chunk_rows(bank)
-        with self._threads():
-            for a in range(0, X.shape[0], step):
-                Q = self.scaler_.transform(Xq[a:a + step]) if Xq is not None else None
-                out[a:a + step] = bank.features(self.scaler_.transform(Xd[a:a + step]), Q,
-                                                dtype=dtype)
-        return out
-
-    def predict(self, X, *, qid=None) -> np.ndarray:
-        """Scores (n_docs,) float64, input row order; ``qid`` is accepted and not needed."""
+    def _feature_chunks(self, X, qid=None):
+        """Validate X, then return ``(n_rows, chunks)``: ``chunks`` yields ``(rows, h)``, h(p)
+        of consecutive row slices, so scoring never holds h for all rows at once (memory stays
+        bounded by ``_CHUNK_BYTES``)."""
         self._check_fitted("metric_bank_", "weights_", "scaler_")
         X, _, _ = check_ranking_input(X, None, qid, n_features=self.n_features_in_,
                                       require_qid=False)
         Xd, Xq = self._split_blocks(X)
         dtype = np.float32 if self.dtype == "float32" else np.float64
         bank = self.metric_bank_
-        scores = np.empty(X.shape[0], dtype=np.float64)
         step = self._chunk_rows(bank)
-        w = bank.sign * self.weights_
-        with self._threads():
-            for a in range(0, X.shape[0], step):
-                Q = self.scaler_.transform(Xq[a:a + step]) if Xq is not None else None
-                H = bank.features(self.scaler_.transform(Xd[a:a + step]), Q, dtype=dtype)
-                scores[a:a + step] = H @ w
+
+        def chunks():
+            with self._threads():
+                for a in range(0, X.shape[0], step):
+                    rows = slice(a, a + step)
+                    Q = self.scaler_.transform(Xq[rows]) if Xq is not None else None
+                    yield rows, bank.features(self.scaler_.transform(Xd[rows]), Q, dtype=dtype)
+
+        return X.shape[0], chunks()
+
+    def decision_features(self, X) -> np.ndarray:
+        """h(p) (n, m): the per-metric terms of the score, ``score = sign * h @ weights_``."""
+        n, chunks = self._feature_chunks(X)
+        out = np.empty((n, self.metric_bank_.n_metrics))
+        for rows, h in chunks:
+            out[rows] = h
+        return out
+
+    def predict(self, X, *, qid=None) -> np.ndarray:
+        """Scores (n_docs,) float64, input row order; ``qid`` is accepted and not needed."""
+        n, chunks = self._feature_chunks(X, qid)
+        scores = np.empty(n, dtype=np.float64)
+        w = self.metric_bank_.sign * self.weights_
+        for rows, h in chunks:
+            scores[rows] = h @ w
         return scores
