@@ -26,6 +26,11 @@ scores are reproducible (LightGBM with ``deterministic=True, force_row_wise=True
 CPU ``hist``); across thread counts neither library promises identical models. On a busy
 machine set ``n_jobs`` explicitly: OpenMP threads competing for cores slow down sharply.
 
+Tags (:class:`ltr_bench.ranker.RankerTags`): ``seed_param="random_state"``,
+``thread_param="n_jobs"``, ``uses_eval_set=True`` (early stopping), no ``query_dim_param``
+(query-by-example rows are plain features to the trees). ``fitted_info()`` reports the trees
+``predict`` uses: best iteration, rounds trained, trees, total leaves, features used.
+
 Queries are passed to the libraries as group sizes of the contiguous query blocks
 (:func:`ltr_bench.ranker.query_boundaries`), so query ids need not be sorted.
 """
@@ -143,7 +148,10 @@ def _group_sizes(qid: np.ndarray) -> np.ndarray:
     return np.diff(query_boundaries(qid))
 
 
-_TAGS = RankerTags(uses_eval_set=True, deterministic=True, thread_param="n_jobs")
+#: all three: early stopping on the validation split; seed, thread count through
+#: ``random_state`` / ``n_jobs``; query-by-example rows are plain features to the trees
+_TAGS = RankerTags(requires_qid_at_predict=False, uses_eval_set=True, deterministic=True,
+                   thread_param="n_jobs", seed_param="random_state", query_dim_param=None)
 
 
 # --------------------------------------------------------------------------- LightGBM
@@ -264,6 +272,30 @@ class LightGBMRanker(BaseRanker):
                                        num_threads=self.n_threads_)
         return np.asarray(scores, dtype=np.float64)
 
+    def fitted_info(self) -> dict[str, int | float | str]:
+        """The trees ``predict`` uses (the first ``best_iteration_`` rounds).
+
+        ``best_iteration`` (rounds used), ``rounds_trained`` (rounds boosted, including the
+        ones after the best that early stopping discards), ``n_trees`` and ``n_leaves`` (trees
+        and total leaves of the rounds used), ``n_features`` (input width) and
+        ``n_features_used`` (features split on at least once in the trees used).
+        """
+        self._check_fitted("booster_")
+        used = self.best_iteration_
+        trees = self.booster_.dump_model(num_iteration=used)["tree_info"]
+        splits = self.booster_.feature_importance(importance_type="split", iteration=used)
+        # lgb.train truncates the booster to the best round after early stopping; the
+        # validation curve still has one entry per round trained
+        curve = next(iter(self.evals_result_.get("vali", {}).values()), [])
+        return {
+            "best_iteration": int(used),
+            "rounds_trained": max(int(self.booster_.current_iteration()), len(curve)),
+            "n_trees": len(trees),
+            "n_leaves": int(sum(int(t["num_leaves"]) for t in trees)),
+            "n_features": int(self.n_features_in_),
+            "n_features_used": int(np.count_nonzero(splits)),
+        }
+
 
 def _lightgbm_progress(total: int):
     def callback(env) -> None:
@@ -373,6 +405,43 @@ class _XGBoostRanker(BaseRanker):
         data = xgb.DMatrix(X, nthread=self.n_threads_)
         scores = self.booster_.predict(data, iteration_range=(0, self.best_iteration_))
         return np.asarray(scores, dtype=np.float64)
+
+    def fitted_info(self) -> dict[str, int | float | str]:
+        """The trees ``predict`` uses (the first ``best_iteration_`` rounds).
+
+        ``best_iteration`` (rounds used), ``rounds_trained`` (rounds boosted, including the
+        ones after the best that early stopping discards), ``n_trees`` and ``n_leaves`` (trees
+        and total leaves of the rounds used; one tree per round unless ``extra_params`` asks
+        for more), ``n_features`` (input width) and ``n_features_used`` (features split on
+        at least once in the trees used).
+        """
+        import json
+
+        self._check_fitted("booster_")
+        used = self.booster_[:self.best_iteration_]  # a copy holding the rounds used
+        trees = [json.loads(t) for t in used.get_dump(dump_format="json")]
+        return {
+            "best_iteration": int(self.best_iteration_),
+            "rounds_trained": int(self.booster_.num_boosted_rounds()),
+            "n_trees": len(trees),
+            "n_leaves": int(sum(_xgboost_leaves(t) for t in trees)),
+            "n_features": int(self.n_features_in_),
+            "n_features_used": len(used.get_score(importance_type="weight")),
+        }
+
+
+def _xgboost_leaves(node: dict) -> int:
+    """Leaves of one tree of XGBoost's JSON dump (a leaf has ``"leaf"``, a split has
+    ``"children"``); iterative, so deep trees (``max_depth=0``) cannot hit the recursion
+    limit."""
+    count, stack = 0, [node]
+    while stack:
+        n = stack.pop()
+        if "leaf" in n:
+            count += 1
+        else:
+            stack.extend(n.get("children", ()))
+    return count
 
 
 def _xgboost_progress_class():

@@ -7,14 +7,22 @@ reference code).
 
 Two data layouts:
 
-* **Query-by-example** (``query_dim=d`` set, as the harness does for ``wine`` / ``wdbc``): each
-  row is ``[q (d features), x (d features)]`` and the rows of one qid share ``q``. Score
-  ``-(q - x)^T W (q - x)``; ``phi(q, x) = -(q - x)(q - x)^T`` (paper Eq. 4).
+* **Query-by-example** (``query_dim=d`` set; the harness sets it for ``wine`` / ``wdbc``
+  because the tags declare ``query_dim_param="query_dim"``): each row is
+  ``[q (d features), x (d features)]`` (split by :func:`ltr_bench.ranker.split_query_document`)
+  and the rows of one qid share ``q``. Score ``-(q - x)^T W (q - x)``;
+  ``phi(q, x) = -(q - x)(q - x)^T`` (paper Eq. 4).
 * **Query-document data** (``query_dim=None``; OHSUMED, MQ2008, MSLR): there is no query
-  point. Our adaptation (ALGORITHMS.md section 5, after the L-GMML paper's "ideal candidate"):
-  ``z`` = mean of the (scaled) training documents that carry the largest training label, score
-  ``-(x - z)^T W (x - z)``, ``phi(q, x) = -(x - z)(x - z)^T``, and the same structural SVM
-  over the training queries' candidate lists. ``z`` is fixed before training.
+  point. Our adaptation (docs/decisions.md, MLR section; after the L-GMML paper's "ideal
+  candidate"): ``z`` = mean of the (scaled) training documents that carry the largest
+  training label, score ``-(x - z)^T W (x - z)``, ``phi(q, x) = -(x - z)(x - z)^T``, and the
+  same structural SVM over the training queries' candidate lists. ``z`` is fixed before
+  training.
+
+Tags: ``query_dim_param="query_dim"``, ``thread_param="n_threads"``, no ``seed_param`` (no
+randomness: ``random_state`` is accepted and ignored), ``uses_eval_set=False``.
+``fitted_info()``: rank of ``W``, non-zero columns, cutting-plane iterations, convergence,
+final violation.
 
 Scaling (``scaling``): ``"zscore"`` (default) subtracts the training mean and divides by the
 training standard deviation of each feature (a constant feature is divided by 1), fitted on
@@ -39,6 +47,7 @@ from ltr_bench.ranker import (
     RankerTags,
     check_ranking_input,
     query_boundaries,
+    split_query_document,
 )
 
 from .mlr_oracles import LOSSES
@@ -97,7 +106,11 @@ class MLRRanker(BaseRanker):
         self.random_state = random_state
 
     def ranker_tags(self) -> RankerTags:
-        return RankerTags(query_dependent=True, deterministic=True, thread_param="n_threads")
+        # no randomness, so no seed parameter (random_state is accepted but unused); the
+        # validation split is not used (no early stopping or model selection inside fit)
+        return RankerTags(requires_qid_at_predict=False, uses_eval_set=False,
+                          deterministic=True, thread_param="n_threads", seed_param=None,
+                          query_dim_param="query_dim")
 
     # ---------------------------------------------------------------- validation
     def _lam(self) -> float:
@@ -118,20 +131,8 @@ class MLRRanker(BaseRanker):
         _check_pos("admm_tol", self.admm_tol)
         _check_int("n_threads", self.n_threads, 1)
 
-    def _split_blocks(self, X):
-        """(query block or None, document block) of X, checking the width against query_dim."""
-        if self.query_dim is None:
-            return None, X
-        qd = int(self.query_dim)
-        if X.shape[1] != 2 * qd:
-            raise RankerInputError(
-                f"query_dim={qd} means rows are [query ({qd}), document ({qd})] = {2 * qd} "
-                f"features, but X has {X.shape[1]}"
-            )
-        return X[:, :qd], X[:, qd:]
-
     def _differences(self, X):
-        Q, Xd = self._split_blocks(X)
+        Q, Xd = split_query_document(X, self.query_dim)
         Xd = (Xd - self.feature_mean_) / self.feature_scale_
         if Q is None:
             return Xd - self.z_
@@ -142,7 +143,7 @@ class MLRRanker(BaseRanker):
         """Learn ``W_`` (and ``z_`` for query-document data); ``eval_set`` is not used."""
         self._validate_params()
         X, y, qid = check_ranking_input(X, y, qid)
-        Q, Xd = self._split_blocks(X)
+        Q, Xd = split_query_document(X, self.query_dim)
         if X.shape[0] == 0:
             raise RankerInputError("X has no rows: cannot fit on an empty training set")
         if self.scaling == "zscore":
@@ -184,6 +185,36 @@ class MLRRanker(BaseRanker):
                                       require_qid=False)
         with threadpool_limits(int(self.n_threads)):
             return row_scores(self._differences(X), psd_factor(self.W_))
+
+    def fitted_info(self) -> dict[str, int | float | str]:
+        """Size and convergence of the learned metric.
+
+        ``rank_W``: numerical rank of ``W_`` (eigenvalues above ``1e-8`` times the largest;
+        smaller ones change no score beyond rounding). ``n_features``: side ``d`` of ``W_``;
+        ``n_nonzero_columns``: features ``W_`` uses (columns not exactly 0; R-MLR's group
+        penalty zeroes whole columns, MLR rarely does). ``trace_W``, ``xi``, ``objective``:
+        ``tr(W)``, the final slack and ``tr(W) + lam ||W||_{2,1} + C xi``. ``n_iter``:
+        cutting-plane iterations; ``converged``: the stopping rule fired (not ``max_iter``);
+        ``final_violation``: ``Delta_t - <W, Psi_t>`` of the last most-violated constraint
+        (absent when no query had both a relevant and an irrelevant document).
+        """
+        self._check_fitted("W_")
+        W = self.W_
+        eig = np.linalg.eigvalsh((W + W.T) / 2.0)
+        top = float(eig.max(initial=0.0))
+        info: dict[str, int | float | str] = {
+            "rank_W": int(np.count_nonzero(eig > 1e-8 * top)) if top > 0 else 0,
+            "n_features": int(W.shape[0]),
+            "n_nonzero_columns": int(np.count_nonzero(np.any(W != 0, axis=0))),
+            "trace_W": float(np.trace(W)),
+            "xi": float(self.xi_),
+            "objective": float(self.objective_),
+            "n_iter": int(self.n_iter_),
+            "converged": bool(self.converged_),
+        }
+        if self.history_:
+            info["final_violation"] = float(self.history_[-1]["violation"])
+        return info
 
 
 class RMLRRanker(MLRRanker):

@@ -1,13 +1,9 @@
-"""``ltr-bench report``: compare rankers on one dataset from what MLflow holds (no retraining).
+"""``ltr-bench report``: compare finished results (from MLflow or the local results folder).
 
-Registered in :mod:`ltr_bench.cli` with ``main.add_command(report_command)``. The command
-only parses options and prints; the reading is :func:`ltr_bench.tracking.fetch_fold_results`,
-the table and tests :mod:`ltr_bench.report`, the figures :mod:`ltr_bench.plots`.
-
-Exit codes (as the other commands): 0 ok; 1 nothing to report or the results cannot be
-compared (no store, no runs for the dataset, runs on different data, MLflow unreachable,
-plots could not be logged); 2 bad invocation (unknown metric, ranker or baseline, bad
-option value).
+The command only parses options and prints; the reading is
+:func:`ltr_bench.tracking.fetch_fold_results` (MLflow) or
+:class:`ltr_bench.results.ResultStore` (``--results-dir``), the statistics
+:func:`ltr_bench.report.build_report`, the rendering :mod:`ltr_bench.report_format`.
 """
 
 from __future__ import annotations
@@ -16,33 +12,68 @@ from pathlib import Path
 
 import click
 
-from .report import FORMATS, TESTS
+from . import cli_options as options
+from .errors import EXIT_FAILED, EXIT_OK
+from .metric_keys import METRICS_HELP
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-_CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+CONTEXT = options.CONTEXT
 
 
 def _split(values: tuple[str, ...]) -> list[str]:
     return [p.strip() for v in values for p in v.split(",") if p.strip()]
 
 
-def _fail(ctx: click.Context, message: str, code: int):
-    click.echo(f"Error: {message}", err=True)
-    ctx.exit(code)
+def _records(dataset: str | None, results_dir: str | None, tracking_uri: str | None):
+    """(dataset, records) from the local results folder or from MLflow."""
+    from .report import ReportError
+
+    if results_dir is not None:
+        from .results import ResultStore
+
+        store = ResultStore(results_dir)
+        if not store.root.is_dir():
+            raise ReportError(f"--results-dir {results_dir}: no such folder", usage=True)
+        records = store.records()
+        datasets = sorted({r.dataset for r in records})
+        where = f"the results folder {store.root}"
+    else:
+        from .tracking import fetch_fold_results, list_datasets_in_store
+
+        datasets = list_datasets_in_store(tracking_uri) if dataset is None else [dataset]
+        records = None
+        where = "the MLflow store"
+    if dataset is None:
+        if len(datasets) != 1:
+            raise ReportError(
+                f"--dataset is needed: {where} has results for "
+                + (", ".join(datasets) if datasets else "no dataset"), usage=bool(datasets))
+        dataset = datasets[0]
+    if records is None:
+        click.echo(f"reading the {dataset} runs ...", err=True)
+        records = fetch_fold_results(dataset, tracking_uri)
+    else:
+        records = [r for r in records if r.dataset == dataset]
+        for r in records:
+            store.per_query(r)
+        if not records:
+            raise ReportError(f"no results for dataset {dataset!r} in {where}; datasets with "
+                              f"results: {', '.join(datasets) or 'none'}")
+    return dataset, records
 
 
-@click.command("report", context_settings=_CONTEXT)
-@click.option("--dataset", required=True, metavar="NAME",
-              help="Dataset whose results to compare (the MLflow experiment ltr-bench/NAME).")
+@click.command("report", cls=options.Command, context_settings=CONTEXT)
+@click.option("--dataset", default=None, metavar="NAME",
+              help="Dataset whose results to compare (default: the only one there is).")
 @click.option("--metric", "metrics", multiple=True, metavar="M[,M...]",
-              help="Metrics to show and test, e.g. ndcg@10,map (also ndcg@10_empty0). "
-                   "Default: every default metric the runs recorded.")
+              help="Metrics to show and test, e.g. ndcg@10,map,knn_error. "
+                   + METRICS_HELP + " Default: every default metric the runs recorded.")
 @click.option("--baseline", default=None, metavar="RANKER",
               help="Row the others are tested against (default lightgbm when present, else "
                    "the first row).")
 @click.option("--ranker", "rankers", multiple=True, metavar="NAME[,NAME...]",
               help="Only these rankers (names, or row labels like lightgbm[num_leaves=31]).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="md", show_default=True,
+@click.option("--format", "fmt", type=click.Choice(("md", "csv", "html")), default="md",
+              show_default=True,
               help="md: Markdown table and legend; csv: one line per ranker and quantity; "
                    "html: a standalone page.")
 @click.option("--output", default=None, type=click.Path(dir_okay=False),
@@ -54,44 +85,37 @@ def _fail(ctx: click.Context, message: str, code: int):
               help="With --plots: do not attach the figures to the MLflow runs.")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
               default=0.05, show_default=True, help="Significance level after Holm.")
-@click.option("--test", type=click.Choice(TESTS), default="both", show_default=True,
+@click.option("--test", type=click.Choice(("both", "ttest", "wilcoxon")), default="both",
+              show_default=True,
               help="Which paired test must be significant to mark a win or loss.")
-@click.option("--tracking-uri", default=None, metavar="URI",
-              help="MLflow store (else $MLFLOW_TRACKING_URI, else "
-                   "sqlite:///<cwd>/mlflow_runs/mlflow.db).")
+@options.tracking_uri
+@click.option("--results-dir", default=None, type=click.Path(file_okay=False),
+              help="Read the local results folder instead of MLflow (the report is the "
+                   "same; e.g. after `run --no-mlflow`).")
 @click.pass_context
 def report_command(ctx: click.Context, dataset, metrics, baseline, rankers, fmt, output,
-                   plots_dir, no_log_plots, alpha, test, tracking_uri) -> None:
-    """Rankers x metrics table (mean ± std over folds, fit and scoring time) with paired
-    significance tests against a baseline, from the results logged in MLflow.
+                   plots_dir, no_log_plots, alpha, test, tracking_uri, results_dir) -> None:
+    """Rankers x metrics table (mean ± std over folds and seeds, fit and scoring time) with
+    paired significance tests against a baseline, from finished results.
 
-    Per-query values are paired by (fold, query id) over the folds every ranker has; the
-    paired t-test and Wilcoxon signed-rank test are Holm-corrected over all rankers x
+    Per-query values are paired by (fold, seed, query id) over the units every ranker has;
+    the paired t-test and Wilcoxon signed-rank test are Holm-corrected over all rankers x
     metrics. Nothing is retrained.
 
     Exit codes: 0 ok, 1 nothing to report / results not comparable / MLflow failed,
     2 bad invocation.
     """
-    from .report import ReportError, build_report, format_report
-    from .tracking import TrackingError, fetch_fold_results, log_parent_artifacts
+    from .report import build_report
+    from .report_format import format_report
+    from .results import atomic_write_text
 
-    click.echo(f"reading the {dataset} runs ...", err=True)
-    try:
-        runs = fetch_fold_results(dataset, tracking_uri)
-    except TrackingError as exc:
-        _fail(ctx, str(exc), EXIT_FAILED)
-    try:
-        report = build_report(runs, dataset=dataset, metrics=_split(metrics) or None,
-                              baseline=baseline, rankers=_split(rankers) or None,
-                              alpha=alpha, test=test)
-        text = format_report(report, fmt)
-    except ReportError as exc:
-        _fail(ctx, str(exc), EXIT_USAGE if exc.usage else EXIT_FAILED)
-
+    dataset, records = _records(dataset, results_dir, tracking_uri)
+    report = build_report(records, dataset=dataset, metrics=_split(metrics) or None,
+                          baseline=baseline, rankers=_split(rankers) or None, alpha=alpha,
+                          test=test)
+    text = format_report(report, fmt)
     if output:
-        from .harness import _atomic_write
-
-        _atomic_write(Path(output), text)
+        atomic_write_text(Path(output), text)
         click.echo(f"report written to {output}", err=True)
     else:
         click.echo(text, nl=False)
@@ -103,11 +127,14 @@ def report_command(ctx: click.Context, dataset, metrics, baseline, rankers, fmt,
         try:
             paths = write_plots(report, plots_dir)
         except (OSError, ValueError) as exc:
-            _fail(ctx, f"--plots {plots_dir}: {exc}", EXIT_FAILED)
+            click.echo(f"Error: --plots {plots_dir}: {exc}", err=True)
+            ctx.exit(EXIT_FAILED)
         for p in paths:
             click.echo(f"plot written to {p}", err=True)
-        if not no_log_plots:
-            parents = sorted({pid for row in report.rows for pid in row.parent_run_ids})
+        parents = sorted({pid for row in report.rows for pid in row.parent_run_ids})
+        if parents and not no_log_plots:
+            from .tracking import TrackingError, log_parent_artifacts
+
             try:
                 for pid in parents:
                     log_parent_artifacts(pid, paths, tracking_uri=tracking_uri)

@@ -1,23 +1,27 @@
-"""Ranking metrics: NDCG@k, MAP(@k), MRR(@k), ERR@k and Precision@k, per query, vectorised.
+"""Ranking metrics: NDCG@k, MAP(@k), MRR(@k), ERR@k, Precision@k and Recall@k, per query.
 
 Pure numpy, no I/O. One entry point, :func:`evaluate`, sorts the input once and computes
-every requested metric for every query without a Python loop over queries.
+every requested metric for every query without a Python loop over queries;
+:func:`evaluate_conventions` gives what a result record holds (every metric under both
+empty-query conventions, means and per-query values). Metric names, their definitions and
+edge cases are one table, :data:`ltr_bench.metric_keys.METRIC_TABLE`; its names are
+re-exported here.
 
-Conventions (also in :data:`CONVENTIONS`, which the harness logs as run tags)
+Conventions (the table's text is :data:`CONVENTIONS`, logged with every run)
 ---------------------------------------------------------------------------
 * Labels are non-negative integers. A document is *relevant* when its label is >= 1
-  (MAP, MRR, Precision and the empty-query test).
+  (MAP, MRR, Precision, Recall and the empty-query test).
 * Gain ``2^rel - 1``; discount ``1 / log2(rank + 1)``, rank 1-based (NDCG).
 * ERR stop probability ``R = (2^g - 1) / 2^g_max`` (Chapelle et al. 2009); ``g_max`` is
   ``max_label``, by default the largest label in ``y_true`` of the whole call. Pass the
   dataset's maximum grade (e.g. 4 for MSLR) so that ERR does not depend on which labels
   happen to occur in one split.
-* Empty queries (no document with label >= 1): NDCG, MAP, MRR and ERR take the value
-  ``empty_query`` (default 1.0: LightGBM, XGBoost and allRank, hence published MSLR
+* Empty queries (no document with label >= 1): NDCG, MAP, MRR, ERR and Recall take the
+  value ``empty_query`` (default 1.0: LightGBM, XGBoost and allRank, hence published MSLR
   numbers; 0.0 is the trec_eval / ranx convention; ``nan`` leaves such queries out of the
-  mean, like trec_eval, which skips them). For NDCG and MAP the value is 0/0; for MRR and
-  ERR every ranking of such a query scores 0, so the query says nothing about the ranker;
-  one rule for all four keeps their per-query rows aligned. Note ERR's best value for a
+  mean, like trec_eval, which skips them). For NDCG, MAP and Recall the value is 0/0; for
+  MRR and ERR every ranking of such a query scores 0, so the query says nothing about the
+  ranker; one rule for all keeps their per-query rows aligned. Note ERR's best value for a
   normal query is below 1 (at most ``1 - 2^-g_max`` at rank 1), so with ``empty_query=1``
   an empty query scores above any real one; use ``empty_query=0`` to compare with the
   Yahoo! challenge ERR, which has no special case. Precision@k is not affected: it counts
@@ -27,8 +31,8 @@ Conventions (also in :data:`CONVENTIONS`, which the harness logs as run tags)
   for NDCG). A ranker gains nothing from ties and a constant scorer gets the value of a
   uniformly random ranking. Every tie formula below is exact (no sampling), and the test
   suite checks each against enumeration of all orderings.
-* ``k`` larger than a query: the list is simply shorter; NDCG, MAP, MRR and ERR sum over
-  the documents there are, Precision@k still divides by k (trec_eval, ranx).
+* ``k`` larger than a query: the list is simply shorter; NDCG, MAP, MRR, ERR and Recall
+  sum over the documents there are, Precision@k still divides by k (trec_eval, ranx).
 
 Notation for the tie formulas: after sorting a query by descending score, a *tie group* is
 a maximal run of equal scores; it occupies ranks ``s+1 .. s+m`` (``s`` documents before
@@ -37,74 +41,45 @@ it), holds ``r`` relevant documents, and ``c`` relevant documents precede it.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from numbers import Real
 from typing import Iterable
 
 import numpy as np
 
+from .metric_keys import (
+    CONVENTIONS,
+    DEFAULT_METRICS,
+    METRIC_TABLE,
+    METRICS_HELP,
+    VALID_FORMS,
+    MetricKey,
+    MetricSpec,
+    metric_display,
+    metric_key_or_none,
+    parse_metric,
+    record_metric_keys,
+)
+
 __all__ = [
     "CONVENTIONS",
     "DEFAULT_METRICS",
+    "METRICS_HELP",
+    "METRIC_TABLE",
+    "MetricKey",
+    "MetricSpec",
     "VALID_FORMS",
     "evaluate",
+    "evaluate_conventions",
     "knn_error",
+    "metric_display",
+    "metric_key_or_none",
     "parse_metric",
     "query_ids",
+    "record_metric_keys",
 ]
 
-DEFAULT_METRICS: tuple[str, ...] = (
-    "ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "ndcg@20", "map", "mrr", "err@10",
-)
-
-CONVENTIONS: dict[str, str] = {
-    "gain": "2^rel - 1",
-    "discount": "1/log2(rank + 1), rank starting at 1",
-    "relevant": "label >= 1 (MAP, MRR, Precision@k, empty-query test)",
-    "empty_query": (
-        "a query with no document of label >= 1 scores empty_query (default 1, as "
-        "LightGBM/XGBoost/allRank; 0 as trec_eval/ranx) in NDCG, MAP, MRR and ERR; "
-        "Precision@k scores 0"
-    ),
-    "ties": "expected value over all orderings of equally scored documents (exact)",
-    "err": "ERR@k = sum_r R_r/r prod_{i<r}(1-R_i), R = (2^g - 1)/2^g_max, g_max = max_label",
-    "map": "AP = (1/R) sum over relevant docs at rank <= k of precision@rank, R = all "
-           "relevant docs of the query (trec_eval, ranx)",
-    "precision": "P@k = relevant docs in top k / k, also when the query has fewer than k docs",
-    "k_larger_than_query": "sum over the documents the query has; IDCG truncated the same way",
-}
-
-# name -> whether the cutoff k is required (True), optional (False)
-_FORMS: dict[str, bool] = {"ndcg": True, "map": False, "mrr": False, "err": True, "p": True}
-VALID_FORMS: tuple[str, ...] = ("ndcg@k", "map", "map@k", "mrr", "mrr@k", "err@k", "p@k")
 _MAX_LABEL = 1000  # 2^1000 still fits a float64 with room for sums over a query
-_NAME_RE = re.compile(r"^([a-z]+)(?:@(\d+))?$")
-
-
-def parse_metric(name: str) -> tuple[str, int | None]:
-    """Split a metric string into ``(base, k)``, case-insensitively.
-
-    ``"ndcg@10" -> ("ndcg", 10)``, ``"MAP" -> ("map", None)``, ``"p@5" -> ("p", 5)``.
-    Valid forms: ``ndcg@k``, ``map``, ``map@k``, ``mrr``, ``mrr@k``, ``err@k``, ``p@k`` with
-    an integer ``k >= 1``. Anything else raises :class:`ValueError` listing these forms.
-    """
-    if not isinstance(name, str):
-        raise ValueError(f"metric name must be a string, got {type(name).__name__}: {name!r}")
-    match = _NAME_RE.match(name.strip().lower())
-    valid = ", ".join(VALID_FORMS)
-    if match is None or match.group(1) not in _FORMS:
-        raise ValueError(f"unknown metric {name!r}; valid forms: {valid} (k an integer >= 1)")
-    base, k_text = match.group(1), match.group(2)
-    if k_text is None:
-        if _FORMS[base]:
-            raise ValueError(
-                f"metric {name!r} needs a cutoff, e.g. {base}@10; valid forms: {valid}")
-        return base, None
-    k = int(k_text)
-    if k < 1:
-        raise ValueError(f"metric {name!r}: the cutoff k must be >= 1; valid forms: {valid}")
-    return base, k
 
 
 def query_ids(qid) -> np.ndarray:
@@ -133,9 +108,10 @@ def evaluate(y_true, scores, qid, metrics: Iterable[str] | str = ("ndcg@10",), *
     scores : (n_docs,) real scores, higher = ranked higher; ties are averaged (see module).
     qid : (n_docs,) query id per row (any type numpy can compare). Rows of a query need not
         be contiguous; contiguous input skips a grouping step.
-    metrics : metric strings (see :func:`parse_metric`), or a single string.
-    empty_query : value of NDCG, MAP, MRR and ERR for a query without a document of label
-        >= 1. ``nan`` marks such queries and leaves them out of the mean.
+    metrics : metric names in any spelling :meth:`MetricKey.parse` reads, or one string.
+    empty_query : value of NDCG, MAP, MRR, ERR and Recall for a query without a document of
+        label >= 1. ``nan`` marks such queries and leaves them out of the mean. A name with
+        the 0-convention suffix (``ndcg@10_empty0``) uses 0 whatever this argument says.
     per_query : if True, each value is a float64 array with one entry per query, queries in
         order of first appearance of their id (:func:`query_ids` gives that order).
     max_label : ERR's ``g_max``; default ``max(y_true)``. Must be >= every label.
@@ -153,26 +129,50 @@ def evaluate(y_true, scores, qid, metrics: Iterable[str] | str = ("ndcg@10",), *
     metrics = tuple(metrics)
     if not metrics:
         raise ValueError("metrics is empty; give at least one, e.g. ('ndcg@10',)")
-    parsed = [(name, parse_metric(name)) for name in metrics]
+    parsed = [(name, MetricKey.parse(name)) for name in metrics]
     if isinstance(empty_query, bool) or not isinstance(empty_query, Real):
         raise ValueError(f"empty_query must be a real number (or nan), got {empty_query!r}")
     ranked = _RankedQueries.build(y_true, scores, qid, max_label)
 
     out: dict[str, float | np.ndarray] = {}
-    for name, (base, k) in parsed:
-        if base == "p":
-            values = ranked.precision(k)
-        else:
-            values = getattr(ranked, base)(k)
-            values = np.where(ranked.empty, float(empty_query), values)
+    raw: dict[tuple[str, int | None], np.ndarray] = {}  # both conventions share one kernel run
+    for name, key in parsed:
+        spec = key.spec
+        if (spec.kernel, key.k) not in raw:
+            raw[spec.kernel, key.k] = getattr(ranked, spec.kernel)(key.k)
+        values = raw[spec.kernel, key.k]
+        empty = key.empty_query if key.empty == "0" else float(empty_query)
+        if spec.follows_empty_query:
+            values = np.where(ranked.empty, empty, values)
+        kept = values[~ranked.empty] if spec.follows_empty_query and np.isnan(empty) else values
         if per_query:
             out[name] = values
-        elif np.isnan(empty_query):
-            kept = values[~ranked.empty] if base != "p" else values
-            out[name] = float(kept.mean()) if kept.size else float("nan")
         else:
-            out[name] = float(values.mean())
+            out[name] = float(kept.mean()) if kept.size else float("nan")
     return out
+
+
+def evaluate_conventions(y_true, scores, qid, metrics: Iterable[str] | str, *,
+                         max_label: int | None = None,
+                         ) -> tuple[dict[str, float], dict[str, list]]:
+    """What a result record holds: every requested metric under both empty-query
+    conventions, as means and per-query values.
+
+    ``metrics`` in any spelling (duplicates and convention suffixes are folded, see
+    :func:`record_metric_keys`); other arguments as for :func:`evaluate`.
+
+    Returns ``(means, per_query)``. Both are keyed by :func:`record_metric_keys` (canonical
+    ``MetricKey.text``: ``ndcg@10``, ``ndcg@10_empty0``, ``p@5``) in that order; ``means``
+    values are floats (mean over all queries), ``per_query`` values are lists of floats, one
+    per query in the order of :func:`query_ids`, and ``per_query["qid"]`` (first) lists
+    those query ids. One sort serves every key.
+    """
+    keys = record_metric_keys(metrics)
+    values = evaluate(y_true, scores, qid, keys, per_query=True, max_label=max_label)
+    means = {key: float(np.mean(values[key])) for key in keys}
+    per_query: dict[str, list] = {"qid": query_ids(qid).tolist()}
+    per_query.update((key, values[key].tolist()) for key in keys)
+    return means, per_query
 
 
 # --------------------------------------------------------------------------------------
@@ -348,26 +348,42 @@ class _RankedQueries:
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(idcg > 0, dcg / np.where(idcg > 0, idcg, 1.0), 0.0)
 
+    def _hits(self, k: int) -> np.ndarray:
+        """Expected relevant documents among ranks 1..k, per query.
+
+        A tie group with r relevant of m documents puts r/m expected relevant documents on
+        each rank it occupies (exact: the count is linear in the ranking).
+        """
+        frac = self._cached("rel_frac", lambda: (self.g_rel / self.gsize)[self.gid])
+        return self._top_k_sum(frac, k)
+
     def precision(self, k: int) -> np.ndarray:
         """P@k = (number of documents with label >= 1 among ranks 1..k) / k.
 
-        Ties: a tie group with r relevant of m documents puts r/m expected relevant
-        documents on each rank it occupies (exact: P@k is linear in the ranking). A query
-        with fewer than k documents still divides by k (trec_eval, ranx; XGBoost's
-        ``pre@k`` divides by min(k, n_docs)). An empty query
+        Ties as in :meth:`_hits`. A query with fewer than k documents still divides by k
+        (trec_eval, ranx; XGBoost's ``pre@k`` divides by min(k, n_docs)). An empty query
         scores 0 (not ``empty_query``).
         """
-        frac = self._cached("rel_frac", lambda: (self.g_rel / self.gsize)[self.gid])
-        return self._top_k_sum(frac, k) / k
+        return self._hits(k) / k
+
+    def recall(self, k: int) -> np.ndarray:
+        """Recall@k = (number of documents with label >= 1 among ranks 1..k) / R.
+
+        R = relevant documents of the query (trec_eval ``recall_k``, ranx). Ties as in
+        :meth:`_hits`. A query with at most k documents scores 1. R = 0 is an empty query
+        (raw value 0 here; :func:`evaluate` applies ``empty_query``).
+        """
+        return self._hits(k) / np.maximum(self.n_rel, 1)
 
     def map(self, k: int | None) -> np.ndarray:
         """AP@k = (1/R) sum over relevant documents d at rank(d) <= k of P@rank(d).
 
         R = all relevant documents of the query (trec_eval ``map_cut``, ranx), so AP@k < 1
         when R > k (XGBoost's ``map@k`` divides by min(k, R) instead; its ``map`` equals
-        ours, checked in the tests). ``map`` (no k) uses the whole list. Ties: for a relevant document in a
-        group (s, m, r, c) placed uniformly at the group's j-th rank, the other relevant
-        documents of the group ahead of it number (j-1)(r-1)/(m-1) in expectation, so by
+        ours, checked in the tests). ``map`` (no k) uses the whole list. Ties: for a
+        relevant document in a group (s, m, r, c) placed uniformly at the group's j-th
+        rank, the other relevant documents of the group ahead of it number
+        (j-1)(r-1)/(m-1) in expectation, so by
         linearity the group adds (r/m) sum_{j: s+j <= k} (c + 1 + (j-1)(r-1)/(m-1)) / (s+j)
         (exact; the (r-1)/(m-1) term is 0 when m = 1). R = 0 is an empty query.
         """

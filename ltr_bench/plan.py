@@ -5,7 +5,7 @@ plan.toml``). The file format, every key optional except ``rankers`` and ``datas
 
     seed = 0                       # every random choice flows from it (default 0)
     folds = "all"                  # or a list of 1-based fold numbers, e.g. [1, 3]
-    threads = 2                    # sets each ranker's thread parameter (RankerTags.thread_param)
+    threads = 2                    # each ranker's thread count (RankerTags.thread_param); default 1
     metrics = ["ndcg@10", "map"]   # default: ltr_bench.metrics.DEFAULT_METRICS
     data_dir = "~/ltr_bench_data"  # the data home (else --data-dir / LTR_BENCH_DATA / ~)
     cache_dir = "/tmp/ltr-cache"   # parsed-data cache
@@ -16,16 +16,24 @@ plan.toml``). The file format, every key optional except ``rankers`` and ``datas
 
     [rankers.xgboost-gbrt]         # an empty table: the ranker's defaults
 
+    [rankers."lightgbm-big"]       # a second configuration of one ranker: a label of your
+    ranker = "lightgbm"            # choice and the registered name under ``ranker``
+    num_leaves = 255
+
+    [rankers."cv-mlr"]             # an import path works for an experiment's own ranker
+    ranker = "experiments.mlr_table2:MLRWithCV"
+
     [datasets.synthetic]           # one table per dataset; its keys are dataset options
     n_queries = 200
 
     [datasets."/data/MyLetor"]     # a path to a folder in a LETOR layout works too
 
 ``rankers = ["lightgbm", "xgboost-gbrt"]`` and ``datasets = ["synthetic"]`` (lists of names) are
-accepted as shorthand. Unknown keys are errors that name the key and the file; ranker
-parameters and dataset options are checked against the ranker / dataset when the plan is
-expanded (see :mod:`ltr_bench.harness`). A ranker appears once per plan (TOML forbids
-duplicate table names); to compare two settings of one ranker, run two plans.
+accepted as shorthand. ``seeds = [0, 1, 2]`` instead of ``seed`` repeats every cell with each
+seed. Unknown keys are errors that name the key and the file; ranker parameters and dataset
+options are checked against the ranker / dataset when the plan is expanded (see
+:mod:`ltr_bench.cells`). The key ``ranker`` inside a ranker table is the registered name
+(or ``module:Class`` import path) of a labelled configuration; it is not a parameter.
 
 Command-line values (``--param NAME.key=value``, ``--dataset-option``) use
 :func:`parse_value`: a TOML scalar or array when the text is one (``31``, ``0.05``, ``true``,
@@ -41,6 +49,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .errors import UsageError
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover
@@ -54,15 +64,19 @@ __all__ = [
     "load_plan",
     "parse_assignment",
     "parse_folds",
+    "parse_seeds",
     "parse_value",
     "plan_from_dict",
+    "CommandLine",
+    "build_plan",
 ]
 
-TOP_LEVEL_KEYS = ("seed", "folds", "threads", "metrics", "data_dir", "cache_dir", "rankers",
-                  "datasets")
+TOP_LEVEL_KEYS = ("seed", "seeds", "folds", "threads", "metrics", "data_dir", "cache_dir",
+                  "rankers", "datasets")
+RANKER_KEY = "ranker"  # inside [rankers.LABEL]: the registered name of a labelled configuration
 
 
-class PlanError(ValueError):
+class PlanError(UsageError, ValueError):
     """An invalid plan or option; ``str(err)`` is the user-facing message (exit code 2)."""
 
 
@@ -72,6 +86,11 @@ class RankerChoice:
 
     name: str
     params: dict[str, Any] = field(default_factory=dict)
+    label: str = ""  # the configuration's name in the plan; "" = the ranker's name
+
+    @property
+    def display(self) -> str:
+        return self.label or self.name
 
 
 @dataclass(frozen=True)
@@ -84,11 +103,15 @@ class DatasetChoice:
 
 @dataclass
 class Plan:
-    """A whole benchmark: cells = datasets x folds x rankers, all with one seed.
+    """A whole benchmark: cells = datasets x folds x ranker configurations x seeds.
 
+    seeds: the seeds every cell runs with (``seed`` is the first); ``[seed]`` by default.
     folds: ``None`` means every fold the dataset has; otherwise 1-based fold numbers.
     metrics: ``None`` means :data:`ltr_bench.metrics.DEFAULT_METRICS`.
-    threads: ``None`` leaves each ranker's thread parameter at its default.
+    threads: the thread count every ranker gets (its thread parameter, and BLAS/OpenMP
+    pools); 1 by default, so timings of different rankers compare like with like and do not
+    depend on what else the machine runs. The thread count is not part of a
+    configuration's identity (a cell run with 1 or 4 threads resumes the same result).
     source: the config file the plan came from, if any (recorded with the runs).
     """
 
@@ -97,21 +120,30 @@ class Plan:
     folds: list[int] | None = None
     seed: int = 0
     metrics: tuple[str, ...] | None = None
-    threads: int | None = None
+    threads: int | None = 1
     data_dir: str | None = None
     cache_dir: str | None = None
     source: str | None = None
+    seeds: tuple[int, ...] | None = None
+
+    def all_seeds(self) -> tuple[int, ...]:
+        return tuple(self.seeds) if self.seeds else (self.seed,)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form, the same shape as the TOML file (stored with the runs)."""
+        rankers = {}
+        for r in self.rankers:
+            rankers[r.display] = ({RANKER_KEY: r.name, **r.params} if r.label and r.label != r.name
+                                  else dict(r.params))
+        seeds = {"seeds": list(self.seeds)} if self.seeds else {"seed": self.seed}
         return {
-            "seed": self.seed,
+            **seeds,
             "folds": "all" if self.folds is None else list(self.folds),
             "threads": self.threads,
             "metrics": None if self.metrics is None else list(self.metrics),
             "data_dir": self.data_dir,
             "cache_dir": self.cache_dir,
-            "rankers": {r.name: dict(r.params) for r in self.rankers},
+            "rankers": rankers,
             "datasets": {d.name: dict(d.options) for d in self.datasets},
             "source": self.source,
         }
@@ -158,6 +190,38 @@ def _named_tables(value: Any, where: str, kind: str) -> list[tuple[str, dict[str
     raise PlanError(f"{where}: expected tables [{kind}s.NAME] or a list of names, got {value!r}")
 
 
+def _ranker_choice(label: str, table: dict[str, Any], source: str | None) -> RankerChoice:
+    if RANKER_KEY not in table:
+        return RankerChoice(label, table)
+    name = table.pop(RANKER_KEY)
+    if not isinstance(name, str) or not name:
+        raise PlanError(f"{_where(source, f'rankers.{label}.{RANKER_KEY}')}: expected the "
+                        f"registered name of a ranker (see `ltr-bench rankers`), got {name!r}")
+    return RankerChoice(name, table, label=label)
+
+
+def _check_seeds(value: Any, where: str) -> tuple[int, ...]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = list(range(_check_int(value, where, minimum=1)))
+    if not isinstance(value, list) or not value:
+        raise PlanError(f"{where}: expected a list of seeds like [0, 1, 2] or a count, "
+                        f"got {value!r}")
+    seeds = [_check_int(v, where, minimum=0) for v in value]
+    if len(set(seeds)) != len(seeds):
+        raise PlanError(f"{where}: a seed is listed twice: {value!r}")
+    return tuple(seeds)
+
+
+def parse_seeds(text: str, *, where: str = "--seeds") -> tuple[int, ...]:
+    """``"0,1,2"`` -> (0, 1, 2); a single number ``N`` -> (0, ..., N-1)."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts or not all(p.isdigit() for p in parts):
+        raise PlanError(f"{where}: expected seeds like 0,1,2 or a count like 3; got {text!r}")
+    if len(parts) == 1:
+        return _check_seeds(int(parts[0]), where)
+    return _check_seeds([int(p) for p in parts], where)
+
+
 def plan_from_dict(doc: dict[str, Any], *, source: str | None = None) -> Plan:
     """Validate a parsed TOML document (or the equivalent dict) and build a :class:`Plan`.
 
@@ -172,14 +236,19 @@ def plan_from_dict(doc: dict[str, Any], *, source: str | None = None) -> Plan:
     for required in ("rankers", "datasets"):
         if required not in doc:
             raise PlanError(f"{source + ': ' if source else ''}missing [{required}]")
-    rankers = [RankerChoice(n, p) for n, p in _named_tables(doc["rankers"],
-                                                            _where(source, "rankers"), "ranker")]
+    rankers = [_ranker_choice(n, p, source) for n, p in
+               _named_tables(doc["rankers"], _where(source, "rankers"), "ranker")]
     datasets = [DatasetChoice(n, o) for n, o in _named_tables(doc["datasets"],
                                                               _where(source, "datasets"),
                                                               "dataset")]
     plan = Plan(rankers=rankers, datasets=datasets, source=source)
+    if "seed" in doc and "seeds" in doc:
+        raise PlanError(f"{source + ': ' if source else ''}give either seed or seeds, not both")
     if "seed" in doc:
         plan.seed = _check_int(doc["seed"], _where(source, "seed"), minimum=0)
+    if "seeds" in doc:
+        plan.seeds = _check_seeds(doc["seeds"], _where(source, "seeds"))
+        plan.seed = plan.seeds[0]
     if "folds" in doc:
         plan.folds = _check_folds(doc["folds"], _where(source, "folds"))
     if "threads" in doc:
@@ -273,6 +342,156 @@ def parse_folds(text: str, *, where: str = "--folds") -> list[int] | None:
             raise PlanError(f"{where}: fold {part} is listed twice in {text!r}")
         folds.append(int(part))
     return folds
+
+
+# ------------------------------------------------------------------ from the command line
+
+
+def _split_list(values: tuple[str, ...]) -> list[str]:
+    out: list[str] = []
+    for v in values:
+        out.extend(p.strip() for p in v.split(",") if p.strip())
+    return out
+
+
+def _all_rankers(warn) -> list[str]:
+    from .registry import RankerLoadError, list_rankers
+
+    names = []
+    for entry in list_rankers():
+        try:
+            entry.load()
+        except RankerLoadError as exc:
+            warn(f"skipping unavailable ranker: {exc}")
+            continue
+        names.append(entry.name)
+    return names
+
+
+@dataclass
+class CommandLine:
+    """The plan-shaping options of ``ltr-bench run`` as typed (``None``/empty: not given)."""
+
+    config: str | None = None
+    rankers: tuple[str, ...] = ()
+    datasets: tuple[str, ...] = ()
+    folds: str | None = None
+    params: tuple[str, ...] = ()
+    dataset_options: tuple[str, ...] = ()
+    seed: int | None = None
+    seeds: str | None = None
+    threads: int | None = None
+    metrics: str | None = None
+    data_dir: str | None = None
+    cache_dir: str | None = None
+
+
+def build_plan(cl: CommandLine, *, warn=lambda message: None) -> Plan:
+    """The plan from ``--config`` (if any) with the command-line options applied on top.
+
+    ``warn(message)`` hears of rankers ``--ranker all`` leaves out (broken plugins).
+
+    ``--ranker``/``--dataset`` replace the file's lists (a name the file also lists keeps
+    its parameters / options); ``--param``/``--dataset-option`` add to or override them;
+    scalar options replace the file's values. Raises PlanError / UnknownRankerError.
+    """
+    from .registry import UnknownRankerError, get_entry, list_rankers
+
+    if cl.config is not None and not Path(cl.config).is_file():
+        raise PlanError(f"--config: file {cl.config} does not exist")
+    plan = load_plan(cl.config) if cl.config else Plan(rankers=[], datasets=[])
+    names = _split_list(cl.rankers)
+    if names:
+        if "all" in names:
+            if names != ["all"]:
+                raise PlanError("--ranker: 'all' cannot be combined with other names")
+            names = _all_rankers(warn)
+            if not names:
+                raise PlanError("--ranker all: no ranker is installed and importable")
+        if len(set(names)) != len(names):
+            raise PlanError(f"--ranker: a ranker is listed twice: {','.join(names)}")
+        old = {r.display: r for r in plan.rankers}
+        plan.rankers = [RankerChoice(old[n].name, dict(old[n].params), old[n].label)
+                        if n in old else RankerChoice(n) for n in names]
+    for name in [r.name for r in plan.rankers]:
+        get_entry(name)  # unknown name -> UnknownRankerError with close matches
+    by_name = {r.display: dict(r.params) for r in plan.rankers}
+    for text in cl.params:
+        name, key, value = parse_assignment(text, option="--param")
+        if name not in by_name:
+            known = [e.name for e in list_rankers()]
+            if name not in known:
+                err = UnknownRankerError(name, known)
+                raise PlanError(f"--param {text}: {err}")
+            raise PlanError(f"--param {text}: ranker {name!r} is not part of this run "
+                            f"(rankers: {', '.join(by_name) or 'none'}); add it to --ranker")
+        by_name[name][key] = value
+    plan.rankers = [RankerChoice(r.name, by_name[r.display], r.label) for r in plan.rankers]
+
+    dnames = _split_list(cl.datasets)
+    if dnames:
+        if len(set(dnames)) != len(dnames):
+            raise PlanError(f"--dataset: a dataset is listed twice: {','.join(dnames)}")
+        old_opts = {d.name: d.options for d in plan.datasets}
+        plan.datasets = [DatasetChoice(n, dict(old_opts.get(n, {}))) for n in dnames]
+    if cl.dataset_options:
+        _apply_dataset_options(plan, cl.dataset_options)
+
+    if cl.folds is not None:
+        plan.folds = parse_folds(cl.folds)
+    if cl.seed is not None and cl.seeds is not None:
+        raise PlanError("give either --seed or --seeds, not both")
+    if cl.seed is not None:
+        plan.seed, plan.seeds = cl.seed, None
+    if cl.seeds is not None:
+        plan.seeds = parse_seeds(cl.seeds)
+        plan.seed = plan.seeds[0]
+    if cl.threads is not None:
+        plan.threads = cl.threads
+    if cl.metrics is not None:
+        plan.metrics = tuple(m for m in (p.strip() for p in cl.metrics.split(",")) if m)
+    if cl.data_dir is not None:
+        plan.data_dir = cl.data_dir
+    if cl.cache_dir is not None:
+        plan.cache_dir = cl.cache_dir
+    if not plan.rankers:
+        raise PlanError("no ranker given: use --ranker NAME[,NAME...|all] or --config FILE "
+                        "(see `ltr-bench rankers`)")
+    if not plan.datasets:
+        raise PlanError("no dataset given: use --dataset NAME|PATH or --config FILE "
+                        "(see `ltr-bench datasets`)")
+    return plan
+
+
+def _apply_dataset_options(plan: Plan, assignments: tuple[str, ...]) -> None:
+    from .data import get_spec
+    from .data import UnknownDatasetError
+    from .cells import PATH_DATASET_OPTIONS
+
+    def allowed(name: str) -> set[str]:
+        try:
+            return set(get_spec(name).options or {})
+        except UnknownDatasetError:
+            return set(PATH_DATASET_OPTIONS)  # a folder; unknown names fail later
+
+    opts = {d.name: dict(d.options) for d in plan.datasets}
+    for text in assignments:
+        target, key, value = parse_assignment(text, option="--dataset-option", scoped=False)
+        if target is not None:
+            if target not in opts:
+                raise PlanError(f"--dataset-option {text}: dataset {target!r} is not part of "
+                                f"this run (datasets: {', '.join(opts) or 'none'})")
+            targets = [target]
+        else:
+            targets = [n for n in opts if key in allowed(n)]
+            if not targets:
+                raise PlanError(f"--dataset-option {text}: no dataset of this run has an option "
+                                f"{key!r}; options: " + "; ".join(
+                                    f"{n}: {', '.join(sorted(allowed(n))) or 'none'}"
+                                    for n in opts))
+        for n in targets:
+            opts[n][key] = value
+    plan.datasets = [DatasetChoice(n, o) for n, o in opts.items()]
 
 
 def canonical_json(obj: Any) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .metrics import MetricKey, metric_key_or_none
 from .report import Report, Row, _value
 
 __all__ = ["plot_accuracy_vs_time", "plot_metric_per_fold", "plot_ndcg_at_k", "write_plots"]
@@ -55,12 +56,10 @@ def _mean_std(row: Row, key: str) -> tuple[float, float]:
 
 
 def pretty(metric: str) -> str:
-    """``ndcg@10`` -> ``NDCG@10``, ``map_empty0`` -> ``MAP (empty query = 0)``."""
-    base, empty0 = (metric[:-7], True) if metric.endswith("_empty0") else (metric, False)
-    name, _, k = base.partition("@")
-    text = name.upper() if name in ("ndcg", "map", "mrr", "err") else (
-        "P" if name == "p" else name)
-    return text + (f"@{k}" if k else "") + (" (empty query = 0)" if empty0 else "")
+    """The display name of a metric (:class:`ltr_bench.metrics.MetricKey`), e.g. ``NDCG@10``;
+    other measures (``knn_error``) unchanged."""
+    key = metric_key_or_none(metric)
+    return metric if key is None else key.display
 
 
 def _folds_text(report: Report) -> str:
@@ -69,8 +68,8 @@ def _folds_text(report: Report) -> str:
 
 
 def _convention(metric: str) -> str:
-    return ("query without relevant documents = 0" if metric.endswith("_empty0")
-            else "query without relevant documents = 1")
+    key = metric_key_or_none(metric)
+    return "" if key is None else key.convention
 
 
 def _save(fig, path: str | Path) -> Path:
@@ -82,22 +81,24 @@ def _save(fig, path: str | Path) -> Path:
     return path
 
 
-def ndcg_cutoffs(report: Report, suffix: str = "") -> list[int]:
-    """Cutoffs k with an ``ndcg@k<suffix>`` value in every used fold run of every row."""
-    pat = re.compile(r"^ndcg@(\d+)" + re.escape(suffix) + "$")
+def ndcg_cutoffs(report: Report, empty: str = "1") -> list[int]:
+    """Cutoffs k with an NDCG@k value (empty-query convention ``empty``) in every used run
+    of every row."""
     sets = []
     for row in report.rows:
         for run in row.runs.values():
-            sets.append({int(m.group(1)) for k in run.metrics if (m := pat.match(k))})
+            sets.append({key.k for name in run.metrics if (key := metric_key_or_none(name))
+                         and key.name == "ndcg" and key.empty == empty})
     return sorted(set.intersection(*sets)) if sets else []
 
 
-def plot_ndcg_at_k(report: Report, path: str | Path, *, suffix: str = "") -> Path:
-    """NDCG@k (mean ± std over folds) against k; ``suffix="_empty0"`` for the 0 convention.
+def plot_ndcg_at_k(report: Report, path: str | Path, *, empty: str = "1") -> Path:
+    """NDCG@k (mean ± std over units) against k; ``empty="0"`` for the 0 convention.
 
     Raises ValueError when fewer than two cutoffs were recorded for every ranker.
     """
-    ks = ndcg_cutoffs(report, suffix)
+    ks = ndcg_cutoffs(report, empty)
+    keys = [MetricKey("ndcg", k, empty) for k in ks]
     if len(ks) < 2:
         raise ValueError(f"NDCG@k needs at least two cutoffs recorded for every ranker; "
                          f"found {ks or 'none'}")
@@ -108,16 +109,16 @@ def plot_ndcg_at_k(report: Report, path: str | Path, *, suffix: str = "") -> Pat
     # small horizontal offsets so that error bars of close lines do not hide each other
     width = 0.08 * (min(np.diff(ks)) if len(ks) > 1 else 1)
     for i, row in enumerate(report.rows):
-        stats = [_mean_std(row, f"ndcg@{k}{suffix}") for k in ks]
+        stats = [_mean_std(row, key.text) for key in keys]
         x = np.array(ks, dtype=float) + (i - (n - 1) / 2) * width
         colour, marker = style[row.label]
         ax.errorbar(x, [s[0] for s in stats], yerr=[s[1] for s in stats], color=colour,
                     marker=marker, capsize=3, linewidth=1.5, label=_name(row))
     ax.set_xticks(ks)
     ax.set_xlabel("cutoff k (number of top-ranked documents evaluated)")
-    ax.set_ylabel(f"NDCG@k{suffix} on test queries")
+    ax.set_ylabel("NDCG@k on test queries")
     ax.set_title(f"{report.dataset}: NDCG@k, mean ± 1 std over {_folds_text(report)}\n"
-                 f"({_convention(suffix)})", fontsize=10)
+                 f"({keys[0].convention})", fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(title="ranker", fontsize=8)
     return _save(fig, path)
@@ -200,7 +201,8 @@ def write_plots(report: Report, out_dir: str | Path, *, metric: str | None = Non
         have = all("ndcg@10" in r.metrics for row in report.rows for r in row.runs.values())
         metric = "ndcg@10" if have else report.metrics[0]
     base = _safe(report.dataset)
-    mname = _safe(metric.replace("@", "_at_"))
+    key = metric_key_or_none(metric)
+    mname = _safe(metric if key is None else key.mlflow_key)
     paths = []
     if len(ndcg_cutoffs(report)) >= 2:
         paths.append(plot_ndcg_at_k(report, out / f"{base}_ndcg_at_k.png"))

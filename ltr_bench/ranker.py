@@ -9,21 +9,29 @@ Contract (scikit-learn style)::
     predict(X, *, qid=None) -> np.ndarray float64 (n_docs,)
         Higher score = more relevant. Scores are in the input row order.
     get_params(deep=True) / set_params(**params)   (from scikit-learn's BaseEstimator)
+    ranker_tags() -> RankerTags                       (what the ranker declares; see below)
+    fitted_info() -> dict[str, int | float | str]     (what the fitted model is; see below)
 
 Conventions: ``__init__`` only stores its arguments; learned state ends in ``_``;
-randomness comes from ``random_state``; ``predict`` before ``fit`` raises
-:class:`NotFittedError` with a message that says so. A query with one document or with all
-labels 0 must not crash a ranker.
+``predict`` before ``fit`` raises :class:`NotFittedError` with a message that says so. A
+query with one document or with all labels 0 must not crash a ranker.
+
+Capabilities are declared, never sniffed: the harness learns which parameter takes the seed,
+the thread count and the query block's width only from :class:`RankerTags`
+(:func:`apply_run_settings`), never from parameter names.
 
 Query-by-example data (``wine``, ``wdbc``): each row is ``[query features, document
-features]`` (two blocks of equal width). A ranker that understands this declares
-``RankerTags.query_dependent`` and has a ``query_dim`` parameter, which the harness sets to
-the width of the query block; other rankers simply learn on the concatenated features.
+features]`` (two blocks of equal width ``d``). A ranker that understands this names the
+parameter that receives ``d`` in ``RankerTags.query_dim_param`` (the harness sets it on such
+data only; its default must mean "no query block") and splits rows with
+:func:`split_query_document`; other rankers simply learn on the concatenated features.
 """
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
+from typing import Any, Iterable
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -35,8 +43,11 @@ __all__ = [
     "Ranker",
     "RankerInputError",
     "RankerTags",
+    "apply_run_settings",
     "check_ranking_input",
     "query_boundaries",
+    "split_query_document",
+    "tags_of",
 ]
 
 
@@ -46,20 +57,50 @@ class RankerInputError(ValueError):
 
 @dataclass(frozen=True)
 class RankerTags:
-    """What a ranker can do; the harness and ``check_ranker`` read these.
+    """What a ranker declares about itself; the harness and ``check_ranker`` read only these.
 
-    requires_qid_at_predict: ``predict`` needs ``qid`` (e.g. per-query normalisation).
-    uses_eval_set: ``fit`` uses the validation split (early stopping, model selection).
-    query_dependent: understands query-by-example rows (see module docstring).
-    deterministic: the same ``random_state`` gives identical scores.
-    thread_param: name of the parameter that sets the number of threads, or None.
+    requires_qid_at_predict: ``predict`` needs ``qid`` (e.g. per-query normalisation). When
+        False, ``check_ranker`` verifies that ``predict(X)`` equals ``predict(X, qid=qid)``.
+    uses_eval_set: ``fit`` uses the validation split (early stopping, model selection). The
+        harness passes ``eval_set`` (the validation split, never test data) whenever the
+        dataset has one; the tag says whether the ranker's model depends on it. When False
+        (and deterministic), ``check_ranker`` verifies that fitting with and without
+        ``eval_set`` gives the same scores.
+    deterministic: the same seed (``seed_param``; for a ranker without randomness, nothing)
+        and the same thread count give identical scores; ``check_ranker`` verifies it.
+    thread_param: name of the parameter that sets the number of threads, or None. The
+        harness sets it to the run's thread count (``--threads``) unless the user set it.
+    seed_param: name of the parameter that takes the seed (an ``int``), or None when the
+        ranker has no randomness. The harness sets it to the run's seed unless the user set
+        it; a ranker that has randomness but declares None is not reproducible.
+    query_dim_param: name of the parameter that receives the width ``d`` of the query block
+        on query-by-example data (rows ``[query (d), document (d)]``), or None when the
+        ranker treats such rows as plain features. The harness sets it (unless the user did)
+        only on query-by-example data; its default must mean "no query block".
+
+    Every ``*_param`` must name a parameter of ``get_params()`` (``check_ranker`` verifies
+    it; :func:`apply_run_settings` raises otherwise).
     """
 
     requires_qid_at_predict: bool = False
     uses_eval_set: bool = False
-    query_dependent: bool = False
     deterministic: bool = True
     thread_param: str | None = None
+    seed_param: str | None = None
+    query_dim_param: str | None = None
+
+    @property
+    def query_dependent(self) -> bool:
+        """Whether the ranker understands query-by-example rows (``query_dim_param`` set).
+        Read-only; kept for code written against the earlier flag."""
+        return self.query_dim_param is not None
+
+    def declared_params(self) -> dict[str, str]:
+        """``{tag name: parameter name}`` of the ``*_param`` tags that are set."""
+        return {tag: value for tag, value in (("thread_param", self.thread_param),
+                                              ("seed_param", self.seed_param),
+                                              ("query_dim_param", self.query_dim_param))
+                if value is not None}
 
 
 try:  # typing.Protocol for static checkers; the harness only relies on duck typing.
@@ -143,15 +184,108 @@ def check_ranking_input(X, y=None, qid=None, *, n_features: int | None = None,
     return X, y, qid
 
 
+def split_query_document(X: np.ndarray, query_dim: int | None, *,
+                         param: str = "query_dim") -> tuple[np.ndarray | None, np.ndarray]:
+    """``(Q, D)``: the query block and the document block of query-by-example rows.
+
+    ``X`` (n_rows, 2 * query_dim) holds rows ``[query (query_dim), document (query_dim)]``;
+    ``Q = X[:, :query_dim]``, ``D = X[:, query_dim:]`` (views, not copies). ``query_dim=None``
+    means the rows have no query block: ``(None, X)``. ``param`` is the ranker's name for
+    the parameter (``RankerTags.query_dim_param``), used in the error messages. Raises
+    :class:`RankerInputError` (a ``ValueError``) naming ``param`` and the width when
+    ``query_dim`` is not a positive integer or ``X`` is not ``2 * query_dim`` wide.
+    """
+    if query_dim is None:
+        return None, X
+    if (not isinstance(query_dim, numbers.Integral) or isinstance(query_dim, bool)
+            or query_dim < 1):
+        raise RankerInputError(f"{param} must be a positive integer or None, got {query_dim!r}")
+    qd = int(query_dim)
+    width = X.shape[1] if getattr(X, "ndim", 0) == 2 else None
+    if width != 2 * qd:
+        raise RankerInputError(
+            f"{param}={qd} means rows [query ({qd}), document ({qd})] of width {2 * qd}, but X "
+            f"has {width if width is not None else 'no'} columns (shape {np.shape(X)})"
+        )
+    return X[:, :qd], X[:, qd:]
+
+
+def tags_of(ranker) -> RankerTags:
+    """``ranker.ranker_tags()``, or the default :class:`RankerTags` when the ranker has no
+    such method. Raises ``TypeError`` when the method returns something else (a broken
+    declaration must not silently become the defaults)."""
+    getter = getattr(ranker, "ranker_tags", None)
+    if getter is None:
+        return RankerTags()
+    tags = getter()
+    if not isinstance(tags, RankerTags):
+        raise TypeError(
+            f"{type(ranker).__name__}.ranker_tags() must return ltr_bench.ranker.RankerTags, "
+            f"got {type(tags).__name__}"
+        )
+    return tags
+
+
+def apply_run_settings(ranker, *, seed: int | None, threads: int | None,
+                       query_dim: int | None, user_params: Iterable[str] = ()) -> dict[str, Any]:
+    """Give ``ranker`` a run's seed, thread count and query-block width through its tags.
+
+    Each setting goes to the parameter its tag declares (``seed`` -> ``seed_param``,
+    ``threads`` -> ``thread_param``, ``query_dim`` -> ``query_dim_param``) and nowhere else:
+    nothing is guessed from parameter names. A setting is skipped when its value is None
+    (no seed, library-default threads, no query block), when the ranker declares no
+    parameter for it, or when that parameter is in ``user_params`` (the names the user set
+    explicitly; a dict works, its keys are used) -- the user's value wins.
+
+    Returns ``{parameter: value}`` of the updates applied with ``set_params`` (empty when
+    none). Raises ``ValueError`` naming the tag when a tag names a parameter that
+    ``get_params()`` does not have, and ``TypeError`` when ``ranker_tags()`` returns no
+    :class:`RankerTags`.
+    """
+    tags = tags_of(ranker)
+    params = ranker.get_params(deep=False)
+    explicit = set(user_params)
+    updates: dict[str, Any] = {}
+    for tag, param, value in (("seed_param", tags.seed_param, seed),
+                              ("thread_param", tags.thread_param, threads),
+                              ("query_dim_param", tags.query_dim_param, query_dim)):
+        if param is None or value is None:
+            continue
+        if param not in params:
+            raise ValueError(
+                f"{type(ranker).__name__}: RankerTags.{tag}={param!r} is not a parameter of "
+                f"the ranker (parameters: {', '.join(sorted(params)) or 'none'})"
+            )
+        if param not in explicit:
+            updates[param] = value
+    if updates:
+        ranker.set_params(**updates)
+    return updates
+
+
 class BaseRanker(BaseEstimator):
     """Base class: scikit-learn parameter handling (get/set_params, clone) plus tags.
 
-    Subclasses implement ``fit`` and ``predict`` and override :meth:`ranker_tags` when they
-    differ from the defaults.
+    Subclasses implement ``fit`` and ``predict``, override :meth:`ranker_tags` when they
+    differ from the defaults and :meth:`fitted_info` when they can say what they learned.
     """
 
     def ranker_tags(self) -> RankerTags:
+        """What this ranker declares (:class:`RankerTags`); the defaults: no seed, thread or
+        query-block parameter, deterministic, ``predict`` works without ``qid``."""
         return RankerTags()
+
+    def fitted_info(self) -> dict[str, int | float | str]:
+        """What the fitted model is: its size and training diagnostics (e.g. trees used,
+        best iteration, leaves, rank of a learned metric, iterations until convergence).
+
+        Called by the harness once after ``fit`` and stored with the run. Keys are ``str``;
+        values are JSON scalars: ``bool``, ``int``, finite ``float`` or ``str`` (numpy
+        integers are not ``int``: convert them). Leave out what is unknown rather than
+        returning None or NaN. Should be cheap compared with ``fit``. The default says
+        nothing: ``{}``.
+        """
+        return {}
 
     def _check_fitted(self, *attributes: str) -> None:
         attrs = attributes or tuple(

@@ -13,11 +13,14 @@ import warnings
 from dataclasses import dataclass
 from importlib import metadata
 
+from .errors import EXIT_FAILED, UsageError
+
 ENTRY_POINT_GROUP = "ltr_bench.rankers"
 
 
-class RegistryError(Exception):
-    """Base class for registry errors; ``str(err)`` is the user-facing message."""
+class RegistryError(UsageError):
+    """Base class for registry errors; ``str(err)`` is the user-facing message (exit 2,
+    except :class:`RankerLoadError`)."""
 
 
 class UnknownRankerError(RegistryError, KeyError):
@@ -55,6 +58,8 @@ def _close_matches(name: str, available: list[str]) -> list[str]:
 
 class RankerLoadError(RegistryError):
     """The ranker is registered but its plugin cannot be imported or is not a ranker."""
+
+    exit_code = EXIT_FAILED  # the invocation is fine; the installation is broken
 
 
 class BadParameterError(RegistryError, ValueError):
@@ -124,7 +129,18 @@ def list_rankers() -> list[RankerEntry]:
 
 
 def get_entry(name: str) -> RankerEntry:
-    """The entry for ``name``; :class:`UnknownRankerError` (with close matches) otherwise."""
+    """The entry for ``name``; :class:`UnknownRankerError` (with close matches) otherwise.
+
+    ``name`` may also be an import path ``package.module:Class`` (an experiment's own ranker
+    that is not installed as a plugin, e.g. under ``experiments/``); its distribution shows
+    as ``(import path)``. Nothing is imported here either.
+    """
+    if ":" in name:
+        module, _, attr = name.partition(":")
+        if not module or not attr or not all(p.isidentifier() for p in module.split(".")) \
+                or not attr.isidentifier():
+            raise UnknownRankerError(name, [e.name for e in _entry_points()])
+        return RankerEntry(name, name, "(import path)", "-")
     entries = {e.name: e for e in _entry_points()}
     try:
         return entries[name]

@@ -7,11 +7,16 @@ Plugin authors call it from their own tests::
     def test_my_ranker_follows_the_ranker_contract():
         check_ranker(MyRanker(n_iter=5))
 
-or, to see one test per check, parametrise over :func:`ranker_checks`::
+or, to see one test per check and ranker (like scikit-learn's ``parametrize_with_checks``;
+test ids such as ``MyRanker(n_iter=5)-row_order``)::
 
-    @pytest.mark.parametrize("name, check", ranker_checks(MyRanker(n_iter=5)))
-    def test_contract(name, check):
-        check()
+    from ltr_bench.testing import parametrize_with_checks
+
+    @parametrize_with_checks([MyRanker(n_iter=5), MyRanker(n_iter=5, mode="fast")])
+    def test_my_ranker_follows_the_ranker_contract(ranker, check):
+        check(ranker)
+
+:func:`ranker_checks` gives the same checks of one ranker as ``(name, callable)`` pairs.
 
 Every check works on fresh :func:`sklearn.base.clone` copies of the given ranker, so the
 ranker's parameters (pass small ones for speed) are used, and the object itself is never
@@ -26,12 +31,14 @@ ranker inside a check is reported the same way (with the original exception chai
 The checks (see the ``_check_*`` functions for the precise conditions):
 
 =================================  ===========================================================
-``tags``                           ``ranker_tags()`` is a :class:`RankerTags`; ``thread_param``
-                                   (when set) names a parameter
+``tags``                           ``ranker_tags()`` is a :class:`RankerTags`; each of
+                                   ``thread_param``, ``seed_param``, ``query_dim_param``
+                                   (when set) names a parameter of ``get_params()``
 ``init_stores_params``             ``__init__`` stores every argument unchanged (``is``) and
                                    sets no other public attribute (scikit-learn's rule)
 ``params_round_trip``              ``get_params``/``set_params``/``clone`` round-trip;
-                                   ``set_params`` returns ``self``
+                                   ``set_params`` returns ``self``; an int set through
+                                   ``seed_param`` is reflected by ``get_params``
 ``predict_before_fit_raises``      an exception that is ``NotFittedError`` or mentions "fit"
 ``fit_returns_self``               ``fit(...) is ranker``
 ``predict_output``                 float64, shape ``(n_docs,)``, finite, on new data too
@@ -43,13 +50,19 @@ The checks (see the ``_check_*`` functions for the precise conditions):
                                    inside them shuffles the scores the same way
 ``predict_without_qid``            when ``requires_qid_at_predict`` is False: ``predict(X)``
                                    equals ``predict(X, qid=qid)``
-``deterministic``                  when the tag says so: two clones with the same
-                                   ``random_state`` (and a refit) give identical scores
+``fitted_info``                    after fit, ``fitted_info()`` (when the ranker has it)
+                                   returns a dict with ``str`` keys and JSON scalar values
+                                   (bool, int, finite float, str)
+``deterministic``                  when the tag says so: two clones with the same seed
+                                   (``seed_param``) and a refit give identical scores
 ``degenerate_queries``             one-document and all-zero-label queries in training and
                                    validation do not crash; one-row predict works
 ``eval_set_accepted``              ``fit(..., eval_set=(X_val, y_val, qid_val))`` works
-``query_dependent_rows``           when ``query_dependent``: a ``query_dim`` parameter exists
-                                   and fit/predict on ``[query, document]`` rows work
+``eval_set_ignored``               when ``uses_eval_set=False`` and ``deterministic``: the
+                                   scores equal those of a fit without ``eval_set``
+``query_dependent_rows``           when ``query_dim_param`` is set: that parameter exists,
+                                   and fit/predict on ``[query, document]`` rows with it set
+                                   to the query block's width work, in row order
 =================================  ===========================================================
 
 Row order is checked with a permutation that keeps each query's rows contiguous (the
@@ -62,16 +75,18 @@ absolute ``1e-9`` times the score scale) so that harmless floating-point reorder
 
 from __future__ import annotations
 
-from typing import Callable
+import json
+import math
+from typing import Callable, Iterable
 
 import joblib
 import numpy as np
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
-from ltr_bench.ranker import RankerTags, query_boundaries
+from ltr_bench.ranker import RankerTags, query_boundaries, tags_of
 
-__all__ = ["check_ranker", "ranker_checks", "make_check_data"]
+__all__ = ["check_ranker", "make_check_data", "parametrize_with_checks", "ranker_checks"]
 
 _SEED = 20240531  # the one seed of the suite; every array below flows from it
 
@@ -137,8 +152,7 @@ def _describe(ranker) -> str:
 
 
 def _tags(ranker) -> RankerTags:
-    getter = getattr(ranker, "ranker_tags", None)
-    return getter() if callable(getter) else RankerTags()
+    return tags_of(ranker)
 
 
 def _assert_scores(scores, n, what):
@@ -209,12 +223,14 @@ class _Context:
 
     @property
     def base(self):
-        """A clone of the ranker, ``random_state=None`` pinned to 0 (None means unseeded in
-        scikit-learn; the suite needs reproducible runs)."""
+        """A clone of the ranker whose seed parameter (``seed_param``), when None, is pinned
+        to 0 as the harness would (None means unseeded in scikit-learn; the suite needs
+        reproducible runs)."""
         if self._base is None:
             base = clone(self.original)
-            if base.get_params(deep=False).get("random_state", 0) is None:
-                base.set_params(random_state=0)
+            param = self.tags.seed_param
+            if param and base.get_params(deep=False).get(param, 0) is None:
+                base.set_params(**{param: 0})
             self._base = base
         return self._base
 
@@ -231,15 +247,15 @@ class _Context:
 
 
 def _check_tags(ctx: _Context):
-    tags = _tags(ctx.original)
+    getter = getattr(ctx.original, "ranker_tags", None)
+    tags = getter() if getter is not None else RankerTags()
     assert isinstance(tags, RankerTags), (
         f"ranker_tags() must return ltr_bench.ranker.RankerTags, got {type(tags).__name__}"
     )
-    if tags.thread_param is not None:
-        params = ctx.original.get_params(deep=False)
-        assert tags.thread_param in params, (
-            f"tags.thread_param={tags.thread_param!r} is not a parameter "
-            f"(parameters: {sorted(params)})"
+    params = ctx.original.get_params(deep=False)
+    for tag, param in tags.declared_params().items():
+        assert isinstance(param, str) and param in params, (
+            f"tags.{tag}={param!r} is not a parameter (parameters: {sorted(params)})"
         )
 
 
@@ -269,10 +285,12 @@ def _check_params_round_trip(ctx: _Context):
             f"set_params/get_params round trip changed {key!r}: {params[key]!r} -> "
             f"{after[key]!r}"
         )
-    if "random_state" in params:
-        copy.set_params(random_state=12345)
-        assert copy.get_params(deep=False)["random_state"] == 12345, (
-            "set_params(random_state=12345) is not reflected by get_params"
+    seed_param = ctx.tags.seed_param
+    if seed_param in params:
+        copy.set_params(**{seed_param: 12345})
+        assert copy.get_params(deep=False)[seed_param] == 12345, (
+            f"set_params({seed_param}=12345) (the tags' seed_param) is not reflected by "
+            "get_params"
         )
 
 
@@ -381,12 +399,31 @@ def _check_predict_without_qid(ctx: _Context):
                         "from predict(X, qid=qid)")
 
 
+def _check_fitted_info(ctx: _Context):
+    getter = getattr(ctx.fitted(), "fitted_info", None)
+    if getter is None:  # optional for rankers that do not derive from BaseRanker
+        return
+    info = getter()
+    assert isinstance(info, dict), f"fitted_info() returned {type(info).__name__}, not dict"
+    for key, value in info.items():
+        assert isinstance(key, str), f"fitted_info() key {key!r} is not a str"
+        assert isinstance(value, (bool, int, float, str)), (
+            f"fitted_info()[{key!r}] = {value!r} is a {type(value).__name__}; values must be "
+            "bool, int, float or str (convert numpy scalars with int()/float(); leave out "
+            "what is unknown instead of None)"
+        )
+        assert not isinstance(value, float) or math.isfinite(value), (
+            f"fitted_info()[{key!r}] = {value!r} is not finite (leave out what is unknown)"
+        )
+    json.dumps(info, allow_nan=False)  # the harness stores it as JSON
+
+
 def _check_deterministic(ctx: _Context):
     first = ctx.fitted().predict(ctx.X_test, qid=ctx.qid_test)
     other = ctx.fresh().fit(ctx.X, ctx.y, qid=ctx.qid)
     second = other.predict(ctx.X_test, qid=ctx.qid_test)
     assert np.array_equal(first, second), (
-        "two clones with the same random_state gave different scores (max abs difference "
+        "two clones with the same seed gave different scores (max abs difference "
         f"{np.max(np.abs(first - second)):.3g}); set the tag deterministic=False if that is "
         "intended"
     )
@@ -419,16 +456,17 @@ def _check_eval_set_accepted(ctx: _Context):
 
 
 def _check_query_dependent_rows(ctx: _Context):
+    param = ctx.tags.query_dim_param
     params = ctx.base.get_params(deep=False)
-    assert "query_dim" in params, (
-        "tags say query_dependent=True but the ranker has no 'query_dim' parameter (see "
-        "ltr_bench.ranker's module docstring)"
+    assert param in params, (
+        f"tags say query_dim_param={param!r} but the ranker has no such parameter "
+        f"(parameters: {sorted(params)}; see ltr_bench.ranker's module docstring)"
     )
     d = 3
     X, y, qid = _make_query_by_example(_SEED + 6, 8 if ctx.quick else 25, d)
     Xt, _, qt = _make_query_by_example(_SEED + 7, 4 if ctx.quick else 10, d)
-    ranker = ctx.fresh().set_params(query_dim=d)
-    assert ranker.fit(X, y, qid=qid) is ranker, "fit with query_dim set did not return self"
+    ranker = ctx.fresh().set_params(**{param: d})
+    assert ranker.fit(X, y, qid=qid) is ranker, f"fit with {param}={d} did not return self"
     scores = ranker.predict(Xt, qid=qt)
     _assert_scores(scores, len(Xt), "predict on [query, document] rows")
     perm = _block_permutation(qt, np.random.default_rng(_SEED + 8))
@@ -436,13 +474,24 @@ def _check_query_dependent_rows(ctx: _Context):
                         scores[perm], "[query, document] scores are not in input row order")
 
 
+def _check_eval_set_ignored(ctx: _Context):
+    without = ctx.fitted().predict(ctx.X_test, qid=ctx.qid_test)
+    ranker = ctx.fresh().fit(ctx.X, ctx.y, qid=ctx.qid, eval_set=ctx.eval_set)
+    _assert_same_scores(ranker.predict(ctx.X_test, qid=ctx.qid_test), without,
+                        "tags say uses_eval_set=False, but fitting with eval_set changed the "
+                        "scores")
+
+
 def ranker_checks(ranker, *, quick: bool = True) -> list[tuple[str, Callable[[], None]]]:
     """The checks that apply to ``ranker`` as ``(name, zero-argument callable)`` pairs.
 
     Checks that depend on tags are left out when they do not apply (``predict_without_qid``
     needs ``requires_qid_at_predict=False``, ``deterministic`` needs ``deterministic=True``,
-    ``query_dependent_rows`` needs ``query_dependent=True``). The callables share one lazily
-    fitted ranker, so running them all costs a handful of fits.
+    ``eval_set_ignored`` needs ``uses_eval_set=False`` and ``deterministic=True``,
+    ``query_dependent_rows`` needs ``query_dim_param``). The callables share one lazily
+    fitted ranker, so running them all costs a handful of fits. Each callable runs with no
+    argument or with ``ranker`` itself (``check()`` or ``check(ranker)``, the form
+    :func:`parametrize_with_checks` tests use).
     """
     ctx = _Context(ranker, quick)
     checks: list[tuple[str, Callable[[_Context], None]]] = [
@@ -456,6 +505,7 @@ def ranker_checks(ranker, *, quick: bool = True) -> list[tuple[str, Callable[[],
         ("no_input_mutation", _check_no_input_mutation),
         ("read_only_input", _check_read_only_input),
         ("row_order", _check_row_order),
+        ("fitted_info", _check_fitted_info),
     ]
     if not ctx.tags.requires_qid_at_predict:
         checks.append(("predict_without_qid", _check_predict_without_qid))
@@ -465,28 +515,66 @@ def ranker_checks(ranker, *, quick: bool = True) -> list[tuple[str, Callable[[],
         ("degenerate_queries", _check_degenerate_queries),
         ("eval_set_accepted", _check_eval_set_accepted),
     ]
-    if ctx.tags.query_dependent:
+    if not ctx.tags.uses_eval_set and ctx.tags.deterministic:
+        checks.append(("eval_set_ignored", _check_eval_set_ignored))
+    if ctx.tags.query_dim_param is not None:
         checks.append(("query_dependent_rows", _check_query_dependent_rows))
-    description = _describe(ranker)
+    return [(name, _Check(name, fn, ctx)) for name, fn in checks]
 
-    def bind(name, fn):
-        def run() -> None:
-            try:
-                fn(ctx)
-            except AssertionError as exc:
-                raise AssertionError(
-                    f"check_ranker: check {name!r} failed for {description}: {exc}"
-                ) from exc
-            except Exception as exc:
-                raise AssertionError(
-                    f"check_ranker: check {name!r} failed for {description}: the ranker "
-                    f"raised {type(exc).__name__}: {exc}"
-                ) from exc
 
-        run.__name__ = f"check_{name}"
-        return run
+class _Check:
+    """One check of one ranker: ``check()`` or ``check(ranker)`` runs it (the ranker, when
+    given, must be the one the check was made for: the check runs on clones of it)."""
 
-    return [(name, bind(name, fn)) for name, fn in checks]
+    def __init__(self, name: str, fn: Callable[[_Context], None], ctx: _Context):
+        self.name = name
+        self.__name__ = f"check_{name}"
+        self._fn = fn
+        self._ctx = ctx
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def __call__(self, ranker=None) -> None:
+        if ranker is not None and ranker is not self._ctx.original:
+            raise ValueError(
+                f"check {self.name!r} was made for {_describe(self._ctx.original)}, not for "
+                f"{_describe(ranker)}; get the checks of a ranker from ranker_checks(ranker)"
+            )
+        description = _describe(self._ctx.original)
+        try:
+            self._fn(self._ctx)
+        except AssertionError as exc:
+            raise AssertionError(
+                f"check_ranker: check {self.name!r} failed for {description}: {exc}"
+            ) from exc
+        except Exception as exc:
+            raise AssertionError(
+                f"check_ranker: check {self.name!r} failed for {description}: the ranker "
+                f"raised {type(exc).__name__}: {exc}"
+            ) from exc
+
+
+def parametrize_with_checks(rankers: Iterable, *, quick: bool = True):
+    """A ``pytest.mark.parametrize`` decorator: one test per (ranker, applicable check).
+
+    The decorated test takes the arguments ``ranker`` and ``check`` and calls
+    ``check(ranker)``. Test ids are ``<ranker repr>-<check name>``, e.g.
+    ``LightGBMRanker(n_estimators=5)-row_order`` (the repr on one line, parameters left at
+    their defaults omitted as scikit-learn prints them). The checks of one ranker share its
+    lazily fitted clone, so the tests of a ranker cost about as much as one
+    :func:`check_ranker` call. pytest is imported here only, so importing this module does
+    not need it.
+    """
+    import pytest
+
+    params, ids = [], []
+    for ranker in rankers:
+        description = " ".join(repr(ranker).split())
+        for name, check in ranker_checks(ranker, quick=quick):
+            params.append((ranker, check))
+            ids.append(f"{description}-{name}")
+    return pytest.mark.parametrize("ranker, check", params, ids=ids)
 
 
 def check_ranker(ranker, *, quick: bool = True) -> None:

@@ -18,6 +18,14 @@ What the numbers mean (they are recorded with every result):
     the end, so short spikes are not missed; where that is not possible, a thread samples RSS
     with psutil every ``interval`` seconds and spikes shorter than that can be missed.
     Either way the value is the maximum of what was seen, never below the RSS at entry.
+``ranker_peak_mb``
+    ``peak_rss_mb`` minus the RSS when the block started (the loaded data, the interpreter,
+    MLflow and everything else the process already held): what fitting and scoring the
+    ranker added at their peak, the number to compare between rankers.
+``load_avg``
+    The machine's 1-minute load average (``os.getloadavg``) when a cell starts and ends; a
+    value well above the thread count means other work shared the cores, and its timings
+    are suspect.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ import numpy as np
 
 __all__ = [
     "PeakMemory",
+    "load_average",
     "ScoreTiming",
     "Stopwatch",
     "thread_limit",
@@ -135,6 +144,14 @@ def _current_rss() -> int:
         return 0
 
 
+def load_average() -> float | None:
+    """The 1-minute load average, or None where the platform has none."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
 class PeakMemory:
     """Context manager measuring the process's peak RSS inside the block (see module doc).
 
@@ -146,6 +163,7 @@ class PeakMemory:
     def __init__(self, interval: float = 0.02) -> None:
         self.interval = interval
         self.peak_bytes = 0
+        self.entry_bytes = 0
         self.method = "sampling"
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -154,6 +172,11 @@ class PeakMemory:
     @property
     def peak_mb(self) -> float:
         return self.peak_bytes / _MIB
+
+    @property
+    def above_entry_mb(self) -> float:
+        """Peak minus the RSS at entry: what the block itself added at its peak (MiB)."""
+        return max(0, self.peak_bytes - self.entry_bytes) / _MIB
 
     def _sample(self) -> None:
         while not self._stop.wait(self.interval):
@@ -164,7 +187,7 @@ class PeakMemory:
     def __enter__(self) -> "PeakMemory":
         self._hwm = _reset_vm_hwm() and _read_vm_hwm() is not None
         self.method = "vmhwm" if self._hwm else "sampling"
-        self.peak_bytes = _current_rss()
+        self.peak_bytes = self.entry_bytes = _current_rss()
         self._stop.clear()
         self._thread = None
         if not self._hwm:  # the kernel mark sees every spike; sample only without it

@@ -55,7 +55,7 @@ class LinearRanker(BaseRanker):
         self.scale = scale
 
     def ranker_tags(self) -> RankerTags:
-        return RankerTags(uses_eval_set=True, thread_param="n_jobs")
+        return RankerTags(uses_eval_set=True, thread_param="n_jobs", seed_param="random_state")
 
     def fit(self, X, y, *, qid, eval_set=None):
         global INTERRUPT_AT_FIT
@@ -106,15 +106,16 @@ class FailingRanker(LinearRanker):
 
 
 class QueryDimRanker(LinearRanker):
-    """Has a ``query_dim`` parameter (set by the harness on query-by-example data) and an
-    ``extra_metrics`` hook."""
+    """Declares a query-dimension parameter (set by the harness on query-by-example data) and
+    reports what it was given through ``fitted_info``."""
 
     def __init__(self, random_state=None, n_jobs=None, scale=1.0, query_dim=None):
         super().__init__(random_state=random_state, n_jobs=n_jobs, scale=scale)
         self.query_dim = query_dim
 
     def ranker_tags(self) -> RankerTags:
-        return RankerTags(uses_eval_set=False, query_dependent=True, thread_param="n_jobs")
+        return RankerTags(uses_eval_set=False, thread_param="n_jobs", seed_param="random_state",
+                          query_dim_param="query_dim")
 
-    def extra_metrics(self, fold) -> dict:
-        return {"query_dim_seen": float(self.query_dim)}
+    def fitted_info(self) -> dict:
+        return {"query_dim_seen": self.query_dim}

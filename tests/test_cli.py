@@ -236,10 +236,10 @@ def test_a_folder_of_letor_files_is_a_dataset(cli):
 def test_progress_lines_are_throttled_when_stderr_is_not_a_terminal():
     import io
 
-    from ltr_bench.cli import _Console
+    from ltr_bench.console import Console
 
     stream = io.StringIO()
-    console = _Console(stream, min_interval=60.0)
+    console = Console(stream, min_interval=60.0)
     for i in range(100):
         console.status(f"round {i}")
     console.status("forced", force=True)

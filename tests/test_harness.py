@@ -9,14 +9,9 @@ import pytest
 
 import ltrb_fake_rankers as fakes
 from ltr_bench.data import load_fold
-from ltr_bench.harness import (
-    HarnessInterrupted,
-    Listener,
-    ResultStore,
-    expand_plan,
-    read_per_query_csv,
-    run_plan,
-)
+from ltr_bench.cells import expand_plan
+from ltr_bench.harness import HarnessInterrupted, Listener, run_plan
+from ltr_bench.results import ResultStore, read_per_query_csv
 from ltr_bench.metrics import evaluate
 from ltr_bench.plan import DatasetChoice, Plan, PlanError, RankerChoice
 from ltr_bench.registry import BadParameterError, UnknownRankerError
@@ -209,7 +204,7 @@ def test_query_dim_is_set_on_query_by_example_data(fake_rankers, tmp_path):
     report = run_plan(expand_plan(plan), ResultStore(tmp_path / "r"))
     qbe, linear = report.records
     assert qbe.params["query_dim"] == 3 and "query_dim" not in linear.params
-    assert qbe.extra_metrics["query_dim_seen"] == 3.0
+    assert qbe.model_info["query_dim_seen"] == 3
     assert fakes.FITS[0]["eval_set"] is False  # gauss data has no validation split
 
 

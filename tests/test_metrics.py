@@ -2,8 +2,9 @@
 
 Expected values are written as formulas (hand-worked), or come from an independent
 implementation: plain-Python per-query definitions averaged over every ordering of tied
-documents (brute force), ``sklearn.metrics.ndcg_score``, and LightGBM's / XGBoost's own
-evaluation of a fitted model.
+documents (brute force), ``sklearn.metrics.ndcg_score``, LightGBM's / XGBoost's own
+evaluation of a fitted model, and trec_eval through ``pytrec_eval`` when it is installed.
+Metric names and keys: tests/test_metric_keys.py.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ltr_bench.metrics import (
     CONVENTIONS,
     DEFAULT_METRICS,
     evaluate,
+    evaluate_conventions,
     parse_metric,
     query_ids,
 )
@@ -71,6 +73,11 @@ def ref_precision(labels, k):
     return sum(l >= 1 for l in labels[:k]) / k
 
 
+def ref_recall(labels, k, empty):
+    n_rel = sum(l >= 1 for l in labels)
+    return empty if n_rel == 0 else sum(l >= 1 for l in labels[:k]) / n_rel
+
+
 def ref_metric(name, labels, empty, g_max):
     base, k = parse_metric(name)
     if base == "ndcg":
@@ -81,6 +88,9 @@ def ref_metric(name, labels, empty, g_max):
         return ref_rr(labels, k, empty)
     if base == "err":
         return ref_err(labels, k, g_max, empty)
+    if base == "recall":
+        return ref_recall(labels, k, empty)
+    assert base == "p", base
     return ref_precision(labels, k)
 
 
@@ -99,7 +109,8 @@ def brute_force(name, labels, scores, empty, g_max):
 
 
 ALL_FORMS = ("ndcg@1", "ndcg@3", "ndcg@10", "map", "map@2", "mrr", "mrr@2",
-             "err@1", "err@3", "err@10", "p@1", "p@3", "p@10")
+             "err@1", "err@3", "err@10", "p@1", "p@3", "p@10", "recall@1", "recall@3",
+             "recall@10")
 
 
 # ---- hand-worked values -------------------------------------------------------------
@@ -109,7 +120,8 @@ def test_hand_worked_values_without_ties():
     s = [0.4, 0.9, 0.1, 0.6, 0.8]
     q = [7] * 5
     got = evaluate(y, s, q, ("ndcg@3", "ndcg@10", "map", "map@3", "mrr", "err@3", "p@3",
-                             "p@10"), max_label=3)
+                             "p@10", "recall@1", "recall@3", "recall@4", "recall@10"),
+                   max_label=3)
     ideal3 = 7 / log2(2) + 3 / log2(3) + 1 / log2(4)
     assert got["ndcg@3"] == pytest.approx((7 / log2(2) + 1 / log2(4)) / ideal3, abs=1e-12)
     ideal5 = ideal3
@@ -122,6 +134,11 @@ def test_hand_worked_values_without_ties():
     assert got["err@3"] == pytest.approx(R3 + (1 - R3) * 0 / 2 + (1 - R3) * R1 / 3, abs=1e-12)
     assert got["p@3"] == pytest.approx(2 / 3)
     assert got["p@10"] == pytest.approx(3 / 10)  # divides by k, not by the query length
+    # 3 relevant documents, at ranks 1, 3 and 5
+    assert got["recall@1"] == pytest.approx(1 / 3)
+    assert got["recall@3"] == pytest.approx(2 / 3)
+    assert got["recall@4"] == pytest.approx(2 / 3)
+    assert got["recall@10"] == pytest.approx(1.0)  # k beyond the query: every relevant doc
 
 
 def test_hand_worked_values_with_ties():
@@ -129,7 +146,8 @@ def test_hand_worked_values_with_ties():
     y = [2, 0, 1]
     s = [1.0, 1.0, 0.5]
     q = [1, 1, 1]
-    got = evaluate(y, s, q, ("ndcg@1", "ndcg@2", "map", "mrr", "err@2", "p@1"), max_label=2)
+    got = evaluate(y, s, q, ("ndcg@1", "ndcg@2", "map", "mrr", "err@2", "p@1", "recall@1",
+                             "recall@2"), max_label=2)
     ideal1 = 3.0
     assert got["ndcg@1"] == pytest.approx((3 + 0) / 2 / ideal1)  # mean gain on rank 1
     ideal2 = 3 + 1 / log2(3)
@@ -140,6 +158,9 @@ def test_hand_worked_values_with_ties():
     R2 = 3 / 4
     assert got["err@2"] == pytest.approx((R2 + (1 - 0) * R2 / 2) / 2)
     assert got["p@1"] == pytest.approx(1 / 2)
+    # 2 relevant: rank 1 holds the label-2 document in one ordering of two
+    assert got["recall@1"] == pytest.approx((1 / 2) / 2)
+    assert got["recall@2"] == pytest.approx(1 / 2)  # the tie fills ranks 1-2 either way
 
 
 def test_constant_scorer_mrr_matches_hypergeometric_closed_form():
@@ -155,13 +176,14 @@ def test_one_document_queries_and_k_beyond_query_length():
     y = [2, 0, 1, 0, 3]
     s = [0.5, 0.1, 0.2, 0.9, 0.3]
     q = [1, 2, 3, 3, 4]  # four queries: sizes 1, 1, 2, 1
-    got = evaluate(y, s, q, ("ndcg@10", "map", "mrr", "err@10", "p@5"), per_query=True,
-                   empty_query=1.0, max_label=3)
+    got = evaluate(y, s, q, ("ndcg@10", "map", "mrr", "err@10", "p@5", "recall@1"),
+                   per_query=True, empty_query=1.0, max_label=3)
     np.testing.assert_allclose(got["ndcg@10"], [1.0, 1.0, (1 / log2(3)) / 1.0, 1.0])
     np.testing.assert_allclose(got["map"], [1.0, 1.0, 1 / 2, 1.0])
     np.testing.assert_allclose(got["mrr"], [1.0, 1.0, 1 / 2, 1.0])
     np.testing.assert_allclose(got["err@10"], [3 / 8, 1.0, (1 / 8) / 2, 7 / 8])
     np.testing.assert_allclose(got["p@5"], [1 / 5, 0.0, 1 / 5, 1 / 5])
+    np.testing.assert_allclose(got["recall@1"], [1.0, 1.0, 0.0, 1.0])
 
 
 # ---- brute-force enumeration of tie orderings ---------------------------------------
@@ -197,7 +219,7 @@ def test_large_tie_group_matches_enumeration_of_label_sequences():
     labels_tied = [4, 0, 2, 0, 1, 0, 3, 0]
     y = np.array([0, 1] + labels_tied)
     s = np.array([3.0, 2.0] + [1.0] * 8)
-    names = ("ndcg@5", "map", "map@6", "mrr", "err@6", "err@10", "p@6")
+    names = ("ndcg@5", "map", "map@6", "mrr", "err@6", "err@10", "p@6", "recall@4")
     got = evaluate(y, s, np.zeros(10), names, max_label=4)
     sequences = set(itertools.permutations(labels_tied))
     for name in names:
@@ -317,20 +339,53 @@ def test_map_matches_xgboost_own_eval_on_binary_labels():
     assert zero == pytest.approx(theirs["map-"], abs=1e-6)
 
 
+# ---- trec_eval (pytrec_eval), query by query ------------------------------------------
+def test_recall_precision_map_mrr_match_trec_eval_per_query():
+    # trec_eval breaks ties by document id, so the scores are continuous (no ties); its
+    # queries without relevant documents score 0, our empty_query=0 convention.
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    rng = np.random.default_rng(17)
+    sizes = rng.integers(1, 40, 60)
+    q = np.repeat(np.arange(sizes.size), sizes)
+    y = rng.integers(0, 4, q.size)
+    y[q % 7 == 0] = 0
+    s = rng.normal(size=q.size)
+    assert np.unique(s).size == s.size
+    qrel = {f"q{i}": {} for i in range(sizes.size)}
+    run = {f"q{i}": {} for i in range(sizes.size)}
+    for row in range(q.size):
+        qrel[f"q{q[row]}"][f"d{row}"] = int(y[row])
+        run[f"q{q[row]}"][f"d{row}"] = float(s[row])
+    cutoffs = (1, 3, 5, 10, 50)
+    measures = {"map", "recip_rank", "recall." + ",".join(map(str, cutoffs)),
+                "P." + ",".join(map(str, cutoffs)), "map_cut." + ",".join(map(str, cutoffs))}
+    theirs = pytrec_eval.RelevanceEvaluator(qrel, measures).evaluate(run)
+    pairs = [("map", "map"), ("mrr", "recip_rank")]
+    for k in cutoffs:
+        pairs += [(f"recall@{k}", f"recall_{k}"), (f"p@{k}", f"P_{k}"),
+                  (f"map@{k}", f"map_cut_{k}")]
+    ours = evaluate(y, s, q, [m for m, _ in pairs], per_query=True, empty_query=0.0)
+    for ours_name, trec_name in pairs:
+        want = [theirs[f"q{i}"][trec_name] for i in range(sizes.size)]
+        np.testing.assert_allclose(ours[ours_name], want, rtol=0, atol=1e-12,
+                                   err_msg=ours_name)
+
+
 # ---- conventions, grouping, output shape --------------------------------------------
 def test_empty_query_convention_both_ways_and_nan_excludes():
     y = [0, 0, 1, 0]
     s = [0.2, 0.1, 0.1, 0.9]
     q = [1, 1, 2, 2]
-    names = ("ndcg@5", "map", "mrr", "err@5", "p@2")
+    names = ("ndcg@5", "map", "mrr", "err@5", "p@2", "recall@2")
     one = evaluate(y, s, q, names, per_query=True, empty_query=1.0)
     zero = evaluate(y, s, q, names, per_query=True, empty_query=0.0)
-    for name in ("ndcg@5", "map", "mrr", "err@5"):
+    for name in ("ndcg@5", "map", "mrr", "err@5", "recall@2"):
         assert one[name][0] == 1.0 and zero[name][0] == 0.0
         assert one[name][1] == zero[name][1] > 0
     assert one["p@2"][0] == zero["p@2"][0] == 0.0  # precision has no empty-query case
     skip = evaluate(y, s, q, names, empty_query=float("nan"))
     assert skip["mrr"] == pytest.approx(1 / 2)
+    assert skip["recall@2"] == pytest.approx(1.0)  # only query 2 counts
     assert skip["p@2"] == pytest.approx((0 + 1 / 2) / 2)  # precision keeps every query
     assert np.isnan(evaluate([0], [1.0], [1], ("ndcg@1",), empty_query=np.nan)["ndcg@1"])
 
@@ -371,6 +426,38 @@ def test_mean_is_the_mean_of_per_query_values_and_keys_are_given_strings():
         assert per_query[name].shape == (30,)
         assert means[name] == pytest.approx(per_query[name].mean(), abs=1e-15)
     assert evaluate(y, s, q, "ndcg@10").keys() == {"ndcg@10"}  # a lone string is one metric
+
+
+def test_evaluate_uses_zero_for_names_with_the_empty0_suffix_whatever_empty_query_says():
+    y, s, q = [0, 0, 1, 0], [0.2, 0.1, 0.1, 0.9], [1, 1, 2, 2]
+    for empty in (1.0, float("nan")):
+        got = evaluate(y, s, q, ("ndcg@5", "ndcg@5_empty0", "NDCG_AT_5_EMPTY0"),
+                       per_query=True, empty_query=empty)
+        np.testing.assert_array_equal(got["ndcg@5_empty0"], [0.0, got["ndcg@5"][1]])
+        np.testing.assert_array_equal(got["NDCG_AT_5_EMPTY0"], got["ndcg@5_empty0"])
+        assert got["ndcg@5"][0] == empty or np.isnan(empty) and np.isnan(got["ndcg@5"][0])
+
+
+def test_evaluate_conventions_equals_evaluate_under_each_convention():
+    rng = np.random.default_rng(23)
+    y, s, q = random_tied_queries(rng, n_queries=25, max_docs=9, n_score_values=4)
+    q = q + 100  # ids unlike row positions, so the qid column is checked for real
+    requested = ("NDCG@10", "map", "p@3", "recall_at_5", "err@5_empty0")
+    means, per_query = evaluate_conventions(y, s, q, requested, max_label=3)
+    one = evaluate(y, s, q, ("ndcg@10", "map", "p@3", "recall@5", "err@5"),
+                   per_query=True, empty_query=1.0, max_label=3)
+    zero = evaluate(y, s, q, ("ndcg@10", "map", "recall@5", "err@5"),
+                    per_query=True, empty_query=0.0, max_label=3)
+    expected = {**one, **{f"{m}_empty0": v for m, v in zero.items()}}
+    assert list(per_query) == ["qid", "ndcg@10", "map", "p@3", "recall@5", "err@5",
+                               "ndcg@10_empty0", "map_empty0", "recall@5_empty0",
+                               "err@5_empty0"]
+    assert per_query["qid"] == list(range(100, 125))
+    assert list(means) == list(per_query)[1:]
+    for key, values in expected.items():
+        assert per_query[key] == pytest.approx(values.tolist(), abs=1e-15), key
+        assert isinstance(means[key], float)
+        assert means[key] == pytest.approx(values.mean(), abs=1e-15), key
 
 
 def test_max_label_sets_err_normaliser():

@@ -129,3 +129,34 @@ def test_toml_syntax_errors_name_file_and_line(tmp_path):
 def test_missing_config_file_is_a_plan_error(tmp_path):
     with pytest.raises(PlanError, match="cannot read config file"):
         load_plan(tmp_path / "nope.toml")
+
+
+def test_labelled_configurations_of_one_ranker_and_seeds_round_trip(tmp_path):
+    path = tmp_path / "plan.toml"
+    path.write_text('seeds = [0, 2]\n[rankers.lightgbm]\n[rankers."lightgbm big"]\n'
+                    'ranker = "lightgbm"\nnum_leaves = 255\n[datasets.synthetic]\n')
+    plan = load_plan(path)
+    assert plan.rankers == [RankerChoice("lightgbm", {}),
+                            RankerChoice("lightgbm", {"num_leaves": 255}, "lightgbm big")]
+    assert plan.all_seeds() == (0, 2) and plan.seed == 0
+    again = plan_from_dict({k: v for k, v in plan.to_dict().items()
+                            if k != "source" and v is not None}, source=str(path))
+    assert again == plan
+
+
+@pytest.mark.parametrize("doc, match", [
+    ({"seed": 1, "seeds": [1, 2]}, "either seed or seeds"),
+    ({"seeds": [1, 1]}, "listed twice"),
+    ({"seeds": []}, "expected a list of seeds"),
+])
+def test_bad_seed_lists_are_rejected(doc, match):
+    with pytest.raises(PlanError, match=match):
+        plan_from_dict({"rankers": ["a"], "datasets": ["b"], **doc})
+
+
+def test_seed_count_and_list_parse_from_the_command_line():
+    from ltr_bench.plan import parse_seeds
+
+    assert parse_seeds("3") == (0, 1, 2) and parse_seeds("4,7") == (4, 7)
+    with pytest.raises(PlanError, match="--seeds"):
+        parse_seeds("a,b")

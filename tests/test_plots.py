@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from ltr_bench import plots
-from ltr_bench.report import FoldRun, build_report
+from ltr_bench.report import build_report
+from ltr_bench.results import ResultRecord
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -19,11 +20,12 @@ def _report(ks=(1, 3, 5, 10, 20), n_folds=3):
             metrics = {f"ndcg@{k}": 0.4 + 0.1 * i + 0.01 * k + rng.normal(0, 0.01)
                        for k in ks}
             v = rng.uniform(size=10)
-            runs.append(FoldRun(
-                ranker=name, fold=f, plan_key=name, metrics=metrics,
+            runs.append(ResultRecord(
+                key=f"{name}{f}", plan_key=name, config_key=name, ranker=name, label=name,
+                dataset="toy", fold=f, seed=0, metrics=metrics,
                 per_query={"qid": list(range(10)), **{m: v.tolist() for m in metrics}},
                 fit_seconds=10.0 ** i * (1 + 0.1 * f), score_us_per_doc=1.0 + i,
-                fingerprints={"test": f"t{f}"}, run_id=f"{name}{f}"))
+                fingerprints={"test": f"t{f}"}))
     return build_report(runs, dataset="toy")
 
 

@@ -15,19 +15,14 @@ from html.parser import HTMLParser
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from scipy import stats
 
 import ltrb_fake_rankers as fakes
 from ltr_bench.cli import main
 from ltr_bench.cli_report import report_command
-from ltr_bench.report import (
-    FoldRun,
-    ReportError,
-    build_report,
-    format_report,
-    holm,
-    paired_pvalues,
-)
+from ltr_bench.report import ReportError, build_report
+from ltr_bench.report_format import format_report
+from ltr_bench.results import ResultRecord, ResultStore
+from ltr_bench.stats import holm
 from ltr_bench.tracking import default_tracking_uri, fetch_fold_results
 
 TINY = ["--dataset-option", "n_queries=30", "--dataset-option", "docs_per_query=6",
@@ -70,80 +65,20 @@ def invoke(*args):
     return CliRunner().invoke(report_command, list(args))
 
 
-# ------------------------------------------------------------------------------ statistics
-
-def test_holm_matches_the_hand_worked_example():
-    # sorted 0.01, 0.03, 0.04 -> 3*0.01, 2*0.03, max(0.06, 1*0.04)
-    np.testing.assert_allclose(holm([0.01, 0.04, 0.03]), [0.03, 0.06, 0.06])
-
-
-def _holm_brute_force(p):
-    """Adjusted p_i = smallest alpha at which Holm's step-down procedure rejects H_i:
-    reject H_(1), H_(2), ... while p_(k) <= alpha / (m - k + 1)."""
-    p = np.asarray(p, dtype=float)
-    m = p.size
-    order = np.argsort(p, kind="stable")
-
-    def rejected(alpha):
-        out = set()
-        for k, i in enumerate(order):
-            if p[i] * (m - k) <= alpha:  # p <= alpha / (m - k), without rounding
-                out.add(i)
-            else:
-                break
-        return out
-
-    candidates = sorted({min(1.0, (m - k) * p[i]) for k, i in enumerate(order)} | {1.0})
-    # never rejected below 1: the adjusted value is clipped to 1
-    return np.array([min((a for a in candidates if i in rejected(a)), default=1.0)
-                     for i in range(m)])
-
-
-def test_holm_matches_a_brute_force_step_down_procedure():
-    rng = np.random.default_rng(7)
-    for m in (1, 2, 5, 9):
-        for _ in range(20):
-            p = rng.uniform(0, 0.2, size=m) ** rng.uniform(0.5, 3)
-            np.testing.assert_allclose(holm(p), _holm_brute_force(p), rtol=1e-12)
-
-
-def test_holm_leaves_nan_out_of_the_family():
-    np.testing.assert_allclose(holm([0.01, np.nan, 0.04]), [0.02, np.nan, 0.04])
-
-
-def test_paired_pvalues_match_scipy_and_hand_computed_values():
-    rng = np.random.default_rng(3)
-    x = rng.uniform(size=40)
-    y = x - 0.05 + rng.normal(scale=0.1, size=40)
-    p_t, p_w = paired_pvalues(x, y)
-    d = x - y
-    t = d.mean() / (d.std(ddof=1) / np.sqrt(d.size))
-    assert p_t == pytest.approx(2 * stats.t.sf(abs(t), d.size - 1), rel=1e-10)
-    assert p_t == pytest.approx(stats.ttest_rel(x, y).pvalue, rel=1e-12)
-    assert p_w == pytest.approx(stats.wilcoxon(x, y).pvalue, rel=1e-12)
-    # exact Wilcoxon, n = 5 distinct positive differences: W- = 0, P = 2 / 2^5
-    _, p_w5 = paired_pvalues([1.1, 2.2, 3.3, 4.4, 5.5], [1.0, 2.0, 3.0, 4.0, 5.0])
-    assert p_w5 == pytest.approx(2 / 32)
-
-
-def test_identical_samples_give_p_one_and_one_pair_gives_nan():
-    assert paired_pvalues([0.1, 0.5, 0.7], [0.1, 0.5, 0.7]) == (1.0, 1.0)
-    assert all(np.isnan(paired_pvalues([0.3], [0.2])))
-
-
-def _runs(values: dict[str, list[np.ndarray]], fit=None) -> list[FoldRun]:
-    """FoldRuns with per-query ndcg@10 ``values[ranker][fold-1]`` (qids 0..n-1)."""
+def _runs(values: dict[str, list[np.ndarray]], fit=None) -> list[ResultRecord]:
+    """Records with per-query ndcg@10 ``values[ranker][fold-1]`` (qids 0..n-1)."""
     out = []
     for name, folds in values.items():
         for f, v in enumerate(folds, start=1):
             v = np.asarray(v, dtype=float)
-            out.append(FoldRun(
-                ranker=name, fold=f, plan_key=f"pk-{name}",
+            out.append(ResultRecord(
+                key=f"{name}-{f}", plan_key=f"pk-{name}", config_key=f"ck-{name}",
+                ranker=name, label=name, dataset="toy", fold=f, seed=0,
                 metrics={"ndcg@10": float(v.mean()), "ndcg@5": float(v.mean() * 0.9)},
                 per_query={"qid": list(range(v.size)), "ndcg@10": v.tolist(),
                            "ndcg@5": (v * 0.9).tolist()},
                 fit_seconds=1.0 + f, score_us_per_doc=2.0,
-                fingerprints={"train": f"tr{f}", "test": f"te{f}"}, run_id=f"{name}-{f}"))
+                fingerprints={"train": f"tr{f}", "test": f"te{f}"}))
     return out
 
 
@@ -192,7 +127,7 @@ def test_folds_not_shared_by_every_ranker_are_left_out_with_a_note():
     rep = build_report(runs, dataset="toy")
     assert rep.folds == [1, 2]
     assert rep.row("lightgbm").cells["ndcg@10"].n == 2
-    assert any("lightgbm: fold(s) 3 left out" in n for n in rep.notes)
+    assert any("lightgbm: fold/seed 3/0 left out" in n for n in rep.notes)
 
 
 def test_query_ids_that_do_not_match_are_refused():
@@ -208,12 +143,21 @@ def test_fetched_fold_runs_carry_metrics_timings_and_per_query_values(ctx):
     runs = ctx["runs"]
     assert len(runs) == 9  # 3 (ranker, params) x 3 folds
     for r in runs:
-        assert {"ndcg@10", "ndcg@10_empty0", "map", "err@10"} <= set(r["metrics"])
-        assert "fit_seconds" not in r["metrics"] and r["fit_seconds"] > 0
-        assert r["score_us_per_doc"] > 0 and r["parent_run_id"]
-        assert set(r["fingerprints"]) == {"train", "vali", "test"}
-        pq = r["per_query"]
-        assert np.mean(pq["ndcg@10"]) == pytest.approx(r["metrics"]["ndcg@10"])
+        assert isinstance(r, ResultRecord) and r.ok
+        assert {"ndcg@10", "ndcg@10_empty0", "map", "err@10"} <= set(r.metrics)
+        assert r.fit_seconds > 0 and r.score_us_per_doc > 0 and r.mlflow["parent_run_id"]
+        assert set(r.fingerprints) == {"train", "vali", "test"}
+        assert np.mean(r.per_query["ndcg@10"]) == pytest.approx(r.metrics["ndcg@10"])
+
+
+def test_fetched_records_equal_the_local_records_field_for_field(ctx):
+    store = ResultStore(ctx["work"] / "mlflow_runs" / "results")
+    local = {r.key: r for r in store.records()}
+    assert len(local) == len(ctx["runs"])
+    for r in ctx["runs"]:
+        mine = local[r.key]
+        store.per_query(mine)
+        assert r.to_dict(per_query=True) == {**mine.to_dict(per_query=True), "mlflow": r.mlflow}
 
 
 def test_table_rows_match_the_local_result_records(ctx):
@@ -221,10 +165,10 @@ def test_table_rows_match_the_local_result_records(ctx):
     local: dict[str, list[dict]] = {}
     for p in (ctx["work"] / "mlflow_runs" / "results").glob("*.json"):
         d = json.loads(p.read_text())
-        local.setdefault(d["plan_key"], []).append(d)
+        local.setdefault(d["config_key"], []).append(d)
     assert len(rep.rows) == len(local) == 3
     for row in rep.rows:
-        recs = local[row.plan_key]
+        recs = local[row.config_key]
         assert sorted(r["fold"] for r in recs) == rep.folds == [1, 2, 3]
         for m in ("ndcg@10", "map"):
             vals = np.array([r["metrics"][m] for r in recs])
@@ -251,13 +195,14 @@ def test_rankers_with_identical_rankings_get_no_mark(ctx):
         assert c.mark == "" and c.mean_diff == 0 and c.p_ttest == 1.0 and c.n_pairs == 18
 
 
-def test_runs_on_different_data_are_refused_naming_the_runs(ctx):
+def test_runs_on_other_data_are_left_out_with_a_note_naming_them(ctx):
     runs = copy.deepcopy(ctx["runs"])
-    victim = next(r for r in runs if r["ranker"] == "fake-other" and r["fold"] == 2)
-    victim["fingerprints"]["test"] = "0" * 64
-    with pytest.raises(ReportError, match="not run on the same data: fold 2 test") as err:
-        build_report(runs, dataset="synthetic")
-    assert victim["run_id"] in str(err.value) and not err.value.usage
+    victim = next(r for r in runs if r.ranker == "fake-other" and r.fold == 2)
+    victim.fingerprints["test"] = "0" * 64
+    rep = build_report(runs, dataset="synthetic", baseline="fake-linear[scale=2]")
+    assert "fake-other" not in [r.label for r in rep.rows] and len(rep.rows) == 2
+    assert any(n.startswith("fake-other left out: it was run on other data") and
+               "fold 2 seed 0" in n for n in rep.notes)
 
 
 @pytest.mark.parametrize("fmt", ["md", "csv", "html"])
@@ -287,7 +232,7 @@ def test_every_format_parses(ctx, fmt):
         assert p.tables == 2 and "fake-other (baseline)" in p.cells
     else:
         lines = out.splitlines()
-        header = next(line for line in lines if line.startswith("| ranker | folds"))
+        header = next(line for line in lines if line.startswith("| ranker | units"))
         assert header.split("|")[3].strip() == "ndcg@10"
         assert sum(line.startswith("| fake-") for line in lines) == 3 + 4
 
@@ -322,7 +267,7 @@ def test_output_file_and_plots_are_written_and_attached_to_the_parent_runs(ctx, 
     assert pngs == ["synthetic_ndcg_at_10_per_fold.png", "synthetic_ndcg_at_10_vs_fit_time.png",
                     "synthetic_ndcg_at_k.png"]
     client = MlflowClient(default_tracking_uri(ctx["work"]))
-    for pid in {r["parent_run_id"] for r in ctx["runs"]}:
+    for pid in {r.mlflow["parent_run_id"] for r in ctx["runs"]}:
         names = {a.path for a in client.list_artifacts(pid, "report")}
         assert names == {f"report/{n}" for n in pngs}
 
@@ -360,12 +305,10 @@ def test_report_is_a_subcommand_of_ltr_bench():
 
 
 def test_local_results_give_the_same_report_as_mlflow(ctx):
-    from ltr_bench.harness import ResultStore
-    from ltr_bench.report import fold_runs_from_records
-
     store = ResultStore(ctx["work"] / "mlflow_runs" / "results")
-    local = build_report(fold_runs_from_records(store.records(), store), dataset="synthetic",
-                         baseline="fake-other")
+    for r in store.records():
+        store.per_query(r)
+    local = build_report(store.records(), dataset="synthetic", baseline="fake-other")
     remote = build_report(ctx["runs"], dataset="synthetic", baseline="fake-other")
     assert [r.label for r in local.rows] == [r.label for r in remote.rows]
     for a, b in zip(local.rows, remote.rows):
@@ -373,3 +316,25 @@ def test_local_results_give_the_same_report_as_mlflow(ctx):
             assert a.cells[k].mean == pytest.approx(b.cells[k].mean)
     assert {k: c.n_pairs for k, c in local.comparisons.items()} == {
         k: c.n_pairs for k, c in remote.comparisons.items()}
+
+
+def test_report_from_the_results_folder_prints_the_same_table_as_from_mlflow(ctx):
+    args = ["--dataset", "synthetic", "--baseline", "fake-other", "--format", "csv"]
+    remote = invoke(*args)
+    local = invoke(*args, "--results-dir", str(ctx["work"] / "mlflow_runs" / "results"))
+    assert remote.exit_code == 0 and local.exit_code == 0, local.stderr
+    # the same table, except that local records do not know their MLflow parent runs
+    assert _without_run_ids(local.stdout) == _without_run_ids(remote.stdout)
+
+
+def _without_run_ids(csv_text: str) -> list[dict]:
+    rows = list(csv.DictReader(io.StringIO(csv_text)))
+    for r in rows:
+        r.pop("parent_run_ids")
+    return rows
+
+
+def test_dataset_is_optional_when_the_store_holds_one(ctx):
+    result = invoke("--metric", "ndcg@10")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith("## synthetic")

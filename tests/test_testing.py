@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input, query_boundaries
-from ltr_bench.testing import check_ranker, make_check_data, ranker_checks
+from ltr_bench.testing import check_ranker, make_check_data, parametrize_with_checks, ranker_checks
 
 
 class RidgeRanker(BaseRanker):
@@ -98,7 +98,7 @@ class QueryByExampleRanker(RidgeRanker):
         self.query_dim = query_dim
 
     def ranker_tags(self):
-        return RankerTags(query_dependent=True)
+        return RankerTags(query_dim_param="query_dim")
 
     def _features(self, X):
         X = np.asarray(X, dtype=np.float64)
@@ -386,6 +386,30 @@ def test_fit_without_eval_set_argument_fails_eval_set_accepted():
         checks["eval_set_accepted"]()
 
 
+class UsesEvalSetButUndeclared(RidgeRanker):
+    """Refits on train + validation when given eval_set, without declaring uses_eval_set."""
+
+    def fit(self, X, y, *, qid, eval_set=None):
+        if eval_set is not None:
+            Xv, yv, qv = eval_set
+            X, y, qid = np.vstack([X, Xv]), np.r_[y, yv], np.r_[qid, np.asarray(qv) + 10**6]
+        return super().fit(X, y, qid=qid)
+
+
+def test_undeclared_use_of_eval_set_fails_eval_set_ignored():
+    _expect_failure(UsesEvalSetButUndeclared(), "eval_set_ignored")
+
+
+class UsesEvalSetDeclared(UsesEvalSetButUndeclared):
+    def ranker_tags(self):
+        return RankerTags(uses_eval_set=True)
+
+
+def test_declared_use_of_eval_set_passes_and_skips_eval_set_ignored():
+    assert "eval_set_ignored" not in [n for n, _ in ranker_checks(UsesEvalSetDeclared())]
+    check_ranker(UsesEvalSetDeclared())
+
+
 class QidOnlyAtPredictButUndeclared(RidgeRanker):
     """Needs qid at predict but does not say so in its tags."""
 
@@ -408,10 +432,171 @@ def test_thread_tag_naming_a_missing_parameter_fails_tags():
     _expect_failure(ThreadTagNamesNoParameter(), "tags")
 
 
-class QueryDependentWithoutQueryDim(RidgeRanker):
+class QueryDimTagNamesNoParameter(RidgeRanker):
     def ranker_tags(self):
-        return RankerTags(query_dependent=True)
+        return RankerTags(query_dim_param="query_dim")
 
 
-def test_query_dependent_tag_without_query_dim_parameter_fails_query_dependent_rows():
-    _expect_failure(QueryDependentWithoutQueryDim(), "query_dependent_rows")
+def test_query_dim_tag_naming_a_missing_parameter_fails_tags_and_query_dependent_rows():
+    message = _expect_failure(QueryDimTagNamesNoParameter(), "tags")
+    assert "query_dim_param='query_dim'" in message
+    checks = dict(ranker_checks(QueryDimTagNamesNoParameter()))
+    with pytest.raises(AssertionError, match=r"'query_dependent_rows' failed .*query_dim"):
+        checks["query_dependent_rows"]()
+
+
+class SeedTagNamesNoParameter(RidgeRanker):
+    def ranker_tags(self):
+        return RankerTags(seed_param="seed")
+
+
+def test_seed_tag_naming_a_missing_parameter_fails_tags():
+    message = _expect_failure(SeedTagNamesNoParameter(), "tags")
+    assert "seed_param='seed'" in message
+
+
+class RenamedQueryDimRanker(QueryByExampleRanker):
+    """Correct: the query-block width arrives through a parameter not called query_dim."""
+
+    def __init__(self, alpha=1.0, random_state=None, block=None):
+        RidgeRanker.__init__(self, alpha=alpha, random_state=random_state)
+        self.block = block
+
+    def ranker_tags(self):
+        return RankerTags(query_dim_param="block")
+
+    @property
+    def query_dim(self):  # what QueryByExampleRanker._features reads
+        return self.block
+
+
+def test_query_by_example_check_sets_the_parameter_the_tags_name():
+    assert "query_dependent_rows" in [n for n, _ in ranker_checks(RenamedQueryDimRanker())]
+    RenamedQueryDimRanker.fits_with_query_dim = 0
+    check_ranker(RenamedQueryDimRanker())
+    assert RenamedQueryDimRanker.fits_with_query_dim == 1
+
+
+class RejectsQueryDim(QueryByExampleRanker):
+    """Declares a query-dim parameter, but fit fails once it is set."""
+
+    def fit(self, X, y, *, qid, eval_set=None):
+        if self.query_dim is not None:
+            raise ValueError("query-by-example rows are not supported")
+        return super().fit(X, y, qid=qid, eval_set=eval_set)
+
+
+def test_declared_query_dim_that_fit_rejects_fails_query_dependent_rows():
+    message = _expect_failure(RejectsQueryDim(), "query_dependent_rows")
+    assert "not supported" in message
+
+
+class SeededNoise(RidgeRanker):
+    """Correct: randomness from its declared seed parameter ``seed`` (None = unseeded)."""
+
+    def __init__(self, alpha=1.0, seed=None):
+        self.alpha = alpha
+        self.seed = seed
+
+    def ranker_tags(self):
+        return RankerTags(seed_param="seed")
+
+    def fit(self, X, y, *, qid, eval_set=None):
+        super().fit(X, y, qid=qid, eval_set=eval_set)
+        rng = np.random.default_rng(self.seed)
+        self.coef_ = self.coef_ + rng.normal(0, 1e-3, self.coef_.shape)
+        return self
+
+
+def test_unseeded_ranker_with_a_declared_seed_param_is_pinned_and_passes_deterministic():
+    # seed=None would be unseeded; the suite pins the declared seed parameter (not one named
+    # random_state) to 0, as the harness sets it, so the deterministic check passes
+    check_ranker(SeededNoise())
+
+
+class SeededNoiseUndeclared(SeededNoise):
+    """Same ranker without declaring its seed parameter: nothing seeds it."""
+
+    def ranker_tags(self):
+        return RankerTags()
+
+
+def test_undeclared_seed_parameter_fails_deterministic():
+    _expect_failure(SeededNoiseUndeclared(), "deterministic")
+
+
+class InfoWithNumpyInt(RidgeRanker):
+    def fitted_info(self):
+        return {"n_coef": np.int64(self.coef_.size)}
+
+
+class InfoWithNaN(RidgeRanker):
+    def fitted_info(self):
+        return {"norm": float("nan")}
+
+
+class InfoWithNone(RidgeRanker):
+    def fitted_info(self):
+        return {"best": None}
+
+
+class InfoWithIntKey(RidgeRanker):
+    def fitted_info(self):
+        return {1: 2}
+
+
+class InfoNotADict(RidgeRanker):
+    def fitted_info(self):
+        return [("n_coef", 3)]
+
+
+@pytest.mark.parametrize("ranker, word", [
+    (InfoWithNumpyInt(), "int64"), (InfoWithNaN(), "not finite"), (InfoWithNone(), "None"),
+    (InfoWithIntKey(), "key 1"), (InfoNotADict(), "not dict"),
+], ids=lambda v: type(v).__name__ if isinstance(v, BaseRanker) else v)
+def test_fitted_info_that_is_not_a_dict_of_json_scalars_fails_fitted_info(ranker, word):
+    message = _expect_failure(ranker, "fitted_info")
+    assert word in message
+
+
+class InfoOk(RidgeRanker):
+    def fitted_info(self):
+        return {"n_coef": int(self.coef_.size), "norm": float(np.linalg.norm(self.coef_)),
+                "solver": "solve", "converged": True}
+
+
+def test_fitted_info_of_json_scalars_passes_and_default_is_empty():
+    check_ranker(InfoOk())
+    assert RidgeRanker().fitted_info() == {}
+
+
+# --------------------------------------------------------------------------- parametrize
+
+
+@parametrize_with_checks([RidgeRanker(alpha=0.5), QueryByExampleRanker()])
+def test_parametrize_with_checks_runs_each_check_as_its_own_test(ranker, check):
+    check(ranker)
+
+
+def test_parametrize_with_checks_ids_name_the_ranker_and_the_check():
+    mark = parametrize_with_checks([RidgeRanker(alpha=0.5), PerQueryCenteredRanker()])
+    assert mark.name == "parametrize"
+    argnames, values = mark.args
+    assert argnames == "ranker, check"
+    ids = mark.kwargs["ids"]
+    assert len(ids) == len(values) == len(set(ids))
+    assert "RidgeRanker(alpha=0.5)-row_order" in ids
+    assert "PerQueryCenteredRanker()-fit_returns_self" in ids
+    assert "PerQueryCenteredRanker()-predict_without_qid" not in ids  # tag-dependent
+    assert [i.rsplit("-", 1)[1] for i in ids if i.startswith("RidgeRanker")] == [
+        n for n, _ in ranker_checks(RidgeRanker(alpha=0.5))]
+
+
+def test_parametrized_check_reports_failures_and_refuses_another_ranker():
+    _, values = parametrize_with_checks([SortedScores()]).args
+    by_name = {check.name: (ranker, check) for ranker, check in values}
+    ranker, check = by_name["row_order"]
+    with pytest.raises(AssertionError, match="check_ranker: check 'row_order' failed"):
+        check(ranker)
+    with pytest.raises(ValueError, match="ranker_checks"):
+        check(RidgeRanker())

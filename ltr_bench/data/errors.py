@@ -8,10 +8,12 @@ wrong and how to fix it.
 
 from __future__ import annotations
 
+from ..errors import LtrBenchError, UsageError
+
 __all__ = ["DataError", "DataWarning", "DatasetNotFoundError", "UnknownDatasetError"]
 
 
-class DataError(Exception):
+class DataError(LtrBenchError):
     """Bad or unreadable input data. ``str(err)`` is the complete user-facing message.
 
     ``path`` and ``line`` (1-based) are set when the problem is at a known place in a file.
@@ -31,7 +33,7 @@ class DatasetNotFoundError(DataError):
     exactly where to put each file."""
 
 
-class UnknownDatasetError(DataError):
+class UnknownDatasetError(DataError, UsageError):
     """No dataset has that name. ``suggestions`` holds close matches (difflib), ``known`` all
     known names; both are also in the message."""
 

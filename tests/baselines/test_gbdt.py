@@ -1,5 +1,5 @@
 """The GBDT baselines: contract conformance, NDCG agreement with the libraries' own evaluation,
-early stopping, threads, progress and parameter errors."""
+early stopping, threads, declared tags, fitted_info, progress and parameter errors."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 
 from ltr_bench.metrics import evaluate
 from ltr_bench.progress import progress_handler
-from ltr_bench.ranker import RankerInputError, query_boundaries
+from ltr_bench.ranker import RankerInputError, RankerTags, query_boundaries
 from ltr_bench.registry import load_ranker_class
-from ltr_bench.testing import check_ranker, make_check_data
+from ltr_bench.testing import make_check_data, parametrize_with_checks
 from ltr_bench_baselines.gbdt import (
     LightGBMRanker,
     XGBoostGBRTRanker,
@@ -53,11 +53,50 @@ def ranking_data(seed, n_queries, n_empty=3):
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
-def test_gbdt_ranker_passes_check_ranker(cls):
-    ranker = small(cls)
+def test_small_settings_grow_real_trees_on_the_check_data(cls):
+    # precondition of the contract checks below: a constant scorer would prove little
     X, y, qid = make_check_data()
-    assert np.unique(ranker.fit(X, y, qid=qid).predict(X)).size > 5  # real trees, not constant
-    check_ranker(ranker)
+    assert np.unique(small(cls).fit(X, y, qid=qid).predict(X)).size > 5
+
+
+@parametrize_with_checks([small(cls) for cls in CLASSES])
+def test_gbdt_ranker_follows_the_ranker_contract(ranker, check):
+    check(ranker)
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_tags_declare_seed_threads_and_early_stopping_and_no_query_block(cls):
+    assert cls().ranker_tags() == RankerTags(
+        requires_qid_at_predict=False, uses_eval_set=True, deterministic=True,
+        thread_param="n_jobs", seed_param="random_state", query_dim_param=None)
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_fitted_info_counts_the_trees_and_leaves_predict_uses(cls):
+    X, y, qid = ranking_data(3, 40)
+    val = ranking_data(4, 30)
+    ranker = small(cls, n_estimators=300, early_stopping_rounds=3, learning_rate=0.5)
+    info = ranker.fit(X, y, qid=qid, eval_set=val).fitted_info()
+    best = ranker.best_iteration_
+    assert info["best_iteration"] == best == info["n_trees"]  # one tree per round
+    assert info["rounds_trained"] == best + 3 < 300  # early stopping discarded 3 rounds
+    assert info["n_features"] == 8 and 1 <= info["n_features_used"] <= 8
+    # independent count: each tree's leaf index of every row, over the trees used
+    if cls is LightGBMRanker:
+        leaves = ranker.booster_.predict(X, num_iteration=best, pred_leaf=True)
+        n_leaves = [t["num_leaves"] for t in ranker.booster_.dump_model()["tree_info"][:best]]
+    else:
+        import xgboost as xgb
+
+        leaves = ranker.booster_.predict(xgb.DMatrix(X), iteration_range=(0, best),
+                                         pred_leaf=True)
+        n_leaves = [t.count("leaf=") for t in ranker.booster_.get_dump()[:best]]
+    leaves = leaves.reshape(len(X), -1)  # (n,) when a single tree is used
+    assert leaves.shape == (len(X), best)
+    # every leaf reached by a training row exists, and a tree has at most num_leaves=7
+    assert all(len(np.unique(leaves[:, t])) <= n_leaves[t] <= 7 for t in range(best))
+    assert info["n_leaves"] == sum(n_leaves)
+    assert info["n_leaves"] >= sum(len(np.unique(leaves[:, t])) for t in range(best))
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)

@@ -11,6 +11,8 @@ import pytest
 from sklearn.neighbors import KNeighborsClassifier
 
 from ltr_bench.progress import progress_handler
+from ltr_bench.ranker import RankerTags
+from ltr_bench.testing import parametrize_with_checks
 from ltr_bench_baselines import mlr_oracles as O
 from ltr_bench_baselines import mlr_solver as S
 from ltr_bench_baselines.mlr import MLRRanker, RMLRRanker, knn_error, knn_predict, qbe_rows
@@ -291,13 +293,52 @@ def test_registry_names_resolve_to_these_classes():
     assert load_ranker_class("rmlr") is RMLRRanker
 
 
-@pytest.mark.slow
-def test_mlr_passes_check_ranker():
-    testing = pytest.importorskip("ltr_bench.testing")
-    testing.check_ranker(MLRRanker(C=10.0, **FAST))
+@parametrize_with_checks([MLRRanker(C=10.0, **FAST), RMLRRanker(C=10.0, **FAST)])
+def test_mlr_ranker_follows_the_ranker_contract(ranker, check):
+    check(ranker)
 
 
-@pytest.mark.slow
-def test_rmlr_passes_check_ranker():
-    testing = pytest.importorskip("ltr_bench.testing")
-    testing.check_ranker(RMLRRanker(C=10.0, **FAST))
+@pytest.mark.parametrize("cls", [MLRRanker, RMLRRanker], ids=lambda c: c.__name__)
+def test_tags_declare_the_query_block_and_threads_and_no_seed(cls):
+    # no randomness in training: nothing for a seed to do
+    assert cls().ranker_tags() == RankerTags(
+        requires_qid_at_predict=False, uses_eval_set=False, deterministic=True,
+        thread_param="n_threads", seed_param=None, query_dim_param="query_dim")
+
+
+def test_fitted_info_reports_rank_columns_and_convergence_of_W():
+    rng = np.random.default_rng(0)
+    n = 40
+    c = np.arange(n) % 2
+    X = rng.normal(size=(n, 8))
+    X[:, 0] += 2.0 * c  # two informative features, six of pure noise
+    X[:, 1] -= 1.5 * c
+    rows, y, q = qbe_rows((X - X.mean(0)) / X.std(0), c)
+    m = RMLRRanker(C=10.0, lam=30.0, query_dim=8, **FAST).fit(rows, y, qid=q)
+    info = m.fitted_info()
+    used = np.flatnonzero(m.W_.any(axis=0))
+    assert info["n_features"] == 8
+    assert info["n_nonzero_columns"] == used.size < 8  # the group penalty removed some
+    assert 1 <= info["rank_W"] <= used.size
+    # rank independently: of the block on the used features, by singular values
+    assert info["rank_W"] == np.linalg.matrix_rank(m.W_[np.ix_(used, used)])
+    assert info["n_iter"] == m.n_iter_ and info["converged"] is m.converged_ is True
+    assert info["final_violation"] <= info["xi"] + m.epsilon  # the stopping rule fired
+    assert info["trace_W"] == pytest.approx(np.trace(m.W_))
+
+
+def test_fitted_info_rank_ignores_eigenvalues_at_rounding_level():
+    X, y, qid = _tiny_ranking()
+    m = MLRRanker(C=10.0, **FAST).fit(X, y, qid=qid)
+    A = np.random.default_rng(1).normal(size=(4, 2))
+    m.W_ = A @ A.T + 1e-13 * np.eye(4)  # rank 2 up to rounding noise
+    assert m.fitted_info()["rank_W"] == 2
+    m.W_ = np.zeros((4, 4))
+    assert m.fitted_info()["rank_W"] == 0 and m.fitted_info()["n_nonzero_columns"] == 0
+
+
+def _tiny_ranking():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(24, 4))
+    y = (X[:, 0] > 0).astype(int)
+    return X, y, np.repeat(np.arange(4), 6)

@@ -96,7 +96,7 @@ import numpy as np
 
 from ltr_bench.progress import report_progress
 from ltr_bench.ranker import (BaseRanker, RankerTags, check_ranking_input,
-                              query_boundaries)
+                              query_boundaries, split_query_document)
 
 from .local_metrics import QuerySets, fit_local_metrics
 from .preprocessing import SCALINGS, FeatureScaler
@@ -152,7 +152,8 @@ class LGMMLRanker(BaseRanker):
 
     def ranker_tags(self) -> RankerTags:
         return RankerTags(requires_qid_at_predict=False, uses_eval_set=False,
-                          query_dependent=True, deterministic=True, thread_param="n_threads")
+                          deterministic=True, thread_param="n_threads",
+                          seed_param="random_state", query_dim_param="query_dim")
 
     # ------------------------------------------------------------------ validation
     def _validate_params(self) -> None:
@@ -218,24 +219,13 @@ class LGMMLRanker(BaseRanker):
         from threadpoolctl import threadpool_limits
         return threadpool_limits(limits=int(self.n_threads))
 
-    def _split_blocks(self, X):
-        """(document block, query block or None) of raw rows."""
-        if self.query_dim is None:
-            return X, None
-        qd = int(self.query_dim)
-        if X.shape[1] != 2 * qd:
-            raise ValueError(
-                f"query_dim={qd} needs rows [query ({qd}), document ({qd})] of width {2 * qd}, "
-                f"but X has {X.shape[1]} columns")
-        return X[:, qd:], X[:, :qd]
-
     # ------------------------------------------------------------------ fit
     def fit(self, X, y, *, qid, eval_set=None):
         self._validate_params()
         X, y, qid = check_ranking_input(X, y, qid)
         if X.shape[0] == 0:
             raise ValueError("cannot fit on an empty training set (X has 0 rows)")
-        Xd, Xq = self._split_blocks(X)
+        Xq, Xd = split_query_document(X, self.query_dim)
         dtype = np.float32 if self.dtype == "float32" else np.float64
         bounds = query_boundaries(qid)
         rng = np.random.default_rng(self.random_state)
@@ -333,7 +323,7 @@ class LGMMLRanker(BaseRanker):
         self._check_fitted("metric_bank_", "weights_", "scaler_")
         X, _, _ = check_ranking_input(X, None, qid, n_features=self.n_features_in_,
                                       require_qid=False)
-        Xd, Xq = self._split_blocks(X)
+        Xq, Xd = split_query_document(X, self.query_dim)
         dtype = np.float32 if self.dtype == "float32" else np.float64
         bank = self.metric_bank_
         step = self._chunk_rows(bank)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from ltr_bench.testing import check_ranker
+from ltr_bench.testing import parametrize_with_checks
 from ltr_bench_lgmml import LGMMLRanker
 
 
@@ -18,8 +18,9 @@ def _data(seed=0, n_queries=12, n_docs=25, d=6):
     return np.vstack(X), np.concatenate(y), np.concatenate(qid)
 
 
-def test_lgmml_passes_check_ranker():
-    check_ranker(LGMMLRanker(n_metrics=8, random_state=0))
+@parametrize_with_checks([LGMMLRanker(n_metrics=8, random_state=0)])
+def test_lgmml_follows_the_ranker_contract(ranker, check):
+    check(ranker)
 
 
 def test_same_random_state_gives_identical_scores_and_different_state_differs():

@@ -1,0 +1,39 @@
+"""The one package that talks to MLflow (imported lazily, so listing rankers stays fast).
+
+* :mod:`.store`: where the store is (URIs, SQLite path, artifact root), opening it, errors.
+* :mod:`.writer`: :class:`Tracker` logs result records (layout in its docstring) and
+  :class:`MlflowListener` is the logging policy during a run (a harness listener).
+* :mod:`.reader`: :func:`fetch_fold_results` reads records back for the report.
+
+It depends on :mod:`ltr_bench.results` and :mod:`ltr_bench.metrics`, never on the harness,
+and it never writes the local results store.
+"""
+
+from .reader import fetch_fold_results, list_datasets_in_store, log_parent_artifacts
+from .store import (
+    NoResultsError,
+    TrackingError,
+    artifact_root_for,
+    default_tracking_uri,
+    experiment_name,
+    mlflow_metric_key,
+    resolve_tracking_uri,
+    sqlite_path,
+)
+from .writer import MlflowListener, Tracker
+
+__all__ = [
+    "MlflowListener",
+    "NoResultsError",
+    "Tracker",
+    "TrackingError",
+    "artifact_root_for",
+    "default_tracking_uri",
+    "experiment_name",
+    "fetch_fold_results",
+    "list_datasets_in_store",
+    "log_parent_artifacts",
+    "mlflow_metric_key",
+    "resolve_tracking_uri",
+    "sqlite_path",
+]
