@@ -67,6 +67,7 @@ class Cell:
     max_label: int | None = None
     config_key: str = ""            # the configuration over seeds and folds (no thread count)
     label: str = ""                 # the configuration's name in the plan (default: ranker)
+    command: str | None = None      # the invocation that planned it (provenance only)
 
     def config(self) -> dict[str, Any]:
         """The resolved configuration of this cell (stored with the run as JSON)."""
@@ -253,7 +254,7 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5) -> ExpandedPlan:
                         dataset_identity=identity, fold=fold, seed=seed, metrics=metrics,
                         threads=plan.threads, data_dir=plan.data_dir, cache_dir=plan.cache_dir,
                         ranker_distribution=entry.distribution, ranker_version=entry.version,
-                        score_repeats=score_repeats,
+                        score_repeats=score_repeats, command=plan.command,
                         max_label=None if spec is None else int(spec.label_max),
                     ))
     return ExpandedPlan(plan=plan, cells=cells, metrics=metrics)

@@ -16,6 +16,7 @@ expanded in :mod:`ltr_bench.cells`, run by :mod:`ltr_bench.harness`, logged by
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -126,6 +127,7 @@ def _run(ctx, *, tracking_uri, no_mlflow, results_dir, output, force, score_repe
 
     console = Console()
     plan = build_plan(CommandLine(**plan_options), warn=lambda m: _err(f"warning: {m}"))
+    plan.command = shlex.join(["ltr-bench", *sys.argv[1:]])
     console.status("checking rankers and data ...", force=True)
     expanded = expand_plan(plan, score_repeats=score_repeats)
 

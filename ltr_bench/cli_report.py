@@ -8,6 +8,7 @@ The command only parses options and prints; the reading is
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import click
@@ -113,7 +114,17 @@ def report_command(ctx: click.Context, dataset, metrics, baseline, rankers, fmt,
     report = build_report(records, dataset=dataset, metrics=_split(metrics) or None,
                           baseline=baseline, rankers=_split(rankers) or None, alpha=alpha,
                           test=test)
-    text = format_report(report, fmt)
+    paths: list[Path] = []
+    with tempfile.TemporaryDirectory(prefix="ltr-bench-plots-") as tmp:
+        if plots_dir or fmt == "html":  # the HTML page embeds the figures
+            from .plots import write_plots
+
+            try:
+                paths = write_plots(report, plots_dir or tmp)
+            except (OSError, ValueError) as exc:
+                click.echo(f"Error: --plots {plots_dir}: {exc}", err=True)
+                ctx.exit(EXIT_FAILED)
+        text = format_report(report, fmt, plots=paths)
     if output:
         atomic_write_text(Path(output), text)
         click.echo(f"report written to {output}", err=True)
@@ -122,13 +133,6 @@ def report_command(ctx: click.Context, dataset, metrics, baseline, rankers, fmt,
 
     code = EXIT_OK
     if plots_dir:
-        from .plots import write_plots
-
-        try:
-            paths = write_plots(report, plots_dir)
-        except (OSError, ValueError) as exc:
-            click.echo(f"Error: --plots {plots_dir}: {exc}", err=True)
-            ctx.exit(EXIT_FAILED)
         for p in paths:
             click.echo(f"plot written to {p}", err=True)
         parents = sorted({pid for row in report.rows for pid in row.parent_run_ids})

@@ -125,6 +125,7 @@ class Plan:
     cache_dir: str | None = None
     source: str | None = None
     seeds: tuple[int, ...] | None = None
+    command: str | None = None  # the command line that made the plan (provenance only)
 
     def all_seeds(self) -> tuple[int, ...]:
         return tuple(self.seeds) if self.seeds else (self.seed,)
@@ -284,14 +285,21 @@ def load_plan(path: str | Path) -> Plan:
 
 
 def parse_value(text: str) -> Any:
-    """Parse a command-line value: TOML scalar/array if it is one, ``none``/``null`` -> None,
-    ``True``/``False`` (Python spelling) -> bool, otherwise the string itself."""
+    """Parse a command-line value: TOML scalar, array or inline table if it is one
+    (``31``, ``[1, 2]``, ``{max_bin = 63}``), a JSON object (``{"max_bin": 63}``),
+    ``none``/``null`` -> None, ``True``/``False`` (Python spelling) -> bool, otherwise the
+    string itself."""
     stripped = text.strip()
     low = stripped.lower()
     if low in ("none", "null"):
         return None
     if low in ("true", "false"):
         return low == "true"
+    if stripped.startswith("{") and ":" in stripped:
+        try:  # a JSON object: structured values such as LightGBM's extra_params
+            return json.loads(stripped)
+        except ValueError:
+            pass
     try:
         value = tomllib.loads(f"v = {stripped}")["v"]
     except tomllib.TOMLDecodeError:
@@ -299,8 +307,8 @@ def parse_value(text: str) -> Any:
     if isinstance(value, float) and not math.isfinite(value) and low not in (
             "inf", "+inf", "-inf", "nan", "+nan", "-nan"):
         return text
-    if isinstance(value, (dict,)) or hasattr(value, "isoformat"):
-        return text  # dates and inline tables are not parameter values; keep the text
+    if hasattr(value, "isoformat"):
+        return text  # dates are not parameter values; keep the text
     return value
 
 

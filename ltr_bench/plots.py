@@ -72,6 +72,19 @@ def _convention(metric: str) -> str:
     return "" if key is None else key.convention
 
 
+def _bounded(ax, metric: str) -> None:
+    """Ranking metrics live in [0, 1]: error bars must not stretch the axis past 1."""
+    if metric_key_or_none(metric) is not None or metric == "knn_error":
+        low, high = ax.get_ylim()
+        ax.set_ylim(max(low, 0.0), min(high, 1.0))
+
+
+def _legend_outside(ax) -> None:
+    """The legend beside the axes, where it cannot hide data."""
+    ax.legend(title="ranker", fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              borderaxespad=0.0)
+
+
 def _save(fig, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -104,7 +117,7 @@ def plot_ndcg_at_k(report: Report, path: str | Path, *, empty: str = "1") -> Pat
                          f"found {ks or 'none'}")
     plt = _plt()
     style = _style(report)
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    fig, ax = plt.subplots(figsize=(9.0, 4.8))
     n = len(report.rows)
     # small horizontal offsets so that error bars of close lines do not hide each other
     width = 0.08 * (min(np.diff(ks)) if len(ks) > 1 else 1)
@@ -120,7 +133,8 @@ def plot_ndcg_at_k(report: Report, path: str | Path, *, empty: str = "1") -> Pat
     ax.set_title(f"{report.dataset}: NDCG@k, mean ± 1 std over {_folds_text(report)}\n"
                  f"({keys[0].convention})", fontsize=10)
     ax.grid(True, alpha=0.3)
-    ax.legend(title="ranker", fontsize=8)
+    _bounded(ax, "ndcg@10")
+    _legend_outside(ax)
     return _save(fig, path)
 
 
@@ -131,7 +145,7 @@ def plot_accuracy_vs_time(report: Report, path: str | Path, *, metric: str = "nd
     machine), one point per ranker, labelled with its name."""
     plt = _plt()
     style = _style(report)
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    fig, ax = plt.subplots(figsize=(9.0, 4.8))
     lows, highs = [], []
     for row in report.rows:
         t = np.array([_value(r, "fit_seconds") for r in row.runs.values()], dtype=np.float64)
@@ -146,8 +160,6 @@ def plot_accuracy_vs_time(report: Report, path: str | Path, *, metric: str = "nd
         ax.errorbar([med], [y], xerr=[[med - t.min()], [t.max() - med]], yerr=[y_sd],
                     color=colour, marker=marker, markersize=7, capsize=3, linestyle="none",
                     label=_name(row))
-        ax.annotate(row.label, (med, y), textcoords="offset points", xytext=(6, 6),
-                    fontsize=8, color=colour)
     if not lows:
         plt.close(fig)
         raise ValueError(f"no ranker has both {metric} and fit_seconds")
@@ -162,7 +174,8 @@ def plot_accuracy_vs_time(report: Report, path: str | Path, *, metric: str = "nd
                  f"depend on the machine and its load)", fontsize=10)
     ax.grid(True, alpha=0.3, which="both")
     ax.margins(x=0.15, y=0.12)
-    ax.legend(title="ranker", fontsize=8)
+    _bounded(ax, metric)
+    _legend_outside(ax)
     return _save(fig, path)
 
 
@@ -171,18 +184,23 @@ def plot_metric_per_fold(report: Report, path: str | Path, *, metric: str = "ndc
     """``metric`` on each fold's test queries, one line per ranker."""
     plt = _plt()
     style = _style(report)
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    for row in report.rows:
+    fig, ax = plt.subplots(figsize=(9.0, 4.8))
+    n = len(report.rows)
+    for i, row in enumerate(report.rows):
         vals = row.fold_values(metric)
         colour, marker = style[row.label]
-        ax.plot(list(vals), list(vals.values()), color=colour, marker=marker, linewidth=1.2,
-                label=_name(row))
+        # folds are separate experiments: points side by side, never joined by lines
+        x = np.array(list(vals), dtype=float) + (i - (n - 1) / 2) * min(0.6 / max(n, 1), 0.15)
+        ax.plot(x, list(vals.values()), color=colour, marker=marker, linestyle="none",
+                markersize=7, label=_name(row))
     ax.set_xticks(report.folds)
     ax.set_xlabel("fold (same train / validation / test split for every ranker)")
     ax.set_ylabel(f"{pretty(metric)} on the fold's test queries")
-    ax.set_title(f"{report.dataset}: {pretty(metric)} per fold ({_convention(metric)})", fontsize=10)
-    ax.grid(True, alpha=0.3)
-    ax.legend(title="ranker", fontsize=8)
+    ax.set_title(f"{report.dataset}: {pretty(metric)} per fold, mean over seeds "
+                 f"({_convention(metric)})", fontsize=10)
+    ax.grid(True, alpha=0.3, axis="y")
+    _bounded(ax, metric)
+    _legend_outside(ax)
     return _save(fig, path)
 
 

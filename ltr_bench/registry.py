@@ -165,9 +165,15 @@ def make_ranker(name: str, params: dict | None = None):
         valid = ranker.get_params(deep=False)
         unknown = sorted(set(params) - set(valid))
         if unknown:
+            hints = []
+            for u in unknown:
+                close = difflib.get_close_matches(u, list(valid), n=1, cutoff=0.6)
+                if close:
+                    hints.append(f"{u} -> {close[0]}?")
             raise BadParameterError(
-                f"ranker {name!r} has no parameter(s) {', '.join(unknown)}; valid parameters: "
-                f"{', '.join(sorted(valid))}"
+                f"ranker {name!r} has no parameter(s) {', '.join(unknown)}"
+                + (f" (did you mean: {', '.join(hints)})" if hints else "")
+                + f"; valid parameters: {', '.join(sorted(valid))}"
             )
         ranker.set_params(**params)
     return ranker

@@ -4,7 +4,6 @@ summary table of a run. Nothing here computes a statistic."""
 from __future__ import annotations
 
 import csv
-import html
 import io
 import math
 
@@ -152,38 +151,18 @@ def to_csv(report: Report) -> str:
     return buf.getvalue()
 
 
-def _html_table(header: list[str], rows: list[list[str]], cls: str) -> str:
-    e = html.escape
-    out = [f'<table class="{cls}">', "<thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in header)
-           + "</tr></thead>", "<tbody>"]
-    for r in rows:
-        out.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>")
-    out += ["</tbody>", "</table>"]
-    return "\n".join(out)
+def to_html(report: Report, *, plots=()) -> str:
+    """A self-contained HTML page (:mod:`ltr_bench.report_html`)."""
+    from .report_html import to_html as render
+
+    return render(report, plots=plots)
 
 
-def to_html(report: Report) -> str:
-    e = html.escape
-    header, body = _table(report)
-    parts = ["<!DOCTYPE html>", '<html><head><meta charset="utf-8">',
-             f"<title>ltr-bench report: {e(report.dataset)}</title>",
-             "<style>table{border-collapse:collapse}td,th{border:1px solid #999;"
-             "padding:2px 6px;text-align:right}td:first-child,th:first-child{text-align:left}"
-             "</style></head><body>",
-             f"<h2>{e(report.dataset)}: {len(report.rows)} ranker(s), baseline "
-             f"{e(report.baseline)}</h2>",
-             _html_table(header, body, "results"),
-             "<ul>" + "".join(f"<li>{e(s)}</li>" for s in legend(report)) + "</ul>"]
-    if report.comparisons:
-        parts += [f"<h3>Paired tests against {e(report.baseline)}</h3>",
-                  _html_table(_test_header(report), _test_rows(report), "tests")]
-    parts.append("</body></html>")
-    return "\n".join(parts) + "\n"
-
-
-def format_report(report: Report, fmt: str = "md") -> str:
+def format_report(report: Report, fmt: str = "md", *, plots=()) -> str:
     """The report as ``md`` (Markdown), ``csv`` (tidy, one line per ranker and quantity)
-    or ``html`` (a standalone page)."""
+    or ``html`` (one self-contained page, ``plots`` embedded)."""
+    if fmt == "html":
+        return to_html(report, plots=plots)
     try:
         return {"md": to_markdown, "csv": to_csv, "html": to_html}[fmt](report)
     except KeyError:

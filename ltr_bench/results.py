@@ -169,6 +169,13 @@ class ResultRecord:
         return f"{self.label or self.ranker} / {self.dataset} fold {self.fold}{seed}"
 
 
+def _default_mode() -> int:
+    """0666 less the process umask: the mode ``open()`` would give a new file."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so that readers see the old file or the whole new one:
     a temporary file in the same folder, fsync, then ``os.replace``."""
@@ -178,6 +185,7 @@ def atomic_write_text(path: Path, text: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
             fh.write(text)
             fh.flush()
+            os.fchmod(fh.fileno(), _default_mode())  # mkstemp makes 0600; honour the umask
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:

@@ -160,3 +160,14 @@ def test_seed_count_and_list_parse_from_the_command_line():
     assert parse_seeds("3") == (0, 1, 2) and parse_seeds("4,7") == (4, 7)
     with pytest.raises(PlanError, match="--seeds"):
         parse_seeds("a,b")
+
+
+@pytest.mark.parametrize("text, value", [
+    ("{max_bin = 63}", {"max_bin": 63}),
+    ('{"max_bin": 63, "extra_trees": true}', {"max_bin": 63, "extra_trees": True}),
+    ("{broken", "{broken"),
+])
+def test_structured_values_from_the_command_line_become_dicts(text, value):
+    assert parse_value(text) == value
+    name, key, parsed = parse_assignment(f"lightgbm.extra_params={text}", option="--param")
+    assert (name, key, parsed) == ("lightgbm", "extra_params", value)

@@ -175,3 +175,15 @@ def test_make_ranker_applies_parameters_and_rejects_unknown_ones_listing_valid_o
     with pytest.raises(UnknownRankerError):
         make_ranker("lightgmb")
 
+
+
+def test_a_misspelt_parameter_gets_a_close_match_suggestion():
+    with pytest.raises(BadParameterError, match=r"did you mean: num_leafs -> num_leaves\?"):
+        make_ranker("lightgbm", {"num_leafs": 7})
+
+
+def test_an_import_path_names_a_ranker_that_is_not_installed():
+    entry = get_entry("ltrb_fake_rankers:LinearRanker")
+    assert entry.distribution == "(import path)" and entry.target == entry.name
+    with pytest.raises(UnknownRankerError):
+        get_entry("not a path:Ranker")
