@@ -251,6 +251,32 @@ def datasets_cmd(data_dir: str | None) -> None:
     click.echo(_table(rows))
 
 
+# ------------------------------------------------------------------------------- download
+
+@main.command("download", context_settings=CONTEXT)
+@click.argument("name")
+@options.data_dir
+@click.option("--url", default=None, metavar="URL",
+              help="Download from here instead of the publisher's address (same checks).")
+def download_cmd(name: str, data_dir: str | None, url: str | None) -> None:
+    """Download a LETOR dataset into the data home, check it and unpack it where the loader
+    expects it (mslr10k, mslr30k, mq2007, mq2008, ohsumed). Resumes an interrupted download.
+    For datasets whose licence must be accepted by hand (yahoo-set1/2, istella-s) it prints
+    the steps instead."""
+    from .console import Console
+    from .download import download_dataset
+
+    console = Console()
+
+    def progress(done: int, total: int, what: str) -> None:
+        pct = f" {100.0 * done / total:5.1f}%" if total else ""
+        console.status(f"{what}: {done / 2**20:,.1f} MiB"
+                       + (f" of {total / 2**20:,.1f} MiB" if total else "") + pct)
+
+    download_dataset(name, data_dir=data_dir, url=url, progress=progress, say=console.line)
+    console.clear()
+
+
 # ------------------------------------------------------------------------------------- ui
 
 @main.command("ui", context_settings=CONTEXT)

@@ -157,7 +157,8 @@ METRIC_TABLE: dict[str, MetricSpec] = {s.name: s for s in (
                     "recall_k scores 0)",
         ties=_EXACT_TIES + ": a tie group with r relevant of m documents puts r/m on each "
              "of its ranks",
-        beyond_query="counts the documents the query has: 1 once k >= its length",
+        beyond_query="counts the documents the query has: 1 once k >= its length "
+                     "(if it has a relevant document)",
         follows_empty_query=True, kernel="recall"),
 )}
 
@@ -176,8 +177,8 @@ CONVENTIONS: dict[str, str] = {
         f"{', '.join(_FOLLOWING)}, and 0 (trec_eval/ranx) under the keys ending "
         f"{_EMPTY0_SUFFIX}; every run records both. {', '.join(_OWN_VALUE)} scores 0 (one key)"),
     "ties": _EXACT_TIES,
-    "k_larger_than_query": "sum over the documents the query has; IDCG truncated the same "
-                           "way; P@k still divides by k",
+    "k_larger_than_query": "; ".join(f"{s.display}@k {s.beyond_query}"
+                                     for s in METRIC_TABLE.values()),
     **{s.name: s.definition for s in METRIC_TABLE.values()},
 }
 

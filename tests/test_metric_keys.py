@@ -179,6 +179,8 @@ def test_every_table_row_has_a_kernel_forms_a_convention_text_and_a_parsable_dis
         assert all(form in METRICS_HELP for form in spec.forms)
         for field in (spec.formula, spec.empty_query, spec.ties, spec.beyond_query):
             assert field and field in CONVENTIONS[name]
+        assert spec.beyond_query in CONVENTIONS["k_larger_than_query"]
+        assert (spec.display in CONVENTIONS["empty_query"])
         assert spec.display.lower() == name  # so the display spelling parses
 
 

@@ -143,10 +143,19 @@ def _not_found(spec: DatasetSpec, data_dir, missing: Path, fold: int) -> Dataset
     return DatasetNotFoundError("\n".join(lines), path=missing)
 
 
+#: Datasets shipped inside the package (small, with a licence that allows it): a folder per
+#: spec root. A copy under the data home takes precedence.
+BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
+
+
 def _named_files(spec: DatasetSpec, data_dir, fold: int) -> dict[str, tuple[Path, Path | None]]:
     if not 1 <= fold <= spec.n_folds:
         raise DataError(f"dataset {spec.name!r} has folds 1..{spec.n_folds}, not {fold}.")
     home = resolve_data_dir(data_dir)
+    builtin = BUILTIN_DIR / spec.root
+    if builtin.is_dir() and _find_file(spec.fold_files(home, fold)[spec.split_files[0][0]]) \
+            is None:
+        home = BUILTIN_DIR  # shipped with the package (a copy in the data home wins)
     out = {}
     for split, expected in spec.fold_files(home, fold).items():
         f = _find_file(expected)
@@ -324,10 +333,12 @@ def dataset_present(spec_or_name, data_dir=None) -> tuple[bool, Path]:
     if spec.kind != "letor":
         return True, home
     try:
-        _named_files(spec, data_dir, 1)
+        files = _named_files(spec, data_dir, 1)
     except DataError:
         return False, home / spec.root
-    return True, home / spec.root
+    first = next(iter(files.values()))[0]
+    root = BUILTIN_DIR / spec.root if BUILTIN_DIR in first.parents else home / spec.root
+    return True, root
 
 
 def available_folds(dataset, *, data_dir=None, options=None) -> list[int]:
