@@ -3,19 +3,53 @@
 Registered as ``lightgbm``, ``xgboost-gbrt`` and ``xgboost-lambdamart`` in the
 ``ltr_bench.rankers`` entry point group (main ``pyproject.toml``), like any plugin.
 
-Defaults come from LightGBM's published comparison on MSLR ("MS LTR", docs/Experiments.rst):
-LightGBM ``learning_rate=0.1, num_leaves=255, num_trees=500, min_data_in_leaf=0,
-min_sum_hessian_in_leaf=100``; its ``xgboost_hist`` setting ``eta=0.1, num_round=500,
-min_child_weight=100, tree_method=hist, grow_policy=lossguide, max_depth=0,
-max_leaves=255``, which both XGBoost rankers use. Other native parameters keep the
-libraries' defaults and can be set through ``extra_params`` (a dict passed through to the
-library; it may not repeat a named parameter).
+Presets (``preset``; docs/decisions.md, "GBDT defaults and presets"). The size and shape
+parameters default to None, meaning "from the preset", and are resolved in ``fit`` (the
+training size is known there); a parameter set explicitly always wins over the preset. The
+preset is an ordinary parameter, so ``--param lightgbm.preset=mslr-benchmark`` or
+``preset = "mslr-benchmark"`` in a TOML plan selects it and the run records it; the resolved
+values are in ``resolved_params_`` and ``fitted_info()``.
+
+``"auto"`` (default): works at every size. 500 rounds, learning rate 0.1, early stopping after
+50 rounds without validation gain, trees of at most 31 leaves, and a leaf minimum of
+``m = min(20, max(1, n_train // 100))`` training documents: LightGBM's library defaults
+(``num_leaves=31, min_data_in_leaf=20, min_sum_hessian_in_leaf=1e-3``), shrunk on data under
+2,000 training rows so that trees can still split. LightGBM counts documents
+(``min_data_in_leaf=m``); XGBoost has only a hessian minimum, ``min_child_weight=m`` (one
+document weighs 1 under squared error, so for ``xgboost-gbrt`` this is also ``m`` documents;
+``rank:ndcg`` hessians are LambdaRank's). Why not the published MSLR settings: their hessian
+minimum of 100 assumes millions of documents; LambdaRank hessians are small, and on OHSUMED's
+9,219 training documents LightGBM then never splits (a constant model, NDCG@10 of a random
+ranking). On the validation splits of OHSUMED and the default ``synthetic`` (5 folds each),
+``auto`` beat the published shape with a leaf minimum of 1% of the training documents for
+``lightgbm`` and ``xgboost-gbrt``; for ``xgboost-lambdamart`` it won on ``synthetic`` and lost
+on OHSUMED (docs/decisions.md has the numbers).
+
+``"mslr-benchmark"``: LightGBM's published comparison on MSLR-WEB30K ("MS LTR",
+docs/Experiments.rst of LightGBM): LightGBM ``learning_rate=0.1, num_leaves=255,
+num_trees=500, min_data_in_leaf=0, min_sum_hessian_in_leaf=100``; its ``xgboost_hist`` setting
+``eta=0.1, num_round=500, min_child_weight=100, tree_method=hist, grow_policy=lossguide,
+max_depth=0, max_leaves=255`` for both XGBoost rankers; all 500 rounds (no early stopping, as
+published). Meant for MSLR-sized data: on small data it can give a constant model.
+
+``"lgmml-paper"``: the GBRT and lambda-MART baselines of the L-GMML paper (Su, King and Lyu,
+SIGIR 2017, Section 4): RankLib's MART / LambdaMART defaults (10 leaves per tree, shrinkage
+0.1, minimum leaf support 1, early stopping after 100 rounds without validation gain) with
+the paper's 5,000 trees. ``min_child_weight=1`` stands in for RankLib's leaf support of one
+document (exact for ``xgboost-gbrt``; a hessian minimum for the LambdaRank objectives).
+
+``"lightgbm-defaults"`` (``lightgbm`` only): LightGBM's own library defaults (100 rounds,
+31 leaves, ``min_data_in_leaf=20``, ``min_sum_hessian_in_leaf=1e-3``), early stopping 50.
+
+Other native parameters keep the libraries' defaults and can be set through
+``extra_params`` (a dict passed through to the library; it may not repeat a named parameter).
 
 Early stopping (documented convention): when ``fit`` gets ``eval_set`` (the validation
-split) and ``early_stopping_rounds`` is not None, training stops once NDCG@``eval_at`` on
-the validation split -- computed by the library itself, gain ``2^rel - 1``, queries without
-relevant documents scoring 1 -- has not improved for ``early_stopping_rounds`` rounds, and
-``predict`` uses the best round (``best_iteration_`` trees). Without ``eval_set`` every one
+split) and the resolved ``early_stopping_rounds`` is not None, training stops once
+NDCG@``eval_at`` on the validation split -- computed by the library itself, gain
+``2^rel - 1``, queries without relevant documents scoring 1 -- has not improved for
+``early_stopping_rounds`` rounds, and ``predict`` uses the best round (``best_iteration_``
+trees). Without ``eval_set`` every one
 of the ``n_estimators`` trees is used. ``evals_result_`` keeps the library's own validation
 metric per round (``{"vali": {"ndcg@10": [...]}}``; empty without ``eval_set``).
 
@@ -29,7 +63,8 @@ machine set ``n_jobs`` explicitly: OpenMP threads competing for cores slow down 
 Tags (:class:`ltr_bench.ranker.RankerTags`): ``seed_param="random_state"``,
 ``thread_param="n_jobs"``, ``uses_eval_set=True`` (early stopping), no ``query_dim_param``
 (query-by-example rows are plain features to the trees). ``fitted_info()`` reports the trees
-``predict`` uses: best iteration, rounds trained, trees, total leaves, features used.
+``predict`` uses (best iteration, rounds trained, whether early stopping fired, trees, total
+leaves, features used), the preset and the resolved parameters.
 
 Queries are passed to the libraries as group sizes of the contiguous query blocks
 (:func:`ltr_bench.ranker.query_boundaries`), so query ids need not be sorted.
@@ -148,6 +183,76 @@ def _group_sizes(qid: np.ndarray) -> np.ndarray:
     return np.diff(query_boundaries(qid))
 
 
+# --------------------------------------------------------------------------- presets
+
+#: ``early_stopping_rounds`` default: take the preset's value (None already means "off")
+FROM_PRESET = "preset"
+
+
+def _auto_leaf_minimum(n_train: int) -> int:
+    """``auto``'s leaf minimum: LightGBM's default of 20 documents, but at most 1% of the
+    training rows so that a tree on a few hundred rows can still split."""
+    return min(20, max(1, n_train // 100))
+
+
+#: ``{preset: {parameter: value or callable(n_train)}}`` (see the module docstring)
+LIGHTGBM_PRESETS = {
+    "auto": dict(n_estimators=500, num_leaves=31, learning_rate=0.1,
+                 min_data_in_leaf=_auto_leaf_minimum, min_sum_hessian_in_leaf=1e-3,
+                 early_stopping_rounds=50),
+    "mslr-benchmark": dict(n_estimators=500, num_leaves=255, learning_rate=0.1,
+                           min_data_in_leaf=0, min_sum_hessian_in_leaf=100.0,
+                           early_stopping_rounds=None),
+    "lgmml-paper": dict(n_estimators=5000, num_leaves=10, learning_rate=0.1,
+                        min_data_in_leaf=1, min_sum_hessian_in_leaf=1e-3,
+                        early_stopping_rounds=100),
+    "lightgbm-defaults": dict(n_estimators=100, num_leaves=31, learning_rate=0.1,
+                              min_data_in_leaf=20, min_sum_hessian_in_leaf=1e-3,
+                              early_stopping_rounds=50),
+}
+XGBOOST_PRESETS = {
+    "auto": dict(n_estimators=500, max_leaves=31, max_depth=0, learning_rate=0.1,
+                 min_child_weight=_auto_leaf_minimum, early_stopping_rounds=50),
+    "mslr-benchmark": dict(n_estimators=500, max_leaves=255, max_depth=0, learning_rate=0.1,
+                           min_child_weight=100.0, early_stopping_rounds=None),
+    "lgmml-paper": dict(n_estimators=5000, max_leaves=10, max_depth=0, learning_rate=0.1,
+                        min_child_weight=1.0, early_stopping_rounds=100),
+}
+
+
+def _resolve_preset(ranker, presets: dict, n_train: int) -> dict:
+    """The preset's values for the parameters left at "from the preset" (None, or
+    ``FROM_PRESET`` for ``early_stopping_rounds``), the ranker's own values for the rest."""
+    name = ranker.preset
+    if not isinstance(name, str) or name not in presets:
+        raise ValueError(f"preset must be one of {', '.join(map(repr, presets))}, got {name!r}")
+    out = {}
+    for key, default in presets[name].items():
+        value = getattr(ranker, key)
+        unset = (isinstance(value, str) and value == FROM_PRESET
+                 if key == "early_stopping_rounds" else value is None)
+        if unset:
+            value = default(n_train) if callable(default) else default
+        out[key] = value
+    return out
+
+
+def _stop_info(rounds_run: int, n_estimators: int, stopping, trees_grown: int) -> dict:
+    """How training ended: ``early_stopping`` (it was active) and ``stopped_by``:
+    ``"early-stopping"`` (the loop ended before ``n_estimators`` rounds with early stopping
+    active), ``"no-split"`` (without early stopping, fewer trees than rounds: LightGBM stops
+    adding trees once no leaf can be split; with early stopping active the booster is cut
+    to the best round and this cannot be told apart, ``constant_model`` still can) or
+    ``"max-rounds"``."""
+    if stopping is not None and rounds_run < n_estimators:
+        how = "early-stopping"
+    elif stopping is None and trees_grown < n_estimators:
+        how = "no-split"
+    else:
+        how = "max-rounds"
+    return {"early_stopping": stopping is not None, "stopped_by": how}
+
+
 #: all three: early stopping on the validation split; seed, thread count through
 #: ``random_state`` / ``n_jobs``; query-by-example rows are plain features to the trees
 _TAGS = RankerTags(requires_qid_at_predict=False, uses_eval_set=True, deterministic=True,
@@ -160,14 +265,16 @@ _TAGS = RankerTags(requires_qid_at_predict=False, uses_eval_set=True, determinis
 class LightGBMRanker(BaseRanker):
     """LightGBM ``lambdarank`` (lambda-MART): trees fitted to LambdaRank gradients of NDCG.
 
-    Parameters (defaults: LightGBM's MSLR benchmark, see the module docstring)
+    Parameters (None / ``"preset"``: the preset's value, resolved in ``fit``; see the module
+    docstring for the presets and their values)
     ----------
-    n_estimators : int, default 500        boosting rounds (``num_iterations``)
-    num_leaves : int, default 255
-    learning_rate : float, default 0.1
-    min_sum_hessian_in_leaf : float, default 100
-    min_data_in_leaf : int, default 0
-    early_stopping_rounds : int or None, default 50
+    preset : {"auto", "mslr-benchmark", "lgmml-paper", "lightgbm-defaults"}, default "auto"
+    n_estimators : int or None                boosting rounds (``num_iterations``)
+    num_leaves : int or None
+    learning_rate : float or None
+    min_sum_hessian_in_leaf : float or None
+    min_data_in_leaf : int or None
+    early_stopping_rounds : int, None or "preset", default "preset"
         Used only when ``fit`` gets ``eval_set``; None disables early stopping.
     eval_at : int or sequence of int, default 10
         k of the validation NDCG@k LightGBM computes; early stopping follows the first.
@@ -177,13 +284,17 @@ class LightGBMRanker(BaseRanker):
 
     Attributes: ``booster_`` (lightgbm.Booster), ``best_iteration_`` (trees used by
     predict), ``n_features_in_``, ``n_threads_``, ``evals_result_``, ``params_`` (the
-    native parameter dict used).
+    native parameter dict used), ``resolved_params_`` (the preset-governed parameters as
+    used, e.g. ``{"num_leaves": 31, "min_data_in_leaf": 20, ...}``).
     """
 
-    def __init__(self, n_estimators=500, num_leaves=255, learning_rate=0.1,
-                 min_sum_hessian_in_leaf=100.0, min_data_in_leaf=0,
-                 early_stopping_rounds=50, eval_at=10, n_jobs=None, random_state=0,
+    _PRESETS = LIGHTGBM_PRESETS
+
+    def __init__(self, preset="auto", n_estimators=None, num_leaves=None, learning_rate=None,
+                 min_sum_hessian_in_leaf=None, min_data_in_leaf=None,
+                 early_stopping_rounds=FROM_PRESET, eval_at=10, n_jobs=None, random_state=0,
                  extra_params=None):
+        self.preset = preset
         self.n_estimators = n_estimators
         self.num_leaves = num_leaves
         self.learning_rate = learning_rate
@@ -208,16 +319,29 @@ class LightGBMRanker(BaseRanker):
     def ranker_tags(self) -> RankerTags:
         return _TAGS
 
-    def _native_params(self) -> dict:
+    def _resolve(self, n_train: int) -> dict:
+        """The preset-governed parameters for ``n_train`` training rows, validated."""
+        r = _resolve_preset(self, self._PRESETS, n_train)
+        return {
+            "n_estimators": _int_param("n_estimators", r["n_estimators"], 1),
+            "num_leaves": _int_param("num_leaves", r["num_leaves"], 2),
+            "learning_rate": _positive_float("learning_rate", r["learning_rate"]),
+            "min_sum_hessian_in_leaf": _positive_float(
+                "min_sum_hessian_in_leaf", r["min_sum_hessian_in_leaf"], allow_zero=True),
+            "min_data_in_leaf": _int_param("min_data_in_leaf", r["min_data_in_leaf"], 0),
+            "early_stopping_rounds": _int_param(
+                "early_stopping_rounds", r["early_stopping_rounds"], 1, allow_none=True),
+        }
+
+    def _native_params(self, resolved: dict) -> dict:
         params = {
             "objective": "lambdarank",
             "metric": "ndcg",
             "eval_at": _eval_at(self.eval_at),
-            "num_leaves": _int_param("num_leaves", self.num_leaves, 2),
-            "learning_rate": _positive_float("learning_rate", self.learning_rate),
-            "min_sum_hessian_in_leaf": _positive_float(
-                "min_sum_hessian_in_leaf", self.min_sum_hessian_in_leaf, allow_zero=True),
-            "min_data_in_leaf": _int_param("min_data_in_leaf", self.min_data_in_leaf, 0),
+            "num_leaves": resolved["num_leaves"],
+            "learning_rate": resolved["learning_rate"],
+            "min_sum_hessian_in_leaf": resolved["min_sum_hessian_in_leaf"],
+            "min_data_in_leaf": resolved["min_data_in_leaf"],
             "num_threads": _resolve_threads(self.n_jobs),
             "seed": _seed(self.random_state),
             # identical results for a seed, whatever the thread count
@@ -231,11 +355,10 @@ class LightGBMRanker(BaseRanker):
     def fit(self, X, y, *, qid, eval_set=None):
         import lightgbm as lgb
 
-        n_estimators = _int_param("n_estimators", self.n_estimators, 1)
-        stopping = _int_param("early_stopping_rounds", self.early_stopping_rounds, 1,
-                              allow_none=True)
-        params = self._native_params()
         X, y, qid, eval_set = _check_fit_input(X, y, qid, eval_set)
+        resolved = self._resolve(X.shape[0])
+        n_estimators, stopping = resolved["n_estimators"], resolved["early_stopping_rounds"]
+        params = self._native_params(resolved)
 
         train = lgb.Dataset(X, label=y, group=_group_sizes(qid), params={"verbosity": -1},
                             free_raw_data=True)
@@ -260,6 +383,7 @@ class LightGBMRanker(BaseRanker):
         self.n_features_in_ = X.shape[1]
         self.n_threads_ = params["num_threads"]
         self.params_ = params
+        self.resolved_params_ = resolved
         return self
 
     def predict(self, X, *, qid=None):
@@ -277,8 +401,13 @@ class LightGBMRanker(BaseRanker):
 
         ``best_iteration`` (rounds used), ``rounds_trained`` (rounds boosted, including the
         ones after the best that early stopping discards), ``n_trees`` and ``n_leaves`` (trees
-        and total leaves of the rounds used), ``n_features`` (input width) and
-        ``n_features_used`` (features split on at least once in the trees used).
+        and total leaves of the rounds used), ``constant_model`` (no used tree has a split:
+        every document gets the same score), ``n_features`` (input width) and
+        ``n_features_used`` (features split on at least once in the trees used);
+        ``early_stopping`` (it was active) and ``stopped_by`` (``"early-stopping"``,
+        ``"no-split"``: LightGBM ended because no leaf could be split, or ``"max-rounds"``);
+        ``preset`` and the resolved preset-governed parameters (``num_leaves``,
+        ``min_data_in_leaf``, ... ; ``early_stopping_rounds`` only when not None).
         """
         self._check_fitted("booster_")
         used = self.best_iteration_
@@ -287,13 +416,22 @@ class LightGBMRanker(BaseRanker):
         # lgb.train truncates the booster to the best round after early stopping; the
         # validation curve still has one entry per round trained
         curve = next(iter(self.evals_result_.get("vali", {}).values()), [])
+        rounds = max(int(self.booster_.current_iteration()), len(curve))
+        resolved = self.resolved_params_
+        stopping = resolved["early_stopping_rounds"] if self.evals_result_ else None
+        n_leaves = int(sum(int(t["num_leaves"]) for t in trees))
         return {
             "best_iteration": int(used),
-            "rounds_trained": max(int(self.booster_.current_iteration()), len(curve)),
+            "rounds_trained": rounds,
             "n_trees": len(trees),
-            "n_leaves": int(sum(int(t["num_leaves"]) for t in trees)),
+            "n_leaves": n_leaves,
+            "constant_model": n_leaves <= len(trees),
             "n_features": int(self.n_features_in_),
             "n_features_used": int(np.count_nonzero(splits)),
+            **_stop_info(rounds, resolved["n_estimators"], stopping,
+                         int(self.booster_.current_iteration())),
+            "preset": str(self.preset),
+            **{k: v for k, v in resolved.items() if v is not None},
         }
 
 
@@ -312,10 +450,12 @@ class _XGBoostRanker(BaseRanker):
     """Shared fit/predict of the two XGBoost rankers; subclasses fix ``_objective``."""
 
     _objective = ""
+    _PRESETS = XGBOOST_PRESETS
 
-    def __init__(self, n_estimators=500, max_leaves=255, max_depth=0, learning_rate=0.1,
-                 min_child_weight=100.0, early_stopping_rounds=50, eval_at=10, n_jobs=None,
-                 random_state=0, extra_params=None):
+    def __init__(self, preset="auto", n_estimators=None, max_leaves=None, max_depth=None,
+                 learning_rate=None, min_child_weight=None, early_stopping_rounds=FROM_PRESET,
+                 eval_at=10, n_jobs=None, random_state=0, extra_params=None):
+        self.preset = preset
         self.n_estimators = n_estimators
         self.max_leaves = max_leaves
         self.max_depth = max_depth
@@ -339,16 +479,29 @@ class _XGBoostRanker(BaseRanker):
     def ranker_tags(self) -> RankerTags:
         return _TAGS
 
-    def _native_params(self) -> dict:
+    def _resolve(self, n_train: int) -> dict:
+        """The preset-governed parameters for ``n_train`` training rows, validated."""
+        r = _resolve_preset(self, self._PRESETS, n_train)
+        return {
+            "n_estimators": _int_param("n_estimators", r["n_estimators"], 1),
+            "max_leaves": _int_param("max_leaves", r["max_leaves"], 0),
+            "max_depth": _int_param("max_depth", r["max_depth"], 0),
+            "learning_rate": _positive_float("learning_rate", r["learning_rate"]),
+            "min_child_weight": _positive_float("min_child_weight", r["min_child_weight"],
+                                                allow_zero=True),
+            "early_stopping_rounds": _int_param(
+                "early_stopping_rounds", r["early_stopping_rounds"], 1, allow_none=True),
+        }
+
+    def _native_params(self, resolved: dict) -> dict:
         params = {
             "objective": self._objective,
             "tree_method": "hist",
             "grow_policy": "lossguide",
-            "max_depth": _int_param("max_depth", self.max_depth, 0),
-            "max_leaves": _int_param("max_leaves", self.max_leaves, 0),
-            "eta": _positive_float("learning_rate", self.learning_rate),
-            "min_child_weight": _positive_float("min_child_weight", self.min_child_weight,
-                                                allow_zero=True),
+            "max_depth": resolved["max_depth"],
+            "max_leaves": resolved["max_leaves"],
+            "eta": resolved["learning_rate"],
+            "min_child_weight": resolved["min_child_weight"],
             "nthread": _resolve_threads(self.n_jobs),
             "seed": _seed(self.random_state),
             "eval_metric": [f"ndcg@{k}" for k in _eval_at(self.eval_at)],
@@ -360,11 +513,10 @@ class _XGBoostRanker(BaseRanker):
     def fit(self, X, y, *, qid, eval_set=None):
         import xgboost as xgb
 
-        n_estimators = _int_param("n_estimators", self.n_estimators, 1)
-        stopping = _int_param("early_stopping_rounds", self.early_stopping_rounds, 1,
-                              allow_none=True)
-        params = self._native_params()
         X, y, qid, eval_set = _check_fit_input(X, y, qid, eval_set)
+        resolved = self._resolve(X.shape[0])
+        n_estimators, stopping = resolved["n_estimators"], resolved["early_stopping_rounds"]
+        params = self._native_params(resolved)
         # group sizes instead of qid: XGBoost requires sorted qid, our contract only
         # contiguous blocks
         dtrain = xgb.DMatrix(X, label=y, nthread=params["nthread"])
@@ -392,6 +544,7 @@ class _XGBoostRanker(BaseRanker):
         self.n_features_in_ = X.shape[1]
         self.n_threads_ = params["nthread"]
         self.params_ = params
+        self.resolved_params_ = resolved
         return self
 
     def predict(self, X, *, qid=None):
@@ -412,21 +565,33 @@ class _XGBoostRanker(BaseRanker):
         ``best_iteration`` (rounds used), ``rounds_trained`` (rounds boosted, including the
         ones after the best that early stopping discards), ``n_trees`` and ``n_leaves`` (trees
         and total leaves of the rounds used; one tree per round unless ``extra_params`` asks
-        for more), ``n_features`` (input width) and ``n_features_used`` (features split on
-        at least once in the trees used).
+        for more), ``constant_model`` (no used tree has a split), ``n_features`` (input
+        width) and ``n_features_used`` (features split on at least once in the trees used);
+        ``early_stopping`` (it was active) and ``stopped_by`` (``"early-stopping"`` or
+        ``"max-rounds"``); ``preset`` and the resolved preset-governed parameters
+        (``max_leaves``, ``min_child_weight``, ... ; ``early_stopping_rounds`` only when not
+        None).
         """
         import json
 
         self._check_fitted("booster_")
         used = self.booster_[:self.best_iteration_]  # a copy holding the rounds used
         trees = [json.loads(t) for t in used.get_dump(dump_format="json")]
+        rounds = int(self.booster_.num_boosted_rounds())
+        resolved = self.resolved_params_
+        stopping = resolved["early_stopping_rounds"] if self.evals_result_ else None
+        n_leaves = int(sum(_xgboost_leaves(t) for t in trees))
         return {
             "best_iteration": int(self.best_iteration_),
-            "rounds_trained": int(self.booster_.num_boosted_rounds()),
+            "rounds_trained": rounds,
             "n_trees": len(trees),
-            "n_leaves": int(sum(_xgboost_leaves(t) for t in trees)),
+            "n_leaves": n_leaves,
+            "constant_model": n_leaves <= len(trees),
             "n_features": int(self.n_features_in_),
             "n_features_used": len(used.get_score(importance_type="weight")),
+            **_stop_info(rounds, resolved["n_estimators"], stopping, rounds),
+            "preset": str(self.preset),
+            **{k: v for k, v in resolved.items() if v is not None},
         }
 
 
@@ -464,14 +629,16 @@ def _xgboost_progress(total: int):
 
 
 _XGB_DOC_PARAMS = """
-    Parameters (defaults: the ``xgboost_hist`` setting of LightGBM's MSLR benchmark)
+    Parameters (None / ``"preset"``: the preset's value, resolved in ``fit``; see the module
+    docstring of :mod:`ltr_bench_baselines.gbdt` for the presets and their values)
     ----------
-    n_estimators : int, default 500          boosting rounds
-    max_leaves : int, default 255            (grow_policy=lossguide)
-    max_depth : int, default 0               0 = unlimited (leaves are the limit)
-    learning_rate : float, default 0.1       XGBoost ``eta``
-    min_child_weight : float, default 100
-    early_stopping_rounds : int or None, default 50
+    preset : {"auto", "mslr-benchmark", "lgmml-paper"}, default "auto"
+    n_estimators : int or None               boosting rounds
+    max_leaves : int or None                 (grow_policy=lossguide)
+    max_depth : int or None                  0 = unlimited (leaves are the limit)
+    learning_rate : float or None            XGBoost ``eta``
+    min_child_weight : float or None
+    early_stopping_rounds : int, None or "preset", default "preset"
         Used only when ``fit`` gets ``eval_set``; None disables early stopping.
     eval_at : int or sequence of int, default 10
         k of the validation ``ndcg@k`` XGBoost computes; early stopping follows the first.
@@ -480,7 +647,8 @@ _XGB_DOC_PARAMS = """
     extra_params : dict or None              any other XGBoost parameter, passed through
 
     Attributes: ``booster_`` (xgboost.Booster), ``best_iteration_`` (rounds used by predict),
-    ``n_features_in_``, ``n_threads_``, ``evals_result_``, ``params_``.
+    ``n_features_in_``, ``n_threads_``, ``evals_result_``, ``params_``, ``resolved_params_``
+    (the preset-governed parameters as used).
 """
 
 

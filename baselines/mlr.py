@@ -13,7 +13,7 @@ Two data layouts:
   and the rows of one qid share ``q``. Score ``-(q - x)^T W (q - x)``;
   ``phi(q, x) = -(q - x)(q - x)^T`` (paper Eq. 4).
 * **Query-document data** (``query_dim=None``; OHSUMED, MQ2008, MSLR): there is no query
-  point. Our adaptation (docs/decisions.md, MLR section; after the L-GMML paper's "ideal
+  point. Our adaptation (docs/decisions.md#mlr-ideal-candidate; after the L-GMML paper's "ideal
   candidate"): ``z`` = mean of the (scaled) training documents that carry the largest
   training label, score ``-(x - z)^T W (x - z)``, ``phi(q, x) = -(x - z)(x - z)^T``, and the
   same structural SVM over the training queries' candidate lists. ``z`` is fixed before

@@ -1,8 +1,9 @@
 """Cutting-plane training of MLR / R-MLR (1-slack margin rescaling) with an ADMM inner solver.
 
 Written from McFee & Lanckriet (ICML 2010, Algorithm 1) and, for the group penalty, the R-MLR
-description in ``ALGORITHMS.md`` section 4 (Lim, McFee & Lanckriet, ICML 2013); no reference
-code was read.
+objective of Lim, McFee & Lanckriet (ICML 2013) as summarised in
+``docs/decisions.md#rmlr-group-penalty``; no reference code was read. Why ADMM:
+``docs/decisions.md#mlr-solver``.
 
 Problem (W symmetric d x d)::
 

@@ -1,11 +1,12 @@
 """5-fold OHSUMED (LETOR 3.0 Feature-min, 45 features): MLR / R-MLR fit time and NDCG@10,
 with L-GMML timed in the same process for the ratio.
 
-MLR on query-document data uses the ideal-candidate adaptation (ALGORITHMS.md section 5):
-features z-scored on the training split, z = mean of the training documents with the top
-label, score -(x - z)^T W (x - z). C is chosen per fold on the validation split's NDCG@10
-from ``--c-grid`` (the test split is never used to choose anything); the reported fit time is
-the fit of the chosen model only, and "grid s" is the whole validation sweep.
+MLR on query-document data uses the ideal-candidate adaptation
+(docs/decisions.md#mlr-ideal-candidate): features z-scored on the training split, z = mean of
+the training documents with the top label, score -(x - z)^T W (x - z). C is chosen per fold on
+the validation split's NDCG@10 from ``--c-grid`` (the test split is never used to choose
+anything); the reported fit time is the fit of the chosen model only, and "grid s" is the whole
+validation sweep.
 
 Data are read with ``ltr_bench.data.load_fold(<folder>, k)`` (the harness path).
 ``--max-iter`` / ``--admm-max-iter`` cap the cutting planes / inner ADMM steps (the fit

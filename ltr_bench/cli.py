@@ -23,7 +23,7 @@ from pathlib import Path
 import click
 
 from . import __version__, cli_options as options
-from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError
+from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, LtrBenchError, UsageError
 from .metric_keys import METRICS_HELP
 
 CONTEXT = options.CONTEXT
@@ -163,6 +163,8 @@ def _run(ctx, *, tracking_uri, no_mlflow, results_dir, output, force, score_repe
         report, interrupted = exc.report, True
     if mlflow_listener is not None:
         mlflow_listener.close(interrupted=interrupted)
+        if not interrupted:
+            _attach_html_reports(store, report.records, mlflow_listener, console)
         tracking_error = mlflow_listener.error or tracking_error
     console.clear()
 
@@ -188,6 +190,31 @@ def _run(ctx, *, tracking_uri, no_mlflow, results_dir, output, force, score_repe
              f"(nothing is recomputed), or add --no-mlflow.")
         code = EXIT_FAILED
     ctx.exit(code)
+
+
+def _attach_html_reports(store, records, listener, console) -> None:
+    """Each dataset's HTML report on its parent runs: every result in the store on the folds
+    and seeds of this run (so, on the same data, what it can be compared with)."""
+    import tempfile
+
+    from .plots import write_plots
+    from .report import build_report
+    from .report_html import to_html
+
+    for dataset in sorted({r.dataset for r in records}):
+        units = {(r.fold, r.seed) for r in records if r.dataset == dataset}
+        recs = [r for r in store.records() if r.dataset == dataset
+                and (r.fold, r.seed) in units]  # what is comparable with this run
+        for r in recs:
+            store.per_query(r)
+        try:
+            with tempfile.TemporaryDirectory(prefix="ltr-bench-report-") as tmp:
+                rep = build_report(recs, dataset=dataset)
+                path = Path(tmp) / "report.html"
+                path.write_text(to_html(rep, plots=write_plots(rep, tmp)), encoding="utf-8")
+                listener.attach_report(dataset, path)
+        except (LtrBenchError, ValueError, OSError) as exc:
+            console.line(f"note: no HTML report attached for {dataset}: {exc}")
 
 
 # -------------------------------------------------------------------------------- rankers
@@ -310,7 +337,11 @@ def ui_cmd(ctx: click.Context, tracking_uri: str | None, host: str, port: int,
     root = artifact_root_for(uri)
     if root is not None:
         cmd += ["--default-artifact-root", root]
-    _err(f"MLflow UI for {uri} at http://{host}:{port} (Ctrl-C to stop)")
+    # MLflow 3 opens in its GenAI view unless told otherwise; this address lands on the
+    # model-training runs tables, where each parent run's Description holds its key metrics
+    # and the Chart view (compareRunsMode=CHART) plots every metric without any clicking.
+    _err(f"MLflow UI for {uri}: open http://{host}:{port}/#/experiments?workflowType="
+         f"machine_learning (Ctrl-C to stop)")
     sys.stderr.flush()
     sys.stdout.flush()
     if os.name == "posix" and not os.environ.get("LTR_BENCH_UI_NO_EXEC"):

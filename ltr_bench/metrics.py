@@ -379,8 +379,10 @@ class _RankedQueries:
         """AP@k = (1/R) sum over relevant documents d at rank(d) <= k of P@rank(d).
 
         R = all relevant documents of the query (trec_eval ``map_cut``, ranx), so AP@k < 1
-        when R > k (XGBoost's ``map@k`` divides by min(k, R) instead; its ``map`` equals
-        ours, checked in the tests). ``map`` (no k) uses the whole list. Ties: for a
+        when R > k (XGBoost's ``map@k`` divides by min(k, R) instead, and its ``map``
+        without a cutoff is ``map@32``, so it differs from ours on queries of more than 32
+        documents; tests/baselines/test_library_metrics.py). ``map`` (no k) uses the whole
+        list. Ties: for a
         relevant document in a group (s, m, r, c) placed uniformly at the group's j-th
         rank, the other relevant documents of the group ahead of it number
         (j-1)(r-1)/(m-1) in expectation, so by

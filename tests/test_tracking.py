@@ -191,7 +191,7 @@ def test_artifacts_hold_the_resolved_config_and_per_query_metrics(ctx, tmp_path)
     assert config["cell"]["params"]["random_state"] == 0
     assert config["plan"]["rankers"] == {"fake-linear": {}, "fake-other": {}}
     parent = _runs(client, _experiment(client), "parent")[0]
-    assert {a.path for a in client.list_artifacts(parent.info.run_id)} == {"plan.json"}
+    assert {a.path for a in client.list_artifacts(parent.info.run_id)} == {"plan.json", "report"}
 
 
 def test_rerun_and_forced_rerun_do_not_duplicate_runs(own_ctx):
@@ -336,8 +336,35 @@ def test_a_config_file_is_stored_with_its_parent_run(own_ctx, tmp_path):
     client = ctx["client"]
     (parent,) = [p for p in _runs(client, _experiment(client), "parent")
                  if p.data.params["seed"] == "21"]
-    assert {a.path for a in client.list_artifacts(parent.info.run_id)} == {"plan.json",
-                                                                          "plan.toml"}
+    assert {a.path for a in client.list_artifacts(parent.info.run_id)} == {
+        "plan.json", "plan.toml", "report"}
     got = client.download_artifacts(parent.info.run_id, "plan.toml", tmp_path)
     assert Path(got).read_text() == plan.read_text()
     assert parent.data.params["scale"] == "3.0"
+
+
+def test_mlflow_opens_on_the_comparison_with_readable_parents(ctx):
+    """Model-training experiment (not MLflow's GenAI view); each parent's Description holds
+    its fold means; its Duration is the compute time of its folds, not the wall span of
+    every session that touched it."""
+    client = ctx["client"]
+    exp = _experiment(client)
+    assert exp.tags["mlflow.experimentKind"] == "custom_model_development"
+    folds = _runs(client, exp, "fold")
+    for parent in _runs(client, exp, "parent"):
+        note = parent.data.tags["mlflow.note.content"]
+        assert note.startswith(f"**{parent.data.tags['label']}** on **synthetic**")
+        assert f"| NDCG@10 | {parent.data.metrics['ndcg_at_10']:.4f} |" in note
+        kids = [r for r in folds if r.data.tags["mlflow.parentRunId"] == parent.info.run_id]
+        compute = sum(k.info.end_time - k.info.start_time for k in kids)
+        assert parent.info.end_time - parent.info.start_time == compute
+
+
+def test_each_parent_carries_the_html_report_of_its_dataset(ctx, tmp_path):
+    client = ctx["client"]
+    for parent in _runs(client, _experiment(client), "parent"):
+        names = {a.path for a in client.list_artifacts(parent.info.run_id, "report")}
+        assert names == {"report/report.html"}
+        page = Path(client.download_artifacts(parent.info.run_id, "report/report.html",
+                                              tmp_path)).read_text()
+        assert "<h1>synthetic: 2 ranker(s) compared</h1>" in page

@@ -55,6 +55,10 @@ TAG_CONFIG_KEY = "ltr_bench_config_key"
 TAG_FINISHED = "ltr_bench_finished"
 TAG_ROLE = "ltr_bench_role"  # "parent" or "fold"
 RECORD_ARTIFACT = "record.json"
+NOTE_TAG = "mlflow.note.content"  # the run's Description in the MLflow UI
+#: Marks our experiments as model-training experiments: MLflow 3's UI otherwise opens them
+#: in its GenAI view (traces, token usage).
+EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
 PER_QUERY_ARTIFACT = "per_query_metrics.csv"
 _PARAM_MAX = 6000  # MLflow's limit on a param value's length
 
@@ -97,6 +101,27 @@ def _record_values(record: ResultRecord) -> dict[str, float]:
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             values[f"model.{k}"] = float(v)
     return values
+
+
+def _parent_note(records: list[ResultRecord], stats) -> str:
+    """Markdown for a parent run's Description: what it is and its fold means."""
+    from ..metrics import metric_display
+
+    first = records[0]
+    units = sorted({(r.fold, r.seed) for r in records})
+    lines = [f"**{first.label or first.ranker}** on **{first.dataset}**: "
+             f"{len(units)} fold(s), seed {first.seed}, {first.n_threads or 'default'} "
+             f"thread(s).", "", "| quantity | mean | std |", "|---|---:|---:|"]
+    for k, (mean, std, n) in sorted(stats.items()):
+        shown = metric_display(k)
+        lines.append(f"| {shown} | {mean:.4f} | {'' if n < 2 else f'{std:.4f}'} |")
+    flags = sorted({f for r in records for f in r.flags})
+    if flags:
+        lines += ["", "Flags: " + ", ".join(flags)]
+    params = {k: v for k, v in first.user_params.items()}
+    if params:
+        lines += ["", "Parameters set: " + ", ".join(f"`{k}={v}`" for k, v in params.items())]
+    return "\n".join(lines)
 
 
 class Tracker:
@@ -168,7 +193,8 @@ class Tracker:
                 location = f"{self.artifact_root}/{_safe_dir_name(dataset)}"
             try:
                 exp_id = client.create_experiment(name, artifact_location=location,
-                                                  tags={"ltr_bench_dataset": dataset})
+                                                  tags={"ltr_bench_dataset": dataset,
+                                                        **EXPERIMENT_TAGS})
             except Exception:
                 exp = client.get_experiment_by_name(name)  # created concurrently
                 if exp is None:
@@ -178,6 +204,9 @@ class Tracker:
             if exp.lifecycle_stage == "deleted":
                 client.restore_experiment(exp.experiment_id)
             exp_id = exp.experiment_id
+            for k, v in EXPERIMENT_TAGS.items():  # experiments made by older versions
+                if exp.tags.get(k) != v:
+                    client.set_experiment_tag(exp_id, k, v)
         self._experiments[dataset] = exp_id
         return exp_id
 
@@ -346,6 +375,15 @@ class Tracker:
 
     # -- end of an invocation ----------------------------------------------------------------
 
+    def _compute_end(self, run_id: str, records: list[ResultRecord]) -> int | None:
+        """End time that makes the parent's Duration the compute time of its folds (the sum
+        of their wall times), not the span of every session that touched it."""
+        if not records:
+            return None
+        start = self.client.get_run(run_id).info.start_time
+        spans = [(_millis(r.finished) or 0) - (_millis(r.started) or 0) for r in records]
+        return start + max(0, sum(spans))
+
     def mark_failed(self, plan_key: str) -> None:
         """Remember that a cell of this plan key failed (its parent ends FAILED)."""
         self._failed_plans.add(plan_key)
@@ -369,6 +407,7 @@ class Tracker:
                 if records:
                     stats = aggregate(records)
                     ts = max(_millis(r.finished) or 0 for r in records)
+                    self.client.set_tag(run_id, NOTE_TAG, _parent_note(records, stats))
                     metrics = [Metric("n_folds", float(len(records)), ts, 0)]
                     for k, (mean, std, count) in sorted(stats.items()):
                         key = mlflow_metric_key(k)
@@ -381,7 +420,8 @@ class Tracker:
                     status = "FAILED"
                 if interrupted:
                     status = "KILLED"
-                self.client.set_terminated(run_id, status)
+                self.client.set_terminated(run_id, status,
+                                           end_time=self._compute_end(run_id, records))
         except Exception as exc:
             raise TrackingError(self._message("end the parent runs", exc)) from exc
 
@@ -431,6 +471,20 @@ class MlflowListener:
             self.tracker.log_record(record, plan=self.plan, plan_toml=self.plan_toml)
         except TrackingError as exc:
             self._failed(str(exc))
+
+    def attach_report(self, dataset: str, path: Path) -> None:
+        """Attach a report file (e.g. the HTML report) under ``report/`` to every parent run
+        of ``dataset`` this invocation touched."""
+        if self.tracker is None:
+            return
+        tracker = self.tracker
+        try:
+            for plan_key, run_id in tracker._parents.items():
+                recs = tracker._parent_records.get(plan_key, {})
+                if any(r.dataset == dataset for r in recs.values()):
+                    tracker.client.log_artifact(run_id, str(path), artifact_path="report")
+        except Exception as exc:  # noqa: BLE001 - the report is a convenience, not a result
+            self._failed(message(tracker.uri, f"attach {path.name}", exc))
 
     def _failed(self, text: str) -> None:
         self.error = text

@@ -80,6 +80,9 @@ def test_fitted_info_counts_the_trees_and_leaves_predict_uses(cls):
     best = ranker.best_iteration_
     assert info["best_iteration"] == best == info["n_trees"]  # one tree per round
     assert info["rounds_trained"] == best + 3 < 300  # early stopping discarded 3 rounds
+    assert info["stopped_by"] == "early-stopping" and info["early_stopping"] is True
+    assert info["early_stopping_rounds"] == 3 and info["preset"] == "auto"
+    assert info["constant_model"] is False
     assert info["n_features"] == 8 and 1 <= info["n_features_used"] <= 8
     # independent count: each tree's leaf index of every row, over the trees used
     if cls is LightGBMRanker:
@@ -174,25 +177,104 @@ def test_progress_is_reported_once_per_boosting_round(cls):
     assert calls == [(i, 12) for i in range(1, 13)]
 
 
-def test_lightgbm_defaults_are_the_published_mslr_benchmark_settings():
-    # LightGBM docs/Experiments.rst, setting "LightGBM"
-    params = LightGBMRanker()._native_params()
-    assert LightGBMRanker().n_estimators == 500
+def test_lightgbm_mslr_benchmark_preset_is_the_published_setting():
+    # LightGBM docs/Experiments.rst, setting "LightGBM": 500 trees, no early stopping
+    ranker = LightGBMRanker(preset="mslr-benchmark")
+    resolved = ranker._resolve(2_000_000)
+    params = ranker._native_params(resolved)
+    assert resolved["n_estimators"] == 500 and resolved["early_stopping_rounds"] is None
     assert (params["num_leaves"], params["learning_rate"], params["min_data_in_leaf"],
             params["min_sum_hessian_in_leaf"]) == (255, 0.1, 0, 100.0)
     assert params["objective"] == "lambdarank" and params["eval_at"] == [10]
 
 
 @pytest.mark.parametrize("cls", [XGBoostGBRTRanker, XGBoostLambdaMARTRanker])
-def test_xgboost_defaults_are_the_published_xgboost_hist_settings(cls):
+def test_xgboost_mslr_benchmark_preset_is_the_published_xgboost_hist_setting(cls):
     # LightGBM docs/Experiments.rst, setting "xgboost_hist"
-    params = cls()._native_params()
-    assert cls().n_estimators == 500
+    ranker = cls(preset="mslr-benchmark")
+    resolved = ranker._resolve(2_000_000)
+    params = ranker._native_params(resolved)
+    assert resolved["n_estimators"] == 500 and resolved["early_stopping_rounds"] is None
     assert (params["eta"], params["min_child_weight"], params["tree_method"],
             params["grow_policy"], params["max_depth"], params["max_leaves"]) == (
         0.1, 100.0, "hist", "lossguide", 0, 255)
     expected = "reg:squarederror" if cls is XGBoostGBRTRanker else "rank:ndcg"
     assert params["objective"] == expected
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_auto_preset_leaf_minimum_is_20_documents_or_1_percent_of_small_training_sets(cls):
+    key = "min_data_in_leaf" if cls is LightGBMRanker else "min_child_weight"
+    leaves = "num_leaves" if cls is LightGBMRanker else "max_leaves"
+    ranker = cls()
+    assert ranker.preset == "auto"
+    for n_train, expected in ((3_000_000, 20), (9219, 20), (2000, 20), (1999, 19), (450, 4),
+                              (70, 1)):
+        resolved = ranker._resolve(n_train)
+        assert resolved[key] == expected, n_train
+        assert resolved[leaves] == 31 and resolved["n_estimators"] == 500
+        assert resolved["early_stopping_rounds"] == 50
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_explicit_parameters_override_the_preset_and_the_preset_is_a_recorded_parameter(cls):
+    leaves = "num_leaves" if cls is LightGBMRanker else "max_leaves"
+    ranker = cls(preset="mslr-benchmark", **{leaves: 7}, early_stopping_rounds=5)
+    assert ranker.get_params()["preset"] == "mslr-benchmark"
+    resolved = ranker._resolve(100)
+    assert resolved[leaves] == 7 and resolved["early_stopping_rounds"] == 5
+    assert resolved["learning_rate"] == 0.1 and resolved["n_estimators"] == 500
+    # None means "from the preset" for early stopping only through the sentinel "preset"
+    assert cls(early_stopping_rounds=None)._resolve(100)["early_stopping_rounds"] is None
+    paper = cls(preset="lgmml-paper")._resolve(100)
+    assert (paper["n_estimators"], paper[leaves], paper["early_stopping_rounds"]) == (
+        5000, 10, 100)
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_unknown_preset_is_an_error_that_lists_the_presets(cls):
+    X, y, qid = make_check_data()
+    with pytest.raises(ValueError, match=r"preset must be one of 'auto', 'mslr-benchmark'"):
+        cls(preset="fast").fit(X, y, qid=qid)
+
+
+def _ohsumed_fold1(shared_data):
+    from ltr_bench.data.loading import load_fold
+
+    fold = load_fold(shared_data / "OHSUMED-LETOR3-Feature-min", 1)
+    return fold, (fold.vali.X, fold.vali.y, fold.vali.qid)
+
+
+def test_lightgbm_auto_splits_on_ohsumed_where_the_mslr_preset_is_constant(shared_data):
+    # issue 11: the published MSLR setting's hessian minimum of 100 is never reached on
+    # OHSUMED's 9,219 training documents, so every tree is one leaf
+    fold, vali = _ohsumed_fold1(shared_data)
+    tr = fold.train
+    info = {}
+    for preset in ("auto", "mslr-benchmark"):
+        ranker = LightGBMRanker(preset=preset, n_estimators=60, n_jobs=1)
+        ranker.fit(tr.X, tr.y, qid=tr.qid, eval_set=vali)
+        info[preset] = ranker.fitted_info()
+        scores = ranker.predict(fold.test.X)
+        assert info[preset]["constant_model"] == (np.unique(scores).size == 1)
+    # LightGBM gives up after the first tree that cannot split
+    mslr = info["mslr-benchmark"]
+    assert mslr["constant_model"] and mslr["n_leaves"] == mslr["n_trees"] == 1
+    assert mslr["stopped_by"] == "no-split"
+    assert not info["auto"]["constant_model"]
+    assert info["auto"]["n_leaves"] > 5 * info["auto"]["n_trees"]
+    assert info["auto"]["min_data_in_leaf"] == 20 and info["auto"]["preset"] == "auto"
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_auto_defaults_grow_many_leaves_on_a_few_hundred_rows(cls):
+    # 40 queries of 1..30 documents: the auto leaf minimum shrinks to 1% of the rows
+    X, y, qid = ranking_data(5, 40)
+    ranker = cls(n_estimators=20, n_jobs=1).fit(X, y, qid=qid)
+    info = ranker.fitted_info()
+    assert not info["constant_model"]
+    assert info["n_leaves"] >= 3 * info["n_trees"] == 60
+    assert info["stopped_by"] == "max-rounds" and info["early_stopping"] is False
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)

@@ -12,7 +12,7 @@ The L-GMML paper's Algorithm 1 / Eq. 4-9. With similar pairs ``S`` and dissimila
 (Eq. 8). We compute it with two symmetric eigendecompositions (the paper uses Cholesky-Schur;
 both give the same matrix, eigh is simpler and exposes ``t``).
 
-Low-rank structure (ALGORITHMS.md section 2, item 8): ``S - lambda*I`` and ``D - lambda*I``
+Low-rank structure (docs/decisions.md#gmml-low-rank): ``S - lambda*I`` and ``D - lambda*I``
 live in ``span`` of the pair differences, of dimension ``k <= n_docs - 1`` where ``n_docs``
 is the number of distinct documents the pairs use. On the orthogonal complement both are
 ``lambda*I``, so ``M = lambda^(2t-1) * I`` there and::

@@ -1,5 +1,6 @@
-"""NDCG of one ranking, the project's conventions (DESIGN.md): used to choose anchors.
+"""NDCG of one ranking, used to choose anchors (docs/decisions.md#lgmml-anchors).
 
+The project's conventions (docs/decisions.md#metric-ndcg and #metric-ties):
 ``DCG@k = sum_{r<=k} (2^rel_r - 1) / log2(r + 1)``, ``NDCG@k = DCG@k / IDCG@k``. Tied
 scores get the expected DCG over all orderings of the tie (each position in a tied group
 receives the group's mean gain), as ``sklearn.metrics.ndcg_score`` does. A ranking with no

@@ -10,7 +10,7 @@ Parameters (paper value in brackets; "-" when the paper does not say). Defaults 
 on the validation splits of the shared OHSUMED (LETOR 3.0) data, never on test, by
 ``benchmarks/lgmml_ohsumed.py`` (5-fold mean validation NDCG@10, empty queries 0), *within
 the paper's direction*: documents closer to the ideal candidate rank higher (the paper's
-Section 3.2 and our ALGORITHMS.md section 2 item 4). Among such closer-first forms, "rising"
+Section 3.2 and docs/decisions.md#lgmml-score-direction). Among such closer-first forms, "rising"
 with mahalanobis distances, l2 scaling, m = 50 and the "global" strategy scored 0.2665
 (2 seeds; zscore 0.2689, the "mean" strategy 0.2636). The best configuration on validation
 overall ranks documents *far* from the anchors first (``score_form="positive"`` or "auto",

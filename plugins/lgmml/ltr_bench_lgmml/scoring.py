@@ -9,8 +9,9 @@ a document ``p`` is::
 The first term for all anchors at once is ``||p||^2 - 2 P A^T + ||a||^2`` (one n x d x m
 product); the second is one ``P @ V_all`` product with ``V_all = [V_1 ... V_m]`` (d x K,
 K = sum of the ranks) followed by a segmented sum. Cost per document: O(d (m + K)), exact
-(ALGORITHMS.md 2.8), against O(m d^2) for the dense form. Memory: rows are processed in chunks
-so at most ``chunk x (K + m)`` numbers exist at a time; no n x m x d array is ever formed.
+(docs/decisions.md#gmml-low-rank), against O(m d^2) for the dense form. Memory: rows are
+processed in chunks so at most ``chunk x (K + m)`` numbers exist at a time; no n x m x d array
+is ever formed.
 In practice the product is ``[p, 1] @ W`` with ``W``'s columns ``sqrt|g_j| [v_j; -v_j . a_r]``
 (see ``MetricBank._prepared``): the GEMM is then ~70% of the scoring time (profiled at
 m = 100, K = 2900, one thread), and ``max_rank`` (fewer columns) is what makes it cheaper.
@@ -24,7 +25,7 @@ Score (Eq. 13): ``f(p) = sign * sum_r Phi_r * h_r(p)`` with ``h_r = g(delta_r)``
 - ``"eq13"``: sign = -1, h_r = g(delta_r): Eq. 13 literally.
 - ``"rising"``: sign = -1, h_r = g(min(delta_r / s_r, 1)) with s_r a quantile of delta_r over
   training documents, so distances sit on g's rising side [0, 1] where -g decreases with
-  distance: closer documents always score higher (ALGORITHMS.md 2.9a).
+  distance: closer documents always score higher (docs/decisions.md#lgmml-score-direction).
 - ``"positive"``: sign = +1, h_r = g(delta_r): what the authors' code effectively ranks by.
 """
 

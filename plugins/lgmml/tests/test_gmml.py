@@ -1,4 +1,4 @@
-"""GMML closed form (Eq. 4-9) and its exact low-rank form (ALGORITHMS.md 2.8)."""
+"""GMML closed form (Eq. 4-9) and its exact low-rank form (docs/decisions.md#gmml-low-rank)."""
 
 import numpy as np
 import pytest

@@ -72,7 +72,8 @@ def test_documents_closer_to_the_anchor_score_higher(score_form):
 
 
 def test_eq13_literal_ranks_far_documents_first_on_the_falling_side():
-    # The failure ALGORITHMS.md 2.9a describes: beyond distance 1, -g(d) increases with d.
+    # The failure docs/decisions.md#lgmml-score-direction describes: beyond distance 1, -g(d)
+    # increases with d.
     one = gmml_lowrank([(np.zeros((1, 2)), np.zeros((0, 2)))], reg_lambda=1.0, t=0.5,
                        distance="mahalanobis")
     bank = MetricBank.from_metrics([one], np.zeros((1, 2)), "eq13")
