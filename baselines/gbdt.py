@@ -3,7 +3,7 @@
 Registered as ``lightgbm``, ``xgboost-gbrt`` and ``xgboost-lambdamart`` in the
 ``ltr_bench.rankers`` entry point group (main ``pyproject.toml``), like any plugin.
 
-Presets (``preset``; docs/decisions.md, "GBDT defaults and presets"). The size and shape
+Presets (``preset``; docs/decisions.md#gbdt-defaults). The size and shape
 parameters default to None, meaning "from the preset", and are resolved in ``fit`` (the
 training size is known there); a parameter set explicitly always wins over the preset. The
 preset is an ordinary parameter, so ``--param lightgbm.preset=mslr-benchmark`` or
@@ -23,7 +23,7 @@ minimum of 100 assumes millions of documents; LambdaRank hessians are small, and
 ranking). On the validation splits of OHSUMED and the default ``synthetic`` (5 folds each),
 ``auto`` beat the published shape with a leaf minimum of 1% of the training documents for
 ``lightgbm`` and ``xgboost-gbrt``; for ``xgboost-lambdamart`` it won on ``synthetic`` and lost
-on OHSUMED (docs/decisions.md has the numbers).
+on OHSUMED (docs/decisions.md#gbdt-defaults has the numbers).
 
 ``"mslr-benchmark"``: LightGBM's published comparison on MSLR-WEB30K ("MS LTR",
 docs/Experiments.rst of LightGBM): LightGBM ``learning_rate=0.1, num_leaves=255,
@@ -60,9 +60,15 @@ scores are reproducible (LightGBM with ``deterministic=True, force_row_wise=True
 CPU ``hist``); across thread counts neither library promises identical models. On a busy
 machine set ``n_jobs`` explicitly: OpenMP threads competing for cores slow down sharply.
 
+Query-by-example rows (``wine``, ``wdbc``, ``gauss-*``: rows ``[q, x]``, ``query_dim`` set by
+the harness through ``query_dim_param``): the trees see ``[q, x, |q - x|]``. On such data every
+candidate is relevant to the same share of the queries, so no single column of ``[q, x]``
+tells relevant rows from the others; a squared-error tree then finds no split with positive
+gain (``xgboost-gbrt`` was a constant model on ``gauss-10``), while ``|q_j - x_j|`` does.
+
 Tags (:class:`ltr_bench.ranker.RankerTags`): ``seed_param="random_state"``,
-``thread_param="n_jobs"``, ``uses_eval_set=True`` (early stopping), no ``query_dim_param``
-(query-by-example rows are plain features to the trees). ``fitted_info()`` reports the trees
+``thread_param="n_jobs"``, ``uses_eval_set=True`` (early stopping),
+``query_dim_param="query_dim"``. ``fitted_info()`` reports the trees
 ``predict`` uses (best iteration, rounds trained, whether early stopping fired, trees, total
 leaves, features used), the preset and the resolved parameters.
 
@@ -76,6 +82,10 @@ import numbers
 import os
 
 import numpy as np
+# scikit-learn's parameter-constraint vocabulary (BaseRanker.validate_params checks them)
+from numbers import Integral, Real
+
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ltr_bench.progress import report_progress
 from ltr_bench.ranker import (
@@ -84,6 +94,7 @@ from ltr_bench.ranker import (
     RankerTags,
     check_ranking_input,
     query_boundaries,
+    split_query_document,
 )
 
 __all__ = ["LightGBMRanker", "XGBoostGBRTRanker", "XGBoostLambdaMARTRanker"]
@@ -256,7 +267,17 @@ def _stop_info(rounds_run: int, n_estimators: int, stopping, trees_grown: int) -
 #: all three: early stopping on the validation split; seed, thread count through
 #: ``random_state`` / ``n_jobs``; query-by-example rows are plain features to the trees
 _TAGS = RankerTags(requires_qid_at_predict=False, uses_eval_set=True, deterministic=True,
-                   thread_param="n_jobs", seed_param="random_state", query_dim_param=None)
+                   thread_param="n_jobs", seed_param="random_state", query_dim_param="query_dim")
+
+
+def _tree_features(X: np.ndarray, query_dim) -> np.ndarray:
+    """The trees' input: ``X`` itself, or for query-by-example rows ``[q, x]`` (``query_dim``
+    set) the columns ``[q, x, |q - x|]``. Why the differences: on such data every candidate
+    is relevant to the same share of queries, so no single column of ``[q, x]`` separates
+    relevant from irrelevant rows and a squared-error tree's first split has zero gain
+    (``xgboost-gbrt`` stayed constant on ``gauss-*``); ``|q_j - x_j|`` does separate them."""
+    Q, D = split_query_document(X, query_dim)
+    return X if Q is None else np.hstack([X, np.abs(Q - D)])
 
 
 # --------------------------------------------------------------------------- LightGBM
@@ -269,6 +290,8 @@ class LightGBMRanker(BaseRanker):
     docstring for the presets and their values)
     ----------
     preset : {"auto", "mslr-benchmark", "lgmml-paper", "lightgbm-defaults"}, default "auto"
+    query_dim : int or None, default None   width of the query block of query-by-example rows
+        (set by the harness); the trees then also see ``|q - x|`` (module docstring)
     n_estimators : int or None                boosting rounds (``num_iterations``)
     num_leaves : int or None
     learning_rate : float or None
@@ -289,11 +312,36 @@ class LightGBMRanker(BaseRanker):
     """
 
     _PRESETS = LIGHTGBM_PRESETS
+    #: ``ltr-bench tune`` search space (ltr_bench.tuning.parse_spec); boosting rounds are
+    #: searched because without a validation split nothing stops them early
+    SEARCH_SPACE = {"num_leaves": {"low": 7, "high": 255, "log": True},
+                    "learning_rate": {"low": 0.01, "high": 0.3, "log": True},
+                    "min_data_in_leaf": {"low": 1, "high": 200, "log": True},
+                    "min_sum_hessian_in_leaf": {"low": 1e-3, "high": 10.0, "log": True},
+                    "n_estimators": {"low": 50, "high": 1000, "log": True}}
+
+    #: values checked before any data is loaded (BaseRanker.validate_params); None means
+    #: "from the preset"
+    _parameter_constraints = {
+        "preset": [StrOptions(set(LIGHTGBM_PRESETS))],
+        "n_estimators": [Interval(Integral, 1, None, closed="left"), None],
+        "num_leaves": [Interval(Integral, 2, None, closed="left"), None],
+        "learning_rate": [Interval(Real, 0, None, closed="neither"), None],
+        "min_sum_hessian_in_leaf": [Interval(Real, 0, None, closed="left"), None],
+        "min_data_in_leaf": [Interval(Integral, 0, None, closed="left"), None],
+        "early_stopping_rounds": [Interval(Integral, 1, None, closed="left"),
+                                  StrOptions({FROM_PRESET}), None],
+        "eval_at": [Interval(Integral, 1, None, closed="left"), list, tuple],
+        "n_jobs": [Integral, None],
+        "random_state": [Interval(Integral, 0, None, closed="left"), None],
+        "extra_params": [dict, None],
+        "query_dim": [Interval(Integral, 1, None, closed="left"), None],
+    }
 
     def __init__(self, preset="auto", n_estimators=None, num_leaves=None, learning_rate=None,
                  min_sum_hessian_in_leaf=None, min_data_in_leaf=None,
                  early_stopping_rounds=FROM_PRESET, eval_at=10, n_jobs=None, random_state=0,
-                 extra_params=None):
+                 extra_params=None, query_dim=None):
         self.preset = preset
         self.n_estimators = n_estimators
         self.num_leaves = num_leaves
@@ -305,6 +353,7 @@ class LightGBMRanker(BaseRanker):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.extra_params = extra_params
+        self.query_dim = query_dim
 
     _RESERVED = {
         "num_iterations": "n_estimators", "num_boost_round": "n_estimators",
@@ -360,13 +409,13 @@ class LightGBMRanker(BaseRanker):
         n_estimators, stopping = resolved["n_estimators"], resolved["early_stopping_rounds"]
         params = self._native_params(resolved)
 
-        train = lgb.Dataset(X, label=y, group=_group_sizes(qid), params={"verbosity": -1},
+        train = lgb.Dataset(_tree_features(X, self.query_dim), label=y, group=_group_sizes(qid), params={"verbosity": -1},
                             free_raw_data=True)
         callbacks = [_lightgbm_progress(n_estimators)]
         valid_sets, valid_names, evals_result = [], [], {}
         if eval_set is not None:
             Xv, yv, qv = eval_set
-            valid_sets = [lgb.Dataset(Xv, label=yv, group=_group_sizes(qv), reference=train)]
+            valid_sets = [lgb.Dataset(_tree_features(Xv, self.query_dim), label=yv, group=_group_sizes(qv), reference=train)]
             valid_names = ["vali"]
             callbacks.append(lgb.record_evaluation(evals_result))
             if stopping is not None:
@@ -392,7 +441,8 @@ class LightGBMRanker(BaseRanker):
                                       require_qid=False)
         if X.shape[0] == 0:
             return np.zeros(0, dtype=np.float64)
-        scores = self.booster_.predict(X, num_iteration=self.best_iteration_,
+        scores = self.booster_.predict(_tree_features(X, self.query_dim),
+                                       num_iteration=self.best_iteration_,
                                        num_threads=self.n_threads_)
         return np.asarray(scores, dtype=np.float64)
 
@@ -403,9 +453,11 @@ class LightGBMRanker(BaseRanker):
         ones after the best that early stopping discards), ``n_trees`` and ``n_leaves`` (trees
         and total leaves of the rounds used), ``constant_model`` (no used tree has a split:
         every document gets the same score), ``n_features`` (input width) and
-        ``n_features_used`` (features split on at least once in the trees used);
+        ``n_features_used`` (columns of the trees' input -- with ``|q - x|`` for
+        query-by-example rows -- split on at least once in the trees used);
         ``early_stopping`` (it was active) and ``stopped_by`` (``"early-stopping"``,
-        ``"no-split"``: LightGBM ended because no leaf could be split, or ``"max-rounds"``);
+        ``"no-split"``: LightGBM stopped adding trees because no leaf could be split --
+        told apart only without early stopping --, or ``"max-rounds"``);
         ``preset`` and the resolved preset-governed parameters (``num_leaves``,
         ``min_data_in_leaf``, ... ; ``early_stopping_rounds`` only when not None).
         """
@@ -438,6 +490,10 @@ class LightGBMRanker(BaseRanker):
 def _lightgbm_progress(total: int):
     def callback(env) -> None:
         report_progress(env.iteration + 1 - env.begin_iteration, total, "boosting round")
+        if env.evaluation_result_list:  # lets `ltr-bench tune` prune a hopeless trial early
+            from ltr_bench.tuning import report_intermediate
+
+            report_intermediate(env.iteration, env.evaluation_result_list[0][2])
 
     callback.order = 40  # after LightGBM's own evaluation callbacks
     return callback
@@ -451,10 +507,31 @@ class _XGBoostRanker(BaseRanker):
 
     _objective = ""
     _PRESETS = XGBOOST_PRESETS
+    #: ``ltr-bench tune`` search space (ltr_bench.tuning.parse_spec)
+    SEARCH_SPACE = {"max_depth": {"low": 2, "high": 10},
+                    "learning_rate": {"low": 0.01, "high": 0.3, "log": True},
+                    "min_child_weight": {"low": 1e-3, "high": 100.0, "log": True},
+                    "n_estimators": {"low": 50, "high": 1000, "log": True}}
+
+    _parameter_constraints = {
+        "preset": [StrOptions(set(XGBOOST_PRESETS))],
+        "n_estimators": [Interval(Integral, 1, None, closed="left"), None],
+        "max_leaves": [Interval(Integral, 0, None, closed="left"), None],
+        "max_depth": [Interval(Integral, 0, None, closed="left"), None],
+        "learning_rate": [Interval(Real, 0, None, closed="neither"), None],
+        "min_child_weight": [Interval(Real, 0, None, closed="left"), None],
+        "early_stopping_rounds": [Interval(Integral, 1, None, closed="left"),
+                                  StrOptions({FROM_PRESET}), None],
+        "eval_at": [Interval(Integral, 1, None, closed="left"), list, tuple],
+        "n_jobs": [Integral, None],
+        "random_state": [Interval(Integral, 0, None, closed="left"), None],
+        "extra_params": [dict, None],
+        "query_dim": [Interval(Integral, 1, None, closed="left"), None],
+    }
 
     def __init__(self, preset="auto", n_estimators=None, max_leaves=None, max_depth=None,
                  learning_rate=None, min_child_weight=None, early_stopping_rounds=FROM_PRESET,
-                 eval_at=10, n_jobs=None, random_state=0, extra_params=None):
+                 eval_at=10, n_jobs=None, random_state=0, extra_params=None, query_dim=None):
         self.preset = preset
         self.n_estimators = n_estimators
         self.max_leaves = max_leaves
@@ -466,6 +543,7 @@ class _XGBoostRanker(BaseRanker):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.extra_params = extra_params
+        self.query_dim = query_dim
 
     _RESERVED = {
         "num_boost_round": "n_estimators", "n_estimators": "n_estimators",
@@ -519,13 +597,15 @@ class _XGBoostRanker(BaseRanker):
         params = self._native_params(resolved)
         # group sizes instead of qid: XGBoost requires sorted qid, our contract only
         # contiguous blocks
-        dtrain = xgb.DMatrix(X, label=y, nthread=params["nthread"])
+        dtrain = xgb.DMatrix(_tree_features(X, self.query_dim), label=y,
+                             nthread=params["nthread"])
         dtrain.set_group(_group_sizes(qid))
         callbacks = [_xgboost_progress(n_estimators)]
         evals, evals_result = [], {}
         if eval_set is not None:
             Xv, yv, qv = eval_set
-            dval = xgb.DMatrix(Xv, label=yv, nthread=params["nthread"])
+            dval = xgb.DMatrix(_tree_features(Xv, self.query_dim), label=yv,
+                               nthread=params["nthread"])
             dval.set_group(_group_sizes(qv))
             evals = [(dval, "vali")]
             if stopping is not None:
@@ -555,7 +635,7 @@ class _XGBoostRanker(BaseRanker):
                                       require_qid=False)
         if X.shape[0] == 0:
             return np.zeros(0, dtype=np.float64)
-        data = xgb.DMatrix(X, nthread=self.n_threads_)
+        data = xgb.DMatrix(_tree_features(X, self.query_dim), nthread=self.n_threads_)
         scores = self.booster_.predict(data, iteration_range=(0, self.best_iteration_))
         return np.asarray(scores, dtype=np.float64)
 
@@ -566,7 +646,8 @@ class _XGBoostRanker(BaseRanker):
         ones after the best that early stopping discards), ``n_trees`` and ``n_leaves`` (trees
         and total leaves of the rounds used; one tree per round unless ``extra_params`` asks
         for more), ``constant_model`` (no used tree has a split), ``n_features`` (input
-        width) and ``n_features_used`` (features split on at least once in the trees used);
+        width) and ``n_features_used`` (columns of the trees' input -- with ``|q - x|`` for
+        query-by-example rows -- split on at least once in the trees used);
         ``early_stopping`` (it was active) and ``stopped_by`` (``"early-stopping"`` or
         ``"max-rounds"``); ``preset`` and the resolved preset-governed parameters
         (``max_leaves``, ``min_child_weight``, ... ; ``early_stopping_rounds`` only when not
@@ -633,6 +714,8 @@ _XGB_DOC_PARAMS = """
     docstring of :mod:`ltr_bench_baselines.gbdt` for the presets and their values)
     ----------
     preset : {"auto", "mslr-benchmark", "lgmml-paper"}, default "auto"
+    query_dim : int or None, default None    width of the query block of query-by-example rows
+        (set by the harness); the trees then also see ``|q - x|`` (module docstring)
     n_estimators : int or None               boosting rounds
     max_leaves : int or None                 (grow_policy=lossguide)
     max_depth : int or None                  0 = unlimited (leaves are the limit)

@@ -7,10 +7,19 @@ does not beat them has learned little.
 
 Both standardise every feature on the training split (``sklearn.preprocessing.StandardScaler``:
 ``z = (x - mean) / sd``; a constant feature has ``sd`` taken as 1) and score a document by a
-linear function of ``z``; query-by-example rows (``wine``, ``wdbc``, ``gauss-*``) are plain
-features to them (no ``query_dim_param``). Scores depend on a row alone, so ``predict`` needs
-no ``qid``. Threads: ``n_jobs`` limits the BLAS pools (``threadpoolctl``) during ``fit`` and
-``predict``; ``None`` or ``-1`` means every CPU available to the process. Neither model has
+linear function of ``z``. Scores depend on a row alone, so ``predict`` needs no ``qid``.
+
+Query-by-example rows (``wine``, ``wdbc``, ``gauss-*``; ``query_dim_param="query_dim"``, set
+by the harness on such data): a linear function of ``[q, x]`` is ``a . q + b . x``, whose
+query part is the same for every candidate of a query, so it could only rank all candidates
+in one global order whatever the query -- on ``gauss-*`` the least-squares solution is then
+exactly 0 (every document is relevant to the same share of queries). With ``query_dim=d``
+the features are instead the squared differences ``f_j = (q_j - x_j)^2`` (d of them), so the
+score ``sum_j w_j z(f_j) + b`` is a learned diagonal (weighted squared Euclidean) distance
+between query and candidate -- the linear counterpart of MLR's full metric.
+
+Threads: ``n_jobs`` limits the BLAS pools (``threadpoolctl``) during ``fit`` and ``predict``;
+``None`` or ``-1`` means every CPU available to the process. Neither model has
 randomness (no ``seed_param``), so the scores are a function of the data and the parameters.
 
 ``ridge`` (:class:`RidgeRanker`)
@@ -42,12 +51,19 @@ result has no randomness and no sampling parameter.
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input, query_boundaries
+from ltr_bench.ranker import (
+    BaseRanker,
+    RankerTags,
+    check_ranking_input,
+    query_boundaries,
+    split_query_document,
+)
 
 from .gbdt import _check_fit_input, _resolve_threads
 
@@ -74,13 +90,24 @@ def _positive_int(name, value):
 
 
 class _LinearRanker(BaseRanker):
-    """Shared standardisation, threads, predict."""
+    """Shared features, standardisation, threads, predict."""
+
+    def ranker_tags(self) -> RankerTags:
+        return RankerTags(requires_qid_at_predict=False, uses_eval_set=False,
+                          deterministic=True, thread_param="n_jobs", seed_param=None,
+                          query_dim_param="query_dim")
+
+    def _features(self, X):
+        """The rows themselves, or ``(q - x)^2`` per dimension for query-by-example rows."""
+        Q, D = split_query_document(X, self.query_dim)
+        return D if Q is None else (Q - D) ** 2
 
     def _fit_scaler(self, X):
         from sklearn.preprocessing import StandardScaler
 
-        self.scaler_ = StandardScaler().fit(X)
-        return self.scaler_.transform(X)
+        F = self._features(X)
+        self.scaler_ = StandardScaler().fit(F)
+        return self.scaler_.transform(F)
 
     def predict(self, X, *, qid=None):
         """``z . coef_ + intercept_`` with ``z`` the training-split standardisation of ``X``;
@@ -89,7 +116,7 @@ class _LinearRanker(BaseRanker):
         X, _, _ = check_ranking_input(X, None, qid, n_features=self.n_features_in_,
                                       require_qid=False)
         with threadpool_limits(self.n_threads_):
-            return self.scaler_.transform(X) @ self.coef_ + self.intercept_
+            return self.scaler_.transform(self._features(X)) @ self.coef_ + self.intercept_
 
 
 class RidgeRanker(_LinearRanker):
@@ -102,26 +129,32 @@ class RidgeRanker(_LinearRanker):
         validation NDCG@``eval_at`` when ``fit`` gets ``eval_set``, else 1.
     alpha_grid : sequence of float > 0, default ``DEFAULT_ALPHA_GRID`` (1e-2 .. 1e6)
     eval_at : int, default 10      k of the validation NDCG@k that picks ``alpha``
+    query_dim : int or None, default None   width of the query block of query-by-example
+        rows (set by the harness); None: plain features
     n_jobs : int or None, default None   BLAS threads (None or -1: all available CPUs)
 
-    Attributes: ``coef_`` (n_features,) and ``intercept_`` in the standardised space,
+    Attributes: ``coef_`` (n_features,; ``query_dim`` with query blocks) and ``intercept_``
+    in the standardised space,
     ``scaler_`` (the fitted ``StandardScaler``), ``alpha_`` (used), ``alpha_source_``
     (``"fixed"``, ``"validation"`` or ``"no-validation-split"``), ``validation_ndcg_``
     (``{alpha: NDCG}`` of the grid, empty unless chosen on validation), ``n_features_in_``,
     ``n_threads_``.
     """
 
-    def __init__(self, alpha=None, alpha_grid=DEFAULT_ALPHA_GRID, eval_at=10, n_jobs=None):
+    #: ``ltr-bench tune`` search space (ltr_bench.tuning.parse_spec): the grid's range
+    SEARCH_SPACE = {"alpha": {"low": 1e-2, "high": 1e6, "log": True}}
+
+    def __init__(self, alpha=None, alpha_grid=DEFAULT_ALPHA_GRID, eval_at=10, query_dim=None,
+                 n_jobs=None):
         self.alpha = alpha
         self.alpha_grid = alpha_grid
         self.eval_at = eval_at
+        self.query_dim = query_dim
         self.n_jobs = n_jobs
 
     def ranker_tags(self) -> RankerTags:
         # the validation split matters only when it picks alpha
-        return RankerTags(requires_qid_at_predict=False, uses_eval_set=self.alpha is None,
-                          deterministic=True, thread_param="n_jobs", seed_param=None,
-                          query_dim_param=None)
+        return dataclasses.replace(super().ranker_tags(), uses_eval_set=self.alpha is None)
 
     def _grid(self) -> list[float]:
         grid = list(self.alpha_grid) if not isinstance(self.alpha_grid, (str, bytes)) else []
@@ -150,7 +183,7 @@ class RidgeRanker(_LinearRanker):
                 alpha, source = 1.0, "no-validation-split"
             else:
                 Xv, yv, qv = eval_set
-                Zv = self.scaler_.transform(Xv)
+                Zv = self.scaler_.transform(self._features(Xv))
                 for a in grid:
                     model = Ridge(alpha=a).fit(Z, yf)
                     scores[a] = float(evaluate(yv, Zv @ model.coef_ + model.intercept_, qv,
@@ -170,14 +203,15 @@ class RidgeRanker(_LinearRanker):
 
     def fitted_info(self) -> dict[str, int | float | str]:
         """``alpha`` (used) and ``alpha_source`` (see the class), ``validation_ndcg`` (of the
-        chosen alpha, when chosen on validation), ``n_features`` and ``n_nonzero_coef``
-        (weights not exactly 0)."""
+        chosen alpha, when chosen on validation), ``n_features``, ``n_nonzero_coef``
+        (weights not exactly 0) and ``constant_model`` (every weight 0: one score for all)."""
         self._check_fitted("coef_")
         info: dict[str, int | float | str] = {
             "alpha": self.alpha_,
             "alpha_source": self.alpha_source_,
             "n_features": int(self.n_features_in_),
             "n_nonzero_coef": int(np.count_nonzero(self.coef_)),
+            "constant_model": not np.any(self.coef_),
         }
         if self.validation_ndcg_:
             info["validation_ndcg"] = self.validation_ndcg_[self.alpha_]
@@ -217,29 +251,31 @@ class ListNetRanker(_LinearRanker):
     Parameters
     ----------
     l2 : float >= 0, default 1e-4     weight of ``(l2 / 2) ||w||^2`` (features are z-scores)
-    max_iter : int, default 500       L-BFGS iterations
+    max_iter : int, default 1000      L-BFGS iterations (OHSUMED needs about 700)
+    query_dim : int or None, default None   width of the query block of query-by-example
+        rows (set by the harness); None: plain features
     tol : float > 0, default 1e-6     L-BFGS stops once every gradient component is below
                                       ``tol`` (``gtol``), or the objective's relative decrease
                                       per step falls below 1e-12 (``ftol``: no more progress)
     n_jobs : int or None, default None   BLAS threads (None or -1: all available CPUs)
 
-    Attributes: ``coef_`` (n_features,) in the standardised space, ``intercept_`` (0.0),
+    Attributes: ``coef_`` (n_features,; ``query_dim`` with query blocks) in the
+    standardised space, ``intercept_`` (0.0),
     ``scaler_``, ``n_iter_``, ``converged_`` (L-BFGS reported success), ``loss_`` (final
     objective), ``n_queries_used_`` (training queries with label differences),
     ``n_features_in_``, ``n_threads_``. When no training query has label differences the
     model is ``w = 0`` (every score 0) and ``n_iter_ = 0``.
     """
 
-    def __init__(self, l2=1e-4, max_iter=500, tol=1e-6, n_jobs=None):
+    #: ``ltr-bench tune`` search space (ltr_bench.tuning.parse_spec)
+    SEARCH_SPACE = {"l2": {"low": 1e-6, "high": 1.0, "log": True}}
+
+    def __init__(self, l2=1e-4, max_iter=1000, tol=1e-6, query_dim=None, n_jobs=None):
         self.l2 = l2
         self.max_iter = max_iter
         self.tol = tol
+        self.query_dim = query_dim
         self.n_jobs = n_jobs
-
-    def ranker_tags(self) -> RankerTags:
-        return RankerTags(requires_qid_at_predict=False, uses_eval_set=False,
-                          deterministic=True, thread_param="n_jobs", seed_param=None,
-                          query_dim_param=None)
 
     def fit(self, X, y, *, qid, eval_set=None):
         from scipy.optimize import minimize
@@ -254,7 +290,7 @@ class ListNetRanker(_LinearRanker):
             b = query_boundaries(qid)
             yf = y.astype(np.float64)
             keep = np.flatnonzero(np.maximum.reduceat(yf, b[:-1]) > np.minimum.reduceat(yf, b[:-1]))
-            w = np.zeros(X.shape[1])
+            w = np.zeros(Z.shape[1])
             n_iter, converged, loss = 0, True, 0.0
             if keep.size:
                 rows = np.concatenate([np.arange(b[i], b[i + 1]) for i in keep])
@@ -278,7 +314,7 @@ class ListNetRanker(_LinearRanker):
 
     def fitted_info(self) -> dict[str, int | float | str]:
         """``n_iter`` (L-BFGS iterations), ``converged``, ``loss`` (final objective),
-        ``n_queries_used``, ``n_features``, ``n_nonzero_coef``."""
+        ``n_queries_used``, ``n_features``, ``n_nonzero_coef``, ``constant_model`` (``w = 0``)."""
         self._check_fitted("coef_")
         return {
             "n_iter": int(self.n_iter_),
@@ -287,4 +323,5 @@ class ListNetRanker(_LinearRanker):
             "n_queries_used": int(self.n_queries_used_),
             "n_features": int(self.n_features_in_),
             "n_nonzero_coef": int(np.count_nonzero(self.coef_)),
+            "constant_model": not np.any(self.coef_),
         }

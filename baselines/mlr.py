@@ -89,6 +89,9 @@ class MLRRanker(BaseRanker):
     """
 
     _lam_fixed = 0.0
+    #: ``ltr-bench tune`` search space (ltr_bench.tuning.parse_spec)
+    SEARCH_SPACE = {"C": {"low": 1e-2, "high": 1e3, "log": True},
+                    "loss": {"choices": ["auc", "ndcg", "map", "mrr"]}}
 
     def __init__(self, loss="auc", k=10, C=10.0, epsilon=1e-3, max_iter=200, query_dim=None,
                  scaling="zscore", admm_max_iter=500, admm_tol=1e-4, n_threads=1,
@@ -236,6 +239,12 @@ class RMLRRanker(MLRRanker):
     none and is then just MLR. Choose ``C`` and ``lam / C`` together on validation data
     (e.g. lam / C in {0.1, 0.3, 1, 3}).
     """
+
+    #: ``ltr-bench tune`` search space (ltr_bench.tuning.parse_spec): lam / C in the range
+    #: the class docstring suggests, through lam itself
+    SEARCH_SPACE = {"C": {"low": 1e-2, "high": 1e3, "log": True},
+                    "lam": {"low": 1e-3, "high": 1e2, "log": True},
+                    "loss": {"choices": ["auc", "ndcg", "map", "mrr"]}}
 
     def __init__(self, loss="auc", k=10, C=10.0, lam=0.1, epsilon=1e-3, max_iter=200,
                  query_dim=None, scaling="zscore", admm_max_iter=500, admm_tol=1e-4,

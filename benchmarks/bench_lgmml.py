@@ -112,6 +112,10 @@ def main(argv=None):
     ap.add_argument("--max-rank", type=int, nargs="*", default=[],
                     help="also time scoring with each metric truncated to this rank")
     ap.add_argument("--n-iter", type=int, default=None, help="WARP iterations (default: the ranker's)")
+    ap.add_argument("--max-positives", type=int, default=None,
+                    help="documents sampled per metric (default: the ranker's); with "
+                         "--max-negatives this bounds each metric's rank, hence scoring cost")
+    ap.add_argument("--max-negatives", type=int, default=None)
     args = ap.parse_args(argv)
     n_docs = args.docs or (2_270_000 if args.full else 200_000)
     m = args.metrics or (500 if args.full else 100)
@@ -128,8 +132,11 @@ def main(argv=None):
     rss_data = peak_rss_mib()
     print(f"peak RSS with the data loaded: {rss_data:.0f} MiB", flush=True)
 
+    caps = {k: v for k, v in (("max_positives", args.max_positives),
+                              ("max_negatives", args.max_negatives)) if v is not None}
     ranker = LGMMLRanker(n_metrics=m, random_state=args.seed, n_threads=args.threads,
-                         n_iter=args.n_iter)
+                         n_iter=args.n_iter, **caps)
+    print(f"L-GMML parameters: {ranker.get_params()}", flush=True)
     clock = PhaseClock()
     # Benchmark-only instrumentation: time WARP's feature computation (h of the cached
     # training rows) apart from its SGD iterations.
@@ -221,11 +228,22 @@ def main(argv=None):
     ds = lgb.Dataset(X[:n_lgb], label=y[:n_lgb], group=np.full(n_lgb // 120, 120))
     booster = lgb.train(params, ds, num_boost_round=500)
     lgb_fit = time.perf_counter() - t0
-    leaves = [t["num_leaves"] for t in booster.dump_model()["tree_info"]]
+    trees = booster.dump_model()["tree_info"]
+    leaves = [t["num_leaves"] for t in trees]
+
+    def leaf_depths(node, depth=0):
+        if "leaf_index" in node or "leaf_value" in node and "split_index" not in node:
+            return [depth]
+        return (leaf_depths(node["left_child"], depth + 1)
+                + leaf_depths(node["right_child"], depth + 1))
+
+    depths = [leaf_depths(t["tree_structure"]) for t in trees]
     tl = time_predict(lambda Z: booster.predict(Z, num_threads=args.threads), Xs, args.repeats)
     print(f"LightGBM: {booster.num_trees()} trees, leaves per tree min {min(leaves)} / median "
           f"{int(np.median(leaves))} / max {max(leaves)}; trained on {n_lgb} docs in "
-          f"{lgb_fit:.1f}s (not comparable: subsample)")
+          f"{lgb_fit:.1f}s (not comparable: subsample); leaf depth mean "
+          f"{np.mean([np.mean(d) for d in depths]):.1f}, max {max(max(d) for d in depths)} "
+          "(traversal cost grows with depth)")
     print(f"LightGBM scoring: {1e6 * tl / n_score:.2f} us/doc")
     print(f"ratio L-GMML(float32) / LightGBM per-document scoring time: {t32 / tl:.2f} "
           f"(target <= 1)")

@@ -68,6 +68,8 @@ class Cell:
     config_key: str = ""            # the configuration over seeds and folds (no thread count)
     label: str = ""                 # the configuration's name in the plan (default: ranker)
     command: str | None = None      # the invocation that planned it (provenance only)
+    conventions: tuple[str, ...] = ()  # extra convention profiles to score under
+    save_scores: bool = False       # keep the test scores as a TREC run file
 
     def config(self) -> dict[str, Any]:
         """The resolved configuration of this cell (stored with the run as JSON)."""
@@ -167,7 +169,8 @@ class ExpandedPlan:
     metrics: tuple[str, ...]
 
 
-def expand_plan(plan: Plan, *, score_repeats: int = 5) -> ExpandedPlan:
+def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
+                ) -> ExpandedPlan:
     """Validate the plan against the registries and data home; one :class:`Cell` per
     dataset x fold x ranker.
 
@@ -203,13 +206,20 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5) -> ExpandedPlan:
         entry = registry.get_entry(choice.name)
         resolved_by_seed = {}
         for seed in seeds:
+            where = (f"{plan.source}: [rankers.{choice.display}]" if plan.source
+                     else "--param")
             try:
                 ranker = build_ranker(choice.name, choice.params, seed=seed,
                                       threads=plan.threads)
             except registry.BadParameterError as exc:
-                where = (f"{plan.source}: [rankers.{choice.display}]" if plan.source
-                         else "--param")
                 raise registry.BadParameterError(f"{where}: {exc}") from None
+            validate = getattr(ranker, "validate_params", None)
+            if callable(validate):  # values, before any data is loaded (exit 2)
+                try:
+                    validate()
+                except (ValueError, TypeError) as exc:
+                    raise registry.BadParameterError(
+                        f"{where}: ranker {choice.display!r}: {exc}") from None
             resolved_by_seed[seed] = jsonable(ranker.get_params(deep=False))
         tags = ranker_tags(ranker)
         # what identifies a configuration: not the seed (a cell key has it on its own) and
@@ -241,6 +251,8 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5) -> ExpandedPlan:
                     config = {"ranker": choice.name, "params": stable,
                               "dataset": {k: v for k, v in identity.items() if k != "seed"},
                               "metrics": list(metrics)}
+                    if plan.conventions:  # profile keys in the record: part of its identity
+                        config["conventions"] = list(plan.conventions)
                     config_key = _sha256(config)
                     if seen.setdefault(config_key, choice.display) != choice.display:
                         raise PlanError(f"ranker configurations {seen[config_key]!r} and "
@@ -255,6 +267,7 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5) -> ExpandedPlan:
                         threads=plan.threads, data_dir=plan.data_dir, cache_dir=plan.cache_dir,
                         ranker_distribution=entry.distribution, ranker_version=entry.version,
                         score_repeats=score_repeats, command=plan.command,
+                        conventions=tuple(plan.conventions), save_scores=save_scores,
                         max_label=None if spec is None else int(spec.label_max),
                     ))
     return ExpandedPlan(plan=plan, cells=cells, metrics=metrics)

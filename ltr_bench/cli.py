@@ -75,11 +75,19 @@ def main() -> None:
 @click.option("--dataset-option", "dataset_options", multiple=True,
               metavar="[DATASET.]key=value",
               help="Option of a generated dataset, e.g. n_queries=100. Repeatable.")
+@click.option("--sweep", "sweeps", multiple=True, metavar="NAME.key=v1,v2,...",
+              help="Run one configuration per value, each its own row NAME[key=value]; "
+                   "repeat for a grid, e.g. --sweep lightgbm.num_leaves=7,31,127.")
 @click.option("--seed", type=click.IntRange(min=0), default=None,
               help="Seed for data generation/splits and every ranker's seed parameter "
                    "(default 0).")
 @click.option("--seeds", default=None, metavar="0,1,2|N",
               help="Repeat every cell with each of these seeds (or with seeds 0..N-1).")
+@click.option("--convention", "conventions", default=None, metavar="PROFILE[,PROFILE]",
+              help="Also score every cell the way another tool does: letor4 (the LETOR 4.0 "
+                   "script, MQ2007/MQ2008), letor3 (LETOR 3.0, OHSUMED), trec (trec_eval), "
+                   "nonempty (queries without relevant documents left out). Keys get the "
+                   "profile as suffix, e.g. ndcg@10_letor4; the summary shows them.")
 @click.option("--threads", type=click.IntRange(min=1), default=None,
               help="Threads per ranker (its thread parameter, and BLAS/OpenMP pools); "
                    "default 1, so that timings compare like with like.")
@@ -92,14 +100,26 @@ def main() -> None:
               help="Also write the results as JSON: one record per (ranker, dataset, fold, "
                    "seed), the same fields as the local result files.")
 @click.option("--force", is_flag=True, help="Re-run cells that finished before.")
+@click.option("--save-scores", is_flag=True,
+              help="Keep each cell's test scores as a TREC run file (qid Q0 docid rank score "
+                   "tag; docid = the row's position in the split) beside its result and in "
+                   "MLflow, for trec_eval, ranx or the LETOR scripts.")
 @click.option("--config", default=None, type=click.Path(dir_okay=False),
               help="A TOML benchmark plan (rankers, parameters, datasets, folds, seed); "
                    "command-line options override it.")
+@click.option("--workers", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Run cells in parallel on a local Dask cluster of N worker processes, each "
+                   "running one cell at a time with --threads threads. Records are identical "
+                   "to an in-process run.")
+@click.option("--scheduler", default=None, metavar="ADDRESS", envvar="DASK_SCHEDULER_ADDRESS",
+              help="Run cells on the running Dask cluster at ADDRESS (e.g. tcp://host:8786; "
+                   "default $DASK_SCHEDULER_ADDRESS). Workers read the data home, which must "
+                   "be on a filesystem they share.")
 @click.option("--score-repeats", type=click.IntRange(min=1), default=5, show_default=True,
               help="Timed predict calls (after one warm-up) for score_us_per_doc.")
 @click.pass_context
 def run_cmd(ctx: click.Context, tracking_uri, no_mlflow, results_dir, output, force,
-            score_repeats, **plan_options) -> None:
+            score_repeats, save_scores, workers, scheduler, **plan_options) -> None:
     """Fit, score and evaluate every ranker on every fold; record and log the results.
 
     Each fold is loaded once and every ranker sees the same splits (fingerprints are
@@ -108,31 +128,47 @@ def run_cmd(ctx: click.Context, tracking_uri, no_mlflow, results_dir, output, fo
 
     Exit codes: 0 ok, 1 a run failed, 2 bad invocation, 130 interrupted.
     """
+    import signal
+
+    def on_term(signum, frame):  # SIGTERM (kill, a scheduler) stops like Ctrl-C
+        raise KeyboardInterrupt
+
+    if workers is not None and (ctx.get_parameter_source("scheduler")
+                                == click.core.ParameterSource.ENVIRONMENT):
+        scheduler = None  # --workers typed now wins over $DASK_SCHEDULER_ADDRESS
+    previous_term = signal.signal(signal.SIGTERM, on_term)
     try:
         _run(ctx, tracking_uri=tracking_uri, no_mlflow=no_mlflow, results_dir=results_dir,
-             output=output, force=force, score_repeats=score_repeats, **plan_options)
+             output=output, force=force, score_repeats=score_repeats,
+             save_scores=save_scores, workers=workers, scheduler=scheduler, **plan_options)
     except KeyboardInterrupt:  # outside a cell (checking, logging): nothing is lost
         _err("\ninterrupted; every finished cell is saved; re-run the same command to resume")
         ctx.exit(EXIT_INTERRUPTED)
+    finally:
+        signal.signal(signal.SIGTERM, previous_term)
 
 
 def _run(ctx, *, tracking_uri, no_mlflow, results_dir, output, force, score_repeats,
-         **plan_options) -> None:
+         save_scores=False, workers=None, scheduler=None, **plan_options) -> None:
     from .cells import expand_plan
     from .console import Console, ConsoleListener
-    from .harness import HarnessInterrupted, Listeners, run_plan
+    from .harness import HarnessInterrupted, HarnessWriteError, Listeners, run_plan
     from .plan import CommandLine, build_plan
     from .report_format import summary_table
-    from .results import ResultStore, atomic_write_text, records_json
+    from .results import ResultStore, atomic_write_text, check_writable_dir, records_json
 
     console = Console()
     plan = build_plan(CommandLine(**plan_options), warn=lambda m: _err(f"warning: {m}"))
     plan.command = shlex.join(["ltr-bench", *sys.argv[1:]])
+    from .executors import make_executor
+
+    executor = make_executor(workers=workers, scheduler=scheduler, threads=plan.threads)
     console.status("checking rankers and data ...", force=True)
-    expanded = expand_plan(plan, score_repeats=score_repeats)
+    expanded = expand_plan(plan, score_repeats=score_repeats, save_scores=save_scores)
 
     store = ResultStore(Path(results_dir) if results_dir else
                         Path.cwd() / "mlflow_runs" / "results")
+    _check_outputs(store.root, output, plan.cache_dir, check_writable_dir)
     headline = "ndcg@10" if "ndcg@10" in expanded.metrics else expanded.metrics[0]
     listeners = [ConsoleListener(console, headline=headline, failure_log=store.failure_log)]
     mlflow_listener, tracking_error = None, None
@@ -156,22 +192,46 @@ def _run(ctx, *, tracking_uri, no_mlflow, results_dir, output, force, score_repe
                  f"{len(plan.rankers)} ranker(s) x {len(plan.all_seeds())} seed(s)); results in "
                  f"{store.root}" + (f"; MLflow {tracker.uri}" if mlflow_listener else ""))
 
-    interrupted = False
+    interrupted, write_error = False, None
     try:
-        report = run_plan(expanded, store, force=force, listener=Listeners(*listeners))
+        if not executor.in_process and (force or any(store.get(c.key) is None
+                                                     for c in expanded.cells)):
+            console.status(f"starting Dask: cells will run {executor.describe()} ...",
+                           force=True)
+            executor.client()  # an unreachable scheduler fails here, before any cell
+            console.line(f"cells run {executor.describe()}")
+        report = run_plan(expanded, store, force=force, listener=Listeners(*listeners),
+                          warn=lambda m: console.line(f"warning: {m}"), executor=executor)
     except HarnessInterrupted as exc:
         report, interrupted = exc.report, True
+    except HarnessWriteError as exc:
+        report, write_error = exc.report, str(exc)
+    finally:
+        executor.close()
     if mlflow_listener is not None:
-        mlflow_listener.close(interrupted=interrupted)
-        if not interrupted:
+        mlflow_listener.close(interrupted=interrupted or write_error is not None)
+        if not interrupted and write_error is None:
             _attach_html_reports(store, report.records, mlflow_listener, console)
         tracking_error = mlflow_listener.error or tracking_error
     console.clear()
 
+    output_error = None
     if output:
-        atomic_write_text(Path(output), records_json([*report.records, *report.failed]))
+        try:
+            atomic_write_text(Path(output), records_json([*report.records, *report.failed]))
+        except OSError as exc:
+            output_error = (f"--output {output}: cannot write it: {exc.strerror or exc}; the "
+                            f"results are saved in {store.root}")
     if report.records:
-        click.echo(summary_table(report.records, expanded.metrics))
+        click.echo(summary_table(report.records, expanded.metrics,
+                                 convention=plan.conventions[0] if plan.conventions else None))
+    if output_error:
+        _err(output_error)
+    if write_error is not None:
+        _err(f"stopped: {write_error}. {report.n_saved} cell(s) finished and saved in "
+             f"{store.root}; free space (or fix the permissions) and re-run the same command "
+             "to resume.")
+        ctx.exit(EXIT_FAILED)
     if interrupted:
         _err(f"interrupted; {report.n_saved} cell(s) finished and saved in {store.root}; "
              f"re-run the same command to resume")
@@ -184,12 +244,37 @@ def _run(ctx, *, tracking_uri, no_mlflow, results_dir, output, force, score_repe
              + (" ..." if len(report.failed) > 5 else "")
              + f". Tracebacks: {store.failure_log}")
         code = EXIT_FAILED
+    if output_error:
+        code = EXIT_FAILED
     if tracking_error:
         _err(f"MLflow logging failed: {tracking_error}. The results are saved in "
              f"{store.root}; re-run the same command when the store is reachable to log them "
              f"(nothing is recomputed), or add --no-mlflow.")
         code = EXIT_FAILED
     ctx.exit(code)
+
+
+def _check_outputs(results_root: Path, output: str | None, cache_dir: str | None,
+                   check_writable_dir) -> None:
+    """Every place the run writes to, tried before the first fit (exit 2 naming the option):
+    the results folder, the folder of --output and the parsed-data cache. An unusable
+    default cache only warns: the data is then parsed in memory."""
+    check_writable_dir(results_root, "--results-dir")
+    if output:
+        out = Path(output)
+        if out.is_dir():
+            raise UsageError(f"--output {output}: is a folder; give a file name, e.g. "
+                             f"{out / 'results.json'}")
+        check_writable_dir(out.resolve().parent, f"--output {output}: its folder")
+    from .data import resolve_cache_dir
+
+    cache = resolve_cache_dir(cache_dir)
+    try:
+        check_writable_dir(cache, "--cache-dir" if cache_dir else "the parsed-data cache")
+    except UsageError as exc:
+        if cache_dir or os.environ.get("LTR_BENCH_CACHE"):
+            raise
+        _err(f"warning: {exc} Files are parsed in memory (again on every run).")
 
 
 def _attach_html_reports(store, records, listener, console) -> None:
@@ -359,6 +444,12 @@ def ui_cmd(ctx: click.Context, tracking_uri: str | None, host: str, port: int,
 from .cli_report import report_command  # noqa: E402 (after main exists)
 
 main.add_command(report_command)
+from .cli_cache import cache_group  # noqa: E402
+
+main.add_command(cache_group)
+from .cli_tune import tune_command  # noqa: E402
+
+main.add_command(tune_command)
 
 
 if __name__ == "__main__":  # pragma: no cover

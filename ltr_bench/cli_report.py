@@ -63,8 +63,12 @@ def _records(dataset: str | None, results_dir: str | None, tracking_uri: str | N
 
 
 @click.command("report", cls=options.Command, context_settings=CONTEXT)
-@click.option("--dataset", default=None, metavar="NAME",
-              help="Dataset whose results to compare (default: the only one there is).")
+@click.option("--dataset", default=None, metavar="NAME[,NAME...]",
+              help="Dataset whose results to compare (default: the only one there is). "
+                   "Several: rank the configurations over them (Friedman, Nemenyi, "
+                   "critical-difference diagram with --plots).")
+@click.option("--all-datasets", is_flag=True,
+              help="Rank the configurations over every dataset with results.")
 @click.option("--metric", "metrics", multiple=True, metavar="M[,M...]",
               help="Metrics to show and test, e.g. ndcg@10,map,knn_error. "
                    + METRICS_HELP + " Default: every default metric the runs recorded.")
@@ -89,13 +93,17 @@ def _records(dataset: str | None, results_dir: str | None, tracking_uri: str | N
 @click.option("--test", type=click.Choice(("both", "ttest", "wilcoxon")), default="both",
               show_default=True,
               help="Which paired test must be significant to mark a win or loss.")
+@click.option("--convention", default=None, metavar="PROFILE",
+              help="Show the metrics under a convention profile recorded with `run "
+                   "--convention` (letor4, letor3, trec, nonempty).")
 @options.tracking_uri
 @click.option("--results-dir", default=None, type=click.Path(file_okay=False),
               help="Read the local results folder instead of MLflow (the report is the "
                    "same; e.g. after `run --no-mlflow`).")
 @click.pass_context
-def report_command(ctx: click.Context, dataset, metrics, baseline, rankers, fmt, output,
-                   plots_dir, no_log_plots, alpha, test, tracking_uri, results_dir) -> None:
+def report_command(ctx: click.Context, dataset, all_datasets, metrics, baseline, rankers, fmt, output,
+                   plots_dir, no_log_plots, alpha, test, convention, tracking_uri,
+                   results_dir) -> None:
     """Rankers x metrics table (mean ± std over folds and seeds, fit and scoring time) with
     paired significance tests against a baseline, from finished results.
 
@@ -110,8 +118,20 @@ def report_command(ctx: click.Context, dataset, metrics, baseline, rankers, fmt,
     from .report_format import format_report
     from .results import atomic_write_text
 
+    names = _split((dataset,)) if dataset else []
+    if all_datasets or len(names) > 1:
+        ctx.exit(_multi(names, all_datasets, metrics, rankers, output, plots_dir, alpha,
+                        tracking_uri, results_dir))
     dataset, records = _records(dataset, results_dir, tracking_uri)
-    report = build_report(records, dataset=dataset, metrics=_split(metrics) or None,
+    wanted = _split(metrics) or None
+    if convention is not None:
+        from .conventions import profile_keys
+        from .metrics import DEFAULT_METRICS
+        from .plan import parse_conventions
+
+        parse_conventions(convention)
+        wanted = profile_keys(wanted or DEFAULT_METRICS, convention)
+    report = build_report(records, dataset=dataset, metrics=wanted,
                           baseline=baseline, rankers=_split(rankers) or None, alpha=alpha,
                           test=test)
     paths: list[Path] = []
@@ -121,6 +141,11 @@ def report_command(ctx: click.Context, dataset, metrics, baseline, rankers, fmt,
 
             try:
                 paths = write_plots(report, plots_dir or tmp)
+                if plots_dir:
+                    from .plots import write_pareto_plots
+
+                    paths += write_pareto_plots(report, plots_dir, metric=(
+                        "ndcg@10" if "ndcg@10" in report.metrics else report.metrics[0]))
             except (OSError, ValueError) as exc:
                 click.echo(f"Error: --plots {plots_dir}: {exc}", err=True)
                 ctx.exit(EXIT_FAILED)
@@ -148,3 +173,46 @@ def report_command(ctx: click.Context, dataset, metrics, baseline, rankers, fmt,
                 click.echo(f"Error: {exc} (the PNG files are written)", err=True)
                 code = EXIT_FAILED
     ctx.exit(code)
+
+
+def _multi(names, all_datasets, metrics, rankers, output, plots_dir, alpha, tracking_uri,
+           results_dir) -> int:
+    """``report --dataset a,b,...`` / ``--all-datasets``: :mod:`ltr_bench.report_multi`."""
+    from .report import ReportError, build_report
+    from .report_multi import build_multi_report, format_multi, plot_cd_diagram
+    from .results import atomic_write_text
+
+    if all_datasets:
+        if names:
+            raise ReportError("give --dataset or --all-datasets, not both", usage=True)
+        if results_dir is not None:
+            from .results import ResultStore
+
+            names = sorted({r.dataset for r in ResultStore(results_dir).records()})
+        else:
+            from .tracking import list_datasets_in_store
+
+            names = list_datasets_in_store(tracking_uri)
+    wanted = _split(metrics)
+    metric = wanted[0] if wanted else "ndcg@10"
+    if len(wanted) > 1:
+        click.echo(f"note: across datasets only the first metric is ranked ({metric})",
+                   err=True)
+    reports = {}
+    for name in names:
+        dataset, records = _records(name, results_dir, tracking_uri)
+        reports[dataset] = build_report(records, dataset=dataset, metrics=[metric],
+                                        rankers=_split(rankers) or None, alpha=alpha)
+    multi = build_multi_report(reports, metric=reports[next(iter(reports))].metrics[0],
+                               alpha=alpha)
+    text = format_multi(multi)
+    if plots_dir:
+        path = plot_cd_diagram(multi, Path(plots_dir) / "critical_difference.png")
+        text += f"\n![critical-difference diagram]({path})\n"
+        click.echo(f"plot written to {path}", err=True)
+    if output:
+        atomic_write_text(Path(output), text)
+        click.echo(f"report written to {output}", err=True)
+    else:
+        click.echo(text, nl=False)
+    return EXIT_OK

@@ -16,8 +16,15 @@ Guarantees
   it through the parameter its tags declare (:attr:`RankerTags.seed_param`). The folds
   differ in their data, so the same ranker seed in each is not a correlation risk, and a
   cell run on its own reproduces the same number.
-* Resume: a finished ``Cell.key`` found in the store is skipped unless ``force`` (see
-  :mod:`ltr_bench.cells` for what the key covers).
+* Resume: a finished ``Cell.key`` found in the store is reused unless ``force`` (see
+  :mod:`ltr_bench.cells` for what the key covers), and only if its recorded split
+  fingerprints equal those of the fold loaded now: changed data is recomputed, never
+  reported with old numbers.
+* One cell, one computation: a cell is claimed (a lock file per key in the results folder)
+  while it is computed; concurrent runs of overlapping plans wait for each other's cells
+  instead of computing them twice.
+* Full disk: a result that cannot be saved stops the run (:class:`HarnessWriteError`,
+  carrying the report of what was saved); nothing saved before is touched.
 * Local results first: a record is on disk before a listener logs it anywhere. Ctrl-C
   loses only the cell that was running (:class:`HarnessInterrupted` carries the report).
 * Failures: an exception in ``fit``/``predict``/evaluation makes a ``status="failed"``
@@ -43,14 +50,17 @@ import numpy as np
 
 from .cells import Cell, ExpandedPlan, build_ranker, ranker_tags
 from .environment import environment
+from .conventions import evaluate_profile
 from .metrics import evaluate_conventions
 from .plan import canonical_json
 from .progress import progress_handler
-from .results import ResultRecord, ResultStore, jsonable, now
+from .errors import LtrBenchError
+from .results import ResultRecord, ResultStore, ResultsWriteError, jsonable, now, trec_run_text
 from .timing import PeakMemory, Stopwatch, load_average, thread_limit, time_scoring
 
 __all__ = [
     "HarnessInterrupted",
+    "HarnessWriteError",
     "Listener",
     "Listeners",
     "RunReport",
@@ -213,6 +223,13 @@ def run_cell(cell: Cell, *, fold=None, progress: Callable[[int, int, str], None]
         stage = "evaluate"
         rec.metrics, rec.per_query = evaluate_conventions(test.y, scores, test.qid,
                                                           cell.metrics, max_label=max_label)
+        if cell.save_scores:
+            rec.run_text = trec_run_text(test.qid, scores, tag=cell.label or cell.ranker)
+        for profile in cell.conventions:  # the same scores as another tool scores them
+            means, per_query = evaluate_profile(test.y, scores, test.qid, cell.metrics,
+                                                profile, max_label=max_label)
+            rec.metrics.update(means)
+            rec.per_query.update(per_query)
         extras = test.extras
         if "doc_class" in extras and "query_class" in extras:
             from .metrics import knn_error  # query-by-example data: the MLR paper's measure
@@ -293,6 +310,15 @@ class RunReport:
         return len(self.records)
 
 
+class HarnessWriteError(LtrBenchError):
+    """A result could not be written (full disk, permissions): the run stopped cleanly.
+    ``report`` holds what was finished and saved; ``str(err)`` names the file and why."""
+
+    def __init__(self, message: str, report: RunReport):
+        super().__init__(message)
+        self.report = report
+
+
 class HarnessInterrupted(KeyboardInterrupt):
     """Ctrl-C during :func:`run_plan`. ``report`` holds what was finished and saved."""
 
@@ -317,60 +343,134 @@ def _group_by_fold(cells: list[Cell]) -> Iterator[list[Cell]]:
         yield group
 
 
+def _same_data(previous: ResultRecord, fold) -> bool:
+    return bool(previous.fingerprints) and previous.fingerprints == dict(fold.fingerprints())
+
+
 def run_plan(expanded: ExpandedPlan, store: ResultStore, *, force: bool = False,
-             listener: Listener | None = None) -> RunReport:
+             listener: Listener | None = None,
+             warn: Callable[[str], None] | None = None, executor=None) -> RunReport:
     """Run every cell not yet finished (all with ``force``), fold by fold.
 
-    Each fold is loaded once and shared by all rankers; a fold whose cells are all finished
-    is not loaded at all. Each ok record is saved to ``store`` before ``listener`` hears of
-    it. Ctrl-C raises :class:`HarnessInterrupted` with the report so far.
+    ``executor`` (:mod:`ltr_bench.executors`; default: in this process): when it is not an
+    in-process one, the pending cells go to it instead of being run here (see
+    :func:`_run_on_executor`); resume checks, claims, saving and listeners are the same.
+
+    Each fold is loaded once and shared by all rankers. A finished record is reused only
+    when its split fingerprints equal those of the fold as loaded now (a fold whose cells
+    are all finished is still loaded, from the parsed-data cache, to check this); otherwise
+    the cell is recomputed and ``warn`` says why. Each cell is claimed
+    (:meth:`ResultStore.claim`) before it is computed: a cell another process is computing
+    is left to it and picked up as finished when its claim is released (or computed here if
+    that process died). Each ok record is saved to ``store`` before ``listener`` hears of
+    it. Ctrl-C raises :class:`HarnessInterrupted` with the report so far; a result that
+    cannot be written (full disk) raises :class:`HarnessWriteError` with the report of what
+    was saved.
     """
     listener = listener or Listener()
+    warn = warn or (lambda message: None)
     cells = expanded.cells
     report = RunReport(n_cells=len(cells))
+    since = now()
     index = 0
+    remote = executor is not None and not getattr(executor, "in_process", True)
+    to_ship: list[tuple[int, Cell]] = []  # cells for the executor, in plan order
     try:
         for group in _group_by_fold(cells):
-            pending: list[tuple[int, Cell]] = []
+            entries: list[tuple[int, Cell, ResultRecord | None]] = []
             for cell in group:
                 index += 1
-                previous = None if force else store.get(cell.key)
-                if previous is not None:
-                    report.records.append(previous)
-                    report.n_skipped += 1
-                    listener.cell_finished(previous, index, len(cells), skipped=True)
-                else:
-                    pending.append((index, cell))
-            if not pending:
+                entries.append((index, cell, None if force else store.get(cell.key)))
+            first = group[0]
+            if remote and all(previous is None for _, _, previous in entries):
+                to_ship.extend((i, cell) for i, cell, _ in entries)  # workers load the fold
                 continue
-            first = pending[0][1]
             listener.fold_loading(first.dataset, first.fold)
             fold = None
             load_error: Exception | None = None
-            try:
-                fold = _load_fold(first, progress=functools.partial(
-                    listener.fold_progress, first.dataset, first.fold))
-            except Exception as exc:  # noqa: BLE001 - reported per cell below
-                load_error = exc
+            with warnings.catch_warnings(record=True) as caught:
+                # the data layer's warnings (a damaged cache entry, regrouped queries) are
+                # said once per fold through ``warn``, not as Python warning text
+                warnings.simplefilter("always")
+                try:
+                    fold = _load_fold(first, progress=functools.partial(
+                        listener.fold_progress, first.dataset, first.fold))
+                except Exception as exc:  # noqa: BLE001 - reported per cell below
+                    load_error = exc
+            for text in dict.fromkeys(str(w.message) for w in caught):
+                warn(text)
+            pending: list[tuple[int, Cell]] = []
+            for i, cell, previous in entries:
+                if previous is not None and fold is not None and _same_data(previous, fold):
+                    _reuse(report, listener, previous, i, len(cells))
+                    continue
+                if previous is not None and fold is not None:
+                    warn(f"{previous.summary_line()}: the data differs from the data of the "
+                         "saved result (split fingerprints changed); recomputing it")
+                pending.append((i, cell))
+            if remote:
+                to_ship.extend(pending)
+                continue
+            deferred: list[tuple[int, Cell]] = []
             for i, cell in pending:
-                listener.cell_started(cell, i, len(cells))
-                if load_error is not None:
-                    rec = failed_record(cell, load_error, "load")
-                else:
-                    rec = run_cell(cell, fold=fold, progress=_progress_for(listener, cell))
-                report.n_run += 1
-                if rec.ok:
-                    store.save(rec)
-                    report.records.append(rec)
-                else:
-                    store.log_failure(rec)
-                    report.failed.append(rec)
-                listener.cell_finished(rec, i, len(cells), skipped=False)
+                claim = store.claim(cell.key)
+                if claim is None:
+                    deferred.append((i, cell))
+                    continue
+                with claim:
+                    _run_claimed(report, store, listener, cell, i, len(cells), fold,
+                                 load_error, force=force, since=since)
+            for i, cell in deferred:
+                warn(f"{cell.label or cell.ranker} / {cell.dataset} fold {cell.fold}: another "
+                     "process is computing this cell; waiting for it")
+                with store.claim(cell.key, wait=True):
+                    _run_claimed(report, store, listener, cell, i, len(cells), fold,
+                                 load_error, force=force, since=since)
+        if to_ship:
+            _run_on_executor(executor, to_ship, report, store, listener, len(cells),
+                             force=force, since=since, warn=warn)
     except KeyboardInterrupt:
         _plan_order(report, cells)
         raise HarnessInterrupted(report) from None
+    except ResultsWriteError as exc:
+        _plan_order(report, cells)
+        raise HarnessWriteError(str(exc), report) from None
     _plan_order(report, cells)
     return report
+
+
+def _reuse(report: RunReport, listener: Listener, previous: ResultRecord, index: int,
+           total: int) -> None:
+    report.records.append(previous)
+    report.n_skipped += 1
+    listener.cell_finished(previous, index, total, skipped=True)
+
+
+def _run_claimed(report: RunReport, store: ResultStore, listener: Listener, cell: Cell,
+                 index: int, total: int, fold, load_error, *, force: bool,
+                 since: str) -> None:
+    """Compute a claimed cell, unless another process finished it on the same data while
+    this one waited (then reuse that record; with ``force`` only a record finished after
+    ``since``, the start of this run)."""
+    if fold is not None:
+        fresh = store.reload(cell.key)
+        if fresh is not None and _same_data(fresh, fold) and (
+                not force or fresh.finished >= since):
+            _reuse(report, listener, fresh, index, total)
+            return
+    listener.cell_started(cell, index, total)
+    if load_error is not None:
+        rec = failed_record(cell, load_error, "load")
+    else:
+        rec = run_cell(cell, fold=fold, progress=_progress_for(listener, cell))
+    report.n_run += 1
+    if rec.ok:
+        store.save(rec)
+        report.records.append(rec)
+    else:
+        report.failed.append(rec)
+        store.log_failure(rec)
+    listener.cell_finished(rec, index, total, skipped=False)
 
 
 def _plan_order(report: RunReport, cells: list[Cell]) -> None:
@@ -385,3 +485,59 @@ def _progress_for(listener: Listener, cell: Cell):
 
     return report
 
+
+def _run_on_executor(executor, todo: list[tuple[int, Cell]], report: RunReport,
+                     store: ResultStore, listener: Listener, total: int, *, force: bool,
+                     since: str, warn: Callable[[str], None]) -> None:
+    """Run ``todo`` ((plan index, cell) pairs) on ``executor``; this process stays the only
+    writer: each returned record is saved (or its failure logged) before ``listener`` hears
+    of it, as in :func:`_run_claimed`. Every cell is claimed while it is out; a cell another
+    process is computing is waited for after the others and reused when that process
+    finished it (it loaded the data at that time), otherwise it is run here too."""
+    claims = {}
+    deferred: list[tuple[int, Cell]] = []
+    try:
+        ready = []
+        for i, cell in todo:
+            claim = store.claim(cell.key)
+            if claim is None:
+                deferred.append((i, cell))
+            else:
+                claims[cell.key] = claim
+                ready.append((i, cell))
+        _ship(executor, ready, claims, report, store, listener, total)
+        for i, cell in deferred:
+            warn(f"{cell.label or cell.ranker} / {cell.dataset} fold {cell.fold}: another "
+                 "process is computing this cell; waiting for it")
+            claims[cell.key] = store.claim(cell.key, wait=True)
+            fresh = store.reload(cell.key)
+            if fresh is not None and (not force or fresh.finished >= since):
+                claims.pop(cell.key).release()
+                _reuse(report, listener, fresh, i, total)
+                continue
+            _ship(executor, [(i, cell)], claims, report, store, listener, total)
+    finally:
+        for claim in claims.values():
+            claim.release()
+
+
+def _ship(executor, batch: list[tuple[int, Cell]], claims: dict, report: RunReport,
+          store: ResultStore, listener: Listener, total: int) -> None:
+    if not batch:
+        return
+    cells = [cell for _, cell in batch]
+    results = executor.map_cells(
+        cells, started=lambda k: listener.cell_started(cells[k], batch[k][0], total))
+    try:
+        for k, rec in results:
+            report.n_run += 1
+            if rec.ok:
+                store.save(rec)
+                report.records.append(rec)
+            else:
+                report.failed.append(rec)
+                store.log_failure(rec)
+            claims.pop(cells[k].key).release()
+            listener.cell_finished(rec, batch[k][0], total, skipped=False)
+    finally:
+        results.close()  # an exception here (Ctrl-C, full disk) cancels the cells still out

@@ -186,11 +186,15 @@ CONVENTIONS: dict[str, str] = {
 METRICS_HELP: str = (
     f"{', '.join(VALID_FORMS)} (k an integer >= 1, any letter case; ndcg_at_10 is also "
     f"accepted; the suffix {_EMPTY0_SUFFIX} selects the convention that scores a query "
-    "without relevant documents 0 instead of 1)")
+    "without relevant documents 0 instead of 1; _letor4, _letor3, _trec or _nonempty select a "
+    "convention profile, see ltr_bench.conventions)")
 
 _DISPLAY_RE = re.compile(re.escape(_DISPLAY_EMPTY0.strip()) + r"$")
+#: Convention profiles (:mod:`ltr_bench.conventions`): a key suffix each, e.g. ndcg@10_letor4.
+PROFILE_TITLES = {"letor4": "LETOR 4.0 script", "letor3": "LETOR 3.0 script",
+                  "trec": "trec_eval", "nonempty": "empty queries left out"}
 _NAME_RE = re.compile(r"^([a-z]+)(?:(?:@|" + _MLFLOW_CUTOFF + r")([^_\s]*))?("
-                      + _EMPTY0_SUFFIX + r")?$")
+                      + _EMPTY0_SUFFIX + r")?(?:_(" + "|".join(PROFILE_TITLES) + r"))?$")
 
 
 @dataclass(frozen=True)
@@ -207,10 +211,14 @@ class MetricKey:
     name: str
     k: int | None = None
     empty: str = "1"
+    profile: str = ""  # a convention profile of ltr_bench.conventions, "" = ltr-bench's own
 
     def __post_init__(self):
         _check_fields(self.name, self.k, self.empty, repr(self.name))
-        if not self.spec.follows_empty_query:
+        if self.profile and self.profile not in PROFILE_TITLES:
+            raise ValueError(f"metric {self.name!r}: unknown convention profile "
+                             f"{self.profile!r}; profiles: {', '.join(PROFILE_TITLES)}")
+        if not self.spec.follows_empty_query or self.profile:
             object.__setattr__(self, "empty", "1")  # one convention only: one key
 
     @classmethod
@@ -230,16 +238,17 @@ class MetricKey:
             low = low[:display_empty0.start()].rstrip()
         match = _NAME_RE.match(low)
         if (match is None or match.group(1) not in METRIC_TABLE
-                or (display_empty0 and match.group(3))):
+                or (display_empty0 and match.group(3))
+                or (match.group(3) and match.group(4))):
             raise ValueError(f"unknown metric {text!r}; valid forms: {METRICS_HELP}")
-        name, k_text, suffix = match.groups()
+        name, k_text, suffix, profile = match.groups()
         if k_text is not None and not re.fullmatch(r"[0-9]+", k_text):  # "@x", "@-1", "@"
             raise ValueError(f"metric {text!r}: the cutoff k must be an integer >= 1; "
                              f"valid forms: {METRICS_HELP}")
         k = None if k_text is None else int(k_text)
         empty = "0" if (suffix or display_empty0) else "1"
         _check_fields(name, k, empty, repr(text))
-        return cls(name, k, empty)
+        return cls(name, k, empty, profile or "")
 
     @property
     def spec(self) -> MetricSpec:
@@ -255,19 +264,22 @@ class MetricKey:
     @property
     def text(self) -> str:
         """Canonical CLI / report / record key: ``ndcg@10``, ``ndcg@10_empty0``, ``map``."""
-        return self.base + (_EMPTY0_SUFFIX if self.empty == "0" else "")
+        return (self.base + (_EMPTY0_SUFFIX if self.empty == "0" else "")
+                + (f"_{self.profile}" if self.profile else ""))
 
     @property
     def mlflow_key(self) -> str:
         """MLflow metric key (no ``@``): ``ndcg_at_10``, ``ndcg_at_10_empty0``, ``map``."""
         cut = "" if self.k is None else f"{_MLFLOW_CUTOFF}{self.k}"
-        return self.name + cut + (_EMPTY0_SUFFIX if self.empty == "0" else "")
+        return (self.name + cut + (_EMPTY0_SUFFIX if self.empty == "0" else "")
+                + (f"_{self.profile}" if self.profile else ""))
 
     @property
     def display(self) -> str:
         """Name for tables and plots: ``NDCG@10``, ``MAP (empty query = 0)``, ``P@5``."""
         cut = "" if self.k is None else f"@{self.k}"
-        return self.spec.display + cut + (_DISPLAY_EMPTY0 if self.empty == "0" else "")
+        return (self.spec.display + cut + (_DISPLAY_EMPTY0 if self.empty == "0" else "")
+                + (f" ({PROFILE_TITLES[self.profile]})" if self.profile else ""))
 
     @property
     def empty_query(self) -> float:
@@ -277,6 +289,8 @@ class MetricKey:
     @property
     def convention(self) -> str:
         """What a query without relevant documents scores, in words (plot subtitles)."""
+        if self.profile:
+            return f"{PROFILE_TITLES[self.profile]} conventions"
         if not self.spec.follows_empty_query:
             return f"{self.spec.display}@k of a query without relevant documents = 0"
         return f"query without relevant documents = {self.empty}"
@@ -285,7 +299,7 @@ class MetricKey:
         """The same metric under convention ``empty`` ("0"/"1", or 0/1 as a number)."""
         if isinstance(empty, Real) and not isinstance(empty, bool) and empty in (0, 1):
             empty = str(int(empty))
-        return MetricKey(self.name, self.k, empty)
+        return MetricKey(self.name, self.k, empty, self.profile)
 
     def __str__(self) -> str:
         return self.text

@@ -7,6 +7,7 @@ plan.toml``). The file format, every key optional except ``rankers`` and ``datas
     folds = "all"                  # or a list of 1-based fold numbers, e.g. [1, 3]
     threads = 2                    # each ranker's thread count (RankerTags.thread_param); default 1
     metrics = ["ndcg@10", "map"]   # default: ltr_bench.metrics.DEFAULT_METRICS
+    conventions = ["letor4"]       # also score under these profiles (ltr_bench.conventions)
     data_dir = "~/ltr_bench_data"  # the data home (else --data-dir / LTR_BENCH_DATA / ~)
     cache_dir = "/tmp/ltr-cache"   # parsed-data cache
 
@@ -27,6 +28,13 @@ plan.toml``). The file format, every key optional except ``rankers`` and ``datas
     n_queries = 200
 
     [datasets."/data/MyLetor"]     # a path to a folder in a LETOR layout works too
+
+    [sweep.lightgbm]               # sweep: one labelled configuration per value (a grid
+    num_leaves = [7, 31, 127]      # over several keys), rows lightgbm[num_leaves=7], ...
+
+    [tuning.lightgbm]              # `ltr-bench tune`: override a ranker's search space
+    num_leaves = {low = 7, high = 255, log = true}   # (ltr_bench.tuning.parse_spec);
+    min_data_in_leaf = false                         # false leaves a parameter out
 
 ``rankers = ["lightgbm", "xgboost-gbrt"]`` and ``datasets = ["synthetic"]`` (lists of names) are
 accepted as shorthand. ``seeds = [0, 1, 2]`` instead of ``seed`` repeats every cell with each
@@ -65,14 +73,16 @@ __all__ = [
     "parse_assignment",
     "parse_folds",
     "parse_seeds",
+    "parse_sweep",
     "parse_value",
+    "expand_sweeps",
     "plan_from_dict",
     "CommandLine",
     "build_plan",
 ]
 
-TOP_LEVEL_KEYS = ("seed", "seeds", "folds", "threads", "metrics", "data_dir", "cache_dir",
-                  "rankers", "datasets")
+TOP_LEVEL_KEYS = ("seed", "seeds", "folds", "threads", "metrics", "conventions", "data_dir",
+                  "cache_dir", "rankers", "datasets", "sweep", "tuning")
 RANKER_KEY = "ranker"  # inside [rankers.LABEL]: the registered name of a labelled configuration
 
 
@@ -126,6 +136,9 @@ class Plan:
     source: str | None = None
     seeds: tuple[int, ...] | None = None
     command: str | None = None  # the command line that made the plan (provenance only)
+    conventions: tuple[str, ...] = ()  # extra convention profiles (ltr_bench.conventions)
+    sweeps: dict[str, dict[str, list]] = field(default_factory=dict)  # label -> key -> values
+    tuning: dict[str, dict[str, Any]] = field(default_factory=dict)   # label -> search space
 
     def all_seeds(self) -> tuple[int, ...]:
         return tuple(self.seeds) if self.seeds else (self.seed,)
@@ -142,6 +155,7 @@ class Plan:
             "folds": "all" if self.folds is None else list(self.folds),
             "threads": self.threads,
             "metrics": None if self.metrics is None else list(self.metrics),
+            **({"conventions": list(self.conventions)} if self.conventions else {}),
             "data_dir": self.data_dir,
             "cache_dir": self.cache_dir,
             "rankers": rankers,
@@ -213,6 +227,23 @@ def _check_seeds(value: Any, where: str) -> tuple[int, ...]:
     return tuple(seeds)
 
 
+def parse_conventions(value, *, where: str = "--convention") -> tuple[str, ...]:
+    """Convention profile names (comma text or a list), checked against
+    :data:`ltr_bench.conventions.PROFILES`."""
+    from .conventions import PROFILES
+
+    names = [v.strip() for v in value.split(",")] if isinstance(value, str) else value
+    if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+        raise PlanError(f"{where}: expected profile names such as [\"letor4\"], got {value!r}")
+    for n in names:
+        if n not in PROFILES:
+            raise PlanError(f"{where}: unknown convention profile {n!r}; profiles: "
+                            f"{', '.join(PROFILES)}")
+    if len(set(names)) != len(names):
+        raise PlanError(f"{where}: a profile is listed twice: {value!r}")
+    return tuple(names)
+
+
 def parse_seeds(text: str, *, where: str = "--seeds") -> tuple[int, ...]:
     """``"0,1,2"`` -> (0, 1, 2); a single number ``N`` -> (0, ..., N-1)."""
     parts = [p.strip() for p in text.split(",") if p.strip()]
@@ -260,11 +291,80 @@ def plan_from_dict(doc: dict[str, Any], *, source: str | None = None) -> Plan:
             raise PlanError(f"{_where(source, 'metrics')}: expected a non-empty list of metric "
                             f"names such as [\"ndcg@10\", \"map\"], got {m!r}")
         plan.metrics = tuple(m)
+    if "conventions" in doc:
+        plan.conventions = parse_conventions(doc["conventions"], where=_where(source,
+                                                                            "conventions"))
     for key in ("data_dir", "cache_dir"):
         if key in doc:
             if not isinstance(doc[key], str) or not doc[key]:
                 raise PlanError(f"{_where(source, key)}: expected a path string, got {doc[key]!r}")
             setattr(plan, key, str(Path(doc[key]).expanduser()))
+    if "sweep" in doc:
+        for label, table in _named_tables(doc["sweep"], _where(source, "sweep"), "ranker"):
+            for key, values in table.items():
+                where = _where(source, f"sweep.{label}.{key}")
+                if not isinstance(values, list) or not values:
+                    raise PlanError(f"{where}: expected a non-empty list of values to sweep, "
+                                    f"e.g. [7, 31, 127], got {values!r}")
+                plan.sweeps.setdefault(label, {})[key] = _check_sweep_values(values, where)
+    if "tuning" in doc:
+        plan.tuning = {label: table for label, table in
+                       _named_tables(doc["tuning"], _where(source, "tuning"), "ranker")}
+    return plan
+
+
+def _check_sweep_values(values: list, where: str) -> list:
+    if len({canonical_json(v) for v in values}) != len(values):
+        raise PlanError(f"{where}: a value is listed twice: {values!r}")
+    return list(values)
+
+
+def parse_sweep(text: str) -> tuple[str, str, list]:
+    """``--sweep NAME.key=v1,v2,...`` -> (NAME, key, [v1, v2, ...]). Values are read as one
+    TOML array when they form one (``7,31,127``; ``[5,10],[10,20]`` for list-valued
+    parameters; ``"a","b"``), else split on commas and read by :func:`parse_value`
+    (``l2,zscore``)."""
+    name, key, _ = parse_assignment(text, option="--sweep")
+    raw = text.split("=", 1)[1].strip()
+    try:
+        values = tomllib.loads(f"v = [{raw}]")["v"]
+    except tomllib.TOMLDecodeError:
+        values = [parse_value(p) for p in raw.split(",") if p.strip()]
+    if not values:
+        raise PlanError(f"--sweep {text!r}: no values; expected NAME.key=v1,v2,...")
+    return name, key, _check_sweep_values(values, f"--sweep {text}")
+
+
+def _value_text(v: Any) -> str:
+    return v if isinstance(v, str) else json.dumps(v, separators=(",", ":"))
+
+
+def expand_sweeps(plan: Plan) -> Plan:
+    """Replace each swept configuration by one labelled :class:`RankerChoice` per point of
+    its grid (the product of its swept keys' values, keys in the order given), labelled
+    ``LABEL[key=value,...]``; a swept value overrides the configuration's own. Raises
+    PlanError for a sweep of a ranker the plan does not run. Empties ``plan.sweeps``."""
+    import itertools
+
+    labels = [r.display for r in plan.rankers]
+    for label in plan.sweeps:
+        if label not in labels:
+            raise PlanError(f"sweep of {label!r}: that ranker is not part of this run "
+                            f"(rankers: {', '.join(labels) or 'none'}); add it to --ranker")
+    out: list[RankerChoice] = []
+    for r in plan.rankers:
+        grid = plan.sweeps.get(r.display)
+        if not grid:
+            out.append(r)
+            continue
+        keys = list(grid)
+        for point in itertools.product(*(grid[k] for k in keys)):
+            setting = dict(zip(keys, point))
+            text = ",".join(f"{k}={_value_text(v)}" for k, v in setting.items())
+            out.append(RankerChoice(r.name, {**r.params, **setting},
+                                    label=f"{r.display}[{text}]"))
+    plan.rankers = out
+    plan.sweeps = {}
     return plan
 
 
@@ -388,10 +488,12 @@ class CommandLine:
     dataset_options: tuple[str, ...] = ()
     seed: int | None = None
     seeds: str | None = None
+    conventions: str | None = None
     threads: int | None = None
     metrics: str | None = None
     data_dir: str | None = None
     cache_dir: str | None = None
+    sweeps: tuple[str, ...] = ()
 
 
 def build_plan(cl: CommandLine, *, warn=lambda message: None) -> Plan:
@@ -456,6 +558,8 @@ def build_plan(cl: CommandLine, *, warn=lambda message: None) -> Plan:
         plan.seed = plan.seeds[0]
     if cl.threads is not None:
         plan.threads = cl.threads
+    if cl.conventions is not None:
+        plan.conventions = parse_conventions(cl.conventions)
     if cl.metrics is not None:
         plan.metrics = tuple(m for m in (p.strip() for p in cl.metrics.split(",")) if m)
     if cl.data_dir is not None:
@@ -468,7 +572,10 @@ def build_plan(cl: CommandLine, *, warn=lambda message: None) -> Plan:
     if not plan.datasets:
         raise PlanError("no dataset given: use --dataset NAME|PATH or --config FILE "
                         "(see `ltr-bench datasets`)")
-    return plan
+    for text in cl.sweeps:
+        name, key, values = parse_sweep(text)
+        plan.sweeps.setdefault(name, {})[key] = values
+    return expand_sweeps(plan)
 
 
 def _apply_dataset_options(plan: Plan, assignments: tuple[str, ...]) -> None:

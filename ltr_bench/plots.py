@@ -6,6 +6,8 @@
   mean ± std over the folds; log time axis when the times span more than a factor 20.
 * :func:`plot_metric_per_fold`: a metric per fold, one line per ranker (paired view: the
   same split in every column).
+* :func:`plot_pareto`: a metric against scoring or fit time, with each ranker's Pareto front
+  over its configurations (:func:`write_pareto_plots` draws both).
 
 Every ranker keeps its colour and marker across the three figures. Nothing is retrained:
 the values are those stored in the report's fold runs.
@@ -22,7 +24,8 @@ import numpy as np
 from .metrics import MetricKey, metric_key_or_none
 from .report import Report, Row, _value
 
-__all__ = ["plot_accuracy_vs_time", "plot_metric_per_fold", "plot_ndcg_at_k", "write_plots"]
+__all__ = ["pareto_front", "plot_accuracy_vs_time", "plot_metric_per_fold", "plot_ndcg_at_k",
+           "plot_pareto", "write_pareto_plots", "write_plots"]
 
 _MARKERS = "osD^v<>pP*hX"
 
@@ -229,3 +232,70 @@ def write_plots(report: Report, out_dir: str | Path, *, metric: str | None = Non
     paths.append(plot_metric_per_fold(report, out / f"{base}_{mname}_per_fold.png",
                                       metric=metric))
     return paths
+
+
+def pareto_front(points: list[tuple[float, float]]) -> list[int]:
+    """Indices of the points (time, accuracy) that no other point dominates (at most the
+    time and at least the accuracy, one of them strictly), in increasing time."""
+    order = sorted(range(len(points)), key=lambda i: (points[i][0], -points[i][1]))
+    front, best = [], -math.inf
+    for i in order:
+        if points[i][1] > best:
+            front.append(i)
+            best = points[i][1]
+    return front
+
+
+def plot_pareto(report: Report, path: str | Path, *, metric: str = "ndcg@10",
+                time_key: str = "score_us_per_doc") -> Path:
+    """``metric`` (mean over units) against ``time_key`` (``score_us_per_doc`` or
+    ``fit_seconds``, mean over units; log axis), one point per row; each ranker's Pareto
+    front over its configurations (sweep values, tuned, defaults) is joined by a line."""
+    plt = _plt()
+    style = _style(report)
+    fig, ax = plt.subplots(figsize=(9.0, 4.8))
+    by_ranker: dict[str, list[tuple[float, float, Row]]] = {}
+    for row in report.rows:
+        t, _ = _mean_std(row, time_key)
+        y, _ = _mean_std(row, metric)
+        if math.isnan(t) or math.isnan(y) or t <= 0:
+            continue
+        by_ranker.setdefault(row.ranker, []).append((t, y, row))
+        colour, marker = style[row.label]
+        ax.plot([t], [y], color=colour, marker=marker, markersize=7, linestyle="none",
+                label=_name(row))
+    if not by_ranker:
+        plt.close(fig)
+        raise ValueError(f"no ranker has both {metric} and {time_key}")
+    for ranker, pts in by_ranker.items():
+        front = [pts[i] for i in pareto_front([(t, y) for t, y, _ in pts])]
+        if len(front) > 1:
+            colour = style[front[0][2].label][0]
+            ax.plot([p[0] for p in front], [p[1] for p in front], color=colour, alpha=0.6,
+                    drawstyle="steps-post", linewidth=1.2)
+    ax.set_xscale("log")
+    what = {"score_us_per_doc": "scoring time, µs per document",
+            "fit_seconds": "training (fit) time per fold, seconds"}.get(time_key, time_key)
+    ax.set_xlabel(f"{what} (mean; log scale)", fontsize=9)
+    ax.set_ylabel(f"{pretty(metric)} on test queries (mean)")
+    ax.set_title(f"{report.dataset}: {pretty(metric)} against {what.split(',')[0]} over "
+                 f"{_folds_text(report)}\n(lines: each ranker's Pareto front over its "
+                 f"configurations; better: up and to the left)", fontsize=10)
+    ax.grid(True, alpha=0.3, which="both")
+    ax.margins(x=0.15, y=0.12)
+    _bounded(ax, metric)
+    _legend_outside(ax)
+    return _save(fig, path)
+
+
+def write_pareto_plots(report: Report, out_dir: str | Path, *, metric: str = "ndcg@10",
+                       ) -> list[Path]:
+    """``<out_dir>/<dataset>_<metric>_pareto_{score,fit}_time.png``."""
+    out = Path(out_dir)
+    key = metric_key_or_none(metric)
+    mname = _safe(metric if key is None else key.mlflow_key)
+    base = _safe(report.dataset)
+    return [plot_pareto(report, out / f"{base}_{mname}_pareto_score_time.png", metric=metric,
+                        time_key="score_us_per_doc"),
+            plot_pareto(report, out / f"{base}_{mname}_pareto_fit_time.png", metric=metric,
+                        time_key="fit_seconds")]

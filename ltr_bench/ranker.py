@@ -147,14 +147,25 @@ def check_ranking_input(X, y=None, qid=None, *, n_features: int | None = None,
 
     Returns ``(X, y, qid)`` with X a C-contiguous 2-D array of ``dtype``, y int64 (or None),
     qid int64 (or None). Raises :class:`RankerInputError` naming what is wrong: wrong
-    dimensions, mismatched lengths, NaN/inf, non-integer labels, non-contiguous queries, or a
-    feature count different from ``n_features`` (the one seen in ``fit``).
+    dimensions, sparse matrices (named as such, never densified), complex or non-numeric
+    values, zero features, mismatched lengths, NaN/inf, non-integer labels, non-contiguous
+    queries, or a feature count different from ``n_features`` (the one seen in ``fit``).
     """
+    if hasattr(X, "tocsr") or hasattr(X, "toarray"):  # scipy.sparse: refuse, do not densify
+        raise RankerInputError(
+            f"X is a sparse matrix ({type(X).__name__}); rankers take dense arrays: pass "
+            "X.toarray() (LETOR data is dense, see ltr_bench.data)")
     X = np.asarray(X)
     if X.ndim != 2:
         raise RankerInputError(f"X must be 2-D (n_docs, n_features), got shape {X.shape}")
-    if not np.issubdtype(X.dtype, np.number):
+    if np.issubdtype(X.dtype, np.complexfloating):
+        raise RankerInputError(f"X must be real, got complex dtype {X.dtype} (the imaginary "
+                               "part would be dropped silently)")
+    if not np.issubdtype(X.dtype, np.number) or X.dtype == np.bool_:
         raise RankerInputError(f"X must be numeric, got dtype {X.dtype}")
+    if X.shape[1] == 0:
+        raise RankerInputError(f"X has no features (shape {X.shape}); every document needs "
+                               "at least one feature")
     X = np.ascontiguousarray(X, dtype=dtype)
     if not np.isfinite(X).all():
         raise RankerInputError("X contains NaN or infinite values")
@@ -274,6 +285,23 @@ class BaseRanker(BaseEstimator):
         """What this ranker declares (:class:`RankerTags`); the defaults: no seed, thread or
         query-block parameter, deterministic, ``predict`` works without ``qid``."""
         return RankerTags()
+
+    def validate_params(self) -> None:
+        """Check the parameter values without any data; raise ``ValueError`` (or
+        ``TypeError``) naming the parameter and what is allowed.
+
+        Called by the harness when the plan is expanded, before any data is loaded, so a bad
+        value is a bad invocation (exit 2), not a failure after loading. Declare
+        scikit-learn's ``_parameter_constraints`` (``{name: [constraints]}``, see
+        ``sklearn.utils._param_validation``: e.g. ``[Interval(Integral, 2, None,
+        closed="left"), None]``) and this checks them; or override ``_validate_params``
+        (also called from ``fit``). A ranker declaring neither is not checked here.
+        """
+        from sklearn.base import BaseEstimator
+
+        own = type(self)._validate_params is not BaseEstimator._validate_params
+        if own or getattr(self, "_parameter_constraints", None):
+            self._validate_params()
 
     def fitted_info(self) -> dict[str, int | float | str]:
         """What the fitted model is: its size and training diagnostics (e.g. trees used,

@@ -170,14 +170,19 @@ def format_report(report: Report, fmt: str = "md", *, plots=()) -> str:
                           usage=True) from None
 
 
-def summary_table(records, metrics) -> str:
+def summary_table(records, metrics, *, convention: str | None = None) -> str:
     """The CLI's summary of a run: one line per (dataset, configuration), mean ± std over
-    its folds and seeds of the main metrics, fit time and scoring time."""
+    its folds and seeds of the main metrics (under ``convention``, a profile of
+    :mod:`ltr_bench.conventions`, when given), fit time and scoring time."""
     from .results import aggregate, group_flags
 
     wanted = [m for m in ("ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "map") if m in metrics]
     if not wanted:
         wanted = list(metrics[:5])
+    if convention:
+        from .conventions import profile_keys
+
+        wanted = profile_keys(wanted, convention) or wanted
     groups: dict[tuple[str, str], list] = {}
     for r in records:
         groups.setdefault((r.dataset, r.label or r.ranker), []).append(r)

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import csv
 import datetime as _dt
+import errno
+import fcntl
 import io
 import json
 import math
@@ -31,10 +33,13 @@ import numpy as np
 
 __all__ = [
     "RECORD_FORMAT",
+    "CellClaim",
     "ResultRecord",
     "ResultStore",
+    "ResultsWriteError",
     "aggregate",
     "atomic_write_text",
+    "check_writable_dir",
     "group_flags",
     "jsonable",
     "now",
@@ -44,6 +49,44 @@ __all__ = [
 ]
 
 RECORD_FORMAT = 1
+
+
+class ResultsWriteError(Exception):
+    """A result or log could not be written (full disk, permissions). ``str(err)`` names the
+    file and the operating system's reason. Raised by :class:`ResultStore`; the harness turns
+    it into a clean stop."""
+
+    def __init__(self, path: Path, exc: OSError):
+        reason = exc.strerror or str(exc)
+        if exc.errno == errno.ENOSPC:
+            reason = "no space left on the device"
+        super().__init__(f"cannot write {path}: {reason}")
+        self.path = path
+        self.errno = exc.errno
+
+
+def check_writable_dir(folder: Path, what: str) -> None:
+    """Create ``folder`` if needed and prove a file can be written in it (a probe file is
+    written, synced and removed); raises :class:`~ltr_bench.errors.UsageError` naming
+    ``what`` (the option) and the reason."""
+    from .errors import UsageError
+
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".ltr-bench-probe-", dir=folder)
+        try:
+            os.write(fd, b"probe\n" * 512)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+            os.unlink(probe)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if exc.errno == errno.ENOSPC:
+            reason = "no space left on the device"
+        raise UsageError(f"{what} {folder} is not usable: {reason}. Choose a writable folder "
+                         "with free space.") from None
 
 
 def now() -> str:
@@ -132,6 +175,7 @@ class ResultRecord:
     environment: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
     model_info: dict[str, Any] = field(default_factory=dict)
+    run_file: str | None = None
     flags: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
@@ -140,13 +184,15 @@ class ResultRecord:
     mlflow: dict[str, Any] | None = None
     format: int = RECORD_FORMAT
     per_query: dict[str, list] | None = field(default=None, repr=False)
+    run_text: str | None = field(default=None, repr=False)  # TREC run, until the store saves it
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
 
     def to_dict(self, *, per_query: bool = False) -> dict[str, Any]:
-        d = {k: v for k, v in self.__dict__.items() if k not in ("per_query", "mlflow")}
+        d = {k: v for k, v in self.__dict__.items()
+             if k not in ("per_query", "mlflow", "run_text")}
         if self.mlflow:
             d["mlflow"] = self.mlflow
         d = jsonable(d)
@@ -253,6 +299,41 @@ class ResultStore:
     def failure_log(self) -> Path:
         return self.root / "failures.log"
 
+    @property
+    def claims_dir(self) -> Path:
+        return self.root / ".claims"
+
+    def claim(self, key: str, *, wait: bool = False) -> "CellClaim | None":
+        """Claim cell ``key`` for this process (an exclusive ``flock`` on
+        ``<root>/.claims/<key>.lock``, released by :meth:`CellClaim.release` or when the
+        process ends, however it ends). None when another process holds it (with ``wait``:
+        block until it is free). Raises :class:`ResultsWriteError` when the lock file cannot
+        be created."""
+        path = self.claims_dir / f"{key}.lock"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as exc:
+            raise ResultsWriteError(path, exc) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except BaseException:
+            os.close(fd)
+            raise
+        return CellClaim(fd)
+
+    def reload(self, key: str) -> ResultRecord | None:
+        """The finished record with this key as it is on disk now (another process may have
+        written it since this store was indexed)."""
+        rec = self._read(self.json_path(key))
+        if rec is not None and rec.key == key:
+            self._index()[key] = rec
+            return rec
+        return None
+
     def _read(self, path: Path) -> ResultRecord | None:
         try:
             rec = ResultRecord.from_dict(json.loads(path.read_text(encoding="utf-8")))
@@ -284,6 +365,16 @@ class ResultStore:
         return sorted(recs, key=lambda r: (r.dataset, r.ranker, r.fold))
 
     def save(self, record: ResultRecord, *, per_query: bool = True) -> Path:
+        """:meth:`_save`; an :class:`OSError` (full disk, permissions) becomes
+        :class:`ResultsWriteError` naming the file (the earlier records stay intact: every
+        write is atomic)."""
+        try:
+            return self._save(record, per_query=per_query)
+        except OSError as exc:
+            raise ResultsWriteError(Path(exc.filename or self.json_path(record.key)),
+                                    exc) from None
+
+    def _save(self, record: ResultRecord, *, per_query: bool = True) -> Path:
         """Write a finished record (and, with ``per_query``, its per-query CSV) atomically;
         returns the JSON path. ``per_query=False`` rewrites only the JSON (e.g. to note the
         MLflow run id)."""
@@ -291,6 +382,10 @@ class ResultStore:
             raise ValueError("only finished (status ok) records are stored; use log_failure")
         if per_query and record.per_query is not None:
             atomic_write_text(self.per_query_path(record.key), per_query_csv(record.per_query))
+        if record.run_text is not None:
+            run_path = self.root / f"{record.key}.run.txt"
+            atomic_write_text(run_path, record.run_text)
+            record.run_file = str(run_path.resolve())
         path = self.json_path(record.key)
         atomic_write_text(path, json.dumps(record.to_dict(), indent=1, sort_keys=True,
                                        allow_nan=True) + "\n")
@@ -308,12 +403,33 @@ class ResultStore:
 
     def log_failure(self, record: ResultRecord) -> Path:
         """Append a failed cell's traceback to ``failures.log``; returns the log path."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.failure_log, "a", encoding="utf-8") as fh:
-            fh.write(f"=== {record.finished} {record.summary_line()} (key {record.key}, "
-                     f"stage {record.error_stage})\n")
-            fh.write((record.traceback or record.error or "").rstrip() + "\n\n")
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            with open(self.failure_log, "a", encoding="utf-8") as fh:
+                fh.write(f"=== {record.finished} {record.summary_line()} (key {record.key}, "
+                         f"stage {record.error_stage})\n")
+                fh.write((record.traceback or record.error or "").rstrip() + "\n\n")
+        except OSError as exc:
+            raise ResultsWriteError(self.failure_log, exc) from None
         return self.failure_log
+
+
+class CellClaim:
+    """A held claim on a cell (see :meth:`ResultStore.claim`)."""
+
+    def __init__(self, fd: int):
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor drops the flock
+            self._fd = None
+
+    def __enter__(self) -> "CellClaim":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
 
 
 def aggregate(records: list[ResultRecord]) -> dict[str, tuple[float, float, int]]:
@@ -335,6 +451,24 @@ def aggregate(records: list[ResultRecord]) -> dict[str, tuple[float, float, int]
         std = float(np.std(arr, ddof=1)) if arr.size > 1 else float("nan")
         out[k] = (float(np.mean(arr)), std, int(arr.size))
     return out
+
+
+def trec_run_text(qid, scores, *, tag: str) -> str:
+    """The test scores as a TREC run file: ``qid Q0 docid rank score tag`` per line, docid =
+    the row's position in the split (0-based), rank 1-based by descending score (equal scores:
+    larger docid string first, trec_eval's own order), scores written exactly (``repr``).
+    trec_eval, ranx or the LETOR scripts can re-evaluate exactly these predictions."""
+    qid = np.asarray(qid)
+    scores = np.asarray(scores, dtype=np.float64)
+    tag = "".join(c if c.isalnum() or c in "-_.[]=," else "_" for c in tag) or "ltr-bench"
+    lines = []
+    for q in dict.fromkeys(qid.tolist()):
+        rows = np.flatnonzero(qid == q)
+        order = sorted(rows.tolist(), key=lambda i: str(i), reverse=True)
+        order.sort(key=lambda i: -scores[i])
+        lines += [f"{q} Q0 {i} {r} {float(scores[i])!r} {tag}"
+                  for r, i in enumerate(order, start=1)]
+    return "\n".join(lines) + "\n"
 
 
 def records_json(records: Iterable[ResultRecord]) -> str:

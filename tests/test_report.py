@@ -265,7 +265,9 @@ def test_output_file_and_plots_are_written_and_attached_to_the_parent_runs(ctx, 
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "" and out.read_text().startswith("## synthetic")
     pngs = sorted(p.name for p in (tmp_path / "plots").glob("*.png"))
-    assert pngs == ["synthetic_ndcg_at_10_per_fold.png", "synthetic_ndcg_at_10_vs_fit_time.png",
+    assert pngs == ["synthetic_ndcg_at_10_pareto_fit_time.png",
+                    "synthetic_ndcg_at_10_pareto_score_time.png",
+                    "synthetic_ndcg_at_10_per_fold.png", "synthetic_ndcg_at_10_vs_fit_time.png",
                     "synthetic_ndcg_at_k.png"]
     client = MlflowClient(default_tracking_uri(ctx["work"]))
     for pid in {r.mlflow["parent_run_id"] for r in ctx["runs"]}:

@@ -5,8 +5,15 @@ Layout: ``<cache dir>/<namespace>/<key>/`` holds one raw little-endian binary fi
 the entry was built from). Arrays come back as read-only memory maps, so reloading a 2.5 GB
 MSLR-WEB30K training matrix costs page-table set-up, not a copy. An entry is built in a
 temporary sibling folder and moved into place with one ``os.replace``: a crash or a kill
-leaves either no entry or a complete one (stale ``.tmp-*`` folders are ignored; delete them
-freely).
+leaves either no entry or a complete one; the temporary folders of processes that died are
+removed by the next write in the same namespace.
+
+Entries are checked when loaded: ``load_entry(..., verify=...)`` recomputes what the entry
+recorded about itself (the split fingerprints, see :func:`ltr_bench.folds.fingerprint_arrays`)
+from the arrays actually mapped, and an entry that cannot be read or no longer matches (a disk
+error, an edit in place) is discarded with a :class:`~ltr_bench.data.errors.DataWarning` and
+rebuilt from the source; it is never used. This costs one sha256 pass over the arrays per load
+(about 1 GB/s).
 
 Source-file keys (:func:`source_signature`): resolved absolute path, size, ``st_mtime_ns``
 and sha256 of the first and last MiB. Hashing whole files would be the purest content key,
@@ -15,7 +22,9 @@ which is the same order as the whole reload; size + mtime change on every ordina
 copy or re-extraction, and the head/tail hash catches a replaced file with a preserved mtime
 and size in the regions where format changes show (headers, truncation). The one change it
 can miss is an in-place edit in the middle of a file that keeps its size and resets its mtime
-by hand; delete the cache folder after doing that.
+by hand. For that case every entry also records the sha256 of its whole source files
+(``source_sha256``), and ``ltr-bench cache verify`` re-hashes the sources and discards the
+entries whose sources changed (:func:`verify_entries`).
 """
 
 from __future__ import annotations
@@ -24,13 +33,20 @@ import hashlib
 import json
 import os
 import shutil
+import time
 import uuid
+import warnings
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
-__all__ = ["CACHE_VERSION", "cache_key", "load_entry", "source_signature", "write_entry"]
+from .errors import DataWarning
+
+__all__ = ["CACHE_VERSION", "CacheEntry", "cache_key", "discard_entry", "file_sha256",
+           "iter_entries", "load_entry", "remove_stale_temporaries", "source_signature",
+           "write_entry"]
 
 #: Bump when the parser or the entry format changes: old entries are then simply not found.
 CACHE_VERSION = 1
@@ -52,6 +68,15 @@ def source_signature(path) -> dict:
             "edges_sha256": h.hexdigest()}
 
 
+def file_sha256(path) -> str:
+    """sha256 of a whole file (its bytes on disk, compressed or not), read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(_EDGE), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def cache_key(parts: dict) -> str:
     """sha256 of the canonical JSON of ``parts`` plus :data:`CACHE_VERSION`."""
     blob = json.dumps({"v": CACHE_VERSION, **parts}, sort_keys=True, default=str)
@@ -71,16 +96,106 @@ def _map(path: Path, dtype: str, shape) -> np.ndarray:
     return mm.view(np.ndarray)
 
 
-def load_entry(cache_dir, namespace: str, key: str) -> tuple[dict, dict] | None:
-    """``(arrays, meta)`` of a complete entry, arrays memory-mapped read-only; else None."""
+def discard_entry(folder: Path, why: str) -> None:
+    """Remove a damaged entry, saying so (a :class:`DataWarning` naming the folder)."""
+    warnings.warn(f"parsed-data cache entry {folder} is damaged ({why}); it is discarded and "
+                  "rebuilt from the source files", DataWarning, stacklevel=3)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _read_entry(d: Path) -> tuple[dict, dict]:
+    meta = json.loads((d / "meta.json").read_text())
+    arrays = {}
+    for name, a in meta["arrays"].items():
+        f = d / a["file"]
+        expected = int(np.prod([int(x) for x in a["shape"]])) * np.dtype(a["dtype"]).itemsize
+        if f.stat().st_size != expected:
+            raise ValueError(f"{f.name} holds {f.stat().st_size} bytes, expected {expected}")
+        arrays[name] = _map(f, a["dtype"], a["shape"])
+    return arrays, meta
+
+
+def load_entry(cache_dir, namespace: str, key: str, *,
+               verify: Callable[[dict, dict], str | None] | None = None,
+               ) -> tuple[dict, dict] | None:
+    """``(arrays, meta)`` of a complete entry, arrays memory-mapped read-only; else None.
+
+    ``verify(arrays, meta)`` returns None when the entry is sound, else what is wrong. An
+    entry that exists but cannot be read, or fails ``verify``, is discarded
+    (:func:`discard_entry`) and None is returned, so the caller rebuilds it.
+    """
     d = _entry_dir(cache_dir, namespace, key)
+    if not d.is_dir():
+        return None
     try:
-        meta = json.loads((d / "meta.json").read_text())
-        arrays = {name: _map(d / a["file"], a["dtype"], a["shape"])
-                  for name, a in meta["arrays"].items()}
-    except (OSError, ValueError, KeyError):
+        arrays, meta = _read_entry(d)
+        problem = verify(arrays, meta) if verify is not None else None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        problem = f"unreadable: {type(exc).__name__}: {str(exc)[:200]}"
+    if problem:
+        discard_entry(d, problem)
         return None
     return arrays, meta
+
+
+@dataclass
+class CacheEntry:
+    """One entry as listed by :func:`iter_entries`: its folder, namespace, meta (None when
+    unreadable) and size on disk in bytes."""
+
+    folder: Path
+    namespace: str
+    meta: dict | None
+    size: int
+
+
+def iter_entries(cache_dir) -> Iterator[CacheEntry]:
+    """Every complete entry folder under ``cache_dir`` (temporary folders excluded)."""
+    root = Path(cache_dir)
+    if not root.is_dir():
+        return
+    for ns in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        for d in sorted(p for p in ns.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            try:
+                meta = json.loads((d / "meta.json").read_text())
+            except (OSError, ValueError):
+                meta = None
+            size = sum(f.stat().st_size for f in d.iterdir() if f.is_file())
+            yield CacheEntry(d, ns.name, meta, size)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_temporaries(folder: Path, *, min_age: float = 3600.0) -> list[Path]:
+    """Remove ``.tmp-<key>-<pid>-<id>`` folders under ``folder`` left by processes that no
+    longer run (or, for foreign names, older than ``min_age`` seconds); returns them."""
+    removed = []
+    folder = Path(folder)
+    if not folder.is_dir():
+        return removed
+    for p in folder.iterdir():
+        if not (p.name.startswith(".tmp-") and p.is_dir()):
+            continue
+        parts = p.name.split("-")
+        try:
+            stale = not _pid_alive(int(parts[2]))
+        except (IndexError, ValueError):
+            try:
+                stale = time.time() - p.stat().st_mtime > min_age
+            except OSError:
+                continue
+        if stale:
+            shutil.rmtree(p, ignore_errors=True)
+            removed.append(p)
+    return removed
 
 
 class EntryWriter:
@@ -129,6 +244,7 @@ def write_entry(cache_dir, namespace: str, key: str,
     """
     final = _entry_dir(cache_dir, namespace, key)
     final.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(final.parent)
     tmp = final.parent / f".tmp-{key}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     try:
@@ -144,7 +260,12 @@ def write_entry(cache_dir, namespace: str, key: str,
         except OSError:
             # Another process finished this entry first (keep it), or a damaged entry is in
             # the way (replace it).
-            if load_entry(cache_dir, namespace, key) is None:
+            try:
+                _read_entry(final)
+                sound = True
+            except (OSError, ValueError, KeyError, TypeError):
+                sound = False
+            if not sound:
                 shutil.rmtree(final, ignore_errors=True)
                 os.replace(tmp, final)
             else:

@@ -7,8 +7,11 @@ named ``train.txt`` / ``vali.txt`` (or ``valid.txt``) / ``test.txt``, or
 ``trainingset.txt`` / ``validationset.txt`` / ``testset.txt``, or LightGBM-style
 ``rank.train`` / ``rank.test`` with ``.query`` files; any of them may be ``.gz``, ``.bz2`` or
 ``.xz``. For a folder, ``options`` may set ``n_features`` (else the largest index in the
-fold's files) and ``label_max`` (else any non-negative integer label is accepted and
-``Fold.max_label`` is the largest label seen).
+fold's files) and ``label_max``. Without ``label_max`` the label range comes from the
+training split: its labels must be integers in ``0..``:data:`FOLDER_LABEL_CAP`, the
+validation and test labels must lie in ``0..max(training labels)`` (a label outside is an
+error naming the file and line), and ``Fold.max_label`` (ERR's top grade) is the largest
+training label: never anything read from the test split.
 
 A string is a name when it is registered; otherwise a string that names an existing folder
 (or contains a path separator, or starts with ``.`` or ``~``) is a path.
@@ -25,7 +28,7 @@ import numpy as np
 
 from ..folds import Fold, Split, fingerprint_arrays
 from ..progress import report_progress
-from .cache import cache_key, load_entry, source_signature, write_entry
+from .cache import cache_key, file_sha256, load_entry, source_signature, write_entry
 from .errors import DataError, DatasetNotFoundError, DataWarning
 from .reader import read_letor_file
 from .specs import (COMPRESSION_SUFFIXES, DatasetSpec, _SPECS, get_spec, resolve_cache_dir,
@@ -39,6 +42,11 @@ _GENERIC_NAMES = {
     "test": ("test.txt", "testset.txt", "rank.test", "test"),
 }
 _FOLD_RE = re.compile(r"^fold(\d+)$", re.IGNORECASE)
+
+#: Largest label a folder dataset's training split may hold without the ``label_max``
+#: option: graded relevance in LETOR data is 0..4 (Yahoo, MSLR) or 0..2; a larger value is
+#: almost always a wrong column, and LightGBM's default gain table stops at 30.
+FOLDER_LABEL_CAP = 31
 
 
 # ----------------------------------------------------------------------------- resolution
@@ -68,6 +76,11 @@ def _data_home_note(data_dir) -> str:
 def _find_file(expected: Path) -> Path | None:
     """``expected`` or its compressed variant; DataError if more than one exists."""
     found = [expected.with_name(expected.name + s) for s in COMPRESSION_SUFFIXES]
+    for p in found:
+        if p.exists() and not p.is_file():
+            raise DataError(f"{p}: is a folder (or not a regular file), but it has the name "
+                            "of a data file; replace it by the data file or rename it.",
+                            path=p)
     found = [p for p in found if p.is_file()]
     if len(found) > 1:
         raise DataError(
@@ -250,7 +263,7 @@ def load_letor_split(name: str, data_file: Path, query_file: Path | None, *,
     parse_kw = dict(n_features=n_features, label_min=label_min, label_max=label_max,
                     query_file=query_file, context=context, progress=progress)
     cache = resolve_cache_dir(cache_dir)
-    loaded = load_entry(cache, "letor", key)
+    loaded = load_entry(cache, "letor", key, verify=_verify_split_entry)
     if loaded is None:
         def build(writer):
             if n_features is None:
@@ -278,8 +291,12 @@ def load_letor_split(name: str, data_file: Path, query_file: Path | None, *,
                            shape=(parsed.n_rows, parsed.n_features)))
             fp = fingerprint_arrays(X, parsed.y, parsed.qid)
             del X
+            sources = {str(data_file): file_sha256(data_file)}
+            if query_file is not None:
+                sources[str(query_file)] = file_sha256(query_file)
             return {"fingerprint": fp, "warnings": parsed.warnings,
-                    "source": str(data_file), "query_file": str(query_file or "")}
+                    "source": str(data_file), "query_file": str(query_file or ""),
+                    "source_sha256": sources}
 
         try:
             loaded = write_entry(cache, "letor", key, build)
@@ -297,24 +314,60 @@ def load_letor_split(name: str, data_file: Path, query_file: Path | None, *,
                  _fingerprint=meta.get("fingerprint"))
 
 
+def _verify_split_entry(arrays: dict, meta: dict) -> str | None:
+    """What is wrong with a cached split (None: its arrays still have the fingerprint
+    recorded when the entry was written)."""
+    fp = fingerprint_arrays(arrays["X"], arrays["y"], arrays["qid"])
+    if fp != meta.get("fingerprint"):
+        return "its arrays no longer have the fingerprint recorded when it was written"
+    return None
+
+
+def _warn_label_gaps(path: Path, y: np.ndarray) -> None:
+    """Warn when the training labels skip grades (0, 1, 2, 7): the top grade, which sets
+    ERR's normaliser, is then probably a typo."""
+    counts = np.bincount(np.asarray(y, dtype=np.int64))
+    missing = np.flatnonzero(counts == 0)
+    if missing.size and counts.size > 2:
+        top = counts.size - 1
+        warnings.warn(f"{path}: the training labels go up to {top} but no row has the "
+                      f"grade(s) {', '.join(map(str, missing[:10].tolist()))}; {top} is "
+                      "ERR's top grade for this dataset. Check the labels, or set the dataset "
+                      "option label_max.", DataWarning, stacklevel=3)
+
+
 def _letor_fold(dataset_name: str, files: dict, fold: int, *, n_features, label_min,
                 label_max, context, cache_dir, progress) -> Fold:
     splits = {}
-    for split, (f, q) in files.items():
+    train_max = None
+    for split in sorted(files, key=lambda s: s != "train"):  # train first: it sets the range
+        f, q = files[split]
+        if label_max is not None:
+            lmax, ctx = label_max, context
+        elif split == "train":
+            lmax = FOLDER_LABEL_CAP
+            ctx = (f"{context} (without the dataset option label_max, training labels may "
+                   f"be 0..{FOLDER_LABEL_CAP})")
+        else:
+            lmax = train_max
+            ctx = (f"{context} (the range of its training split {files['train'][0].name}; "
+                   "set the dataset option label_max if the training split lacks the top "
+                   "grade)")
         splits[split] = load_letor_split(split, f, q, n_features=n_features,
-                                         label_min=label_min, label_max=label_max,
-                                         context=context, cache_dir=cache_dir,
+                                         label_min=label_min, label_max=lmax,
+                                         context=ctx, cache_dir=cache_dir,
                                          progress=_progress_fn(progress))
+        if split == "train":
+            train_max = max(1, int(splits[split].y.max()))
+            if label_max is None:
+                _warn_label_gaps(f, splits[split].y)
     width = max(s.X.shape[1] for s in splits.values())
     for split, s in splits.items():
         if s.X.shape[1] < width:  # only when n_features was inferred per file
             X = np.zeros((s.n_docs, width))
             X[:, :s.X.shape[1]] = s.X
             splits[split] = Split(name=s.name, X=X, y=s.y, qid=s.qid, extras=s.extras)
-    if label_max is None:
-        max_label = max(1, max(int(s.y.max()) for s in splits.values()))
-    else:
-        max_label = label_max
+    max_label = train_max if label_max is None else label_max
     return Fold(dataset=dataset_name, index=fold, train=splits["train"], test=splits["test"],
                 vali=splits.get("vali"), max_label=max_label)
 

@@ -49,6 +49,29 @@ __all__ = ["BLOCK_BYTES", "ParsedFile", "diagnose_block", "open_data_file", "rea
 
 BLOCK_BYTES = 1 << 20
 
+#: Widest row a file may have when the feature count is inferred (no ``n_features``): the
+#: widest LETOR data (Yahoo! set 1) has 700 features; an index far beyond this is a damaged
+#: file and would otherwise allocate an enormous dense matrix.
+MAX_INFERRED_FEATURES = 1 << 16
+
+_INT64_MAX = np.iinfo(np.int64).max
+_INT64_MIN = np.iinfo(np.int64).min
+
+
+def shown(text, limit: int = 40) -> str:
+    """``repr`` of a token from a file, cut to ``limit`` characters (messages stay short
+    whatever the file holds)."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    if len(text) <= limit:
+        return repr(text)
+    return repr(text[:limit]) + f"... ({len(text)} characters)"
+
+
+def _short(exc: BaseException, limit: int = 200) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
 _FORMAT_HINT = ("Each line must read '<label> qid:<query id> <index>:<value> ... [# comment]' "
                 "with 1-based, increasing feature indices.")
 
@@ -102,7 +125,8 @@ def _iter_blocks(path, block_bytes: int | None = None):
                 chunk = stream.read(block_bytes)
             except (OSError, EOFError, lzma.LZMAError, ValueError) as exc:
                 raise DataError(
-                    f"{path}: the compressed file is damaged or truncated ({exc}). Download or "
+                    f"{path}: the compressed file is damaged or truncated ({_short(exc)}). "
+                    "Download or "
                     "copy it again, or decompress it and check what is wrong.", path=path,
                 ) from None
             if not chunk:
@@ -154,30 +178,35 @@ def diagnose_block(block: bytes, first_line: int, path, *, n_features: int | Non
             continue
         label_tok = tokens[0].decode("utf-8", "replace")
         if ":" in label_tok:
-            return err(f"the line starts with {label_tok!r} instead of a relevance label",
+            return err(f"the line starts with {shown(label_tok)} instead of a relevance label",
                        _FORMAT_HINT)
         try:
             label = float(label_tok)
         except ValueError:
-            return err(f"cannot parse the label {label_tok!r} as a number", _FORMAT_HINT)
+            return err(f"cannot parse the label {shown(label_tok)} as a number", _FORMAT_HINT)
         if not math.isfinite(label):
-            return err(f"the label is {label_tok!r}, not a finite number",
+            return err(f"the label is {shown(label_tok)}, not a finite number",
                        f"Labels of {context} must be {rng}.")
         if label != int(label):
-            return err(f"the label {label_tok!r} is not an integer",
+            return err(f"the label {shown(label_tok)} is not an integer",
                        f"Labels of {context} must be {rng} (graded relevance).")
         if label < label_min or (label_max is not None and label > label_max):
-            return err(f"the label {int(label)} is outside the allowed range",
+            text = str(int(label)) if abs(label) < 1e15 else shown(label_tok)
+            return err(f"the label {text} is outside the allowed range",
                        f"Labels of {context} must be {rng}; check that the file belongs to "
-                       f"{context}.")
+                       "this dataset.")
         feats = tokens[1:]
         if feats and feats[0].startswith(b"qid:"):
             qid_tok = feats[0][4:].decode("utf-8", "replace")
             try:
-                int(qid_tok)
+                qid_val = int(qid_tok)
             except ValueError:
-                return err(f"the query id {qid_tok!r} is not an integer",
+                return err(f"the query id {shown(qid_tok)} is not an integer",
                            "Write the query as qid:<integer>.")
+            if not _INT64_MIN <= qid_val <= _INT64_MAX:
+                return err(f"the query id {shown(qid_tok)} does not fit in 64 bits",
+                           f"Query ids must lie in {_INT64_MIN}..{_INT64_MAX}; renumber the "
+                           "queries.")
             feats = feats[1:]
         elif any(t.startswith(b"qid:") for t in feats):
             return err("the qid: field is not directly after the label",
@@ -188,38 +217,48 @@ def diagnose_block(block: bytes, first_line: int, path, *, n_features: int | Non
                        "LightGBM-style files without qid:, put the group sizes in a '.query' "
                        "file next to the data file (e.g. rank.train.query for rank.train).")
         prev = 0
+        width = MAX_INFERRED_FEATURES if n_features is None else n_features
         for tok in feats:
             tok_s = tok.decode("utf-8", "replace")
             if tok.startswith(b"qid:"):
-                return err(f"{tok_s!r} is not directly after the label",
+                return err(f"{shown(tok_s)} is not directly after the label",
                            "qid:<id> must be the second field of the line. " + _FORMAT_HINT)
             idx_s, sep, val_s = tok_s.partition(":")
             if not sep:
-                return err(f"cannot parse {tok_s!r} as index:value", _FORMAT_HINT)
+                return err(f"cannot parse {shown(tok_s)} as index:value", _FORMAT_HINT)
             try:
                 idx = int(idx_s)
             except ValueError:
-                return err(f"the feature index in {tok_s!r} is not an integer", _FORMAT_HINT)
+                return err(f"the feature index in {shown(tok_s)} is not an integer",
+                           _FORMAT_HINT)
             if idx < 1:
-                return err(f"feature index {idx} in {tok_s!r}: indices are 1-based",
+                return err(f"feature index {shown(idx_s)} in {shown(tok_s)}: indices are "
+                           "1-based",
                            "Number features from 1 (LETOR convention); add 1 to every index "
                            "of a 0-based file.")
+            if idx > width:
+                idx_text = str(idx) if len(idx_s) <= 20 else shown(idx_s)
+                if n_features is not None:
+                    return err(f"feature index {idx_text} is beyond the {n_features} "
+                               f"features of {context}",
+                               f"Indices must be 1..{n_features}; check that the file belongs "
+                               f"to {context} (for a folder path, pass the option "
+                               "n_features).")
+                return err(f"feature index {idx_text} is beyond {MAX_INFERRED_FEATURES}, "
+                           "the widest row accepted when the feature count is inferred",
+                           "The file is probably damaged; if the data really is this wide, "
+                           "pass the dataset option n_features.")
             if idx <= prev:
                 return err(f"feature index {idx} comes after index {prev}",
                            "Feature indices within a line must be increasing and unique.")
-            if n_features is not None and idx > n_features:
-                return err(f"feature index {idx} is beyond the {n_features} features of "
-                           f"{context}",
-                           f"Indices must be 1..{n_features}; check that the file belongs to "
-                           f"{context} (for a folder path, pass the option n_features).")
             prev = idx
             try:
                 val = float(val_s)
             except ValueError:
-                return err(f"cannot parse the value of feature {idx} ({val_s!r}) as a number",
-                           _FORMAT_HINT)
+                return err(f"cannot parse the value of feature {idx} ({shown(val_s)}) as a "
+                           "number", _FORMAT_HINT)
             if not math.isfinite(val):
-                return err(f"feature {idx} has the value {val_s!r} (NaN or infinite)",
+                return err(f"feature {idx} has the value {shown(val_s)} (NaN or infinite)",
                            "Replace missing or infinite values by a number (LETOR's "
                            "'Feature-min' versions use the feature's minimum) or drop the row.")
     return None
@@ -257,7 +296,7 @@ def read_query_file(path, n_rows: int, data_path) -> np.ndarray:
                 size = int(tok)
             except ValueError:
                 raise DataError(
-                    f"{path}:{lineno}: cannot parse {tok.decode('utf-8', 'replace')!r} as a "
+                    f"{path}:{lineno}: cannot parse {shown(tok)} as a "
                     "group size. A .query file holds one positive integer per line: the number "
                     "of consecutive rows of the data file that form one query.",
                     path=path, line=lineno) from None
@@ -343,6 +382,32 @@ def read_letor_file(path, *, n_features: int | None, label_min: int = 0,
     path = Path(path)
     if x_out is not None and n_features is None:
         raise ValueError("x_out requires n_features")
+    try:
+        return _read_letor_file(path, n_features=n_features, label_min=label_min,
+                                label_max=label_max, query_file=query_file, x_out=x_out,
+                                context=context, progress=progress)
+    except DataError as exc:
+        if "damaged or truncated" not in str(exc):
+            damage = compressed_damage(path)
+            if damage is not None:  # garbage from a broken stream, not a bad line
+                raise damage from None
+        raise
+
+
+def compressed_damage(path) -> DataError | None:
+    """For a compressed file: a :class:`DataError` when its stream is damaged or truncated
+    (decompressing it to the end fails), else None. Plain files: None."""
+    try:
+        for _ in _iter_blocks(path):
+            pass
+    except DataError as exc:
+        if "damaged or truncated" in str(exc):
+            return exc
+    return None
+
+
+def _read_letor_file(path: Path, *, n_features, label_min, label_max, query_file, x_out,
+                     context, progress) -> ParsedFile:
     need_qid = query_file is None
     ys, qids, dense_parts, sparse_parts = [], [], [], []
     width = 0
@@ -353,15 +418,17 @@ def read_letor_file(path, *, n_features: int | None, label_min: int = 0,
         try:
             Xb, yb, qb = load_svmlight_file(io.BytesIO(block), n_features=n_features,
                                             dtype=np.float64, zero_based=False, query_id=True)
-        except ValueError as exc:
+        except (ValueError, OverflowError, MemoryError) as exc:
             problem = diagnose_block(block, first_line, path, **check)
             if problem is not None:
                 raise problem from None
             last_line = first_line + block.count(b"\n")
             raise DataError(f"{path}: lines {first_line}..{last_line}: cannot parse the data "
-                            f"({exc}). {_FORMAT_HINT}", path=path) from None
+                            f"({type(exc).__name__}: {_short(exc)}). {_FORMAT_HINT}",
+                            path=path) from None
         rows = Xb.shape[0]
         bad = (not np.all(np.isfinite(yb)) or not np.all(yb == np.round(yb))
+               or (n_features is None and Xb.shape[1] > MAX_INFERRED_FEATURES)
                or (rows and yb.min() < label_min)
                or (rows and label_max is not None and yb.max() > label_max)
                or not np.all(np.isfinite(Xb.data))

@@ -131,7 +131,7 @@ def _yahoo(k: int) -> DatasetSpec:
 
 SYNTHETIC_DEFAULTS = {
     "n_queries": 300, "docs_per_query": 40, "n_features": 30, "n_informative": 10,
-    "label_noise": 0.5,
+    "label_noise": 0.5, "feature_distribution": "normal",
 }
 
 QBE_DEFAULTS = {"test_size": 0.2, "n_folds": 10, "noise_features": 0}

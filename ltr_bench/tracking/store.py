@@ -4,21 +4,38 @@ Default tracking URI ``sqlite:///<cwd>/mlflow_runs/mlflow.db``; ``--tracking-uri
 ``MLFLOW_TRACKING_URI`` point elsewhere (another SQLite file, a shared ``mlflow server``).
 For an SQLite store, artifacts go to ``artifacts/`` beside the database file (so the default
 is ``<cwd>/mlflow_runs/artifacts``); a server decides for itself.
+
+Reliability of an SQLite store (:func:`prepare_sqlite_store`): its folder is probed for
+writing first (an uncreatable or read-only location fails in milliseconds instead of after
+MLflow's retries); creating the schema is serialized by an exclusive ``flock`` on
+``<db>.lock`` beside the file (two runs starting together on a new store would otherwise
+both run MLflow's migrations and one would fail); a store whose creation was interrupted
+(kill, full disk) is detected when MLflow cannot open it: if it holds no runs it is rebuilt,
+otherwise the error says exactly how to move it aside. MLflow's, Alembic's and SQLAlchemy's
+log records never carry tracebacks to the terminal (:func:`quiet_library_logging`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import logging
 import os
 import re
+import sqlite3
+import tempfile
 from pathlib import Path
 
-from ..errors import LtrBenchError
+from ..errors import LtrBenchError, UsageError
 
 __all__ = [
     "EXPERIMENT_PREFIX",
     "NoResultsError",
     "TrackingError",
+    "TrackingUriError",
+    "prepare_sqlite_store",
+    "quiet_library_logging",
     "artifact_root_for",
     "default_tracking_uri",
     "experiment_name",
@@ -33,6 +50,15 @@ EXPERIMENT_PREFIX = "ltr-bench/"
 
 class TrackingError(LtrBenchError):
     """MLflow could not be reached or refused a write; ``str(err)`` is user-facing."""
+
+
+class TrackingUriError(TrackingError, UsageError):
+    """The tracking URI cannot name an MLflow store (exit code 2)."""
+
+
+#: URI schemes MLflow's tracking stores understand (the rest are typos).
+KNOWN_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql", "http", "https", "file",
+                 "databricks", "databricks-uc", "uc")
 
 
 class NoResultsError(TrackingError):
@@ -50,9 +76,19 @@ def resolve_tracking_uri(uri: str | None = None, cwd: str | Path | None = None) 
 
     A bare path ending in ``.db`` is taken as an SQLite file.
     """
+    source = "--tracking-uri" if uri else "$MLFLOW_TRACKING_URI"
     uri = uri or os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(cwd)
     if "://" not in uri and uri.endswith(".db"):
         uri = "sqlite:///" + str(Path(uri).expanduser().resolve())
+    scheme = uri.split(":", 1)[0].split("+", 1)[0].lower() if ":" in uri else ""
+    if scheme not in KNOWN_SCHEMES and "://" in uri:
+        raise TrackingUriError(
+            f"{source} {uri}: unknown scheme {scheme!r}; use sqlite:///PATH/mlflow.db, a "
+            "PATH ending in .db, http(s)://HOST:PORT of an MLflow server, or a database URI ("
+            + ", ".join(s + "://" for s in KNOWN_SCHEMES[1:4]) + ")")
+    if uri.startswith("sqlite:") and not uri.startswith("sqlite:///"):
+        raise TrackingUriError(f"{source} {uri}: an SQLite URI needs three slashes and an "
+                               "absolute path: sqlite:///PATH/mlflow.db")
     return uri
 
 
@@ -98,17 +134,152 @@ def message(uri: str, what: str, exc: BaseException) -> str:
     return f"MLflow at {uri}: could not {what}: {type(exc).__name__}: {text}"
 
 
+class _NoTraceback(logging.Filter):
+    """Keeps a library's log record but drops its traceback and cuts it to its first line
+    (a stack trace is never what a user of ltr-bench must act on)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info or record.stack_info or record.exc_text:
+            record.exc_info = None
+            record.exc_text = None
+            record.stack_info = None
+        try:
+            text = record.getMessage()
+        except Exception:  # noqa: BLE001 - a malformed library record: keep it as is
+            return True
+        first = text.strip().splitlines()[0] if text.strip() else text
+        if first != text:
+            record.msg, record.args = first[:300], None
+        return True
+
+
+_FILTER = _NoTraceback()
+
+
+def quiet_library_logging() -> None:
+    """MLflow, Alembic and SQLAlchemy log at WARNING and above, one line per record and no
+    tracebacks: the filter sits on every handler their records can reach (their own, the
+    root logger's and :data:`logging.lastResort`)."""
+    for name in ("mlflow", "alembic", "sqlalchemy"):
+        lg = logging.getLogger(name)
+        if lg.level == logging.NOTSET or lg.level < logging.WARNING:
+            lg.setLevel(logging.WARNING)
+        for h in lg.handlers:
+            if _FILTER not in h.filters:
+                h.addFilter(_FILTER)
+    handlers = list(logging.getLogger().handlers)
+    if logging.lastResort is not None:
+        handlers.append(logging.lastResort)
+    for h in handlers:
+        if _FILTER not in h.filters:
+            h.addFilter(_FILTER)
+
+
+def _probe_folder(folder: Path, uri: str) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".ltr-bench-probe-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        reason = "no space left on the device" if exc.errno == errno.ENOSPC else (
+            exc.strerror or str(exc))
+        raise TrackingError(f"MLflow at {uri}: cannot create the store in {folder}: "
+                            f"{reason}. Point --tracking-uri at a writable folder, or add "
+                            "--no-mlflow.") from None
+
+
+def _run_count(db: Path) -> int | None:
+    """Rows of the ``runs`` table of an SQLite file (None: no such table or unreadable)."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            return int(con.execute("select count(*) from runs").fetchone()[0])
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return None
+
+
+def _forget_engine(uri: str) -> None:
+    """Drop MLflow's cached SQLAlchemy engine of ``uri``: its pooled connections still point
+    at the file being replaced. (``SqlAlchemyStore._engine_map`` is MLflow's private cache;
+    without it nothing is cached and nothing needs dropping.)"""
+    try:
+        from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+    except Exception:  # noqa: BLE001 - another MLflow layout: nothing of ours to drop
+        return
+    engines = getattr(SqlAlchemyStore, "_engine_map", None)
+    if isinstance(engines, dict):
+        engine = engines.pop(uri, None)
+        if engine is not None:
+            engine.dispose()
+
+
+@contextlib.contextmanager
+def prepare_sqlite_store(uri: str):
+    """Context for opening an SQLite store: probes its folder, holds an exclusive lock on
+    ``<db>.lock`` (other ltr-bench processes wait there while the schema is created) and
+    yields a ``repair(exc)`` callable. Call ``repair(exc)`` when MLflow failed to open the
+    store: a store that holds no runs (a creation that was interrupted) is removed so that
+    the next attempt rebuilds it (returns True); otherwise it raises
+    :class:`TrackingError` with the exact fix. Other URIs: no-op."""
+    db = sqlite_path(uri)
+    if db is None:
+        yield lambda exc: False
+        return
+    _probe_folder(db.parent, uri)
+    if db.is_file() and db.stat().st_size > 0:
+        with open(db, "rb") as fh:
+            header = fh.read(16)
+        if header != b"SQLite format 3\x00":  # never delete what is not a database
+            raise TrackingError(
+                f"MLflow at {uri}: {db} is not an SQLite database. Point --tracking-uri at "
+                f"another file, or move it aside: mv {db} {db}.broken")
+    lock = db.with_name(db.name + ".lock")
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as exc:
+        raise TrackingError(f"MLflow at {uri}: cannot create the lock file {lock}: "
+                            f"{exc.strerror or exc}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+
+        def repair(exc: BaseException) -> bool:
+            if not db.exists():
+                return False
+            runs = _run_count(db)
+            if not runs:
+                _forget_engine(uri)
+                for p in (db, db.with_name(db.name + "-journal"), db.with_name(db.name + "-wal"),
+                          db.with_name(db.name + "-shm")):
+                    with contextlib.suppress(FileNotFoundError):
+                        p.unlink()
+                logging.getLogger("ltr_bench").warning(
+                    "%s was incomplete (its creation was interrupted) and held no runs; "
+                    "it was rebuilt", db)
+                return True
+            raise TrackingError(
+                f"MLflow at {uri}: the store holds {runs} run(s) but cannot be opened "
+                f"({message(uri, 'open', exc).split(': could not open: ', 1)[-1]}). Move it "
+                f"aside and re-run: mv {db} {db}.broken; the results saved locally are "
+                "logged again without recomputing anything (or add --no-mlflow).") from None
+
+        yield repair
+    finally:
+        os.close(fd)
+
+
 def open_client(uri: str, *, quiet: bool = True):
-    """An ``MlflowClient`` for ``uri`` (creating an SQLite file's folder); TrackingError."""
+    """An ``MlflowClient`` for ``uri`` (probing an SQLite file's folder); TrackingError."""
     db = sqlite_path(uri)
     if db is not None:
-        db.parent.mkdir(parents=True, exist_ok=True)
+        _probe_folder(db.parent, uri)
     try:
         from mlflow.tracking import MlflowClient
 
         if quiet:  # after the import: importing mlflow configures its loggers
-            for name in ("mlflow", "alembic"):
-                logging.getLogger(name).setLevel(logging.WARNING)
+            quiet_library_logging()
         return MlflowClient(tracking_uri=uri)
     except Exception as exc:
         raise TrackingError(message(uri, "open", exc)) from exc

@@ -44,6 +44,7 @@ from .store import (
     message,
     mlflow_metric_key,
     open_client,
+    prepare_sqlite_store,
     resolve_tracking_uri,
 )
 
@@ -171,12 +172,21 @@ class Tracker:
                 reason = getattr(exc, "reason", exc)
                 raise TrackingError(f"MLflow at {self.uri}: could not connect: {reason}") \
                     from exc
-        try:
-            self.client.search_experiments(max_results=1)
-        except TrackingError:
-            raise
-        except Exception as exc:
-            raise TrackingError(self._message("connect", exc)) from exc
+        with prepare_sqlite_store(self.uri) as repair:
+            for attempt in (1, 2):
+                try:
+                    self.client.search_experiments(max_results=1)
+                    return
+                except Exception as exc:
+                    self._client = None  # its store object holds the failed engine
+                    cause = exc.__cause__ if isinstance(exc, TrackingError) else exc
+                    if cause is None:
+                        raise  # a TrackingError of our own (e.g. an unusable folder)
+                    if attempt == 1 and repair(cause):
+                        continue
+                    if isinstance(exc, TrackingError):
+                        raise
+                    raise TrackingError(self._message("connect", exc)) from exc
 
     # -- experiments and parent runs ---------------------------------------------------------
 
@@ -364,6 +374,8 @@ class Tracker:
                                               allow_nan=True) + "\n", RECORD_ARTIFACT)
             if record.per_query is not None:
                 self._log_text(run_id, per_query_csv(record.per_query), PER_QUERY_ARTIFACT)
+            if record.run_file and Path(record.run_file).is_file():
+                client.log_artifact(run_id, record.run_file)
             client.set_terminated(run_id, "FINISHED", end_time=_millis(record.finished))
         except BaseException:
             try:  # leave no half-logged FINISHED-looking run behind

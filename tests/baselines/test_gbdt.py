@@ -65,10 +65,40 @@ def test_gbdt_ranker_follows_the_ranker_contract(ranker, check):
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
-def test_tags_declare_seed_threads_and_early_stopping_and_no_query_block(cls):
+def test_tags_declare_seed_threads_early_stopping_and_the_query_block(cls):
     assert cls().ranker_tags() == RankerTags(
         requires_qid_at_predict=False, uses_eval_set=True, deterministic=True,
-        thread_param="n_jobs", seed_param="random_state", query_dim_param=None)
+        thread_param="n_jobs", seed_param="random_state", query_dim_param="query_dim")
+
+
+def balanced_qbe(seed, n_classes=4, per_class=12, d=3):
+    """Query-by-example rows ``[q, x]`` like ``gauss-*``: every point is a query against every
+    point, relevant when of the same class. Balanced classes make every candidate relevant
+    to the same share of queries, so no column of ``[q, x]`` alone separates the labels."""
+    rng = np.random.default_rng(seed)
+    cls = np.repeat(np.arange(n_classes), per_class)
+    P = rng.normal(size=(n_classes, d))[cls] * 3 + rng.normal(size=(cls.size, d))
+    n = cls.size
+    X = np.hstack([np.repeat(P, n, axis=0), np.tile(P, (n, 1))])
+    y = (np.repeat(cls, n) == np.tile(cls, n)).astype(np.int64)
+    return X, y, np.repeat(np.arange(n), n)
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_query_by_example_rows_get_distance_columns_so_pointwise_trees_can_split(cls):
+    # issue 11: xgboost-gbrt was a constant model on gauss-10 (the first split has zero gain)
+    X, y, qid = balanced_qbe(0)
+    Xt, yt, qt = balanced_qbe(1)
+    raw = cls(n_estimators=30, n_jobs=1).fit(X, y, qid=qid)
+    qbe = cls(n_estimators=30, n_jobs=1, query_dim=3).fit(X, y, qid=qid)
+    if cls is XGBoostGBRTRanker:
+        assert raw.fitted_info()["constant_model"]
+    info = qbe.fitted_info()
+    assert not info["constant_model"] and info["n_features"] == 6
+    # a new draw (other class centres); a random ranking scores about 0.25 (1 in 4 relevant)
+    assert evaluate(yt, qbe.predict(Xt), qt, "ndcg@10")["ndcg@10"] > 0.5
+    with pytest.raises(RankerInputError, match="query_dim=4 means rows"):
+        cls(n_jobs=1, query_dim=4).fit(X, y, qid=qid)
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)

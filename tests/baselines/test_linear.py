@@ -88,11 +88,10 @@ def test_ridge_without_validation_split_uses_alpha_1_and_fixed_alpha_ignores_it(
 
 
 def test_ridge_declares_eval_set_use_exactly_when_it_chooses_alpha():
-    assert RidgeRanker().ranker_tags() == RankerTags(uses_eval_set=True, thread_param="n_jobs")
-    assert RidgeRanker(alpha=1.0).ranker_tags() == RankerTags(uses_eval_set=False,
-                                                              thread_param="n_jobs")
-    assert ListNetRanker().ranker_tags() == RankerTags(uses_eval_set=False,
-                                                       thread_param="n_jobs")
+    common = dict(thread_param="n_jobs", query_dim_param="query_dim")
+    assert RidgeRanker().ranker_tags() == RankerTags(uses_eval_set=True, **common)
+    assert RidgeRanker(alpha=1.0).ranker_tags() == RankerTags(uses_eval_set=False, **common)
+    assert ListNetRanker().ranker_tags() == RankerTags(uses_eval_set=False, **common)
     assert RidgeRanker().alpha_grid == DEFAULT_ALPHA_GRID
 
 
@@ -188,6 +187,7 @@ def test_listnet_without_label_differences_learns_the_zero_model():
     X, y, qid = problem(11, 5)
     ranker = ListNetRanker(n_jobs=1).fit(X, np.zeros_like(y), qid=qid)
     assert not ranker.coef_.any() and ranker.n_iter_ == 0 and ranker.n_queries_used_ == 0
+    assert ranker.fitted_info()["constant_model"] is True
     assert np.array_equal(ranker.predict(X), np.zeros(len(X)))
 
 
@@ -208,3 +208,35 @@ def test_bad_parameters_give_errors_that_name_them():
 def test_entry_points_resolve_to_the_linear_classes():
     assert load_ranker_class("ridge") is RidgeRanker
     assert load_ranker_class("listnet") is ListNetRanker
+
+
+def qbe_problem(seed, n_queries, d=4):
+    """Rows [q, x]; a candidate is relevant when it is near its query in the first two
+    dimensions (the other two are noise)."""
+    rng = np.random.default_rng(seed)
+    rows, labels, qids = [], [], []
+    for i in range(n_queries):
+        q = rng.normal(size=d)
+        x = rng.normal(size=(15, d))
+        near = np.linalg.norm(x[:, :2] - q[:2], axis=1)
+        labels.append((near < np.quantile(near, 0.3)).astype(np.int64))
+        rows.append(np.hstack([np.tile(q, (15, 1)), x]))
+        qids.append(np.full(15, i))
+    return np.vstack(rows), np.concatenate(labels), np.concatenate(qids)
+
+
+@pytest.mark.parametrize("cls", [RidgeRanker, ListNetRanker])
+def test_query_by_example_rows_are_scored_by_a_learned_diagonal_distance(cls):
+    X, y, qid = qbe_problem(20, 60)
+    Xt, yt, qt = qbe_problem(21, 40)
+    ranker = cls(query_dim=4, n_jobs=1).fit(X, y, qid=qid)
+    # the same model as on the explicit squared differences
+    plain = cls(n_jobs=1).fit((X[:, :4] - X[:, 4:]) ** 2, y, qid=qid)
+    np.testing.assert_allclose(ranker.predict(Xt), plain.predict((Xt[:, :4] - Xt[:, 4:]) ** 2),
+                               rtol=1e-9, atol=1e-9)
+    # the informative dimensions get negative weights (nearer ranks higher), and the ranking
+    # is far better than chance; on the raw rows a linear model cannot rank at all
+    assert (ranker.coef_[:2] < 0).all()
+    ours = evaluate(yt, ranker.predict(Xt), qt, "ndcg@10")["ndcg@10"]
+    raw = evaluate(yt, cls(n_jobs=1).fit(X, y, qid=qid).predict(Xt), qt, "ndcg@10")["ndcg@10"]
+    assert ours > raw + 0.25, (ours, raw)

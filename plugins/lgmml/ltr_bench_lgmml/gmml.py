@@ -99,10 +99,22 @@ class LowRankQuadratic:
     alpha: float
     V: np.ndarray
     g: np.ndarray
+    #: the absolute lambda the metric was fitted with (after ``reg_scale="relative"``)
+    reg_lambda: float = float("nan")
 
     def dense(self) -> np.ndarray:
         d = self.V.shape[0]
         return self.alpha * np.eye(d) + (self.V * self.g) @ self.V.T
+
+    def eig_ratio(self) -> float:
+        """max / min eigenvalue of Q over all d dimensions (1 = Euclidean up to a factor):
+        the eigenvalues are ``alpha + g_j`` in the span of ``V`` and ``alpha`` outside it."""
+        d, k = self.V.shape
+        eig = self.alpha + self.g
+        if k < d:
+            eig = np.r_[eig, self.alpha]
+        lo = float(np.min(eig))
+        return float(np.max(eig)) / lo if lo > 0 else float("inf")
 
     def quad(self, X: np.ndarray) -> np.ndarray:
         """``x^T Q x`` for every row of X (n, d)."""
@@ -139,7 +151,7 @@ def _cross_pairs_scatter(P: np.ndarray, N: np.ndarray) -> np.ndarray:
 
 
 def gmml_lowrank(groups, *, reg_lambda: float = 0.1, t: float = 0.5,
-                 distance: str = "paper") -> LowRankQuadratic:
+                 distance: str = "paper", reg_scale: str = "absolute") -> LowRankQuadratic:
     """GMML (Algorithm 1) with pairs formed inside each group, in exact low-rank form.
 
     ``groups``: sequence of ``(X_pos, X_neg)`` (arrays (n_pos, d), (n_neg, d)), one per
@@ -148,9 +160,21 @@ def gmml_lowrank(groups, *, reg_lambda: float = 0.1, t: float = 0.5,
     group (pairs never cross queries, Section 3.4). Returns the quadratic form of the chosen
     ``distance`` (``"paper"``: Q = M^2, Eq. 12; ``"mahalanobis"``: Q = M) in the exact
     low-rank representation described in the module docstring.
+
+    ``reg_scale``: ``"absolute"`` uses ``lambda = reg_lambda`` as given (Eq. 4-5);
+    ``"relative"`` uses ``lambda = reg_lambda * (tr A + tr B) / (2 d)`` with ``A``, ``B`` the
+    unregularised similar / dissimilar scatter sums: ``reg_lambda`` is then a fraction of the
+    mean scatter eigenvalue per dimension, and the metric does not change when every feature
+    is multiplied by the same constant (``S`` and ``D`` scale together and
+    ``(sS)^-1 #_t (sD) = s^(2t-1) S^-1 #_t D``; at t = 1/2 it is unchanged). Without this the
+    same lambda swamps the scatter of l2-scaled features (each column has unit norm over all
+    training documents, so pair differences are tiny) and is negligible for raw ones. If the
+    scatter is zero (all sampled documents equal), ``reg_lambda`` is used as is.
     """
     if distance not in ("paper", "mahalanobis"):
         raise ValueError(f"distance must be 'paper' or 'mahalanobis', got {distance!r}")
+    if reg_scale not in ("absolute", "relative"):
+        raise ValueError(f"reg_scale must be 'absolute' or 'relative', got {reg_scale!r}")
     prepared = []
     for X_pos, X_neg in groups:
         X_pos = np.asarray(X_pos, dtype=np.float64)
@@ -163,16 +187,22 @@ def gmml_lowrank(groups, *, reg_lambda: float = 0.1, t: float = 0.5,
     rows = [r for P, N in rel for r in (P[1:], N)]
     U = _orthonormal_span(np.vstack(rows) if rows else np.zeros((0, d)))
     k = U.shape[1]
-    c = reg_lambda ** (2.0 * t - 1.0)
     if k == 0:
+        c = reg_lambda ** (2.0 * t - 1.0)
         return LowRankQuadratic(float(c * c if distance == "paper" else c),
-                                np.zeros((d, 0)), np.zeros(0))
+                                np.zeros((d, 0)), np.zeros(0), float(reg_lambda))
     A = np.zeros((k, k))
     B = np.zeros((k, k))
     for P, N in rel:
         Zp, Zn = P @ U, N @ U
         A += _all_pairs_scatter(Zp)
         B += _cross_pairs_scatter(Zp, Zn)
+    if reg_scale == "relative":
+        # U is orthonormal, so the k x k traces equal the d x d ones
+        per_dim = (np.trace(A) + np.trace(B)) / (2.0 * d)
+        if per_dim > 0:
+            reg_lambda = reg_lambda * per_dim
+    c = reg_lambda ** (2.0 * t - 1.0)
     eye = np.eye(k)
     M_k = geometric_mean(reg_lambda * eye + A, reg_lambda * eye + B, t)
     if distance == "paper":
@@ -180,4 +210,4 @@ def gmml_lowrank(groups, *, reg_lambda: float = 0.1, t: float = 0.5,
     else:
         alpha, G = c, M_k - c * eye
     g, L = np.linalg.eigh((G + G.T) * 0.5)
-    return LowRankQuadratic(float(alpha), U @ L, g)
+    return LowRankQuadratic(float(alpha), U @ L, g, float(reg_lambda))

@@ -86,7 +86,7 @@ def fit_local_metrics(
     rows: Callable[[np.ndarray], np.ndarray],
     query_points: Callable[[int], np.ndarray] | None,
     n_metrics: int, queries_per_metric: int, max_positives: int, max_negatives: int,
-    reg_lambda: float, t: float, distance: str, anchor_k: int,
+    reg_lambda: float, t: float, distance: str, anchor_k: int, reg_scale: str = "absolute",
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[list[LowRankQuadratic], np.ndarray | None, np.ndarray]:
     """Learn ``n_metrics`` local metrics; returns (metrics, anchors (m, d) or None, ndcgs (m,)).
@@ -116,7 +116,8 @@ def fit_local_metrics(
             cands.append(Xp)
             q_rows = np.arange(bounds[qi], bounds[qi + 1])
             qdata.append((rows(q_rows), y[q_rows]))
-        metric = gmml_lowrank(groups, reg_lambda=reg_lambda, t=t, distance=distance)
+        metric = gmml_lowrank(groups, reg_lambda=reg_lambda, t=t, distance=distance,
+                              reg_scale=reg_scale)
         metrics.append(metric)
         if query_points is None:
             C = np.vstack(cands)

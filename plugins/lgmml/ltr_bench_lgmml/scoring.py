@@ -40,6 +40,8 @@ from .gmml import LowRankQuadratic
 __all__ = ["MetricBank", "SCORE_FORMS", "g_of"]
 
 SCORE_FORMS = ("rising", "eq13", "positive")
+#: largest share of extra (zero) columns the padded scoring layout may add to K
+_PAD_SLACK = 0.25
 
 
 def g_of(delta: np.ndarray) -> np.ndarray:
@@ -139,6 +141,14 @@ class MetricBank:
         their signs per metric. Within each metric the columns are reordered positive-g
         first, so a metric has at most two runs. This touches the (chunk x K) block twice
         (square, sum) instead of four times (offset, square, scale, sum).
+
+        Padded layout (used when every metric has rank <= k_max and padding each metric to
+        k_max columns adds at most ``_PAD_SLACK`` of K): metric r owns columns
+        ``r*k_max .. (r+1)*k_max - 1`` (zero columns pad it), and the signed sum over a
+        metric's columns is one ``einsum("nmk,mk->nm")`` with the signs of g (0 for pads).
+        Same numbers, about half the time of the two ``reduceat`` passes (measured at
+        m = 500, rank 9, one thread). ``padded`` in the result is k_max, or 0 for the
+        run layout.
         """
         key = np.dtype(dtype).str
         cache = self.__dict__.setdefault("_prep", {})
@@ -171,10 +181,23 @@ class MetricBank:
             else:
                 W[-1] = 0.0
                 aa = None
+            ranks = np.diff(np.r_[self.seg, K])
+            kmax = int(ranks.max())
+            padded = 0
+            if self.n_metrics * kmax <= (1.0 + _PAD_SLACK) * K:
+                # perm keeps each metric's columns together and in metric order, so column
+                # j of W belongs to metric owner[j], at slot j - (start of that metric)
+                Wp = np.zeros((W.shape[0], self.n_metrics * kmax))
+                signs = np.zeros((self.n_metrics, kmax))
+                owner = np.repeat(np.arange(self.n_metrics), ranks)
+                slot = np.arange(K) - np.repeat(self.seg, ranks)
+                Wp[:, owner * kmax + slot] = W
+                signs[owner, slot] = np.where(self.g[perm] < 0, -1.0, 1.0) * (root > 0)
+                W, run_sign, padded = Wp, signs, kmax
             cache[key] = (np.ascontiguousarray(W.astype(dtype)),
                           np.asarray(run_starts, dtype=np.int64),
-                          np.asarray(run_sign, dtype=np.float64),
-                          np.asarray(metric_runs, dtype=np.int64), aa)
+                          np.asarray(run_sign, dtype=dtype if padded else np.float64),
+                          np.asarray(metric_runs, dtype=np.int64), aa, padded)
         return cache[key]
 
     def sq_distances(self, Xs: np.ndarray, Q: np.ndarray | None = None, *,
@@ -185,7 +208,7 @@ class MetricBank:
         rows' query points ``Q`` (n, d). The low-rank term runs in ``dtype`` (float32 halves
         memory traffic and doubles BLAS speed; the isotropic term stays float64).
         """
-        W, run_starts, run_sign, metric_runs, aa = self._prepared(dtype)
+        W, run_starts, run_sign, metric_runs, aa, padded = self._prepared(dtype)
         n, d = Xs.shape[0], W.shape[0] - 1
         Xa = np.empty((n, d + 1), dtype=dtype)  # [x, 1]: the 1 picks up the offsets
         Xa[:, d] = 1.0
@@ -206,11 +229,16 @@ class MetricBank:
             Xa[:, :d] = X64
         Y = Xa @ W
         np.square(Y, out=Y)
-        runs = np.add.reduceat(Y, run_starts, axis=1).astype(np.float64, copy=False)
-        del Y
-        if run_starts.size != metric_runs.size:  # some metric has negative-g columns
-            runs *= run_sign
-            runs = np.add.reduceat(runs, metric_runs, axis=1)
+        if padded:
+            runs = np.einsum("nmk,mk->nm", Y.reshape(n, self.n_metrics, padded), run_sign)
+            runs = runs.astype(np.float64, copy=False)
+            del Y
+        else:
+            runs = np.add.reduceat(Y, run_starts, axis=1).astype(np.float64, copy=False)
+            del Y
+            if run_starts.size != metric_runs.size:  # some metric has negative-g columns
+                runs *= run_sign
+                runs = np.add.reduceat(runs, metric_runs, axis=1)
         iso += runs
         np.maximum(iso, 0.0, out=iso)
         return iso

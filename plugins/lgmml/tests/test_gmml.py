@@ -108,3 +108,48 @@ def test_single_document_gives_isotropic_metric_lambda_power():
 def test_unknown_distance_is_rejected_with_allowed_values():
     with pytest.raises(ValueError, match="'paper' or 'mahalanobis'"):
         gmml_lowrank([(np.ones((2, 3)), np.zeros((1, 3)))], distance="euclid")
+
+
+def _groups(rng, d=6, scale=1.0):
+    return [(scale * rng.normal(size=(4, d)), scale * rng.normal(size=(7, d)))
+            for _ in range(2)]
+
+
+def test_relative_lambda_makes_the_metric_invariant_to_a_common_feature_scale():
+    # S and D scale by s^2 with the features; a lambda relative to their trace scales too,
+    # so at t = 1/2 the metric is unchanged. An absolute lambda does not scale with them.
+    base = _groups(np.random.default_rng(5), scale=0.01)  # small, like l2-scaled features
+    big = [(1000.0 * P, 1000.0 * N) for P, N in base]
+    rel = [gmml_lowrank(g, reg_lambda=0.1, reg_scale="relative", distance="mahalanobis")
+           for g in (base, big)]
+    assert _rel(rel[1].dense(), rel[0].dense()) < 1e-8
+    assert np.isclose(rel[1].reg_lambda, 1e6 * rel[0].reg_lambda)
+    ab = [gmml_lowrank(g, reg_lambda=0.1, reg_scale="absolute", distance="mahalanobis")
+          for g in (base, big)]
+    assert _rel(ab[1].dense(), ab[0].dense()) > 0.1
+
+
+def test_relative_lambda_is_the_fraction_of_the_mean_scatter_eigenvalue():
+    # lambda = reg_lambda * (tr A + tr B) / (2 d) with A, B from explicit pair loops; the
+    # low-rank result then equals full GMML with that absolute lambda.
+    rng = np.random.default_rng(6)
+    groups = _groups(rng)
+    d = groups[0][0].shape[1]
+    sim = [P[i] - P[j] for P, _ in groups for i in range(len(P)) for j in range(i + 1, len(P))]
+    dis = [p - n for P, N in groups for p in P for n in N]
+    lam = 0.3 * (sum(v @ v for v in sim) + sum(v @ v for v in dis)) / (2 * d)
+    q = gmml_lowrank(groups, reg_lambda=0.3, reg_scale="relative", distance="mahalanobis")
+    assert np.isclose(q.reg_lambda, lam)
+    assert _rel(q.dense(), gmml(np.array(sim), np.array(dis), reg_lambda=lam)) < 1e-8
+
+
+def test_eig_ratio_is_the_condition_number_of_the_dense_form():
+    q = gmml_lowrank(_groups(np.random.default_rng(7)), reg_lambda=0.05,
+                     distance="mahalanobis")
+    w = np.linalg.eigvalsh(q.dense())
+    assert np.isclose(q.eig_ratio(), w.max() / w.min())
+
+
+def test_unknown_reg_scale_is_rejected_by_name():
+    with pytest.raises(ValueError, match="reg_scale"):
+        gmml_lowrank(_groups(np.random.default_rng(0)), reg_scale="trace")

@@ -18,9 +18,12 @@ def _load(root, part):
 
 @pytest.mark.slow
 def test_default_lgmml_beats_a_constant_scorer_on_ohsumed_fold1_test(shared_data):
+    # Mean over 5 seeds: one seed's sample of 50 local metrics varies a lot on OHSUMED
+    # (validation NDCG@10 0.15 to 0.43 over seeds 0-2 on this fold), so a single seed
+    # says little about the default.
     X, y, qid = _load(shared_data, "trainingset")
     Xt, yt, qt = _load(shared_data, "testset")
-    scores = LGMMLRanker(random_state=0).fit(X, y, qid=qid).predict(Xt)
-    got = evaluate(yt, scores, qt, "ndcg@10")["ndcg@10"]
+    got = np.mean([evaluate(yt, LGMMLRanker(random_state=s).fit(X, y, qid=qid).predict(Xt),
+                            qt, "ndcg@10")["ndcg@10"] for s in range(5)])
     constant = evaluate(yt, np.zeros(len(yt)), qt, "ndcg@10")["ndcg@10"]
     assert got > constant + 0.05

@@ -67,7 +67,7 @@ def test_closer_first_form_learns_the_informative_feature_better_than_chance(str
 
 def test_auto_score_form_is_positive_for_letor_rows_and_rising_for_query_by_example():
     X, y, qid = _data()
-    assert LGMMLRanker().score_form == "rising"  # the default follows the paper's direction
+    assert LGMMLRanker().score_form == "eq13"  # the paper's Eq. 13, chosen on validation
     r = LGMMLRanker(n_metrics=4, score_form="auto", random_state=0).fit(X, y, qid=qid)
     assert r.score_form_ == "positive"
     assert r.metric_bank_.sign == 1.0
@@ -84,7 +84,10 @@ def test_positive_form_with_l2_scaling_ranks_by_plus_weighted_g_of_distances_bel
     # are below 1, and the score is +Phi . g(delta), so it grows with the distance.
     from ltr_bench_lgmml.scoring import g_of
     X, y, qid = _data()
-    r = LGMMLRanker(n_metrics=6, score_form="positive", random_state=0).fit(X, y, qid=qid)
+    # (the absolute lambda and Mahalanobis distance of the earlier defaults: a relative
+    # lambda makes the metrics less isotropic and some distances exceed 1)
+    r = LGMMLRanker(n_metrics=6, score_form="positive", distance="mahalanobis",
+                    reg_scale="absolute", random_state=0).fit(X, y, qid=qid)
     Z = r.scaler_.transform(X)
     delta = np.sqrt(r.metric_bank_.sq_distances(Z, dtype=np.float64))
     assert delta.max() < 1.0
@@ -173,3 +176,66 @@ def test_all_zero_warp_weights_fall_back_to_uniform_with_a_warning(monkeypatch):
         r.fit(X, y, qid=qid)
     assert r.warp_collapsed_ and np.all(r.weights_ == 2.0)
     assert np.unique(r.predict(X)).size > 1
+
+
+def test_fitted_info_is_json_scalars_and_has_validation_diagnostics_only_with_eval_set():
+    import json
+    X, y, qid = _data(seed=1)
+    Xv, yv, qv = _data(seed=2)
+    plain = LGMMLRanker(n_metrics=6, random_state=0).fit(X, y, qid=qid)
+    with_vali = LGMMLRanker(n_metrics=6, random_state=0).fit(X, y, qid=qid,
+                                                             eval_set=(Xv, yv, qv))
+    info, vinfo = plain.fitted_info(), with_vali.fitted_info()
+    for d in (info, vinfo):
+        json.dumps(d)
+        assert all(type(v) in (bool, int, float, str) for v in d.values())
+        assert d["n_metrics"] == 6 and d["metric_eig_ratio_median"] >= 1.0
+        assert 0.0 <= d["top_anchor_r2"] <= 1.0 + 1e-12
+    assert "vali_ndcg10" not in info
+    assert np.isclose(vinfo["vali_gain_learned_over_uniform"],
+                      vinfo["vali_ndcg10"] - vinfo["vali_ndcg10_uniform_weights"])
+    # the validation diagnostics do not change the model
+    assert np.array_equal(plain.predict(Xv), with_vali.predict(Xv))
+
+
+def test_vali_ndcg_in_fitted_info_equals_evaluating_predict_on_the_eval_set():
+    from ltr_bench.metrics import evaluate
+    X, y, qid = _data(seed=1)
+    Xv, yv, qv = _data(seed=2)
+    r = LGMMLRanker(n_metrics=6, random_state=0).fit(X, y, qid=qid, eval_set=(Xv, yv, qv))
+    want = evaluate(yv, r.predict(Xv), qv, "ndcg@10", empty_query=0.0)["ndcg@10"]
+    assert np.isclose(r.fitted_info()["vali_ndcg10"], want)
+    Z = r.scaler_.transform(Xv)
+    far = evaluate(yv, (Z * Z).sum(1), qv, "ndcg@10", empty_query=0.0)["ndcg@10"]
+    assert np.isclose(r.fitted_info()["vali_ndcg10_ref_norm_far_first"], far)
+
+
+def test_relative_lambda_makes_scores_invariant_to_rescaling_raw_features():
+    # scaling="none": multiplying every feature by 1000 changes nothing with a relative
+    # lambda and "rising" (its distance quantile rescales too; Eq. 13's g(delta) does not,
+    # so "eq13" is not scale-free); it does change the ranking with an absolute lambda.
+    X, y, qid = _data(seed=1)
+    kw = dict(n_metrics=6, scaling="none", score_form="rising", distance="mahalanobis",
+              random_state=0, dtype="float64")
+    a = LGMMLRanker(**kw).fit(X, y, qid=qid).predict(X)
+    b = LGMMLRanker(**kw).fit(1000 * X, y, qid=qid).predict(1000 * X)
+    assert np.allclose(-np.argsort(np.argsort(a)), -np.argsort(np.argsort(b)))
+    kw["reg_scale"] = "absolute"
+    kw["reg_lambda"] = 10.0
+    a = LGMMLRanker(**kw).fit(X, y, qid=qid).predict(X)
+    b = LGMMLRanker(**kw).fit(1000 * X, y, qid=qid).predict(1000 * X)
+    assert not np.array_equal(np.argsort(a), np.argsort(b))
+
+
+def test_listnet_weights_beat_chance_and_listnet_with_per_query_mean_is_rejected():
+    from ltr_bench.metrics import evaluate
+    X, y, qid = _data(seed=1)
+    Xt, yt, qt = _data(seed=2)
+    r = LGMMLRanker(n_metrics=10, weight_method="listnet", random_state=0)
+    s = r.fit(X, y, qid=qid).predict(Xt)
+    rand = np.random.default_rng(0).normal(size=yt.size)
+    assert (evaluate(yt, s, qt, "ndcg@10")["ndcg@10"]
+            > evaluate(yt, rand, qt, "ndcg@10")["ndcg@10"] + 0.05)
+    assert r.fitted_info()["weight_method"] == "listnet"
+    with pytest.raises(ValueError, match="weight_method"):
+        LGMMLRanker(weight_method="listnet", weight_strategy="mean").fit(X, y, qid=qid)

@@ -126,3 +126,26 @@ def test_truncated_rejects_a_bad_max_rank(bad):
     bank, _, _ = _bank(np.random.default_rng(5))
     with pytest.raises(ValueError, match="max_rank"):
         bank.truncated(bad)
+
+
+@pytest.mark.parametrize("slack", [0.0, 10.0])
+def test_padded_and_run_layouts_give_the_same_distances_with_mixed_ranks_and_signs(
+        monkeypatch, slack):
+    # ranks 0..5 and g of both signs; slack 0 forces the run layout (padding would add
+    # columns), slack 10 the padded one: both must equal the dense formula
+    import ltr_bench_lgmml.scoring as scoring
+    from ltr_bench_lgmml.gmml import LowRankQuadratic
+    monkeypatch.setattr(scoring, "_PAD_SLACK", slack)
+    rng = np.random.default_rng(11)
+    d, metrics = 7, []
+    for k in (3, 0, 5, 1, 5):
+        V, _ = np.linalg.qr(rng.normal(size=(d, max(k, 1))))
+        metrics.append(LowRankQuadratic(0.7, V[:, :k], rng.uniform(-0.6, 2.0, size=k)))
+    A = rng.normal(size=(len(metrics), d))
+    bank = MetricBank.from_metrics(metrics, A, "eq13")
+    X = rng.normal(size=(30, d))
+    got = bank.sq_distances(X, dtype=np.float64)
+    assert bool(bank._prepared(np.float64)[-1]) == (slack > 0)
+    want = np.stack([np.einsum("ij,jk,ik->i", X - a, q.dense(), X - a)
+                     for q, a in zip(metrics, A)], axis=1)
+    assert np.allclose(got, want, rtol=1e-10, atol=1e-12)

@@ -1,0 +1,266 @@
+"""``ltr-bench tune``: tune every ranker with the same budget on validation data, then refit
+and evaluate the chosen configuration once on test (protocol: :mod:`ltr_bench.tuning`).
+
+The command parses options and prints; the plan is :func:`ltr_bench.plan.build_plan`, the
+search :func:`ltr_bench.tuning.tune`, the final fit and test evaluation
+:func:`ltr_bench.harness.run_cell` (an ordinary record, saved in the results store and
+logged to MLflow like ``run``'s), the trials' MLflow runs
+:func:`ltr_bench.tracking.trials.log_trials`.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import click
+
+from . import cli_options as options
+from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+
+CONTEXT = options.CONTEXT
+
+
+def _err(message: str) -> None:
+    click.echo(message, err=True)
+
+
+@click.command("tune", cls=options.Command, context_settings=CONTEXT)
+@click.option("--ranker", "rankers", multiple=True, metavar="NAME[,NAME...]|all",
+              help="Rankers to tune (comma list, repeatable, or 'all').")
+@click.option("--dataset", "datasets", multiple=True, metavar="NAME|PATH",
+              help="Dataset name or folder of LETOR files; comma list or repeatable.")
+@click.option("--trials", type=click.IntRange(min=1), default=None,
+              help="Budget: finished trials per ranker, fold and seed (the same for all).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Budget: seconds of trial wall time per ranker, fold and seed.")
+@click.option("--objective", default="ndcg@10", show_default=True, metavar="METRIC",
+              help="Validation metric to maximise (empty queries = 1).")
+@click.option("--folds", default=None, metavar="all|1,3",
+              help="Folds to tune and test (1-based); each fold is tuned on its own.")
+@options.data_dir
+@options.cache_dir
+@click.option("--param", "params", multiple=True, metavar="NAME.key=value",
+              help="Fix a hyper-parameter (it is then not searched). Repeatable.")
+@click.option("--dataset-option", "dataset_options", multiple=True,
+              metavar="[DATASET.]key=value", help="Option of a generated dataset.")
+@click.option("--seed", type=click.IntRange(min=0), default=None,
+              help="Seed of the data, the rankers and the TPE sampler (default 0).")
+@click.option("--seeds", default=None, metavar="0,1,2|N",
+              help="Tune and test once per seed.")
+@click.option("--threads", type=click.IntRange(min=1), default=None,
+              help="Threads per ranker (default 1).")
+@click.option("--metrics", default=None, metavar="M1,M2,...",
+              help="Test metrics recorded (default: run's defaults).")
+@click.option("--config", default=None, type=click.Path(dir_okay=False),
+              help="A TOML plan; its [tuning.LABEL] tables override search spaces.")
+@options.tracking_uri
+@click.option("--no-mlflow", is_flag=True, help="Only save results locally.")
+@options.results_dir
+@click.option("--optuna-storage", default=None, metavar="URL",
+              help="Optuna storage of the studies: a file ending in .journal (Optuna's "
+                   "journal file) or a storage URL such as sqlite:///path.db (default "
+                   "<results-dir>/../optuna.journal, i.e. mlflow_runs/optuna.journal).")
+@click.option("--force", is_flag=True,
+              help="Redo the final fit and test evaluation of finished tuned cells (the "
+                   "studies are kept; delete the Optuna database to re-tune).")
+@click.option("--score-repeats", type=click.IntRange(min=1), default=5, show_default=True)
+@click.pass_context
+def tune_command(ctx, rankers, datasets, trials, timeout, objective, folds, data_dir,
+                 cache_dir, params, dataset_options, seed, seeds, threads, metrics, config,
+                 tracking_uri, no_mlflow, results_dir, optuna_storage, force,
+                 score_repeats) -> None:
+    """Tune each ranker's hyper-parameters with Optuna (TPE, seeded) on the VALIDATION split
+    of each fold (datasets without one: 20% of the training queries, held out by a seeded
+    GroupShuffleSplit), every ranker with the same budget; refit the best on the training
+    split and evaluate it once on test. Rows are labelled LABEL[tuned,trials=N].
+
+    Re-running the same command resumes: finished trials and finished tuned cells are kept.
+    Trials are logged as MLflow child runs of the tuned configuration's parent run.
+
+    Exit codes: 0 ok, 1 a cell failed, 2 bad invocation, 130 interrupted.
+    """
+    from .metrics import MetricKey
+    from .plan import CommandLine, PlanError, build_plan
+    from .tuning import Budget
+
+    try:
+        objective = MetricKey.parse(objective).text
+    except ValueError as exc:
+        raise PlanError(f"--objective: {exc}") from None
+    budget = Budget(trials, timeout)
+    plan = build_plan(CommandLine(config=config, rankers=rankers, datasets=datasets,
+                                  folds=folds, params=params, dataset_options=dataset_options,
+                                  seed=seed, seeds=seeds, threads=threads, metrics=metrics,
+                                  data_dir=data_dir, cache_dir=cache_dir),
+                      warn=lambda m: _err(f"warning: {m}"))
+    plan.command = shlex.join(["ltr-bench", *sys.argv[1:]])
+    try:
+        code = _tune(plan, budget=budget, objective=objective, tracking_uri=tracking_uri,
+                     no_mlflow=no_mlflow, results_dir=results_dir,
+                     optuna_storage=optuna_storage, force=force, score_repeats=score_repeats)
+    except KeyboardInterrupt:
+        _err("\ninterrupted; finished trials and cells are saved; re-run the same command "
+             "to resume")
+        code = EXIT_INTERRUPTED
+    ctx.exit(code)
+
+
+def _tune(plan, *, budget, objective, tracking_uri, no_mlflow, results_dir, optuna_storage,
+          force, score_repeats) -> int:
+    from .cells import build_ranker, expand_plan
+    from .console import Console, ConsoleListener
+    from .harness import _load_fold, failed_record, run_cell
+    from .report_format import summary_table
+    from .results import ResultStore
+    from .tuning import finalize_cell, resolve_space, tune, tuned_cell
+
+    console = Console()
+    console.status("checking rankers and data ...", force=True)
+    expanded = expand_plan(plan, score_repeats=score_repeats)
+    store = ResultStore(Path(results_dir) if results_dir else
+                        Path.cwd() / "mlflow_runs" / "results")
+    if optuna_storage is None:
+        store.root.parent.mkdir(parents=True, exist_ok=True)
+        optuna_storage = str((store.root.parent / "optuna.journal").resolve())
+
+    where = f"{plan.source}: tuning" if plan.source else "tuning"
+    unknown = sorted(set(plan.tuning) - {r.display for r in plan.rankers})
+    if unknown:
+        from .plan import PlanError
+
+        raise PlanError(f"{where}.{unknown[0]}: not a ranker of this run (rankers: "
+                        f"{', '.join(r.display for r in plan.rankers)})")
+    spaces = {}
+    for r in plan.rankers:
+        ranker = build_ranker(r.name, r.params, seed=plan.seed, threads=plan.threads)
+        spaces[r.display] = resolve_space(r.display, ranker, override=plan.tuning.get(r.display),
+                                          fixed=r.params, where=where)
+
+    headline = "ndcg@10" if "ndcg@10" in expanded.metrics else expanded.metrics[0]
+    listeners = [ConsoleListener(console, headline=headline, failure_log=store.failure_log)]
+    tracker = None
+    mlflow_listener = None
+    tracking_error = None
+    if not no_mlflow:
+        from .tracking import MlflowListener, Tracker, TrackingError
+
+        tracker = Tracker(tracking_uri)
+        try:
+            tracker.check()
+            mlflow_listener = MlflowListener(tracker, store, plan=plan.to_dict(),
+                                             on_error=lambda m: console.line(f"warning: {m}"))
+            listeners.append(mlflow_listener)
+        except TrackingError as exc:
+            tracking_error = str(exc)
+            console.line(f"warning: {exc}; results will only be saved locally")
+
+    cells = expanded.cells
+    console.line(f"tuning {len(cells)} cell(s) with a budget of {budget.text} each "
+                 f"(objective: validation {objective}); results in {store.root}; "
+                 f"studies in {optuna_storage}")
+    records, failed = [], []
+    folds_loaded: dict[tuple, object] = {}
+    interrupted = False
+    try:
+        for i, cell in enumerate(cells, 1):
+            space = spaces[cell.label or cell.ranker]
+            tcell = tuned_cell(cell, space=space, budget=budget, objective=objective)
+            previous = None if force else store.get(tcell.key)
+            if previous is not None and "tuning" in previous.config:
+                records.append(previous)
+                for x in listeners:
+                    x.cell_finished(previous, i, len(cells), skipped=True)
+                continue
+            fkey = (cell.dataset_source, cell.fold, cell.seed)
+            if fkey not in folds_loaded:
+                folds_loaded.clear()  # one fold in memory at a time
+                for x in listeners:
+                    x.fold_loading(cell.dataset, cell.fold)
+                try:
+                    folds_loaded[fkey] = _load_fold(cell)
+                except Exception as exc:  # noqa: BLE001 - reported per cell
+                    folds_loaded[fkey] = exc
+            fold = folds_loaded[fkey]
+            if isinstance(fold, Exception):
+                rec = failed_record(tcell, fold, "load")
+                result = None
+            else:
+                def on_trial(t, n, _c=tcell, _i=i):
+                    value = "-" if t.value is None else f"{t.value:.4f}"
+                    console.status(f"[{_i}/{len(cells)}] {_c.label} on {_c.dataset} fold "
+                                   f"{_c.fold}: trial {n}"
+                                   + (f"/{budget.n_trials}" if budget.n_trials else "")
+                                   + f" {t.state.name.lower()} {value}")
+
+                try:
+                    result = tune(tcell, fold, space=space, budget=budget,
+                                  storage=optuna_storage, objective=objective,
+                                  on_trial=on_trial)
+                except (RuntimeError, ValueError) as exc:
+                    rec, result = failed_record(tcell, exc, "tune"), None
+                if result is not None:
+                    final = finalize_cell(tcell, result.best_params)
+                    for x in listeners:
+                        x.cell_started(final, i, len(cells))
+                    rec = run_cell(final, fold=fold)
+                    rec.config["tuning"] = result.summary(budget, objective)
+            if rec.ok:
+                store.save(rec)
+                records.append(rec)
+            else:
+                store.log_failure(rec)
+                failed.append(rec)
+            for x in listeners:
+                x.cell_finished(rec, i, len(cells), skipped=False)
+            if rec.ok and mlflow_listener is not None and mlflow_listener.tracker is not None \
+                    and result is not None:
+                from .tracking import TrackingError
+                from .tracking.trials import log_trials
+
+                try:
+                    log_trials(tracker, rec, result.trials, objective=objective)
+                except TrackingError as exc:
+                    console.line(f"warning: trials not logged to MLflow: {exc}")
+    except KeyboardInterrupt:
+        interrupted = True
+    if mlflow_listener is not None:
+        mlflow_listener.close(interrupted=interrupted)
+        tracking_error = mlflow_listener.error or tracking_error
+    console.clear()
+    if records:
+        click.echo(summary_table(records, expanded.metrics))
+        click.echo(_chosen_table(records))
+    if interrupted:
+        _err(f"interrupted; {len(records)} tuned cell(s) and every finished trial are saved; "
+             f"re-run the same command to resume")
+        return EXIT_INTERRUPTED
+    code = EXIT_OK
+    if failed:
+        _err(f"{len(failed)} of {len(cells)} cell(s) failed: " + "; ".join(
+            f"{r.summary_line()} ({r.error_stage}: {r.error})" for r in failed[:5])
+             + f". Tracebacks: {store.failure_log}")
+        code = EXIT_FAILED
+    if tracking_error:
+        _err(f"MLflow logging failed: {tracking_error}; results are in {store.root}")
+        code = EXIT_FAILED
+    return code
+
+
+def _chosen_table(records) -> str:
+    """One line per tuned cell: the parameters chosen on validation and their value."""
+    lines = ["", "| configuration | dataset | fold | seed | trials (complete/pruned/failed) "
+                 "| validation | chosen parameters |", "|---|---|---|---|---|---|---|"]
+    for r in records:
+        t = r.config.get("tuning", {})
+        chosen = ", ".join(f"{k}={_fmt(v)}" for k, v in sorted(t.get("best_params", {}).items()))
+        lines.append(f"| {r.label} | {r.dataset} | {r.fold} | {r.seed} | "
+                     f"{t.get('trials_finished')} ({t.get('trials_complete')}/"
+                     f"{t.get('trials_pruned')}/{t.get('trials_failed')}) | "
+                     f"{t.get('best_value', float('nan')):.4f} | {chosen} |")
+    return "\n".join(lines) + "\n"
+
+
+def _fmt(v) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)

@@ -1,0 +1,307 @@
+"""Where cells run: in this process (the default) or on a Dask cluster.
+
+An :class:`Executor` turns cells into :class:`~ltr_bench.results.ResultRecord` objects by
+calling :func:`ltr_bench.harness.run_cell` somewhere. It never writes anything: records come
+back to the client, and :func:`ltr_bench.harness.run_plan` saves each one to the result
+store and then tells the listeners (MLflow), exactly as for an in-process run. So the store
+has one writer and resume works the same whatever the executor.
+
+* :class:`InProcessExecutor` - today's behaviour. ``run_plan`` runs its own fold loop for it
+  (one loaded fold shared by all rankers of that fold); :meth:`InProcessExecutor.map_cells`
+  exists for other callers.
+* :class:`DaskExecutor` - a ``distributed.LocalCluster`` of ``workers`` processes, or an
+  existing cluster reached at ``scheduler`` (``tcp://host:8786``; ``DASK_SCHEDULER_ADDRESS``
+  on the command line). Each cell travels as the picklable :class:`~ltr_bench.cells.Cell`
+  and runs ``run_cell(cell)`` on a worker, which loads its fold itself: a LETOR fold from
+  the data home (a shared filesystem on a real cluster) through the worker's own
+  parsed-data cache, a generated fold generated on the worker from the cell's seed (never
+  shipped).
+
+Threads
+-------
+A cell runs with ``threads`` threads (``--threads``, default 1). A local cluster's worker has
+``threads`` Dask threads, a resource ``cores = threads``, and BLAS/OpenMP pools of that size
+(environment variables set before the worker starts); every cell asks for ``cores =
+threads``, so a worker runs one cell at a time and ``workers x threads`` cores are busy, never
+more. On an external cluster the same resource is used when every worker declares a
+``cores`` resource (``dask worker --nthreads 4 --resources cores=4`` runs two 2-thread cells
+at once); otherwise each Dask thread runs one cell (start workers with ``--nthreads 1``
+unless the rankers are single-threaded).
+
+At most as many cells are submitted as can run at once (the slots above, recounted as
+workers join or leave), so a cell is announced as started (``Listener.cell_started``) when it
+starts, and Ctrl-C has little to cancel.
+
+Faults
+------
+A worker that dies while running a cell (killed, out of memory, a crash in native code)
+costs that cell only: the scheduler reruns it on another worker up to
+``distributed.scheduler.allowed-failures`` times (``retries`` of a local cluster; the
+scheduler's own configuration on an external one), then gives up with ``KilledWorker`` and
+the cell gets a ``status="failed"`` record with stage ``"worker"`` saying so; the other cells
+go on. An exception inside the ranker is already a failed record made by ``run_cell`` on the
+worker. Ctrl-C (or an exception in a listener) while waiting cancels every cell not yet
+returned; records already returned were saved by the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections import deque
+from typing import Any, Callable, Iterator, Sequence
+
+from .cells import Cell
+from .errors import LtrBenchError, UsageError
+from .results import ResultRecord
+
+__all__ = ["DaskExecutor", "Executor", "ExecutorError", "InProcessExecutor", "WorkerDied",
+           "make_executor"]
+
+#: environment variables that size the BLAS/OpenMP thread pools of a local worker
+THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+              "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
+
+#: the Dask resource a cell asks for, one unit per thread it uses
+CORES = "cores"
+
+_POLL_SECONDS = 0.05
+#: how often the free worker slots are recounted (workers may join or leave)
+_RECOUNT_SECONDS = 1.0
+
+
+class ExecutorError(LtrBenchError):
+    """The executor cannot run cells (scheduler unreachable, Dask missing); exit code 1."""
+
+
+class WorkerDied(RuntimeError):
+    """The reason in the failed record of a cell whose worker kept dying."""
+
+
+class Executor:
+    """Runs cells somewhere and hands their records back (never saves them).
+
+    ``in_process`` tells :func:`~ltr_bench.harness.run_plan` whether to use its own fold loop
+    (True) or to hand the pending cells to :meth:`map_cells`. Executors are context managers;
+    :meth:`close` releases what they started (a local cluster).
+    """
+
+    in_process: bool = False
+
+    def map_cells(self, cells: Sequence[Cell], *,
+                  started: Callable[[int], None] | None = None
+                  ) -> Iterator[tuple[int, ResultRecord]]:
+        """Run ``cells``; yield ``(position in cells, record)`` as each one finishes (any
+        order). ``started(position)`` is called when a cell starts. Closing the iterator
+        early (an exception in the caller, Ctrl-C) cancels the cells not yet yielded."""
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        """One line for the console: where cells run."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what this executor started."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class InProcessExecutor(Executor):
+    """Cells one after another in this process (the default)."""
+
+    in_process = True
+
+    def map_cells(self, cells, *, started=None):
+        from .harness import run_cell
+
+        for i, cell in enumerate(cells):
+            if started is not None:
+                started(i)
+            yield i, run_cell(cell)
+
+    def describe(self) -> str:
+        return "in this process"
+
+
+class DaskExecutor(Executor):
+    """Cells on a Dask cluster: a new ``LocalCluster`` of ``workers`` processes, or the
+    existing cluster whose scheduler is at ``scheduler``.
+
+    Parameters
+    ----------
+    workers : number of local worker processes (ignored when ``scheduler`` is given).
+    scheduler : address of a running scheduler, e.g. ``tcp://host:8786``.
+    threads : threads of one cell (the plan's ``threads``; None means 1).
+    retries : worker deaths a cell may cause before it is recorded as failed (sets
+        ``distributed.scheduler.allowed-failures`` of a local cluster).
+    memory_limit : per local worker, as ``LocalCluster`` takes it (``"auto"``: the machine's
+        memory divided by ``workers``; 0: no limit). A worker above 95 % of it is restarted
+        by its nanny, which counts as a worker death for the cell it was running.
+    """
+
+    in_process = False
+
+    def __init__(self, *, workers: int | None = None, scheduler: str | None = None,
+                 threads: int | None = None, retries: int = 2,
+                 memory_limit: str | float | int = "auto"):
+        if scheduler is None and workers is None:
+            raise UsageError("DaskExecutor needs workers=N (a local cluster) or "
+                             "scheduler=ADDRESS (an existing cluster)")
+        if workers is not None and int(workers) < 1:
+            raise UsageError(f"workers must be at least 1, got {workers}")
+        if threads is not None and int(threads) < 1:
+            raise UsageError(f"threads must be at least 1, got {threads}")
+        if int(retries) < 0:
+            raise UsageError(f"retries must be 0 or more, got {retries}")
+        self.workers = None if workers is None else int(workers)
+        self.scheduler = scheduler
+        self.threads = int(threads or 1)
+        self.retries = int(retries)
+        self.memory_limit = memory_limit
+        self._cluster = None
+        self._client = None
+
+    # ---------------------------------------------------------------------------- cluster
+
+    def client(self):
+        """The ``distributed.Client`` (connecting or starting the cluster on first use)."""
+        if self._client is not None:
+            return self._client
+        try:
+            import dask
+            from distributed import Client, LocalCluster
+        except ImportError as exc:  # pragma: no cover - a declared dependency
+            raise ExecutorError(f"the Dask executor needs dask[distributed] ({exc}); "
+                                "pip install 'dask[distributed]'") from None
+        if self.scheduler is not None:
+            try:
+                self._client = Client(self.scheduler, timeout="30s")
+            except (OSError, TimeoutError) as exc:
+                raise ExecutorError(
+                    f"cannot reach the Dask scheduler at {self.scheduler} ({exc}); is "
+                    "`dask scheduler` running there and the port open?") from None
+            return self._client
+        env = {**dask.config.get("distributed.nanny.pre-spawn-environ", {}),
+               **{name: str(self.threads) for name in THREAD_ENV}}
+        # allowed-failures is read by the scheduler when it starts, here in this process
+        with dask.config.set({"distributed.scheduler.allowed-failures": self.retries,
+                              "distributed.nanny.pre-spawn-environ": env}):
+            self._cluster = LocalCluster(
+                n_workers=self.workers, threads_per_worker=self.threads, processes=True,
+                resources={CORES: self.threads}, memory_limit=self.memory_limit,
+                dashboard_address=":0", silence_logs=logging.ERROR)
+            self._client = Client(self._cluster)
+        return self._client
+
+    def close(self) -> None:
+        client, cluster = self._client, self._cluster
+        self._client = self._cluster = None
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+
+    def describe(self) -> str:
+        if self.scheduler is not None:
+            return f"on the Dask cluster at {self.scheduler}"
+        return (f"on a local Dask cluster of {self.workers} worker process(es) x "
+                f"{self.threads} thread(s)")
+
+    def _slots(self, client) -> tuple[int, dict[str, int] | None]:
+        """(cells that can run at once, the resources each cell asks for or None)."""
+        workers = client.scheduler_info(n_workers=-1).get("workers", {})
+        cores = [(w.get("resources") or {}).get(CORES) for w in workers.values()]
+        if workers and all(c is not None for c in cores):
+            return (max(1, sum(int(c) // self.threads for c in cores)),
+                    {CORES: self.threads})
+        # no resources declared: one cell per Dask thread; with no worker yet, queue one
+        return max(1, sum(int(w.get("nthreads", 1)) for w in workers.values())), None
+
+    # ---------------------------------------------------------------------------- running
+
+    def map_cells(self, cells, *, started=None):
+        from distributed import as_completed
+
+        from .harness import run_cell
+
+        client = self.client()
+        waiting = deque(range(len(cells)))
+        running: dict[Any, int] = {}
+        done = as_completed()
+        counted = -_RECOUNT_SECONDS
+        try:
+            while waiting or running:
+                if time.monotonic() - counted >= _RECOUNT_SECONDS:  # an RPC: not every poll
+                    slots, resources = self._slots(client)
+                    counted = time.monotonic()
+                while waiting and len(running) < slots:
+                    i = waiting.popleft()
+                    cell = cells[i]
+                    # a fresh key per submission: a re-run is not served from Dask's memory
+                    key = f"ltr-bench-cell-{cell.key[:12]}-{uuid.uuid4().hex[:8]}"
+                    future = client.submit(run_cell, cell, key=key, pure=False,
+                                           resources=resources)
+                    running[future] = i
+                    done.add(future)
+                    if started is not None:
+                        started(i)
+                if not done.has_ready():
+                    time.sleep(_POLL_SECONDS)  # interruptible; recounts slots as workers join
+                    continue
+                future = next(done)
+                i = running.pop(future)
+                record = self._record(future, cells[i])
+                future.release()
+                yield i, record
+        finally:
+            if running:
+                client.cancel(list(running), force=True)
+
+    def _record(self, future, cell: Cell) -> ResultRecord:
+        from distributed import KilledWorker
+
+        from .harness import failed_record
+
+        if future.status == "finished":
+            record = future.result()
+            if not isinstance(record, ResultRecord):
+                return failed_record(cell, TypeError(
+                    f"the worker returned {type(record).__name__}, not a ResultRecord"),
+                    "executor")
+            return record
+        if future.status == "cancelled":
+            return failed_record(cell, WorkerDied(
+                "the cell was cancelled on the cluster (scheduler restarted or lost?)"),
+                "worker")
+        exc = future.exception()
+        if isinstance(exc, KilledWorker):
+            reason = WorkerDied(
+                f"the worker running this cell died every time it was tried ({exc}); the "
+                "scheduler gave up after distributed.scheduler.allowed-failures reruns. "
+                "Usual causes: out of memory (the nanny restarts a worker at 95 % of its "
+                "memory limit), a crash in native code, or the process was killed")
+            return failed_record(cell, reason, "worker")
+        return failed_record(cell, exc, "executor")
+
+
+def make_executor(*, workers: int | None = None, scheduler: str | None = None,
+                  threads: int | None = None) -> Executor:
+    """The executor for ``ltr-bench run``: a cluster when ``scheduler`` (an address) or
+    ``workers`` (a local cluster) is given, else in process. Both at once is a usage error
+    (``workers`` of an existing cluster are the cluster's business)."""
+    if scheduler is not None and workers is not None:
+        raise UsageError("give --workers (start a local Dask cluster) or --scheduler (use a "
+                         "running one), not both")
+    if scheduler is not None:
+        scheduler = scheduler.strip()
+        if not scheduler:
+            raise UsageError("--scheduler: empty address (expected e.g. tcp://host:8786)")
+        return DaskExecutor(scheduler=scheduler, threads=threads)
+    if workers is not None:
+        return DaskExecutor(workers=workers, threads=threads)
+    return InProcessExecutor()

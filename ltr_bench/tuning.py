@@ -1,0 +1,498 @@
+"""Hyper-parameter tuning with an equal budget, on validation data only (``ltr-bench tune``).
+
+Protocol, per (ranker configuration, dataset, fold, seed) -- "per fold":
+
+1. **Search space.** The ranker declares one (:func:`search_space_of`: a ``SEARCH_SPACE``
+   class attribute, or a ``search_space()`` classmethod returning the same dict); a plan may
+   override or extend it per ranker (``[tuning.LABEL]`` tables, :func:`resolve_space`).
+   Parameters the user fixed with ``--param`` / the plan are not searched.
+2. **Tuning data.** With a validation split: trials fit on the training split (validation
+   split as ``eval_set``, e.g. for early stopping, as in the final fit) and are scored on the
+   validation split. Without one: the training queries are split once,
+   :data:`HOLDOUT_FRACTION` (20 %) of them held out, by
+   ``sklearn.model_selection.GroupShuffleSplit(test_size=0.2, random_state=seed)``;
+   trials fit on the other 80 % (held-out part as ``eval_set``) and are scored on the
+   held-out part (:func:`tuning_split`). The test split is not read by anything here.
+3. **Search.** Optuna's TPE sampler seeded with the run's seed maximises the objective
+   (``ndcg@10`` by default, empty queries = 1) on the tuning data. Every ranker gets the same
+   :class:`Budget`: a number of finished trials and/or a wall-time limit in seconds.
+   Finished trials are COMPLETE, PRUNED or FAIL ones (a failing configuration uses budget);
+   the wall-time limit counts the durations of finished trials, so it survives resumption.
+4. **Pruning.** A ranker may report intermediate validation values while it fits by calling
+   :func:`report_intermediate(step, value) <report_intermediate>` (e.g. per boosting
+   round); outside tuning the call does nothing. Inside a trial, Optuna's
+   ``MedianPruner(n_startup_trials=5, n_warmup_steps=10)`` decides (at every
+   :data:`REPORT_EVERY`-th step), and a pruned trial stops
+   by raising ``optuna.TrialPruned`` out of ``fit``.
+5. **Final evaluation.** The best trial's parameters are refit on the training split and
+   evaluated once on test by :func:`ltr_bench.harness.run_cell` -- an ordinary record with
+   the label ``<label>[tuned,trials=N]`` (the budget is in the label and in
+   ``record.config["tuning"]``).
+
+Resume: the studies live in an Optuna storage (default: SQLite ``optuna.db`` beside the
+results folder, ``mlflow_runs/optuna.db``), one study per tuned cell key (ranker, fixed
+parameters, search space, budget, objective, dataset, fold, seed). Re-running the same command
+loads the study, keeps its finished trials, discards trials left RUNNING by an interruption
+and runs only the rest of the budget. A finished tuned cell is skipped like any other result.
+One process per study at a time.
+
+Overhead: each trial records ``fit_seconds`` and ``score_seconds`` as Optuna user
+attributes; ``benchmarks/bench_tuning.py`` compares them with the trials' wall times.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import contextvars
+import dataclasses
+import hashlib
+import math
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from .cells import Cell, build_ranker
+from .errors import UsageError
+from .folds import Split
+from .plan import PlanError, canonical_json
+from .results import jsonable
+from .timing import thread_limit
+
+__all__ = [
+    "Budget",
+    "HOLDOUT_FRACTION",
+    "SearchSpaceError",
+    "TuningResult",
+    "finalize_cell",
+    "parse_spec",
+    "report_intermediate",
+    "resolve_space",
+    "search_space_of",
+    "tune",
+    "tuned_cell",
+    "tuning_split",
+]
+
+#: share of training queries held out for tuning when a dataset has no validation split
+HOLDOUT_FRACTION = 0.2
+SPACE_ATTR = "SEARCH_SPACE"
+#: only every REPORT_EVERY-th intermediate value reaches the study: each report is a write
+#: to the Optuna storage, and pruning decisions need no finer resolution
+REPORT_EVERY = 10
+SPEC_KEYS = ("low", "high", "log", "step", "choices")
+
+
+class SearchSpaceError(PlanError):
+    """A search space (declared or given in a plan) is unusable; names the place (exit 2)."""
+
+
+# ------------------------------------------------------------------------ search spaces
+
+
+def parse_spec(name: str, spec: Any, *, where: str):
+    """One parameter's search range -> an Optuna distribution.
+
+    ``spec`` forms (TOML inline tables in a plan, dicts in a ranker's ``SEARCH_SPACE``):
+
+    * ``{low = 7, high = 255}`` -- integers in [low, high] (both ints), optional
+      ``log = true`` (log-uniform) or ``step = k``;
+    * ``{low = 0.01, high = 0.3, log = true}`` -- reals (either bound a float);
+    * ``{choices = ["l2", "zscore"]}`` or a plain list ``["l2", "zscore"]`` -- categorical
+      (values: str, int, float, bool or none).
+
+    Raises :class:`SearchSpaceError` naming ``where`` and the parameter.
+    """
+    import optuna.distributions as od
+
+    here = f"{where}.{name}"
+    if isinstance(spec, list):
+        spec = {"choices": spec}
+    if not isinstance(spec, Mapping):
+        raise SearchSpaceError(f"{here}: expected a range like {{low = 7, high = 255}} or "
+                               f"{{choices = [...]}}, got {spec!r}")
+    unknown = [k for k in spec if k not in SPEC_KEYS]
+    if unknown:
+        raise SearchSpaceError(f"{here}: unknown key {unknown[0]!r}; keys: "
+                               f"{', '.join(SPEC_KEYS)}")
+    if "choices" in spec:
+        if set(spec) != {"choices"}:
+            raise SearchSpaceError(f"{here}: choices cannot be combined with low/high/log/step")
+        choices = spec["choices"]
+        if (not isinstance(choices, (list, tuple)) or not choices or not all(
+                c is None or isinstance(c, (str, int, float, bool)) for c in choices)):
+            raise SearchSpaceError(f"{here}: choices must be a non-empty list of numbers, "
+                                   f"strings, booleans or none, got {choices!r}")
+        if len({canonical_json(c) for c in choices}) != len(choices):
+            raise SearchSpaceError(f"{here}: a choice is listed twice: {list(choices)!r}")
+        return od.CategoricalDistribution(list(choices))
+    if "low" not in spec or "high" not in spec:
+        raise SearchSpaceError(f"{here}: give low and high (or choices)")
+    low, high, log, step = spec["low"], spec["high"], spec.get("log", False), spec.get("step")
+    for key, v in (("low", low), ("high", high)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise SearchSpaceError(f"{here}: {key} must be a finite number, got {v!r}")
+    if not isinstance(log, bool):
+        raise SearchSpaceError(f"{here}: log must be true or false, got {log!r}")
+    if low > high:
+        raise SearchSpaceError(f"{here}: low ({low}) is above high ({high})")
+    if log and low <= 0:
+        raise SearchSpaceError(f"{here}: a log range needs low > 0, got {low}")
+    if step is not None and (isinstance(step, bool) or not isinstance(step, (int, float))
+                             or step <= 0):
+        raise SearchSpaceError(f"{here}: step must be a positive number, got {step!r}")
+    if log and step is not None:
+        raise SearchSpaceError(f"{here}: give log or step, not both")
+    if isinstance(low, int) and isinstance(high, int):
+        if step is not None and not isinstance(step, int):
+            raise SearchSpaceError(f"{here}: an integer range needs an integer step")
+        return od.IntDistribution(low, high, log=log, step=step or 1)
+    return od.FloatDistribution(float(low), float(high), log=log, step=step)
+
+
+def search_space_of(ranker) -> dict[str, Any]:
+    """The search space a ranker (class or instance) declares: ``search_space()`` if it has
+    such a callable, else the ``SEARCH_SPACE`` attribute, else ``{}``; a dict
+    ``{parameter: spec}`` in the forms :func:`parse_spec` reads."""
+    fn = getattr(ranker, "search_space", None)
+    space = fn() if callable(fn) else getattr(ranker, SPACE_ATTR, None)
+    if space is None:
+        return {}
+    if not isinstance(space, Mapping):
+        name = getattr(ranker, "__name__", type(ranker).__name__)
+        raise SearchSpaceError(f"{name}.{SPACE_ATTR} must be a dict {{parameter: spec}}, "
+                               f"got {type(space).__name__}")
+    return dict(space)
+
+
+def resolve_space(label: str, ranker, *, override: Mapping[str, Any] | None = None,
+                  fixed: Mapping[str, Any] = (), where: str = "tuning") -> dict[str, Any]:
+    """``{parameter: spec}`` to search for one ranker configuration: its declared space,
+    updated by ``override`` (a plan's ``[tuning.LABEL]`` table; a spec ``false`` removes a
+    parameter), minus the parameters the user ``fixed``. Every spec is checked
+    (:func:`parse_spec`) and every name must be a parameter of ``ranker``
+    (``get_params()``). Raises :class:`SearchSpaceError`."""
+    space = search_space_of(ranker)
+    params = set(ranker.get_params(deep=False))
+    for name, spec in (override or {}).items():
+        if spec is False:
+            space.pop(name, None)
+        else:
+            space[name] = spec
+    for name in space:
+        if name not in params:
+            src = f"{where}.{label}" if name in (override or {}) else \
+                f"{type(ranker).__name__}.{SPACE_ATTR}"
+            raise SearchSpaceError(f"{src}: {name!r} is not a parameter of {label}; "
+                                   f"parameters: {', '.join(sorted(params))}")
+    out = {k: v for k, v in space.items() if k not in set(fixed)}
+    for name, spec in out.items():
+        parse_spec(name, spec, where=f"{where}.{label}")
+    if not out:
+        raise SearchSpaceError(f"{where}.{label}: nothing to tune: the ranker declares no "
+                               f"search space (or every parameter in it is fixed); give one "
+                               f"in a plan as [tuning.{label}]")
+    return out
+
+
+# ------------------------------------------------------------------------------- budget
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What every ranker gets: at most ``n_trials`` finished trials and/or ``timeout``
+    seconds of finished trials' wall time (either may be None, not both)."""
+
+    n_trials: int | None = None
+    timeout: float | None = None
+
+    def __post_init__(self):
+        if self.n_trials is None and self.timeout is None:
+            raise UsageError("give a tuning budget: --trials N and/or --timeout SECONDS")
+        if self.n_trials is not None and self.n_trials < 1:
+            raise UsageError(f"--trials must be >= 1, got {self.n_trials}")
+        if self.timeout is not None and not self.timeout > 0:
+            raise UsageError(f"--timeout must be > 0 seconds, got {self.timeout}")
+
+    @property
+    def text(self) -> str:
+        """``trials=30``, ``timeout=600s`` or both, comma-separated (used in row labels)."""
+        parts = []
+        if self.n_trials is not None:
+            parts.append(f"trials={self.n_trials}")
+        if self.timeout is not None:
+            parts.append(f"timeout={self.timeout:g}s")
+        return ",".join(parts)
+
+
+# --------------------------------------------------------------------------- tuning data
+
+
+def _subset(split: Split, idx: np.ndarray, name: str) -> Split:
+    return Split(name, split.X[idx], split.y[idx], split.qid[idx])
+
+
+def tuning_split(fold, seed: int) -> tuple[Split, Split, str]:
+    """(fit on, score on, description) for the trials of one fold; never the test split.
+
+    The fold's validation split when it has one; otherwise a query-grouped hold-out of
+    :data:`HOLDOUT_FRACTION` of the training queries (``GroupShuffleSplit`` seeded with
+    ``seed``; rows keep their order, so queries stay contiguous).
+    """
+    if fold.vali is not None:
+        return fold.train, fold.vali, "validation split"
+    from sklearn.model_selection import GroupShuffleSplit
+
+    train = fold.train
+    if train.n_queries < 2:
+        raise ValueError("cannot tune without a validation split on fewer than 2 training "
+                         "queries")
+    gss = GroupShuffleSplit(n_splits=1, test_size=HOLDOUT_FRACTION, random_state=seed)
+    fit_idx, eval_idx = next(gss.split(train.X, train.y, groups=train.qid))
+    return (_subset(train, np.sort(fit_idx), "tune-train"),
+            _subset(train, np.sort(eval_idx), "tune-holdout"),
+            f"{HOLDOUT_FRACTION:.0%} of training queries held out "
+            f"(GroupShuffleSplit, seed {seed})")
+
+
+# ------------------------------------------------------------------------------ pruning
+
+_TRIAL: contextvars.ContextVar = contextvars.ContextVar("ltr_bench_trial", default=None)
+
+
+def report_intermediate(step: int, value: float) -> None:
+    """Report a validation value at ``step`` (e.g. NDCG after boosting round ``step``)
+    during ``fit``. Outside a tuning trial: nothing. Inside: the value goes to the trial and,
+    when the pruner says so, ``optuna.TrialPruned`` is raised (let it propagate)."""
+    trial = _TRIAL.get()
+    if trial is None or step % REPORT_EVERY:
+        return
+    trial.report(float(value), int(step))
+    if trial.should_prune():
+        import optuna
+
+        raise optuna.TrialPruned(f"pruned at step {step}")
+
+
+# ------------------------------------------------------------------------------- studies
+
+
+def _sha256(obj: Any) -> str:
+    return hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()
+
+
+def tuned_cell(cell: Cell, *, space: Mapping[str, Any], budget: Budget,
+               objective: str) -> Cell:
+    """The cell of ``cell``'s configuration tuned with ``budget``: label
+    ``<label>[tuned,<budget>]``, keys from what decides the tuning (ranker, fixed
+    parameters, space, budget, objective, dataset, metrics), not from the parameters it will
+    choose -- so every fold's tuned result is one configuration (one report row), and a
+    finished one is found before tuning again. ``params`` are filled by
+    :func:`finalize_cell`."""
+    ident = {"ranker": cell.ranker, "fixed": jsonable(cell.user_params),
+             "space": jsonable(dict(space)), "budget": dataclasses.asdict(budget),
+             "objective": objective, "metrics": list(cell.metrics),
+             "conventions": list(cell.conventions),
+             "dataset": {k: v for k, v in cell.dataset_identity.items() if k != "seed"},
+             "tuning": "per-fold/v1"}
+    config_key = _sha256(ident)
+    plan_key = _sha256({**ident, "dataset": cell.dataset_identity, "seed": cell.seed})
+    key = _sha256({**ident, "dataset": cell.dataset_identity, "seed": cell.seed,
+                   "fold": cell.fold})
+    return dataclasses.replace(cell, key=key, plan_key=plan_key, config_key=config_key,
+                               label=f"{cell.label or cell.ranker}[tuned,{budget.text}]")
+
+
+def finalize_cell(tcell: Cell, best_params: Mapping[str, Any]) -> Cell:
+    """``tcell`` with the chosen parameters added to the user's and resolved."""
+    user = {**tcell.user_params, **best_params}
+    ranker = build_ranker(tcell.ranker, user, seed=tcell.seed, threads=tcell.threads)
+    return dataclasses.replace(tcell, user_params=user,
+                               params=jsonable(ranker.get_params(deep=False)))
+
+
+@dataclass
+class TuningResult:
+    """What a study found. ``n_finished`` counts COMPLETE + PRUNED + FAIL trials (the budget
+    used); ``seconds`` their summed wall time; ``split`` the tuning data's description."""
+
+    study_name: str
+    best_params: dict[str, Any]
+    best_value: float
+    best_trial: int
+    n_finished: int
+    n_complete: int
+    n_pruned: int
+    n_failed: int
+    seconds: float
+    split: str
+    trials: list = dataclasses.field(default_factory=list, repr=False)
+
+    def summary(self, budget: Budget, objective: str) -> dict[str, Any]:
+        """JSON-able, stored as ``record.config["tuning"]``."""
+        return {"budget": dataclasses.asdict(budget), "objective": objective,
+                "objective_data": self.split, "sampler": "TPE", "study": self.study_name,
+                "best_params": jsonable(self.best_params), "best_value": self.best_value,
+                "best_trial": self.best_trial, "trials_finished": self.n_finished,
+                "trials_complete": self.n_complete, "trials_pruned": self.n_pruned,
+                "trials_failed": self.n_failed, "tuning_seconds": self.seconds}
+
+
+def _finished_states():
+    from optuna.trial import TrialState
+
+    return (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
+
+
+def _counted(study) -> list:
+    """The trials that used budget: finished, and not ones an interruption cut short."""
+    return [t for t in study.get_trials(deepcopy=False, states=_finished_states())
+            if not t.user_attrs.get("interrupted")]
+
+
+def _discard_stale(study) -> None:
+    """Trials left RUNNING by an interrupted process: mark them FAIL and not counted."""
+    from optuna.trial import TrialState
+
+    storage = study._storage  # noqa: SLF001 - Optuna has no public API for this
+    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        try:
+            storage.set_trial_user_attr(t._trial_id, "interrupted", True)  # noqa: SLF001
+            storage.set_trial_state_values(t._trial_id, TrialState.FAIL)  # noqa: SLF001
+        except Exception:  # noqa: BLE001 - finished meanwhile by someone else
+            pass
+
+
+def _suggest(trial, name: str, dist):
+    import optuna.distributions as od
+
+    if isinstance(dist, od.CategoricalDistribution):
+        return trial.suggest_categorical(name, dist.choices)
+    if isinstance(dist, od.IntDistribution):
+        return trial.suggest_int(name, dist.low, dist.high, step=dist.step, log=dist.log)
+    return trial.suggest_float(name, dist.low, dist.high, step=dist.step, log=dist.log)
+
+
+def open_storage(spec: str):
+    """An Optuna storage from a URL or file name. A path ending in ``.journal`` (the default
+    of ``ltr-bench tune``) is Optuna's append-only journal file: each write is one appended
+    line under a file lock, cheap enough that reporting a GBDT's validation curve for
+    pruning costs next to nothing (an SQLite store commits a transaction per write, about
+    tens of milliseconds each). Any other text is passed to Optuna as a storage URL
+    (``sqlite:///...``, ``postgresql://...``)."""
+    if spec.endswith(".journal"):
+        from optuna.storages import JournalStorage
+        from optuna.storages.journal import JournalFileBackend
+
+        path = spec[len("journal:"):] if spec.startswith("journal:") else spec
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        return JournalStorage(JournalFileBackend(str(path)))
+    return spec
+
+
+def tune(tcell: Cell, fold, *, space: Mapping[str, Any], budget: Budget,
+         storage: str, objective: str = "ndcg@10",
+         on_trial: Callable[[Any, int], None] | None = None) -> TuningResult:
+    """Run (or resume) the study of tuned cell ``tcell`` on ``fold`` (see the module).
+
+    ``space``: ``{parameter: spec}`` (:func:`resolve_space`); ``storage``: an Optuna storage
+    URL; ``on_trial(frozen_trial, n_finished)`` hears of each finished trial. The fold's
+    test split is never read. Raises ``RuntimeError`` when no trial completed.
+    """
+    import optuna
+    from optuna.trial import TrialState
+
+    from .metrics import evaluate
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    dists = {n: parse_spec(n, s, where=f"tuning.{tcell.label}") for n, s in space.items()}
+    fit_split, eval_split, how = tuning_split(fold, tcell.seed)
+    max_label = int(tcell.max_label if tcell.max_label is not None else fold.max_label)
+    eval_set = (eval_split.X, eval_split.y, eval_split.qid)
+    name = f"{tcell.label}|{tcell.dataset}|fold{tcell.fold}|seed{tcell.seed}|{tcell.key[:16]}"
+    study = optuna.create_study(
+        study_name=name, storage=open_storage(storage) if isinstance(storage, str) else storage,
+        direction="maximize", load_if_exists=True,
+        sampler=optuna.samplers.TPESampler(seed=tcell.seed),
+        pruner=optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=10))
+    _discard_stale(study)
+
+    def run_trial(trial) -> float:
+        params = {n: _suggest(trial, n, d) for n, d in dists.items()}
+        ranker = build_ranker(tcell.ranker, {**tcell.user_params, **params}, seed=tcell.seed,
+                              threads=tcell.threads, query_dim=fold.query_dim)
+        token = _TRIAL.set(trial)
+        t0 = time.perf_counter()
+        try:
+            with thread_limit(tcell.threads), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the final fit records the ranker's warnings
+                ranker.fit(fit_split.X, fit_split.y, qid=fit_split.qid, eval_set=eval_set)
+                t1 = time.perf_counter()
+                scores = np.asarray(ranker.predict(eval_split.X, qid=eval_split.qid),
+                                    dtype=np.float64)
+                t2 = time.perf_counter()
+        except optuna.TrialPruned:
+            # a pruned fit is still fitting time (not loop overhead): record it
+            trial.set_user_attr("fit_seconds", time.perf_counter() - t0)
+            raise
+        except KeyboardInterrupt:
+            # Optuna records the trial as FAIL; this mark keeps it out of the used budget,
+            # so the resumed study redoes it
+            trial.set_user_attr("interrupted", True)
+            raise
+        finally:
+            _TRIAL.reset(token)
+        trial.set_user_attr("fit_seconds", t1 - t0)
+        trial.set_user_attr("score_seconds", t2 - t1)
+        if not np.isfinite(scores).all():
+            raise ValueError("non-finite validation scores")
+        return float(evaluate(eval_split.y, scores, eval_split.qid, (objective,),
+                              max_label=max_label)[objective])
+
+    counted0 = _counted(study)
+    done = len(counted0)
+    spent = sum(t.duration.total_seconds() for t in counted0 if t.duration)
+    while True:
+        if budget.n_trials is not None and done >= budget.n_trials:
+            break
+        if budget.timeout is not None and spent >= budget.timeout:
+            break
+        # ask / tell rather than study.optimize: no per-call set-up, and the budget check
+        # above counts every finished trial, including those of earlier sessions
+        trial = study.ask()
+        t0 = time.perf_counter()
+        try:
+            value = run_trial(trial)
+        except optuna.TrialPruned:
+            study.tell(trial, state=TrialState.PRUNED)
+        except KeyboardInterrupt:
+            study.tell(trial, state=TrialState.FAIL)
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failing configuration uses budget
+            trial.set_user_attr("error", f"{type(exc).__name__}: {exc}"[:500])
+            study.tell(trial, state=TrialState.FAIL)
+        else:
+            study.tell(trial, value)
+        done += 1
+        spent += time.perf_counter() - t0
+        if on_trial is not None:
+            on_trial(study.get_trials(deepcopy=False)[-1], done)
+
+    counted = _counted(study)
+    complete = [t for t in counted if t.state == TrialState.COMPLETE]
+    if not complete:
+        errors = {t.user_attrs.get("error", "") for t in counted} - {""}
+        raise RuntimeError(f"tuning {tcell.label} on {tcell.dataset} fold {tcell.fold}: no "
+                           f"trial completed ({len(counted)} failed or pruned)"
+                           + (f"; e.g. {sorted(errors)[0][:300]}" if errors else ""))
+    best = max(complete, key=lambda t: (t.value, -t.number))
+    return TuningResult(
+        study_name=name, best_params=dict(best.params), best_value=float(best.value),
+        best_trial=best.number, n_finished=len(counted), n_complete=len(complete),
+        n_pruned=sum(t.state == TrialState.PRUNED for t in counted),
+        n_failed=sum(t.state == TrialState.FAIL for t in counted),
+        seconds=sum(t.duration.total_seconds() for t in counted if t.duration), split=how,
+        trials=counted)

@@ -1,0 +1,209 @@
+"""Executors: cells on a Dask ``LocalCluster`` of two worker processes give the in-process
+records, survive a worker dying mid-cell, and resume after the client is interrupted.
+
+One cluster serves the module (starting worker processes takes seconds). The fake rankers
+below are reached by import path (``test_executors:ExitOnceRanker``): the workers are spawned
+with this process's ``sys.path``, so they import this module.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ltr_bench.cells import expand_plan
+from ltr_bench.errors import UsageError
+from ltr_bench.executors import DaskExecutor, InProcessExecutor, make_executor
+from ltr_bench.harness import HarnessInterrupted, Listener, run_plan
+from ltr_bench.plan import DatasetChoice, Plan, RankerChoice
+from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input
+from ltr_bench.results import ResultStore
+
+pytest.importorskip("distributed")
+
+TINY = {"n_queries": 30, "docs_per_query": 6, "n_features": 5, "n_informative": 3}
+#: two real rankers, small enough to fit in well under a second per fold
+REAL = (RankerChoice("lightgbm", {"n_estimators": 20}), RankerChoice("ridge", {}))
+
+
+class ExitOnceRanker(BaseRanker):
+    """Kills its worker process in its first fit (the marker file does not exist yet), then
+    behaves as a fixed linear scorer: a worker dying mid-cell, once."""
+
+    def __init__(self, marker="", random_state=0):
+        self.marker = marker
+        self.random_state = random_state
+
+    def ranker_tags(self) -> RankerTags:
+        return RankerTags(seed_param="random_state")
+
+    def fit(self, X, y, *, qid, eval_set=None):
+        X, y, qid = check_ranking_input(X, y, qid)
+        marker = Path(self.marker)
+        if not marker.exists():
+            marker.write_text(str(os.getpid()))
+            os._exit(1)  # no cleanup, no exception: the process is gone, as after a SIGKILL
+        self.w_ = np.arange(1.0, X.shape[1] + 1.0)
+        return self
+
+    def predict(self, X, *, qid=None):
+        self._check_fitted("w_")
+        return np.asarray(X, dtype=np.float64) @ self.w_
+
+    def fitted_info(self):
+        return {"pid": os.getpid()}  # which process computed the cell
+
+
+class AlwaysExitRanker(ExitOnceRanker):
+    """Kills every worker that fits it (a cell that keeps killing workers)."""
+
+    def fit(self, X, y, *, qid, eval_set=None):
+        with open(self.marker, "a") as fh:
+            fh.write(f"{os.getpid()}\n")
+        os._exit(1)
+
+
+class InterruptAfter(Listener):
+    """Ctrl-C on the client right after the ``n``-th computed cell was saved."""
+
+    def __init__(self, n: int):
+        self.n, self.finished = n, 0
+
+    def cell_finished(self, record, index, total, *, skipped):
+        if not skipped:
+            self.finished += 1
+            if self.finished == self.n:
+                raise KeyboardInterrupt
+
+
+def _plan(rankers, folds=(1, 2)) -> Plan:
+    return Plan(rankers=list(rankers), datasets=[DatasetChoice("synthetic", dict(TINY))],
+                folds=list(folds), seed=0, threads=1)
+
+
+def _comparable(record) -> dict:
+    """What must not depend on where a cell ran (timings, host and dates may)."""
+    return {"key": record.key, "status": record.status, "metrics": record.metrics,
+            "per_query": record.per_query, "fingerprints": record.fingerprints,
+            "params": record.params, "model_info": record.model_info,
+            "n_test_docs": record.n_test_docs}
+
+
+def _without_per_query(fields: dict) -> dict:
+    return {k: v for k, v in fields.items() if k != "per_query"}
+
+
+@pytest.fixture(scope="module")
+def dask_executor():
+    # retries=1: a cell may kill one worker and is rerun; the second death fails it
+    with DaskExecutor(workers=2, threads=1, retries=1) as executor:
+        executor.client()
+        yield executor
+
+
+@pytest.fixture(scope="module")
+def in_process_records(tmp_path_factory):
+    store = ResultStore(tmp_path_factory.mktemp("in_process") / "results")
+    report = run_plan(expand_plan(_plan(REAL)), store)
+    assert report.n_run == 4 and not report.failed
+    return [_comparable(r) for r in report.records]
+
+
+@pytest.mark.slow
+def test_local_cluster_records_equal_the_in_process_records_to_the_last_digit(
+        dask_executor, in_process_records, tmp_path):
+    store = ResultStore(tmp_path / "results")
+    report = run_plan(expand_plan(_plan(REAL)), store, executor=dask_executor)
+    assert report.n_run == 4 and not report.failed
+    assert [_comparable(r) for r in report.records] == in_process_records
+    # the client saved them: read back from disk, equal (per-query values live in a CSV
+    # beside the JSON and are not part of the reloaded record)
+    assert [_without_per_query(_comparable(store.reload(r["key"])))
+            for r in in_process_records] == [_without_per_query(r) for r in in_process_records]
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_cell_costs_only_that_cell_which_is_rerun(dask_executor,
+                                                                       tmp_path):
+    marker = tmp_path / "killed_once"
+    killer = RankerChoice("test_executors:ExitOnceRanker", {"marker": str(marker)})
+    rankers = (killer, RankerChoice("ridge", {}))
+    report = run_plan(expand_plan(_plan(rankers, folds=(1,))), ResultStore(tmp_path / "r"),
+                      executor=dask_executor)
+    assert marker.exists()  # a worker did die in fit
+    assert not report.failed and report.n_run == 2
+    assert {r.ranker for r in report.records} == {"test_executors:ExitOnceRanker", "ridge"}
+    rerun = next(r for r in report.records if r.ranker.endswith("ExitOnceRanker"))
+    # rerun in another worker process than the one that died, and not in this one
+    assert rerun.model_info["pid"] not in (int(marker.read_text()), os.getpid())
+
+
+@pytest.mark.slow
+def test_a_cell_that_keeps_killing_workers_is_recorded_as_failed_with_the_reason(
+        dask_executor, tmp_path):
+    deaths = tmp_path / "deaths"
+    rankers = (RankerChoice("test_executors:AlwaysExitRanker", {"marker": str(deaths)}),
+               RankerChoice("ridge", {}))
+    store = ResultStore(tmp_path / "r")
+    report = run_plan(expand_plan(_plan(rankers, folds=(1,))), store, executor=dask_executor)
+    assert [r.ranker for r in report.records] == ["ridge"]
+    [failed] = report.failed
+    assert failed.error_stage == "worker" and "died" in failed.error
+    assert "allowed-failures" in failed.error
+    # tried once, rerun once (retries=1), then given up
+    assert len(deaths.read_text().split()) == 2
+    assert failed.key in store.failure_log.read_text(encoding="utf-8")
+    assert store.get(failed.key) is None  # not finished: a re-run retries it
+
+
+@pytest.mark.slow
+def test_client_interrupted_keeps_finished_cells_and_the_rerun_resumes_identically(
+        dask_executor, in_process_records, tmp_path):
+    plan = _plan(REAL)
+    with pytest.raises(HarnessInterrupted) as info:
+        run_plan(expand_plan(plan), ResultStore(tmp_path / "r"), listener=InterruptAfter(1),
+                 executor=dask_executor)
+    [kept] = info.value.report.records
+    assert [p.stem for p in (tmp_path / "r").glob("*.json")] == [kept.key]
+    # the cancelled cells left no claim behind: the resumed run computes them at once
+    report = run_plan(expand_plan(plan), ResultStore(tmp_path / "r"), executor=dask_executor)
+    assert report.n_skipped == 1 and report.n_run == 3 and not report.failed
+    # (a skipped cell's record is read from disk, without its per-query values)
+    assert [_without_per_query(_comparable(r)) for r in report.records] == \
+        [_without_per_query(r) for r in in_process_records]
+
+
+def test_make_executor_chooses_in_process_a_local_cluster_or_a_scheduler():
+    assert isinstance(make_executor(), InProcessExecutor)
+    local = make_executor(workers=3, threads=2)
+    assert isinstance(local, DaskExecutor) and (local.workers, local.threads) == (3, 2)
+    remote = make_executor(scheduler=" tcp://host:8786 ")
+    assert remote.scheduler == "tcp://host:8786"
+    with pytest.raises(UsageError, match="not both"):
+        make_executor(workers=2, scheduler="tcp://host:8786")
+    with pytest.raises(UsageError, match="workers must be at least 1"):
+        DaskExecutor(workers=0)
+
+
+def test_the_in_process_executor_runs_cells_in_order_and_reports_each_start(tmp_path):
+    cells = expand_plan(_plan((RankerChoice("ridge", {}),))).cells
+    started = []
+    out = list(InProcessExecutor().map_cells(cells, started=started.append))
+    assert started == [0, 1] and [i for i, _ in out] == [0, 1]
+    assert all(r.ok and r.key == c.key for (_, r), c in zip(out, cells))
+
+
+def test_cli_refuses_workers_and_scheduler_together_before_loading_anything(tmp_path):
+    from click.testing import CliRunner
+
+    from ltr_bench.cli import main
+
+    result = CliRunner().invoke(main, [
+        "run", "--ranker", "ridge", "--dataset", "synthetic", "--workers", "2",
+        "--scheduler", "tcp://127.0.0.1:1", "--no-mlflow", "--results-dir", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "not both" in result.output
+    assert not any(tmp_path.iterdir())

@@ -1,0 +1,312 @@
+"""ltr_bench.tuning and `ltr-bench tune`: validation-only tuning, equal budget, resume,
+search-space checks; sweeps (ltr_bench.plan)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from ltr_bench.cells import expand_plan
+from ltr_bench.cli import main
+from ltr_bench.folds import fingerprint_arrays
+from ltr_bench.harness import _load_fold
+from ltr_bench.plan import CommandLine, Plan, PlanError, RankerChoice, DatasetChoice, \
+    build_plan, plan_from_dict
+from ltr_bench.ranker import BaseRanker, check_ranking_input
+from ltr_bench.registry import make_ranker
+from ltr_bench.tuning import (Budget, SearchSpaceError, parse_spec, report_intermediate,
+                              resolve_space, tune, tuned_cell, tuning_split)
+
+SYNTH = {"n_queries": 30, "docs_per_query": 10, "n_features": 5, "n_informative": 3}
+
+#: every fit / predict of RecordingRanker: (what, fingerprint of the rows it was given)
+CALLS: list[tuple[str, str]] = []
+#: raise KeyboardInterrupt in the fit with this (1-based) number
+INTERRUPT_AT: list[int] = []
+
+
+class RecordingRanker(BaseRanker):
+    """Ridge-like linear scorer that records the fingerprint of every array it is given."""
+
+    SEARCH_SPACE = {"alpha": {"low": 0.01, "high": 100.0, "log": True}}
+
+    def __init__(self, alpha=1.0):
+        self.alpha = alpha
+
+    def fit(self, X, y, *, qid, eval_set=None):
+        X, y, qid = check_ranking_input(X, y, qid)
+        CALLS.append(("fit", fingerprint_arrays(X, y, qid)))
+        if eval_set is not None:
+            CALLS.append(("eval_set", fingerprint_arrays(*eval_set)))
+        n_fits = sum(1 for c in CALLS if c[0] == "fit")
+        if INTERRUPT_AT and n_fits == INTERRUPT_AT[0]:
+            raise KeyboardInterrupt
+        A = X.T @ X + self.alpha * np.eye(X.shape[1])
+        self.coef_ = np.linalg.solve(A, X.T @ y)
+        return self
+
+    def predict(self, X, *, qid=None):
+        self._check_fitted("coef_")
+        CALLS.append(("predict", fingerprint_arrays(X, np.zeros(len(X)), np.zeros(len(X)))))
+        return np.asarray(X, dtype=np.float64) @ self.coef_
+
+
+RECORDING = f"{__name__}:RecordingRanker"
+
+
+@pytest.fixture(autouse=True)
+def _reset():
+    CALLS.clear()
+    INTERRUPT_AT.clear()
+    yield
+    CALLS.clear()
+    INTERRUPT_AT.clear()
+
+
+def _predict_fp(split) -> str:
+    return fingerprint_arrays(split.X, np.zeros(split.n_docs), np.zeros(split.n_docs))
+
+
+def _cell(dataset="synthetic", options=SYNTH, ranker=RECORDING):
+    plan = Plan(rankers=[RankerChoice(ranker)], datasets=[DatasetChoice(dataset, dict(options))],
+                folds=[1])
+    cell = expand_plan(plan).cells[0]
+    return cell, _load_fold(cell)
+
+
+def _tune_cli(tmp_path, *args):
+    return CliRunner().invoke(main, ["tune", "--no-mlflow", "--results-dir",
+                                     str(tmp_path / "results"), "--optuna-storage",
+                                     f"sqlite:///{tmp_path / 'optuna.db'}", "--folds", "1",
+                                     *args], catch_exceptions=False)
+
+
+# ------------------------------------------------------------------ validation data only
+
+
+def test_tuning_never_touches_the_test_split_before_the_final_evaluation(tmp_path):
+    res = _tune_cli(tmp_path, "--ranker", RECORDING, "--dataset", "synthetic",
+                    *[f"--dataset-option={k}={v}" for k, v in SYNTH.items()], "--trials", "4")
+    assert res.exit_code == 0, res.output
+    cell, fold = _cell()
+    test_fp = {fold.test.fingerprint, _predict_fp(fold.test)}
+    fits = [i for i, c in enumerate(CALLS) if c[0] == "fit"]
+    assert len(fits) == 5  # 4 trials + the final refit
+    tuning_calls, final_calls = CALLS[:fits[-1]], CALLS[fits[-1]:]
+    assert not test_fp & {fp for _, fp in tuning_calls}
+    assert {fp for what, fp in tuning_calls if what == "predict"} == {_predict_fp(fold.vali)}
+    assert {fp for what, fp in tuning_calls if what == "fit"} == {fold.train.fingerprint}
+    assert final_calls[0] == ("fit", fold.train.fingerprint)
+    assert ("predict", _predict_fp(fold.test)) in final_calls
+
+
+def test_without_a_validation_split_trials_use_a_seeded_holdout_of_training_queries():
+    cell, fold = _cell("lightgbm-example", {})
+    assert fold.vali is None
+    fit_on, score_on, how = tuning_split(fold, seed=0)
+    again = tuning_split(fold, seed=0)
+    assert (fit_on.fingerprint, score_on.fingerprint) == (again[0].fingerprint,
+                                                          again[1].fingerprint)
+    train_q, fit_q, eval_q = (set(np.unique(s.qid)) for s in (fold.train, fit_on, score_on))
+    assert fit_q | eval_q == train_q and not fit_q & eval_q
+    assert round(len(eval_q) / len(train_q), 1) == 0.2
+    assert fold.test.fingerprint not in (fit_on.fingerprint, score_on.fingerprint)
+    assert "20%" in how
+    other = tuning_split(fold, seed=1)[1]
+    assert other.fingerprint != score_on.fingerprint
+
+
+# --------------------------------------------------------------------- budget and resume
+
+
+def test_every_ranker_gets_the_same_number_of_trials_and_the_label_states_it(tmp_path):
+    res = _tune_cli(tmp_path, "--ranker", f"ridge,{RECORDING}", "--dataset", "synthetic",
+                    *[f"--dataset-option={k}={v}" for k, v in SYNTH.items()], "--trials", "3")
+    assert res.exit_code == 0, res.output
+    recs = [json.loads(p.read_text()) for p in (tmp_path / "results").rglob("*.json")
+            if p.name != "failures.log"]
+    recs = [r for r in recs if "config" in r]
+    assert len(recs) == 2
+    for r in recs:
+        assert r["label"].endswith("[tuned,trials=3]")
+        assert r["config"]["tuning"]["trials_finished"] == 3
+        assert r["config"]["tuning"]["budget"] == {"n_trials": 3, "timeout": None}
+        assert r["config"]["tuning"]["objective_data"] == "validation split"
+
+
+def _counted(storage, name):
+    import optuna
+
+    study = optuna.load_study(study_name=name, storage=storage)
+    return [t for t in study.trials if t.state.is_finished()
+            and not t.user_attrs.get("interrupted")]
+
+
+def test_an_interrupted_study_resumes_without_redoing_finished_trials(tmp_path):
+    cell, fold = _cell()
+    space = resolve_space("r", RecordingRanker())
+    budget = Budget(n_trials=5)
+    tcell = tuned_cell(cell, space=space, budget=budget, objective="ndcg@10")
+    storage = f"sqlite:///{tmp_path / 'o.db'}"
+    INTERRUPT_AT.append(3)  # Ctrl-C inside the third trial's fit
+    with pytest.raises(KeyboardInterrupt):
+        tune(tcell, fold, space=space, budget=budget, storage=storage)
+    INTERRUPT_AT.clear()
+    fits_before = sum(c[0] == "fit" for c in CALLS)
+    assert fits_before == 3
+    result = tune(tcell, fold, space=space, budget=budget, storage=storage)
+    assert sum(c[0] == "fit" for c in CALLS) - fits_before == 3  # trials 3 (redone), 4, 5
+    assert result.n_finished == result.n_complete == 5
+    assert len(_counted(storage, result.study_name)) == 5
+    # a third call finds the budget spent and fits nothing
+    n = len(CALLS)
+    again = tune(tcell, fold, space=space, budget=budget, storage=storage)
+    assert len(CALLS) == n and again.best_params == result.best_params
+
+
+def test_the_final_result_of_a_finished_tuned_cell_is_not_recomputed(tmp_path):
+    args = ["--ranker", RECORDING, "--dataset", "synthetic",
+            *[f"--dataset-option={k}={v}" for k, v in SYNTH.items()], "--trials", "2"]
+    assert _tune_cli(tmp_path, *args).exit_code == 0
+    CALLS.clear()
+    res = _tune_cli(tmp_path, *args)
+    assert res.exit_code == 0 and "skipped" in res.output
+    assert CALLS == []
+
+
+def test_a_wall_time_budget_stops_the_study():
+    cell, fold = _cell()
+    space = resolve_space("r", RecordingRanker())
+    tcell = tuned_cell(cell, space=space, budget=Budget(timeout=1e-9), objective="ndcg@10")
+    result = tune(tcell, fold, space=space, budget=Budget(timeout=1e-9),
+                  storage="sqlite:///:memory:")
+    assert result.n_finished == 1  # one trial uses up any budget above 0
+
+
+# -------------------------------------------------------------------------------- pruning
+
+
+def test_report_intermediate_does_nothing_outside_a_trial_and_prunes_inside():
+    import optuna
+
+    report_intermediate(1, 0.5)  # no trial: no effect, no error
+    study = optuna.create_study(direction="maximize",
+                                pruner=optuna.pruners.ThresholdPruner(lower=0.9))
+    from ltr_bench import tuning
+
+    trial = study.ask()
+    token = tuning._TRIAL.set(trial)
+    try:
+        with pytest.raises(optuna.TrialPruned):
+            report_intermediate(10, 0.1)
+    finally:
+        tuning._TRIAL.reset(token)
+
+
+# ------------------------------------------------------------------- search-space checks
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({"low": 10, "high": 1}, "above high"),
+    ({"low": 0, "high": 1, "log": True}, "needs low > 0"),
+    ({"low": 1}, "give low and high"),
+    ({"lo": 1, "high": 2}, "unknown key 'lo'"),
+    ({"choices": []}, "non-empty list"),
+    ({"choices": [1, 1]}, "listed twice"),
+    ({"low": "a", "high": 2}, "finite number"),
+    ("7..255", "expected a range"),
+])
+def test_bad_search_space_specs_name_the_parameter_and_the_problem(spec, message):
+    with pytest.raises(SearchSpaceError, match=message) as err:
+        parse_spec("num_leaves", spec, where="plan.toml: tuning.lightgbm")
+    assert "plan.toml: tuning.lightgbm.num_leaves" in str(err.value)
+
+
+def test_spec_forms_map_to_optuna_distributions():
+    import optuna.distributions as od
+
+    assert parse_spec("a", {"low": 7, "high": 255, "log": True}, where="w") == \
+        od.IntDistribution(7, 255, log=True)
+    assert parse_spec("a", {"low": 0.01, "high": 1}, where="w") == od.FloatDistribution(0.01, 1)
+    assert parse_spec("a", ["l2", "zscore"], where="w") == \
+        od.CategoricalDistribution(["l2", "zscore"])
+
+
+def test_a_plan_override_replaces_removes_and_checks_parameters():
+    lgbm = make_ranker("lightgbm", {})
+    space = resolve_space("lightgbm", lgbm, override={"num_leaves": {"low": 7, "high": 15},
+                                                      "n_estimators": False},
+                          fixed={"learning_rate": 0.1})
+    assert space["num_leaves"] == {"low": 7, "high": 15}
+    assert "n_estimators" not in space and "learning_rate" not in space
+    with pytest.raises(SearchSpaceError, match="'num_leafs' is not a parameter of lightgbm"):
+        resolve_space("lightgbm", lgbm, override={"num_leafs": {"low": 7, "high": 15}},
+                      where="plan.toml: tuning")
+
+
+def test_every_builtin_ranker_declares_a_valid_search_space():
+    for name in ("lightgbm", "xgboost-gbrt", "xgboost-lambdamart", "mlr", "rmlr", "ridge",
+                 "listnet", "lgmml"):
+        assert resolve_space(name, make_ranker(name, {})), name
+
+
+def test_a_tuning_table_for_a_ranker_not_in_the_run_is_a_usage_error(tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text('rankers = ["ridge"]\ndatasets = ["synthetic"]\n'
+                    '[tuning.lightgbm]\nnum_leaves = {low = 7, high = 15}\n')
+    res = _tune_cli(tmp_path, "--config", str(plan), "--trials", "1")
+    assert res.exit_code == 2
+    assert "tuning.lightgbm: not a ranker of this run" in res.output
+
+
+def test_tune_without_a_budget_is_a_usage_error(tmp_path):
+    res = _tune_cli(tmp_path, "--ranker", "ridge", "--dataset", "synthetic")
+    assert res.exit_code == 2 and "--trials N and/or --timeout" in res.output
+
+
+# -------------------------------------------------------------------------------- sweeps
+
+
+def test_sweeps_expand_to_one_labelled_configuration_per_grid_point():
+    plan = build_plan(CommandLine(rankers=("lightgbm,ridge",), datasets=("synthetic",),
+                                  params=("lightgbm.learning_rate=0.2",),
+                                  sweeps=("lightgbm.num_leaves=7,31",
+                                          "lightgbm.min_data_in_leaf=5,20")))
+    labels = [r.display for r in plan.rankers]
+    assert labels == ["lightgbm[num_leaves=7,min_data_in_leaf=5]",
+                      "lightgbm[num_leaves=7,min_data_in_leaf=20]",
+                      "lightgbm[num_leaves=31,min_data_in_leaf=5]",
+                      "lightgbm[num_leaves=31,min_data_in_leaf=20]", "ridge"]
+    assert plan.rankers[1].params == {"learning_rate": 0.2, "num_leaves": 7,
+                                      "min_data_in_leaf": 20}
+    assert {r.name for r in plan.rankers} == {"lightgbm", "ridge"}
+    cells = expand_plan(plan).cells
+    assert len({c.plan_key for c in cells if c.fold == 1}) == 5  # own MLflow parent each
+
+
+def test_a_sweep_of_list_valued_parameters_and_from_a_toml_plan():
+    plan = build_plan(CommandLine(rankers=("lightgbm",), datasets=("synthetic",),
+                                  sweeps=("lightgbm.eval_at=[5,10],[10]",)))
+    assert [r.params["eval_at"] for r in plan.rankers] == [[5, 10], [10]]
+    doc = {"rankers": ["lightgbm"], "datasets": ["synthetic"],
+           "sweep": {"lightgbm": {"num_leaves": [7, 31, 127]}}}
+    p = plan_from_dict(doc, source="plan.toml")
+    from ltr_bench.plan import expand_sweeps
+
+    assert [r.display for r in expand_sweeps(p).rankers] == [
+        "lightgbm[num_leaves=7]", "lightgbm[num_leaves=31]", "lightgbm[num_leaves=127]"]
+
+
+def test_bad_sweeps_are_usage_errors_naming_the_problem():
+    with pytest.raises(PlanError, match="not part of this run"):
+        build_plan(CommandLine(rankers=("ridge",), datasets=("synthetic",),
+                               sweeps=("lightgbm.num_leaves=7,31",)))
+    with pytest.raises(PlanError, match="listed twice"):
+        build_plan(CommandLine(rankers=("lightgbm",), datasets=("synthetic",),
+                               sweeps=("lightgbm.num_leaves=7,7",)))
+    with pytest.raises(PlanError, match="plan.toml: key 'sweep.lightgbm.num_leaves'"):
+        plan_from_dict({"rankers": ["lightgbm"], "datasets": ["synthetic"],
+                        "sweep": {"lightgbm": {"num_leaves": 7}}}, source="plan.toml")
