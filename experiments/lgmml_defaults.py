@@ -69,6 +69,9 @@ SPLIT_SEED = 0
 MSLR_SHAPED = {"n_features": 136, "n_informative": 40, "docs_per_query": 100,
                "n_queries": 300, "feature_distribution": "lognormal"}
 
+#: fixed in stages 1-3 (the ranker's defaults when the search was run; stage 4 varies the caps)
+STAGE_BASE = {"max_positives": 10, "max_negatives": 20}
+
 #: stage 4: (max_positives, max_negatives)
 CAPS = [(10, 20), (5, 5), (4, 4)]
 
@@ -308,7 +311,8 @@ def main(argv=None) -> int:
     for n, r in refs.items():
         log(f"| {n} | {r['ridge']:.4f} | {r['norm_far']:.4f} | {r['norm_near']:.4f} |")
 
-    grid = [dict(reg_scale=rs, reg_lambda=rl, scaling=sc, score_form=sf, distance=di)
+    grid = [dict(reg_scale=rs, reg_lambda=rl, scaling=sc, score_form=sf, distance=di,
+                 **STAGE_BASE)
             for (rs, rl), sc, (sf, di) in itertools.product(GRID["reg"], GRID["scaling"],
                                                             GRID["form"])]
     if args.quick:

@@ -153,7 +153,7 @@ def _run(ctx, *, tracking_uri, no_mlflow, results_dir, output, force, score_repe
     from .cells import expand_plan
     from .console import Console, ConsoleListener
     from .harness import HarnessInterrupted, HarnessWriteError, Listeners, run_plan
-    from .plan import CommandLine, build_plan
+    from .plan_options import CommandLine, build_plan
     from .report_format import summary_table
     from .results import ResultStore, atomic_write_text, check_writable_dir, records_json
 

@@ -1,7 +1,7 @@
 """``ltr-bench tune``: tune every ranker with the same budget on validation data, then refit
 and evaluate the chosen configuration once on test (protocol: :mod:`ltr_bench.tuning`).
 
-The command parses options and prints; the plan is :func:`ltr_bench.plan.build_plan`, the
+The command parses options and prints; the plan is :func:`ltr_bench.plan_options.build_plan`, the
 search :func:`ltr_bench.tuning.tune`, the final fit and test evaluation
 :func:`ltr_bench.harness.run_cell` (an ordinary record, saved in the results store and
 logged to MLflow like ``run``'s), the trials' MLflow runs
@@ -82,7 +82,8 @@ def tune_command(ctx, rankers, datasets, trials, timeout, objective, folds, data
     Exit codes: 0 ok, 1 a cell failed, 2 bad invocation, 130 interrupted.
     """
     from .metrics import MetricKey
-    from .plan import CommandLine, PlanError, build_plan
+    from .plan import PlanError
+    from .plan_options import CommandLine, build_plan
     from .tuning import Budget
 
     try:

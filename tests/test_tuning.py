@@ -13,8 +13,8 @@ from ltr_bench.cells import expand_plan
 from ltr_bench.cli import main
 from ltr_bench.folds import fingerprint_arrays
 from ltr_bench.harness import _load_fold
-from ltr_bench.plan import CommandLine, Plan, PlanError, RankerChoice, DatasetChoice, \
-    build_plan, plan_from_dict
+from ltr_bench.plan import DatasetChoice, Plan, PlanError, RankerChoice, plan_from_dict
+from ltr_bench.plan_options import CommandLine, build_plan
 from ltr_bench.ranker import BaseRanker, check_ranking_input
 from ltr_bench.registry import make_ranker
 from ltr_bench.tuning import (Budget, SearchSpaceError, parse_spec, report_intermediate,
