@@ -37,6 +37,7 @@ Queries without a relevant or without an irrelevant candidate add no constraint.
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 from threadpoolctl import threadpool_limits
@@ -179,6 +180,14 @@ class MLRRanker(BaseRanker):
         self.n_iter_ = res.n_iter
         self.converged_ = res.converged
         self.history_ = res.history
+        if not res.converged:
+            last = res.history[-1].get("violation") if res.history else None
+            warnings.warn(
+                f"{type(self).__name__}: stopped at max_iter={int(self.max_iter)} cutting "
+                f"planes before the stopping rule fired"
+                + (f" (last violation {float(last):.3g}, epsilon {self.epsilon})"
+                   if last is not None else "")
+                + "; raise max_iter or epsilon", UserWarning, stacklevel=2)
         return self
 
     def predict(self, X, *, qid=None):

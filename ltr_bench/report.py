@@ -357,6 +357,12 @@ def build_report(records: Iterable[ResultRecord], *, dataset: str,
     rows.sort(key=lambda r: (not r.is_baseline, r.label))
     for row in rows:
         notes += [f"{row.label}: {flag}" for flag in group_flags(row.runs.values())]
+        said: dict[str, int] = {}
+        for run in row.runs.values():  # the ranker's own warnings, once each with a count
+            for w in run.warnings:
+                said[w] = said.get(w, 0) + 1
+        notes += [f"{row.label}: warning in {n}/{len(row.runs)} unit(s): {w[:300]}"
+                  for w, n in said.items() if not w.startswith("all test scores are equal")]
     comparisons, no_pq = _compare(rows, wanted, units)
     if no_pq:
         notes.append(f"no per-query values to test for {', '.join(sorted(no_pq))} (or for the "

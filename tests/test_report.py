@@ -341,3 +341,11 @@ def test_dataset_is_optional_when_the_store_holds_one(ctx):
     result = invoke("--metric", "ndcg@10")
     assert result.exit_code == 0, result.stderr
     assert result.stdout.startswith("## synthetic")
+
+
+def test_the_rankers_warnings_reach_the_report_notes():
+    runs = _runs({"lightgbm": [np.ones(4) * 0.5, np.ones(4) * 0.4]})
+    runs[0].warnings = ["UserWarning: the solver stopped at max_iter=200 (violation 0.34)"]
+    rep = build_report(runs, dataset="toy")
+    assert ("lightgbm: warning in 1/2 unit(s): UserWarning: the solver stopped at max_iter=200 "
+            "(violation 0.34)") in rep.notes
