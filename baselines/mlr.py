@@ -242,8 +242,8 @@ class RMLRRanker(MLRRanker):
     ``C xi + tr(W) + lam ||W||_{2,1}``. By the optimality conditions, column ``j`` is zero
     only when the column of ``C * sum_t alpha_t Psi_t`` (less the trace / PSD multipliers)
     has norm <= ``lam``, so the threshold grows with ``C``: what matters is ``lam / C``.
-    Measured on z-scored Wine + 96 correlated noise dimensions (MAP, ``benchmarks/
-    mlr_table2.py``): with C = 10, lam = 3 keeps 107 of 109 features, lam = 10 keeps 25,
+    Measured on z-scored Wine + 96 correlated noise dimensions (MAP; the setting of
+    ``experiments/mlr_noise.toml``): with C = 10, lam = 3 keeps 107 of 109 features, lam = 10 keeps 25,
     lam = 30 keeps 12; the reference demo's C = 1e3, lam = 0.1 (lam / C = 1e-4) removes
     none and is then just MLR. Choose ``C`` and ``lam / C`` together on validation data
     (e.g. lam / C in {0.1, 0.3, 1, 3}).

@@ -27,7 +27,7 @@ What it prints (one process, so ratios compare like with like):
 - with ``--max-rank r ...``: scoring time with every fitted metric truncated to its r
   largest-|g| components (``MetricBank.truncated``, post hoc: WARP's weights are those of
   the exact model) and the median per-query Kendall tau against the exact scores; the
-  NDCG effect of ``max_rank`` is measured on OHSUMED by ``benchmarks/lgmml_ohsumed.py``.
+  NDCG effect of ``max_rank`` is measured on OHSUMED by ``experiments/lgmml_ohsumed_grid.py``.
 
 Threads: on a shared machine use ``--threads 1``; with more threads than free cores,
 OpenMP spin-waiting makes LightGBM many times slower and the ratio meaningless.

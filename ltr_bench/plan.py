@@ -22,7 +22,7 @@ plan.toml``). The file format, every key optional except ``rankers`` and ``datas
     num_leaves = 255
 
     [rankers."cv-mlr"]             # an import path works for an experiment's own ranker
-    ranker = "experiments.mlr_table2:MLRWithCV"
+    ranker = "experiments.mlr:MLRWithCV"
 
     [datasets.synthetic]           # one table per dataset; its keys are dataset options
     n_queries = 200

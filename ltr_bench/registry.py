@@ -78,6 +78,13 @@ class RankerEntry:
     def load(self) -> type:
         """Import the ranker class; :class:`RankerLoadError` says why when that fails."""
         try:
+            if self.distribution == "(import path)":
+                # like `python -m`: a plan run from a project folder finds its own modules
+                import os
+                import sys
+
+                if os.getcwd() not in sys.path:
+                    sys.path.append(os.getcwd())
             ep = metadata.EntryPoint(name=self.name, value=self.target, group=ENTRY_POINT_GROUP)
             obj = ep.load()
         except Exception as exc:  # a broken plugin must not take the others down

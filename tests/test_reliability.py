@@ -517,7 +517,7 @@ def test_full_disk_for_results_fails_before_any_fit(env, tiny_tmpfs):
 def test_a_cell_claimed_by_another_process_is_waited_for_and_not_computed_twice(env, tmp_path):
     from ltr_bench.cells import expand_plan
     from ltr_bench.harness import run_cell, run_plan
-    from ltr_bench.plan import CommandLine, build_plan
+    from ltr_bench.plan_options import CommandLine, build_plan
     from ltr_bench.results import ResultStore
 
     plan = build_plan(CommandLine(rankers=(FAKE,), datasets=(str(env.data),)))

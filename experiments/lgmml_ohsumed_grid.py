@@ -2,7 +2,7 @@
 
 One command reproduces the whole table (defaults chosen on validation splits, then test)::
 
-    python benchmarks/lgmml_ohsumed.py --data ../shared/data/OHSUMED-LETOR3-Feature-min \\
+    python experiments/lgmml_ohsumed_grid.py --data ../shared/data/OHSUMED-LETOR3-Feature-min \\
         --json /tmp/lgmml_ohsumed.json
 
 Steps (the test splits are never used to choose anything):
