@@ -275,6 +275,8 @@ def open_client(uri: str, *, quiet: bool = True):
     db = sqlite_path(uri)
     if db is not None:
         _probe_folder(db.parent, uri)
+    # MLflow draws a progress bar per downloaded artifact: noise on stderr for a report
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     try:
         from mlflow.tracking import MlflowClient
 
