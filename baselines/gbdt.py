@@ -283,6 +283,20 @@ def _tree_features(X: np.ndarray, query_dim) -> np.ndarray:
 # --------------------------------------------------------------------------- LightGBM
 
 
+#: the parameter checks both libraries' rankers share (BaseRanker.validate_params)
+_COMMON_CONSTRAINTS = {
+    "n_estimators": [Interval(Integral, 1, None, closed="left"), None],
+    "learning_rate": [Interval(Real, 0, None, closed="neither"), None],
+    "early_stopping_rounds": [Interval(Integral, 1, None, closed="left"),
+                              StrOptions({FROM_PRESET}), None],
+    "eval_at": [Interval(Integral, 1, None, closed="left"), list, tuple],
+    "n_jobs": [Integral, None],
+    "random_state": [Interval(Integral, 0, None, closed="left"), None],
+    "extra_params": [dict, None],
+    "query_dim": [Interval(Integral, 1, None, closed="left"), None],
+}
+
+
 class LightGBMRanker(BaseRanker):
     """LightGBM ``lambdarank`` (lambda-MART): trees fitted to LambdaRank gradients of NDCG.
 
@@ -324,18 +338,10 @@ class LightGBMRanker(BaseRanker):
     #: "from the preset"
     _parameter_constraints = {
         "preset": [StrOptions(set(LIGHTGBM_PRESETS))],
-        "n_estimators": [Interval(Integral, 1, None, closed="left"), None],
         "num_leaves": [Interval(Integral, 2, None, closed="left"), None],
-        "learning_rate": [Interval(Real, 0, None, closed="neither"), None],
         "min_sum_hessian_in_leaf": [Interval(Real, 0, None, closed="left"), None],
         "min_data_in_leaf": [Interval(Integral, 0, None, closed="left"), None],
-        "early_stopping_rounds": [Interval(Integral, 1, None, closed="left"),
-                                  StrOptions({FROM_PRESET}), None],
-        "eval_at": [Interval(Integral, 1, None, closed="left"), list, tuple],
-        "n_jobs": [Integral, None],
-        "random_state": [Interval(Integral, 0, None, closed="left"), None],
-        "extra_params": [dict, None],
-        "query_dim": [Interval(Integral, 1, None, closed="left"), None],
+        **_COMMON_CONSTRAINTS,
     }
 
     def __init__(self, preset="auto", n_estimators=None, num_leaves=None, learning_rate=None,
@@ -515,18 +521,10 @@ class _XGBoostRanker(BaseRanker):
 
     _parameter_constraints = {
         "preset": [StrOptions(set(XGBOOST_PRESETS))],
-        "n_estimators": [Interval(Integral, 1, None, closed="left"), None],
         "max_leaves": [Interval(Integral, 0, None, closed="left"), None],
         "max_depth": [Interval(Integral, 0, None, closed="left"), None],
-        "learning_rate": [Interval(Real, 0, None, closed="neither"), None],
         "min_child_weight": [Interval(Real, 0, None, closed="left"), None],
-        "early_stopping_rounds": [Interval(Integral, 1, None, closed="left"),
-                                  StrOptions({FROM_PRESET}), None],
-        "eval_at": [Interval(Integral, 1, None, closed="left"), list, tuple],
-        "n_jobs": [Integral, None],
-        "random_state": [Interval(Integral, 0, None, closed="left"), None],
-        "extra_params": [dict, None],
-        "query_dim": [Interval(Integral, 1, None, closed="left"), None],
+        **_COMMON_CONSTRAINTS,
     }
 
     def __init__(self, preset="auto", n_estimators=None, max_leaves=None, max_depth=None,

@@ -463,6 +463,13 @@ def _run_claimed(report: RunReport, store: ResultStore, listener: Listener, cell
         rec = failed_record(cell, load_error, "load")
     else:
         rec = run_cell(cell, fold=fold, progress=_progress_for(listener, cell))
+    _keep(report, store, rec)
+    listener.cell_finished(rec, index, total, skipped=False)
+
+
+def _keep(report: RunReport, store: ResultStore, rec: ResultRecord) -> None:
+    """Save a computed record (ok: as finished; failed: in the failure log) and count it;
+    always before any listener hears of it."""
     report.n_run += 1
     if rec.ok:
         store.save(rec)
@@ -470,7 +477,6 @@ def _run_claimed(report: RunReport, store: ResultStore, listener: Listener, cell
     else:
         report.failed.append(rec)
         store.log_failure(rec)
-    listener.cell_finished(rec, index, total, skipped=False)
 
 
 def _plan_order(report: RunReport, cells: list[Cell]) -> None:
@@ -530,13 +536,7 @@ def _ship(executor, batch: list[tuple[int, Cell]], claims: dict, report: RunRepo
         cells, started=lambda k: listener.cell_started(cells[k], batch[k][0], total))
     try:
         for k, rec in results:
-            report.n_run += 1
-            if rec.ok:
-                store.save(rec)
-                report.records.append(rec)
-            else:
-                report.failed.append(rec)
-                store.log_failure(rec)
+            _keep(report, store, rec)
             claims.pop(cells[k].key).release()
             listener.cell_finished(rec, batch[k][0], total, skipped=False)
     finally:
