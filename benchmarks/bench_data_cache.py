@@ -1,6 +1,7 @@
 """Parse time vs. cache reload time of ``ltr_bench.data.load_fold``.
 
-Part 1, the shared OHSUMED (../shared/data, 5 folds, .xz files): for each fold, load with an
+Part 1, OHSUMED (LETOR 3.0 Feature-min, 5 folds; ``--ohsumed DIR``, default the data
+home's ``OHSUMED/Feature-min``; skipped when absent): for each fold, load with an
 empty cache (parse + validate + write the cache), then load again (memory-mapped reload), and
 print both times and their ratio. The reference run is scikit-learn's
 ``load_svmlight_files`` on the same (decompressed-in-memory) files, whole-file, in the same
@@ -35,7 +36,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from ltr_bench.data import load_fold  # noqa: E402
+from ltr_bench.data import load_fold, resolve_data_dir  # noqa: E402
 
 
 def _timed(fn):
@@ -53,14 +54,13 @@ def _touch_all(fold):
     return s
 
 
-def bench_ohsumed(shared: Path) -> None:
+def bench_ohsumed(root: Path) -> None:
     from sklearn.datasets import load_svmlight_files
 
-    root = shared / "OHSUMED-LETOR3-Feature-min"
     if not root.is_dir():
         print(f"skip OHSUMED: {root} not found")
         return
-    print("== shared OHSUMED (LETOR 3.0 Feature-min, .xz), per fold ==")
+    print(f"== OHSUMED (LETOR 3.0 Feature-min) at {root}, per fold ==")
     print(f"{'fold':>4} {'parse s':>9} {'reload s':>9} {'ratio':>8} {'sklearn s':>10}")
     tot_p = tot_r = 0.0
     for k in range(1, 6):
@@ -145,11 +145,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--queries", type=int, default=31531)
     ap.add_argument("--skip-large", action="store_true")
-    ap.add_argument("--shared", default=os.environ.get("LTR_BENCH_SHARED_DATA",
-                                                       str(REPO.parent / "shared" / "data")))
+    ap.add_argument("--ohsumed", type=Path,
+                    default=resolve_data_dir() / "OHSUMED" / "Feature-min", help="OHSUMED Feature-min folder (Fold1..Fold5); default: the data home's "
+                         "(`ltr-bench download ohsumed`)")
     args = ap.parse_args()
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}, cpus {os.cpu_count()}")
-    bench_ohsumed(Path(args.shared))
+    if args.ohsumed.is_dir():
+        bench_ohsumed(args.ohsumed)
+    else:
+        print(f"part 1 skipped: no OHSUMED folder at {args.ohsumed} (ltr-bench download ohsumed)")
     if not args.skip_large:
         bench_large(args.queries)
 

@@ -13,7 +13,7 @@ machine or process, not per trial: loading the fold, importing the ranker's libr
 creating the Optuna SQLite schema (about 3 s here). The tuning split, study creation and
 every per-trial step count as overhead. Target: below 5 %.
 
-    python benchmarks/bench_tuning.py --data ../shared/data/OHSUMED-LETOR3-Feature-min \
+    python benchmarks/bench_tuning.py --data /path/to/OHSUMED-LETOR3-Feature-min \
         --ranker lightgbm --trials 20
 """
 

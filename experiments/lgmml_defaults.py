@@ -61,10 +61,14 @@ from pathlib import Path
 import numpy as np
 
 from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input
+from ltr_bench.data import resolve_data_dir
+from ltr_bench.data.loading import BUILTIN_DIR
 
 __all__ = ["GRID", "NormReferenceRanker", "load_validation_sets", "main", "ridge_scores"]
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+# OHSUMED where `ltr-bench download ohsumed` puts it; the LightGBM example ships with ltr-bench
+OHSUMED_DEFAULT = resolve_data_dir() / "OHSUMED" / "Feature-min"
+LGBM_EXAMPLE_DEFAULT = BUILTIN_DIR / "lightgbm-example"
 SPLIT_SEED = 0
 MSLR_SHAPED = {"n_features": 136, "n_informative": 40, "docs_per_query": 100,
                "n_queries": 300, "feature_distribution": "lognormal"}
@@ -279,8 +283,8 @@ def test_table(args, log) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--ohsumed", type=Path, default=SHARED / "OHSUMED-LETOR3-Feature-min")
-    ap.add_argument("--lgbm-example", type=Path, default=SHARED / "LightGBM-lambdarank-example")
+    ap.add_argument("--ohsumed", type=Path, default=OHSUMED_DEFAULT)
+    ap.add_argument("--lgbm-example", type=Path, default=LGBM_EXAMPLE_DEFAULT)
     ap.add_argument("--cache-dir", default=None)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--final-seeds", type=int, nargs="+", default=[0, 1, 2])

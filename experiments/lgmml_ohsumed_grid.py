@@ -2,7 +2,7 @@
 
 One command reproduces the whole table (defaults chosen on validation splits, then test)::
 
-    python experiments/lgmml_ohsumed_grid.py --data ../shared/data/OHSUMED-LETOR3-Feature-min \\
+    python experiments/lgmml_ohsumed_grid.py --data ~/ltr_bench_data/OHSUMED/Feature-min \\
         --json /tmp/lgmml_ohsumed.json
 
 Steps (the test splits are never used to choose anything):
@@ -57,14 +57,16 @@ from pathlib import Path
 
 import numpy as np
 
+from ltr_bench.data import resolve_data_dir
+
 # the settings these numbers were measured with (before the size-aware "auto" preset):
 # LightGBM's MSLR benchmark shape, with early stopping after 50 rounds
 MSLR_SETTINGS = dict(preset="mslr-benchmark", early_stopping_rounds=50)
 
 KS = (1, 3, 5, 10)
 NAMES = tuple(f"ndcg@{k}" for k in KS)
-DEFAULT_DATA = (Path(__file__).resolve().parents[2] / "shared" / "data"
-                / "OHSUMED-LETOR3-Feature-min")
+# where `ltr-bench download ohsumed` puts the folds ($LTR_BENCH_DATA or ~/ltr_bench_data)
+DEFAULT_DATA = resolve_data_dir() / "OHSUMED" / "Feature-min"
 
 PAPER = dict(scaling="l2", distance="paper", score_form="eq13", t=0.5)
 
