@@ -88,6 +88,16 @@ def _legend_outside(ax) -> None:
               borderaxespad=0.0)
 
 
+def _finish_time_plot(fig, ax, path: str | Path, metric: str) -> Path:
+    """The shared end of the accuracy-against-time figures: grid, margins, bounded metric
+    axis, legend beside the axes, saved."""
+    ax.grid(True, alpha=0.3, which="both")
+    ax.margins(x=0.15, y=0.12)
+    _bounded(ax, metric)
+    _legend_outside(ax)
+    return _save(fig, path)
+
+
 def _save(fig, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -175,11 +185,7 @@ def plot_accuracy_vs_time(report: Report, path: str | Path, *, metric: str = "nd
     ax.set_title(f"{report.dataset}: {pretty(metric)} against training time over "
                  f"{_folds_text(report)}\n(better: up and to the left; wall-clock times "
                  f"depend on the machine and its load)", fontsize=10)
-    ax.grid(True, alpha=0.3, which="both")
-    ax.margins(x=0.15, y=0.12)
-    _bounded(ax, metric)
-    _legend_outside(ax)
-    return _save(fig, path)
+    return _finish_time_plot(fig, ax, path, metric)
 
 
 def plot_metric_per_fold(report: Report, path: str | Path, *, metric: str = "ndcg@10",
@@ -281,11 +287,7 @@ def plot_pareto(report: Report, path: str | Path, *, metric: str = "ndcg@10",
     ax.set_title(f"{report.dataset}: {pretty(metric)} against {what.split(',')[0]} over "
                  f"{_folds_text(report)}\n(lines: each ranker's Pareto front over its "
                  f"configurations; better: up and to the left)", fontsize=10)
-    ax.grid(True, alpha=0.3, which="both")
-    ax.margins(x=0.15, y=0.12)
-    _bounded(ax, metric)
-    _legend_outside(ax)
-    return _save(fig, path)
+    return _finish_time_plot(fig, ax, path, metric)
 
 
 def write_pareto_plots(report: Report, out_dir: str | Path, *, metric: str = "ndcg@10",
