@@ -173,6 +173,11 @@ _DASK_DOC = """
 """
 
 
+
+#: the checks of the parameters both Dask rankers add to their twins'
+_DASK_CONSTRAINTS = {"scheduler": [str, None],
+                     "n_workers": [Interval(Integral, 1, None, closed="left")]}
+
 class DaskLightGBMRanker(LightGBMRanker):
     __doc__ = (
         """LightGBM lambdarank trained on a Dask cluster (``lightgbm.dask.DaskLGBMRanker``,
@@ -202,8 +207,7 @@ class DaskLightGBMRanker(LightGBMRanker):
         return dataclasses.replace(_TAGS, deterministic=False)
 
     _parameter_constraints = {**LightGBMRanker._parameter_constraints,
-                              "scheduler": [str, None],
-                              "n_workers": [Interval(Integral, 1, None, closed="left")]}
+                              **_DASK_CONSTRAINTS}
 
     def fit(self, X, y, *, qid, eval_set=None):
         from lightgbm.dask import DaskLGBMRanker
@@ -273,8 +277,7 @@ class DaskXGBoostRanker(XGBoostLambdaMARTRanker):
         self.n_workers = n_workers
 
     _parameter_constraints = {**XGBoostLambdaMARTRanker._parameter_constraints,
-                              "scheduler": [str, None],
-                              "n_workers": [Interval(Integral, 1, None, closed="left")]}
+                              **_DASK_CONSTRAINTS}
 
     def fit(self, X, y, *, qid, eval_set=None):
         import xgboost as xgb
