@@ -11,7 +11,9 @@ The cells of ``--rankers`` (default ``lightgbm,xgboost-gbrt``) x every fold of `
 Every fold is loaded once before anything is timed, so both runs read the parsed-data cache
 (the in-process run shares one loaded fold among the rankers of that fold; each Dask cell
 loads its fold from the cache on its worker). Printed: wall time of each run, the cluster
-start-up time separately, the speed-up with and without the start-up, the load average
+start-up time separately (starting the worker processes and importing the rankers' modules
+on them: :meth:`DaskExecutor.warm_up`; the in-process run imports them before its clock
+starts too), the speed-up with and without the start-up, the load average
 before and after and the parallel capacity the machine offers right now
 (:func:`parallel_capacity`; the machine may be shared), and whether every record's metrics are
 identical (they must be: the check fails the script otherwise).
@@ -79,6 +81,7 @@ def main() -> int:
     from ltr_bench.executors import DaskExecutor
     from ltr_bench.harness import _load_fold, run_plan
     from ltr_bench.plan import DatasetChoice, Plan, RankerChoice
+    from ltr_bench.registry import load_ranker_class
     from ltr_bench.results import ResultStore
 
     plan = Plan(rankers=[RankerChoice(r, {}) for r in args.rankers.split(",")],
@@ -93,6 +96,8 @@ def main() -> int:
           f"{args.workers} processes (the ceiling of the speed-up)")
     for fold in folds:  # parse once (or find the cache) before anything is timed
         _load_fold(next(c for c in cells if c.fold == fold))
+    for name in {c.ranker for c in cells}:  # the rankers' modules too, as on the workers
+        load_ranker_class(name)
 
     with tempfile.TemporaryDirectory() as scratch:
         t = time.perf_counter()
@@ -103,6 +108,7 @@ def main() -> int:
         with DaskExecutor(workers=args.workers, threads=1) as executor:
             t = time.perf_counter()
             executor.client()
+            executor.warm_up(cells)  # the workers import the rankers' modules
             t_start = time.perf_counter() - t
             t = time.perf_counter()
             remote = run_plan(expanded, ResultStore(Path(scratch) / "dask"), executor=executor)

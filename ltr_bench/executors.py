@@ -30,7 +30,11 @@ unless the rankers are single-threaded).
 
 At most as many cells are submitted as can run at once (the slots above, recounted as
 workers join or leave), so a cell is announced as started (``Listener.cell_started``) when it
-starts, and Ctrl-C has little to cancel.
+starts, and Ctrl-C has little to cancel. Cells are not queued ahead on the cluster: Dask
+hands a task with a resource restriction to a worker before it can start, and a worker that
+dies counts against every task it holds, so a queued cell would share the blame for a
+neighbour that kills its worker. Before the first cell, :meth:`DaskExecutor.warm_up` imports the
+rankers' modules on every worker.
 
 Faults
 ------
@@ -66,7 +70,7 @@ THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
 #: the Dask resource a cell asks for, one unit per thread it uses
 CORES = "cores"
 
-_POLL_SECONDS = 0.05
+_POLL_SECONDS = 0.01
 #: how often the free worker slots are recounted (workers may join or leave)
 _RECOUNT_SECONDS = 1.0
 
@@ -224,12 +228,33 @@ class DaskExecutor(Executor):
 
     # ---------------------------------------------------------------------------- running
 
+    def warm_up(self, cells: Sequence[Cell]) -> None:
+        """Import the harness and the modules of ``cells``' rankers on every worker now.
+
+        A fresh worker process otherwise pays these imports (about a second for LightGBM,
+        XGBoost and scikit-learn) inside its first cell; done here, once per worker and in
+        parallel, they are part of starting the cluster. Workers that join later import on
+        first use. An import that fails is left to the cell, which records the error."""
+        from .registry import get_entry
+
+        modules = {"ltr_bench.harness"}
+        for name in {cell.ranker for cell in cells}:
+            try:
+                modules.add(get_entry(name).target.partition(":")[0])
+            except Exception:  # noqa: BLE001 - the cell reports an unknown ranker itself
+                continue
+        self.client().run(_import_modules, sorted(modules))
+
     def map_cells(self, cells, *, started=None):
         from distributed import as_completed
 
         from .harness import run_cell
 
         client = self.client()
+        try:
+            self.warm_up(cells)
+        except Exception:  # noqa: BLE001 - an optimisation; the cells report real problems
+            pass
         waiting = deque(range(len(cells)))
         running: dict[Any, int] = {}
         done = as_completed()
@@ -287,6 +312,17 @@ class DaskExecutor(Executor):
                 "memory limit), a crash in native code, or the process was killed")
             return failed_record(cell, reason, "worker")
         return failed_record(cell, exc, "executor")
+
+
+def _import_modules(modules: list[str]) -> None:
+    """Run on a worker by :meth:`DaskExecutor.warm_up`."""
+    import importlib
+
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception:  # noqa: BLE001 - the cell that needs it records the error
+            pass
 
 
 def make_executor(*, workers: int | None = None, scheduler: str | None = None,

@@ -9,6 +9,8 @@ import fails is reported as unavailable (with its error) and the others keep wor
 from __future__ import annotations
 
 import difflib
+import os
+import sys
 import warnings
 from dataclasses import dataclass
 from importlib import metadata
@@ -99,7 +101,39 @@ class RankerEntry:
         return obj
 
 
+def _scan_key() -> tuple:
+    """What the installed distributions depend on: the import path and each of its
+    folders' modification time (installing or removing a distribution adds or removes an
+    entry in a folder of ``sys.path``, which changes that folder's time stamp)."""
+    stamps = []
+    for entry in sys.path:
+        try:
+            stamps.append(os.stat(entry or ".").st_mtime_ns)
+        except OSError:
+            stamps.append(None)
+    return (metadata.distributions, tuple(sys.path), tuple(stamps))
+
+
+_SCAN: dict[str, tuple] = {}
+
+
 def _entry_points() -> list[RankerEntry]:
+    """The registered rankers. Reading every distribution's metadata costs about 13 ms, paid
+    by every cell and every tuning trial when repeated, so the scan is kept until
+    :func:`_scan_key` changes; its warnings are repeated on every call."""
+    key = _scan_key()
+    cached = _SCAN.get("scan")
+    if cached is None or cached[0] != key:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            entries = _scan_entry_points()
+        cached = _SCAN["scan"] = (key, entries, [(w.message, w.category) for w in caught])
+    for message, category in cached[2]:
+        warnings.warn(message, category, stacklevel=3)
+    return list(cached[1])
+
+
+def _scan_entry_points() -> list[RankerEntry]:
     entries: dict[str, RankerEntry] = {}
     for dist in metadata.distributions():
         try:  # one unreadable distribution (e.g. bad bytes in its metadata) must not hide

@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import os
 import statistics
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -218,13 +219,29 @@ def thread_limit(n_threads: int | None) -> Iterator[None]:
     if n_threads is None:
         yield
         return
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl is a dependency
+    controller = _controller()
+    if controller is None:  # pragma: no cover - threadpoolctl is a dependency
         yield
         return
-    with threadpool_limits(limits=int(n_threads)):
+    with controller.limit(limits=int(n_threads)):
         yield
+
+
+_CONTROLLER: list = []
+
+
+def _controller():
+    """threadpoolctl's ``ThreadpoolController``, kept while no module was imported since it
+    was made: building one scans every loaded shared library (about 4 ms, paid by every
+    tuning trial otherwise), and a newly loaded BLAS/OpenMP library comes with an import."""
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover - threadpoolctl is a dependency
+        return None
+    if not _CONTROLLER or _CONTROLLER[0] != len(sys.modules):
+        controller = ThreadpoolController()
+        _CONTROLLER[:] = [len(sys.modules), controller]
+    return _CONTROLLER[1]
 
 
 def cpu_count() -> int:

@@ -207,3 +207,39 @@ def test_cli_refuses_workers_and_scheduler_together_before_loading_anything(tmp_
     assert result.exit_code == 2
     assert "not both" in result.output
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_dask_announces_each_cell_once_and_never_more_running_than_slots(dask_executor):
+    # 6 cells on 2 one-thread slots: at most 2 are announced and unfinished at any moment,
+    # and every cell is announced before it finishes
+    cells = expand_plan(_plan(REAL, folds=(1, 2, 3))).cells
+    announced: list[int] = []
+    unfinished: set[int] = set()
+    most = 0
+
+    def started(i):
+        nonlocal most
+        announced.append(i)
+        unfinished.add(i)
+        most = max(most, len(unfinished))
+
+    finished = []
+    for i, record in dask_executor.map_cells(cells, started=started):
+        assert i in unfinished, f"cell {i} finished before it was announced"
+        unfinished.discard(i)
+        finished.append(i)
+        assert record.status == "ok"
+    assert sorted(announced) == sorted(finished) == list(range(len(cells)))
+    assert most <= 2
+
+
+def test_warm_up_imports_the_rankers_modules_on_every_worker(dask_executor):
+    cells = expand_plan(_plan(REAL)).cells
+    dask_executor.warm_up(cells)
+    loaded = dask_executor.client().run(
+        lambda: sorted(m for m in ("ltr_bench.harness", "ltr_bench_baselines.gbdt",
+                                   "ltr_bench_baselines.linear") if m in __import__("sys").modules))
+    assert len(loaded) == 2
+    assert all(mods == ["ltr_bench.harness", "ltr_bench_baselines.gbdt",
+                        "ltr_bench_baselines.linear"] for mods in loaded.values())
