@@ -77,6 +77,8 @@ class Fold:
     vali: Split | None = None
     max_label: int = 4
     query_dim: int | None = None
+    #: wall seconds it took to read or generate this fold (set by the harness; not data)
+    load_seconds: float | None = field(default=None, compare=False)
 
     def fingerprints(self) -> dict[str, str]:
         out = {"train": self.train.fingerprint, "test": self.test.fingerprint}

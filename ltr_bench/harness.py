@@ -40,6 +40,7 @@ the one implementation used everywhere.
 from __future__ import annotations
 
 import functools
+import time
 import traceback
 import warnings
 from dataclasses import dataclass, field
@@ -89,9 +90,12 @@ def _load_fold(cell: Cell, progress=None):
     source: Any = cell.dataset_source
     if cell.dataset_identity.get("kind") == "path":
         source = Path(source)
-    return data.load_fold(source, cell.fold, data_dir=cell.data_dir, cache_dir=cell.cache_dir,
+    t0 = time.perf_counter()
+    fold = data.load_fold(source, cell.fold, data_dir=cell.data_dir, cache_dir=cell.cache_dir,
                           seed=cell.seed, options=dict(cell.dataset_options) or None,
                           progress=progress)
+    fold.load_seconds = time.perf_counter() - t0
+    return fold
 
 
 def freeze_fold(fold) -> None:
@@ -171,9 +175,19 @@ def run_cell(cell: Cell, *, fold=None, progress: Callable[[int, int, str], None]
     rec = new_record(cell)
     rec.load_avg["start"] = load_average()
     stage = "load"
+    clock = time.perf_counter()
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        now_ = time.perf_counter()
+        rec.stage_seconds[name] = now_ - clock
+        clock = now_
+
     try:
         if fold is None:
             fold = _load_fold(cell)
+        if fold.load_seconds is not None:
+            rec.stage_seconds["load"] = fold.load_seconds
         freeze_fold(fold)
         rec.fingerprints = dict(fold.fingerprints())
         train, test, vali = fold.train, fold.test, fold.vali
@@ -181,6 +195,7 @@ def run_cell(cell: Cell, *, fold=None, progress: Callable[[int, int, str], None]
         rec.n_test_queries = test.n_queries
 
         stage = "setup"
+        clock = time.perf_counter()
         ranker = build_ranker(cell.ranker, cell.user_params, seed=cell.seed,
                               threads=cell.threads, query_dim=fold.query_dim)
         rec.params = jsonable(ranker.get_params(deep=False))
@@ -191,6 +206,7 @@ def run_cell(cell: Cell, *, fold=None, progress: Callable[[int, int, str], None]
         eval_set = None if vali is None else (vali.X, vali.y, vali.qid)
         max_label = cell.max_label if cell.max_label is not None else fold.max_label
 
+        lap("setup")
         with thread_limit(cell.threads), PeakMemory() as mem, progress_handler(progress), \
                 warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -204,7 +220,8 @@ def run_cell(cell: Cell, *, fold=None, progress: Callable[[int, int, str], None]
             text = _warning_text(w)
             if text not in rec.warnings:
                 rec.warnings.append(text)
-        rec.fit_seconds = sw.seconds
+        rec.fit_seconds = rec.stage_seconds["fit"] = sw.seconds
+        rec.stage_seconds["score"] = timing.warmup_seconds + sum(timing.seconds)
         rec.score_us_per_doc = timing.us_per_doc
         rec.score_repeats = timing.repeats
         rec.peak_rss_mb = mem.peak_mb
@@ -221,6 +238,7 @@ def run_cell(cell: Cell, *, fold=None, progress: Callable[[int, int, str], None]
                 "the value of a random ranking (check the ranker's parameters, e.g. minimum "
                 "leaf sizes or hessians on small data)")
         stage = "evaluate"
+        clock = time.perf_counter()
         rec.metrics, rec.per_query = evaluate_conventions(test.y, scores, test.qid,
                                                           cell.metrics, max_label=max_label)
         if cell.save_scores:
@@ -236,6 +254,7 @@ def run_cell(cell: Cell, *, fold=None, progress: Callable[[int, int, str], None]
 
             rec.extra_metrics["knn_error"] = knn_error(
                 scores, test.qid, extras["doc_class"], extras["query_class"], k=KNN_K)
+        lap("evaluate")
         rec.status = "ok"
     except Exception as exc:  # noqa: BLE001 - a failing ranker must not stop the benchmark
         rec.status = "failed"

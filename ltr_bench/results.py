@@ -127,6 +127,10 @@ class ResultRecord:
     appearance in the test split (for paired significance tests).
     fit_seconds / score_us_per_doc / peak_rss_mb / ranker_peak_mb / load_avg: see
     :mod:`ltr_bench.timing`.
+    stage_seconds: wall seconds of the cell's stages: ``load`` (reading or generating the
+    fold; in process one load serves every ranker of a fold and each of its records carries
+    it), ``setup`` (building the ranker), ``fit``, ``score`` (the warm-up call and the timed
+    repeats of ``predict`` on the test split), ``evaluate`` (the metrics).
     model_info: what the fitted model is (its size, diagnostics): the ranker's
     ``fitted_info()``.
     status: ``"ok"`` or ``"failed"`` (then ``error``, ``error_stage``, ``traceback``).
@@ -169,6 +173,7 @@ class ResultRecord:
     ranker_peak_mb: float = float("nan")
     peak_rss_method: str = ""
     load_avg: dict[str, float | None] = field(default_factory=dict)
+    stage_seconds: dict[str, float] = field(default_factory=dict)
     n_threads: int | None = None
     started: str = ""
     finished: str = ""

@@ -104,6 +104,21 @@ def test_record_metrics_equal_an_independent_evaluation_of_the_same_scores(
     assert rec.n_test_docs == fold.test.n_docs
 
 
+def test_records_carry_the_time_of_each_stage_and_the_shared_fold_load(fake_rankers, tmp_path):
+    report = run_plan(expand_plan(_plan(folds=(1,))), ResultStore(tmp_path / "r"))
+    first, second = report.records
+    for rec in report.records:
+        assert set(rec.stage_seconds) == {"load", "setup", "fit", "score", "evaluate"}
+        assert all(v >= 0 for v in rec.stage_seconds.values())
+        assert rec.stage_seconds["fit"] == rec.fit_seconds
+        # the score stage holds the warm-up and every timed repeat of predict, at least
+        # half of which took the median time or longer
+        median_s = rec.score_us_per_doc * rec.n_test_docs * 1e-6
+        assert rec.stage_seconds["score"] >= (rec.score_repeats + 1) // 2 * median_s * 0.999
+    # in process one load serves both rankers of the fold: the same time on both records
+    assert first.stage_seconds["load"] == second.stage_seconds["load"] > 0
+
+
 def test_results_are_saved_as_json_before_the_listener_hears_of_them(fake_rankers, tmp_path):
     store = ResultStore(tmp_path / "r")
 

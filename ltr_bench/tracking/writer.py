@@ -11,7 +11,8 @@ Layout
 
 Nested run content
     metrics: every metric of the record under its MLflow key (``ndcg_at_10``, ...), extra
-    metrics, ``fit_seconds``, ``score_us_per_doc``, ``peak_rss_mb``, and the numeric entries
+    metrics, ``fit_seconds``, ``score_us_per_doc``, ``peak_rss_mb``, the stage times
+    ``stage_seconds.<load|setup|fit|score|evaluate>``, and the numeric entries
     of ``model_info`` as ``model.<name>``. params: every resolved hyper-parameter, ``seed``,
     ``dataset``, ``fold``, dataset options (``dataset_option.<name>``). tags: ``ranker``,
     ``label``, versions, fingerprints, threads, conventions (from
@@ -98,6 +99,8 @@ def _record_values(record: ResultRecord) -> dict[str, float]:
     values.update(record.extra_metrics)
     values.update(fit_seconds=record.fit_seconds, score_us_per_doc=record.score_us_per_doc,
                   peak_rss_mb=record.peak_rss_mb, ranker_peak_mb=record.ranker_peak_mb)
+    for k, v in record.stage_seconds.items():
+        values[f"stage_seconds.{k}"] = float(v)
     for k, v in record.model_info.items():
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             values[f"model.{k}"] = float(v)
