@@ -51,7 +51,10 @@ NDCG@``eval_at`` on the validation split -- computed by the library itself, gain
 ``early_stopping_rounds`` rounds, and ``predict`` uses the best round (``best_iteration_``
 trees). Without ``eval_set`` every one
 of the ``n_estimators`` trees is used. ``evals_result_`` keeps the library's own validation
-metric per round (``{"vali": {"ndcg@10": [...]}}``; empty without ``eval_set``).
+metric per round (``{"vali": {"ndcg@10": [...]}}``; empty without ``eval_set``). With
+``eval_set`` every ranker also hands that metric, round by round, to
+:func:`ltr_bench.tuning.report_intermediate` (``ltr-bench tune`` prunes hopeless trials with
+it; outside tuning the call does nothing).
 
 Threads: ``n_jobs`` (``RankerTags.thread_param``). ``None`` or ``-1`` means every CPU this
 process may run on (``os.sched_getaffinity``); a positive integer is used as is. The count
@@ -606,6 +609,8 @@ class _XGBoostRanker(BaseRanker):
                                nthread=params["nthread"])
             dval.set_group(_group_sizes(qv))
             evals = [(dval, "vali")]
+            # before EarlyStopping: XGBoost stops asking callbacks once one returns True
+            callbacks.append(_xgboost_pruning(params["eval_metric"][0]))
             if stopping is not None:
                 callbacks.append(xgb.callback.EarlyStopping(
                     rounds=stopping, metric_name=params["eval_metric"][0], data_name="vali",
@@ -705,6 +710,37 @@ def _xgboost_progress_class():
 
 def _xgboost_progress(total: int):
     return _xgboost_progress_class()(total)
+
+
+def _xgboost_pruning_class():
+    import xgboost as xgb
+
+    class Pruning(xgb.callback.TrainingCallback):
+        """Hands the validation metric of each round (0-based ``epoch``, as LightGBM's
+        ``env.iteration``) to :func:`ltr_bench.tuning.report_intermediate`, which does
+        nothing outside ``ltr-bench tune`` and raises ``optuna.TrialPruned`` inside a trial
+        the pruner stops. XGBoost runs callbacks in Python without catching, so the
+        exception leaves ``xgb.train`` and ``fit`` as it is."""
+
+        def __init__(self, metric: str):
+            from ltr_bench.tuning import report_intermediate
+
+            super().__init__()
+            self.metric = metric
+            self.report = report_intermediate
+
+        def after_iteration(self, model, epoch, evals_log) -> bool:
+            history = evals_log.get("vali", {}).get(self.metric)
+            if history:
+                self.report(epoch, history[-1])
+            return False  # never asks to stop; EarlyStopping decides that
+
+    return Pruning
+
+
+def _xgboost_pruning(metric: str):
+    """The pruning callback reading ``metric`` (the first ``eval_metric``) on ``"vali"``."""
+    return _xgboost_pruning_class()(metric)
 
 
 _XGB_DOC_PARAMS = """

@@ -344,3 +344,86 @@ def test_entry_points_resolve_to_the_gbdt_classes():
     assert load_ranker_class("lightgbm") is LightGBMRanker
     assert load_ranker_class("xgboost-gbrt") is XGBoostGBRTRanker
     assert load_ranker_class("xgboost-lambdamart") is XGBoostLambdaMARTRanker
+
+
+# ---------------------------------------------------------------- XGBoost pruning (tuning)
+
+XGB_CLASSES = [XGBoostGBRTRanker, XGBoostLambdaMARTRanker]
+
+
+class _PruneFromStep:
+    """A stand-in for an Optuna trial (what ``ltr_bench.tuning._TRIAL`` holds): records every
+    reported (step, value) and asks to prune once a step reaches ``step``."""
+
+    def __init__(self, step):
+        self.step, self.reported = step, []
+
+    def report(self, value, step):
+        self.reported.append((step, value))
+
+    def should_prune(self):
+        return bool(self.reported) and self.reported[-1][0] >= self.step
+
+
+def _in_trial(trial, fn):
+    from ltr_bench import tuning
+
+    token = tuning._TRIAL.set(trial)
+    try:
+        return fn()
+    finally:
+        tuning._TRIAL.reset(token)
+
+
+@pytest.mark.parametrize("cls", XGB_CLASSES, ids=lambda c: c.__name__)
+def test_xgboost_reports_the_validation_curve_and_a_pruned_trial_leaves_fit(cls):
+    import optuna
+
+    from ltr_bench.tuning import REPORT_EVERY
+
+    X, y, qid = ranking_data(5, 40)
+    val = ranking_data(6, 30)
+    full = small(cls, n_estimators=40, early_stopping_rounds=None).fit(X, y, qid=qid,
+                                                                       eval_set=val)
+    curve = full.evals_result_["vali"]["ndcg@10"]
+    trial = _PruneFromStep(2 * REPORT_EVERY)
+    pruned = small(cls, n_estimators=40, early_stopping_rounds=None)
+    with pytest.raises(optuna.TrialPruned):
+        _in_trial(trial, lambda: pruned.fit(X, y, qid=qid, eval_set=val))
+    # rounds 0, 10, 20 (0-based, like LightGBM's): the last value of the first eval metric
+    assert trial.reported == [(s, pytest.approx(curve[s], abs=0)) for s in (0, 10, 20)]
+    assert not hasattr(pruned, "booster_")  # fit did not finish
+
+    quiet = _PruneFromStep(0)  # no eval_set: nothing to report, nothing pruned
+    _in_trial(quiet, lambda: small(cls, n_estimators=12).fit(X, y, qid=qid))
+    assert quiet.reported == []
+
+
+@pytest.mark.parametrize("cls", XGB_CLASSES, ids=lambda c: c.__name__)
+def test_xgboost_fit_in_a_study_whose_pruner_always_prunes_raises_trial_pruned(cls):
+    import optuna
+
+    X, y, qid = ranking_data(7, 30)
+    val = ranking_data(8, 20)
+    study = optuna.create_study(direction="maximize",
+                                pruner=optuna.pruners.ThresholdPruner(lower=2.0))  # ndcg <= 1
+    trial = study.ask()
+    with pytest.raises(optuna.TrialPruned):
+        _in_trial(trial, lambda: small(cls).fit(X, y, qid=qid, eval_set=val))
+    assert list(trial.storage.get_trial(trial._trial_id).intermediate_values) == [0]
+
+
+@pytest.mark.parametrize("cls", XGB_CLASSES, ids=lambda c: c.__name__)
+def test_xgboost_pruning_callback_changes_nothing_outside_tuning(cls, monkeypatch):
+    import xgboost as xgb
+
+    from ltr_bench_baselines import gbdt
+
+    X, y, qid = ranking_data(9, 40)
+    val = ranking_data(10, 30)
+    with_cb = small(cls, n_estimators=60, learning_rate=0.5).fit(X, y, qid=qid, eval_set=val)
+    monkeypatch.setattr(gbdt, "_xgboost_pruning", lambda metric: xgb.callback.TrainingCallback())
+    without = small(cls, n_estimators=60, learning_rate=0.5).fit(X, y, qid=qid, eval_set=val)
+    assert with_cb.best_iteration_ == without.best_iteration_
+    assert with_cb.evals_result_ == without.evals_result_
+    assert np.array_equal(with_cb.predict(val[0]), without.predict(val[0]))
