@@ -50,6 +50,7 @@ Command-line values (``--param NAME.key=value``, ``--dataset-option``) use
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import sys
@@ -142,7 +143,11 @@ class Plan:
         return tuple(self.seeds) if self.seeds else (self.seed,)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able form, the same shape as the TOML file (stored with the runs)."""
+        """JSON-able form, the same shape as the TOML file (stored with the runs):
+        ``plan_from_dict`` of it (without ``source`` and the None values) is this plan.
+        The ``[tuning.LABEL]`` search-space overrides and any sweep not yet expanded
+        (``[sweep.LABEL]``) are kept, copied so that changing the dict leaves the plan alone;
+        each key is left out when it is empty."""
         rankers = {}
         for r in self.rankers:
             rankers[r.display] = ({RANKER_KEY: r.name, **r.params} if r.label and r.label != r.name
@@ -158,6 +163,8 @@ class Plan:
             "cache_dir": self.cache_dir,
             "rankers": rankers,
             "datasets": {d.name: dict(d.options) for d in self.datasets},
+            **({"sweep": copy.deepcopy(self.sweeps)} if self.sweeps else {}),
+            **({"tuning": copy.deepcopy(self.tuning)} if self.tuning else {}),
             "source": self.source,
         }
 

@@ -4,6 +4,7 @@ search-space checks; sweeps (ltr_bench.plan)."""
 from __future__ import annotations
 
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -19,6 +20,11 @@ from ltr_bench.ranker import BaseRanker, check_ranking_input
 from ltr_bench.registry import make_ranker
 from ltr_bench.tuning import (Budget, SearchSpaceError, parse_spec, report_intermediate,
                               resolve_space, tune, tuned_cell, tuning_split)
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 SYNTH = {"n_queries": 30, "docs_per_query": 10, "n_features": 5, "n_informative": 3}
 
@@ -310,3 +316,32 @@ def test_bad_sweeps_are_usage_errors_naming_the_problem():
     with pytest.raises(PlanError, match="plan.toml: key 'sweep.lightgbm.num_leaves'"):
         plan_from_dict({"rankers": ["lightgbm"], "datasets": ["synthetic"],
                         "sweep": {"lightgbm": {"num_leaves": 7}}}, source="plan.toml")
+
+
+# ------------------------------------------------------------ plans keep their tuning tables
+
+
+def test_a_plan_written_out_and_read_back_keeps_its_tuning_tables(tmp_path):
+    path = tmp_path / "plan.toml"
+    path.write_text('rankers = ["lightgbm", "ridge"]\ndatasets = ["synthetic"]\n'
+                    '[tuning.lightgbm]\nnum_leaves = {low = 7, high = 63, log = true}\n'
+                    'n_estimators = false\n'
+                    '[tuning.ridge]\nalpha = {choices = [0.1, 1.0, 10.0]}\n')
+    plan = plan_from_dict(tomllib.loads(path.read_text()), source=str(path))
+    doc = plan.to_dict()
+    assert doc["tuning"] == {"lightgbm": {"num_leaves": {"low": 7, "high": 63, "log": True},
+                                          "n_estimators": False},
+                             "ridge": {"alpha": {"choices": [0.1, 1.0, 10.0]}}}
+    # as stored with the runs (JSON), then read back: the same plan, search spaces included
+    stored = json.loads(json.dumps(doc))
+    again = plan_from_dict({k: v for k, v in stored.items() if k != "source" and v is not None},
+                           source=str(path))
+    assert again == plan and again.tuning == plan.tuning
+    doc["tuning"]["lightgbm"]["num_leaves"]["high"] = 255  # a copy: the plan is unchanged
+    assert plan.tuning["lightgbm"]["num_leaves"]["high"] == 63
+    # a sweep not yet expanded round-trips too; a plan without either has no such keys
+    swept = plan_from_dict({"rankers": ["lightgbm"], "datasets": ["synthetic"],
+                            "sweep": {"lightgbm": {"num_leaves": [7, 31]}}})
+    assert plan_from_dict({k: v for k, v in swept.to_dict().items() if v is not None}) == swept
+    bare = plan_from_dict({"rankers": ["ridge"], "datasets": ["synthetic"]}).to_dict()
+    assert "tuning" not in bare and "sweep" not in bare
