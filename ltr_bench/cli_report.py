@@ -20,8 +20,12 @@ from .metric_keys import METRICS_HELP
 CONTEXT = options.CONTEXT
 
 
-def _split(values: tuple[str, ...]) -> list[str]:
-    return [p.strip() for v in values for p in v.split(",") if p.strip()]
+def _split(values: tuple[str, ...], option: str) -> list[str]:
+    """The names of a ``NAME[,NAME...]`` option: :func:`ltr_bench.report.split_names` (commas
+    inside a label's ``[...]`` do not split; an unbalanced bracket is exit 2)."""
+    from .report import split_names
+
+    return split_names(values, option=option)
 
 
 def _records(dataset: str | None, results_dir: str | None, tracking_uri: str | None):
@@ -76,7 +80,8 @@ def _records(dataset: str | None, results_dir: str | None, tracking_uri: str | N
               help="Row the others are tested against (default lightgbm when present, else "
                    "the first row).")
 @click.option("--ranker", "rankers", multiple=True, metavar="NAME[,NAME...]",
-              help="Only these rankers (names, or row labels like lightgbm[num_leaves=31]).")
+              help="Only these rankers (names, or row labels like lightgbm[num_leaves=31]); "
+                   "a comma inside a label's [...] does not split the list.")
 @click.option("--format", "fmt", type=click.Choice(("md", "csv", "html")), default="md",
               show_default=True,
               help="md: Markdown table and legend; csv: one line per ranker and quantity; "
@@ -118,12 +123,14 @@ def report_command(ctx: click.Context, dataset, all_datasets, metrics, baseline,
     from .report_format import format_report
     from .results import atomic_write_text
 
-    names = _split((dataset,)) if dataset else []
+    # every list option is checked before anything is read (reading MLflow takes a while)
+    names = _split((dataset,), "--dataset") if dataset else []
+    ranker_names = _split(rankers, "--ranker") or None
+    wanted = _split(metrics, "--metric") or None
     if all_datasets or len(names) > 1:
-        ctx.exit(_multi(names, all_datasets, metrics, rankers, output, plots_dir, alpha,
+        ctx.exit(_multi(names, all_datasets, wanted, ranker_names, output, plots_dir, alpha,
                         tracking_uri, results_dir))
-    dataset, records = _records(dataset, results_dir, tracking_uri)
-    wanted = _split(metrics) or None
+    dataset, records = _records(names[0] if names else None, results_dir, tracking_uri)
     if convention is not None:
         from .conventions import profile_keys
         from .metrics import DEFAULT_METRICS
@@ -132,7 +139,7 @@ def report_command(ctx: click.Context, dataset, all_datasets, metrics, baseline,
         parse_conventions(convention)
         wanted = profile_keys(wanted or DEFAULT_METRICS, convention)
     report = build_report(records, dataset=dataset, metrics=wanted,
-                          baseline=baseline, rankers=_split(rankers) or None, alpha=alpha,
+                          baseline=baseline, rankers=ranker_names, alpha=alpha,
                           test=test)
     paths: list[Path] = []
     with tempfile.TemporaryDirectory(prefix="ltr-bench-plots-") as tmp:
@@ -175,9 +182,10 @@ def report_command(ctx: click.Context, dataset, all_datasets, metrics, baseline,
     ctx.exit(code)
 
 
-def _multi(names, all_datasets, metrics, rankers, output, plots_dir, alpha, tracking_uri,
+def _multi(names, all_datasets, wanted, rankers, output, plots_dir, alpha, tracking_uri,
            results_dir) -> int:
-    """``report --dataset a,b,...`` / ``--all-datasets``: :mod:`ltr_bench.report_multi`."""
+    """``report --dataset a,b,...`` / ``--all-datasets``: :mod:`ltr_bench.report_multi`.
+    ``wanted`` and ``rankers``: the split ``--metric`` and ``--ranker`` names (or None)."""
     from .report import ReportError, build_report
     from .report_multi import build_multi_report, format_multi, plot_cd_diagram
     from .results import atomic_write_text
@@ -193,7 +201,7 @@ def _multi(names, all_datasets, metrics, rankers, output, plots_dir, alpha, trac
             from .tracking import list_datasets_in_store
 
             names = list_datasets_in_store(tracking_uri)
-    wanted = _split(metrics)
+    wanted = wanted or []
     metric = wanted[0] if wanted else "ndcg@10"
     if len(wanted) > 1:
         click.echo(f"note: across datasets only the first metric is ranked ({metric})",
@@ -202,7 +210,7 @@ def _multi(names, all_datasets, metrics, rankers, output, plots_dir, alpha, trac
     for name in names:
         dataset, records = _records(name, results_dir, tracking_uri)
         reports[dataset] = build_report(records, dataset=dataset, metrics=[metric],
-                                        rankers=_split(rankers) or None, alpha=alpha)
+                                        rankers=rankers, alpha=alpha)
     multi = build_multi_report(reports, metric=reports[next(iter(reports))].metrics[0],
                                alpha=alpha)
     text = format_multi(multi)

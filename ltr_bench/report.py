@@ -10,7 +10,10 @@ Rows
     options; the seed and thread count are not part of it), labelled with the plan's name
     for it (``ResultRecord.label``). When one label stands for several configurations, the
     label names the parameters that differ, e.g. ``lightgbm[num_leaves=31]`` (a short key
-    hash when nothing printable differs).
+    hash when nothing printable differs). Rows are in natural order of their labels
+    (:func:`label_sort_key`: ``lgmml[n_metrics=2]`` before ``lgmml[n_metrics=10]``), the
+    baseline first. Lists of names and labels (``--ranker a,b``) are split by
+    :func:`split_names`, which keeps the commas inside ``[...]``.
 
 Units
     A row's values are per *unit* = (fold, seed). Only units that every selected row has are
@@ -42,6 +45,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -52,7 +56,7 @@ from .results import ResultRecord, group_flags
 from .stats import holm, paired_pvalues
 
 __all__ = ["Comparison", "Report", "ReportError", "Row", "Stat", "build_report",
-           "normalise_metric"]
+           "label_sort_key", "normalise_metric", "split_names"]
 
 WIN, LOSS = "\u25b2", "\u25bc"  # ▲ ▼
 TESTS = ("both", "ttest", "wilcoxon")
@@ -70,6 +74,82 @@ class ReportError(LtrBenchError):
         super().__init__(message)
         self.usage = usage
         self.exit_code = EXIT_USAGE if usage else EXIT_FAILED
+
+
+# A decimal number in a label: digits, an optional fraction and exponent (json.dumps writes
+# 1e-05). A minus sign counts only where it cannot be a hyphen inside a name
+# ("lambda=-1" is negative, "gauss-10" is the name "gauss-" and 10).
+_NUMBER = re.compile(r"(?:(?<![\w.])-)?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
+# In text, "]" and "[" sort before every other character: a label's bracketed variants
+# follow it directly ("lightgbm", "lightgbm[...]", "lightgbm-big") and a shorter settings
+# list comes before a longer one that starts alike ("[num_leaves=63]" before
+# "[num_leaves=63,learning_rate=0.05]"; by code point "," < "]" would reverse them).
+_BRACKETS_FIRST = str.maketrans({"]": "\x00", "[": "\x01"})
+
+
+def label_sort_key(label: str) -> tuple:
+    """Sort key for row labels and ranker names: natural order, the one order used wherever
+    the report lists labels.
+
+    The label is cut into text and decimal numbers (``-?digits[.digits][e±digits]``, see
+    ``_NUMBER``); numbers compare by value, text by code point (case-sensitive, as plain
+    ``sorted``) except that ``]`` then ``[`` sort before any other character
+    (``_BRACKETS_FIRST``). Hence ``lgmml[n_metrics=2]`` < ``lgmml[n_metrics=10]`` <
+    ``lgmml[n_metrics=100]``; ``lightgbm`` < ``lightgbm[num_leaves=7]`` <
+    ``lightgbm[num_leaves=63]`` < ``lightgbm[num_leaves=63,learning_rate=0.05]`` <
+    ``lightgbm-big``; and, because a fraction belongs to its number,
+    ``learning_rate=0.05`` < ``0.1`` < ``1`` (``1e-05`` < ``0.001`` too). The price: a
+    dotted version ``1.10`` reads as 1.1 < 1.9. At one position a number sorts before text.
+    Equal values written differently (``0.10`` and ``0.1``) are ordered by their text, and
+    the whole label breaks any remaining tie, so the order is total and deterministic.
+
+    Returns ``(parts, label)``, parts being ``(0, value, text)`` for a number and
+    ``(1, text)`` for text: the leading 0/1 means a float is never compared with a string.
+    """
+    parts: list[tuple] = []
+    pos = 0
+    for m in _NUMBER.finditer(label):
+        if m.start() > pos:
+            parts.append((1, label[pos:m.start()].translate(_BRACKETS_FIRST)))
+        parts.append((0, float(m.group()), m.group()))
+        pos = m.end()
+    if pos < len(label):
+        parts.append((1, label[pos:].translate(_BRACKETS_FIRST)))
+    return tuple(parts), label
+
+
+def split_names(values: str | Iterable[str], *, option: str) -> list[str]:
+    """``NAME[,NAME...]`` option values -> the names, split only at commas outside ``[...]``.
+
+    A row label such as ``lightgbm[num_leaves=63,learning_rate=0.05]`` stays whole; nested
+    brackets (``lgmml[dims=[1,2]]``) count depth. ``values`` is one text or several (a
+    ``multiple=True`` option); names are stripped, empty ones dropped. An unbalanced
+    bracket (``]`` with none open, or ``[`` never closed) raises a usage
+    :class:`ReportError` (exit 2) naming ``option``.
+    """
+    texts = [values] if isinstance(values, str) else list(values)
+    out: list[str] = []
+    for text in texts:
+        depth, start = 0, 0
+        for i, ch in enumerate(text + ","):  # the sentinel comma ends the last name
+            if ch == "[":
+                depth += 1
+            elif ch == "]":
+                depth -= 1
+                if depth < 0:
+                    raise ReportError(f"{option} {text}: ']' at position {i + 1} closes no "
+                                      f"'['; brackets must balance, as in "
+                                      f"lightgbm[num_leaves=63,learning_rate=0.05]", usage=True)
+            elif ch == "," and depth == 0:
+                name = text[start:i].strip()
+                if name:
+                    out.append(name)
+                start = i + 1
+        if depth > 0:
+            raise ReportError(f"{option} {text}: {depth} '[' not closed; brackets must "
+                              f"balance, as in lightgbm[num_leaves=63,learning_rate=0.05]",
+                              usage=True)
+    return out
 
 
 def normalise_metric(name: str) -> str:
@@ -220,16 +300,17 @@ def _labels(groups: dict[str, list[ResultRecord]]) -> dict[str, str]:
 def _select(groups: dict[str, list[ResultRecord]], labels: dict[str, str],
             rankers: Sequence[str] | None) -> list[str]:
     if not rankers:
-        return sorted(groups, key=lambda ck: labels[ck])
+        return sorted(groups, key=lambda ck: label_sort_key(labels[ck]))
     chosen: list[str] = []
     for name in rankers:
         hits = [ck for ck in groups if name in (labels[ck], groups[ck][0].ranker,
                                                 groups[ck][0].label)]
         if not hits:
-            known = ", ".join(sorted(labels.values()))
+            known = ", ".join(sorted(labels.values(), key=label_sort_key))
             raise ReportError(f"--ranker {name}: no results for it in this dataset; rankers "
                               f"with results: {known}", usage=True)
-        chosen.extend(ck for ck in sorted(hits, key=lambda ck: labels[ck]) if ck not in chosen)
+        chosen.extend(ck for ck in sorted(hits, key=lambda ck: label_sort_key(labels[ck]))
+                      if ck not in chosen)
     return chosen
 
 
@@ -354,7 +435,7 @@ def build_report(records: Iterable[ResultRecord], *, dataset: str,
         rows.append(Row(label=labels[ck], ranker=first.ranker, config_key=ck,
                         params=dict(first.params), runs=used, cells=cells,
                         is_baseline=ck == base_ck))
-    rows.sort(key=lambda r: (not r.is_baseline, r.label))
+    rows.sort(key=lambda r: (not r.is_baseline, label_sort_key(r.label)))
     for row in rows:
         notes += [f"{row.label}: {flag}" for flag in group_flags(row.runs.values())]
         said: dict[str, int] = {}

@@ -5,7 +5,8 @@ data sets", JMLR 7, 2006).
 Input: one :class:`~ltr_bench.report.Report` per dataset (each already restricted to the
 units every row has, with rows run on other data left out). Configurations are matched
 across datasets by row label (e.g. ``lightgbm[tuned,trials=30]``); only labels present on
-every dataset take part (a note names the others).
+every dataset take part (a note names the others). Configurations are listed in natural
+label order (:func:`ltr_bench.report.label_sort_key`), in the table by average rank.
 
 Definitions (N datasets, k configurations, ``x[i, j]`` = the mean of ``metric`` of
 configuration j on dataset i over that dataset's units):
@@ -34,7 +35,7 @@ from typing import Mapping
 
 import numpy as np
 
-from .report import Report, ReportError
+from .report import Report, ReportError, label_sort_key
 
 __all__ = ["MultiReport", "build_multi_report", "critical_difference", "format_multi",
            "plot_cd_diagram"]
@@ -80,9 +81,9 @@ def build_multi_report(reports: Mapping[str, Report], *, metric: str = "ndcg@10"
                           f"datasets; got {', '.join(datasets) or 'none'}", usage=True)
     notes: list[str] = []
     label_sets = {d: {row.label for row in reports[d].rows} for d in datasets}
-    shared = sorted(set.intersection(*label_sets.values()))
+    shared = sorted(set.intersection(*label_sets.values()), key=label_sort_key)
     for d in datasets:
-        extra = sorted(label_sets[d] - set(shared))
+        extra = sorted(label_sets[d] - set(shared), key=label_sort_key)
         if extra:
             notes.append(f"{d}: {', '.join(extra)} left out (not on every dataset)")
     if len(shared) < 3:
@@ -117,6 +118,7 @@ def format_multi(mr: MultiReport) -> str:
     head = "| configuration | " + " | ".join(mr.datasets) + " | average rank |"
     lines = [f"## {mr.metric} across {len(mr.datasets)} datasets", "", head,
              "|---|" + "---:|" * (len(mr.datasets) + 1)]
+    # best average rank first; ties keep the natural label order (mr.labels, a stable sort)
     order = sorted(range(len(mr.labels)), key=lambda j: mr.avg_ranks[mr.labels[j]])
     for j in order:
         cells = [f"{mr.values[i, j]:.4f} ({mr.ranks[i, j]:g})" for i in range(len(mr.datasets))]

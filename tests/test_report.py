@@ -349,3 +349,126 @@ def test_the_rankers_warnings_reach_the_report_notes():
     rep = build_report(runs, dataset="toy")
     assert ("lightgbm: warning in 1/2 unit(s): UserWarning: the solver stopped at max_iter=200 "
             "(violation 0.34)") in rep.notes
+
+
+# ------------------------------------------------------------ label order and label lists
+NATURAL = ["lgmml[n_metrics=2]", "lgmml[n_metrics=10]", "lgmml[n_metrics=100]",
+           "lightgbm[learning_rate=0.05]", "lightgbm[learning_rate=0.1]",
+           "lightgbm[num_leaves=7]", "lightgbm[num_leaves=63]",
+           "lightgbm[num_leaves=63,learning_rate=0.05]"]
+
+
+def _labelled_runs(labels: list[str], folds: int = 2) -> list[ResultRecord]:
+    """Records of configurations named ``labels`` (ranker = the text before ``[``), the
+    i-th with per-query ndcg@10 = 0.1 + 0.01 i on 4 queries, ``folds`` folds."""
+    out = []
+    for i, label in enumerate(labels):
+        v = [0.1 + 0.01 * i] * 4
+        for f in range(1, folds + 1):
+            out.append(ResultRecord(
+                key=f"cell{i}-{f}", plan_key=f"pk{i}", config_key=f"ck{i}",
+                ranker=label.split("[")[0], label=label, dataset="toy", fold=f, seed=0,
+                metrics={"ndcg@10": v[0]}, per_query={"qid": [0, 1, 2, 3], "ndcg@10": v},
+                fit_seconds=1.0, score_us_per_doc=2.0,
+                fingerprints={"train": f"tr{f}", "test": f"te{f}"}))
+    return out
+
+
+def test_label_sort_key_orders_numbers_by_value_including_decimals_and_signs():
+    from ltr_bench.report import label_sort_key
+
+    shuffled = [NATURAL[i] for i in (2, 7, 0, 4, 6, 1, 5, 3)]
+    assert sorted(shuffled, key=label_sort_key) == NATURAL
+    assert sorted(["x[eta=1e-05]", "x[eta=0.001]", "x[eta=-1]", "x[eta=2]"],
+                  key=label_sort_key) == ["x[eta=-1]", "x[eta=1e-05]", "x[eta=0.001]",
+                                          "x[eta=2]"]
+    # a hyphen inside a name is not a minus sign; a bare name sorts before its variants
+    assert sorted(["gauss-100", "gauss-10", "gauss-50", "gauss"], key=label_sort_key) == [
+        "gauss", "gauss-10", "gauss-50", "gauss-100"]
+    # brackets sort first: a label's variants follow it, shorter settings lists first
+    assert sorted(["lightgbm-big", "lightgbm[num_leaves=63,learning_rate=0.05]", "lightgbm",
+                   "lightgbm[num_leaves=63]"], key=label_sort_key) == [
+        "lightgbm", "lightgbm[num_leaves=63]", "lightgbm[num_leaves=63,learning_rate=0.05]",
+        "lightgbm-big"]
+    # equal values written differently still get a deterministic order (by their text)
+    assert sorted(["a[x=0.10]", "a[x=0.1]"], key=label_sort_key) == ["a[x=0.1]", "a[x=0.10]"]
+    assert sorted(["a[x=b]", "a[x=2]"], key=label_sort_key) == ["a[x=2]", "a[x=b]"]
+
+
+def test_report_rows_are_in_natural_label_order_with_the_baseline_first():
+    shuffled = [NATURAL[i] for i in (2, 7, 0, 4, 6, 1, 5, 3)]
+    rep = build_report(_labelled_runs(shuffled), dataset="toy",
+                       baseline="lightgbm[num_leaves=63]")
+    assert [r.label for r in rep.rows] == ["lightgbm[num_leaves=63]"] + [
+        lab for lab in NATURAL if lab != "lightgbm[num_leaves=63]"]
+    assert _md_row_labels(format_report(rep, "md")) == [r.label for r in rep.rows]
+
+
+def _md_row_labels(md: str) -> list[str]:
+    """The first column of the main Markdown table (up to its first blank line)."""
+    table = md.split("\n\n")[1].splitlines()[2:]  # after the title; skip header, rule
+    return [line.split(" | ")[0][2:].removesuffix(" (baseline)") for line in table]
+
+
+def test_ranker_selection_by_name_lists_its_labelled_rows_in_natural_order():
+    rep = build_report(_labelled_runs(["lgmml[n_metrics=100]", "lgmml[n_metrics=2]",
+                                       "lgmml[n_metrics=10]", "lightgbm[num_leaves=7]"]),
+                       dataset="toy", rankers=["lgmml"])
+    assert [r.label for r in rep.rows] == ["lgmml[n_metrics=2]", "lgmml[n_metrics=10]",
+                                           "lgmml[n_metrics=100]"]
+
+
+def test_split_names_keeps_commas_inside_brackets():
+    from ltr_bench.report import split_names
+
+    assert split_names(("lightgbm[num_leaves=63,learning_rate=0.05], lgmml",
+                        "xgboost,lgmml[dims=[1,2],k=3]"), option="--ranker") == [
+        "lightgbm[num_leaves=63,learning_rate=0.05]", "lgmml", "xgboost",
+        "lgmml[dims=[1,2],k=3]"]
+    assert split_names("a,,b ,", option="--ranker") == ["a", "b"]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("lightgbm[num_leaves=63,lgmml", "1 '[' not closed"),
+    ("lightgbm]num_leaves=63[", "']' at position 9 closes no '['"),
+])
+def test_split_names_refuses_unbalanced_brackets_naming_the_option(text, message):
+    from ltr_bench.report import split_names
+
+    with pytest.raises(ReportError, match="^--ranker ") as info:
+        split_names((text,), option="--ranker")
+    assert message in str(info.value) and info.value.exit_code == 2
+
+
+@pytest.fixture
+def labelled_store(tmp_path):
+    store = ResultStore(tmp_path / "results")
+    for r in _labelled_runs(NATURAL):
+        store.save(r)
+    return str(store.root)
+
+
+def test_report_ranker_option_selects_a_label_that_contains_commas(labelled_store):
+    result = invoke("--results-dir", labelled_store, "--format", "csv", "--ranker",
+                    "lightgbm[num_leaves=63,learning_rate=0.05],lgmml[n_metrics=10]",
+                    "--baseline", "lgmml[n_metrics=10]")
+    assert result.exit_code == 0, result.stderr
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    labels = list(dict.fromkeys(r["ranker"] for r in rows))
+    assert labels == ["lgmml[n_metrics=10]", "lightgbm[num_leaves=63,learning_rate=0.05]"]
+
+
+def test_report_rows_from_the_results_folder_are_in_natural_order(labelled_store):
+    result = CliRunner().invoke(main, ["report", "--results-dir", labelled_store,
+                                       "--baseline", "lgmml[n_metrics=2]"])
+    assert result.exit_code == 0, result.stderr
+    assert _md_row_labels(result.stdout) == NATURAL
+
+
+def test_report_unbalanced_bracket_in_ranker_exits_2_naming_the_option(labelled_store):
+    result = invoke("--results-dir", labelled_store, "--ranker",
+                    "lightgbm[num_leaves=63,learning_rate=0.05")
+    assert result.exit_code == 2, result.output
+    assert "--ranker lightgbm[num_leaves=63,learning_rate=0.05: 1 '[' not closed" in (
+        result.stderr)
+    assert "Traceback" not in result.output

@@ -70,6 +70,24 @@ def test_configurations_missing_on_a_dataset_are_left_out_with_a_note():
     assert any("extra left out" in n for n in mr.notes)
 
 
+def test_configurations_are_listed_in_natural_label_order_and_tied_ranks_keep_it():
+    labels = ["lgmml[n_metrics=100]", "lgmml[n_metrics=2]", "lgmml[n_metrics=10]",
+              "lightgbm[num_leaves=63]", "lightgbm[num_leaves=7]"]
+    natural = ["lgmml[n_metrics=2]", "lgmml[n_metrics=10]", "lgmml[n_metrics=100]",
+               "lightgbm[num_leaves=7]", "lightgbm[num_leaves=63]"]
+    # ranks 1..5 on d1 and 5..1 on d2: every average rank is 3, so the table, sorted by
+    # average rank, shows the label order
+    reports = {d: _report(d, {lab: 0.5 + sign * 0.01 * i for i, lab in enumerate(labels)}
+                          | {f"only-{d}[k=10]": 0.1, f"only-{d}[k=9]": 0.2})
+               for d, sign in (("d1", 1), ("d2", -1))}
+    mr = build_multi_report(reports)
+    assert mr.labels == natural and list(mr.avg_ranks) == natural
+    assert set(mr.avg_ranks.values()) == {3.0}
+    table = [line.split(" | ")[0][2:] for line in format_multi(mr).splitlines()[4:9]]
+    assert table == natural
+    assert "d1: only-d1[k=9], only-d1[k=10] left out (not on every dataset)" in mr.notes
+
+
 def test_too_few_datasets_or_configurations_is_an_error():
     with pytest.raises(ReportError, match="at least 2 datasets"):
         build_multi_report({"d1": _report("d1", {"a": 1, "b": 2, "c": 3})})
