@@ -1,11 +1,13 @@
 """``ltr-bench tune``: tune every ranker with the same budget on validation data, then refit
 and evaluate the chosen configuration once on test (protocol: :mod:`ltr_bench.tuning`).
 
-The command parses options and prints; the plan is :func:`ltr_bench.plan_options.build_plan`, the
-search :func:`ltr_bench.tuning.tune`, the final fit and test evaluation
-:func:`ltr_bench.harness.run_cell` (an ordinary record, saved in the results store and
-logged to MLflow like ``run``'s), the trials' MLflow runs
-:func:`ltr_bench.tracking.trials.log_trials`.
+The command parses options and prints; the plan is :func:`ltr_bench.plan_options.build_plan`,
+each tuned cell :func:`ltr_bench.tuning.tune_cell` (the search :func:`ltr_bench.tuning.tune`,
+then the final fit and test evaluation :func:`ltr_bench.harness.run_cell`: an ordinary
+record), run here or, with ``--workers`` / ``--scheduler``, as one Dask task per tuned cell
+(:class:`ltr_bench.tuning.TuneJob` through :meth:`ltr_bench.executors.Executor.map_cells`).
+Either way this process alone saves the records, tells the listeners and logs the trials'
+MLflow runs (:func:`ltr_bench.tracking.trials.log_trials`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,18 @@ from . import cli_options as options
 from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 
 CONTEXT = options.CONTEXT
+
+# the same options, names, environment variable and meaning as `ltr-bench run`'s (cli.py)
+workers_option = click.option(
+    "--workers", type=click.IntRange(min=1), default=None, metavar="N",
+    help="Tune cells in parallel on a local Dask cluster of N worker processes, one tuned "
+         "cell (its whole study, then the final fit) at a time each, with --threads "
+         "threads. Results are identical to an in-process run.")
+scheduler_option = click.option(
+    "--scheduler", default=None, metavar="ADDRESS", envvar="DASK_SCHEDULER_ADDRESS",
+    help="Tune cells on the running Dask cluster at ADDRESS (e.g. tcp://host:8786; default "
+         "$DASK_SCHEDULER_ADDRESS). Workers read the data home and write the Optuna "
+         "storage: both must be on a filesystem they share (or use an RDB --optuna-storage).")
 
 
 def _err(message: str) -> None:
@@ -65,12 +79,14 @@ def _err(message: str) -> None:
 @click.option("--force", is_flag=True,
               help="Redo the final fit and test evaluation of finished tuned cells (the "
                    "studies are kept; delete the Optuna database to re-tune).")
+@workers_option
+@scheduler_option
 @click.option("--score-repeats", type=click.IntRange(min=1), default=5, show_default=True)
 @click.pass_context
 def tune_command(ctx, rankers, datasets, trials, timeout, objective, folds, data_dir,
                  cache_dir, params, dataset_options, seed, seeds, threads, metrics, config,
-                 tracking_uri, no_mlflow, results_dir, optuna_storage, force,
-                 score_repeats) -> None:
+                 tracking_uri, no_mlflow, results_dir, optuna_storage, force, workers,
+                 scheduler, score_repeats) -> None:
     """Tune each ranker's hyper-parameters with Optuna (TPE, seeded) on the VALIDATION split
     of each fold (datasets without one: 20% of the training queries, held out by a seeded
     GroupShuffleSplit), every ranker with the same budget; refit the best on the training
@@ -78,6 +94,12 @@ def tune_command(ctx, rankers, datasets, trials, timeout, objective, folds, data
 
     Re-running the same command resumes: finished trials and finished tuned cells are kept.
     Trials are logged as MLflow child runs of the tuned configuration's parent run.
+
+    --workers N / --scheduler ADDRESS run each tuned cell as one Dask task (one worker per
+    study). The workers write the studies to the Optuna storage, so every worker must reach
+    the same one: the default journal file is fine on one machine; on a cluster put it on
+    the shared filesystem (--optuna-storage /shared/optuna.journal) or use an RDB URL
+    (postgresql://...). Records and trials come back here and are saved and logged here.
 
     Exit codes: 0 ok, 1 a cell failed, 2 bad invocation, 130 interrupted.
     """
@@ -91,16 +113,24 @@ def tune_command(ctx, rankers, datasets, trials, timeout, objective, folds, data
     except ValueError as exc:
         raise PlanError(f"--objective: {exc}") from None
     budget = Budget(trials, timeout)
+    if workers is not None and (ctx.get_parameter_source("scheduler")
+                                == click.core.ParameterSource.ENVIRONMENT):
+        scheduler = None  # --workers typed now wins over $DASK_SCHEDULER_ADDRESS, as in run
     plan = build_plan(CommandLine(config=config, rankers=rankers, datasets=datasets,
                                   folds=folds, params=params, dataset_options=dataset_options,
                                   seed=seed, seeds=seeds, threads=threads, metrics=metrics,
                                   data_dir=data_dir, cache_dir=cache_dir),
                       warn=lambda m: _err(f"warning: {m}"))
     plan.command = shlex.join(["ltr-bench", *sys.argv[1:]])
+    from .executors import make_executor
+
+    executor = make_executor(workers=workers, scheduler=scheduler, threads=plan.threads)
     try:
-        code = _tune(plan, budget=budget, objective=objective, tracking_uri=tracking_uri,
-                     no_mlflow=no_mlflow, results_dir=results_dir,
-                     optuna_storage=optuna_storage, force=force, score_repeats=score_repeats)
+        with executor:
+            code = _tune(plan, budget=budget, objective=objective, tracking_uri=tracking_uri,
+                         no_mlflow=no_mlflow, results_dir=results_dir,
+                         optuna_storage=optuna_storage, force=force,
+                         score_repeats=score_repeats, executor=executor)
     except KeyboardInterrupt:
         _err("\ninterrupted; finished trials and cells are saved; re-run the same command "
              "to resume")
@@ -109,13 +139,16 @@ def tune_command(ctx, rankers, datasets, trials, timeout, objective, folds, data
 
 
 def _tune(plan, *, budget, objective, tracking_uri, no_mlflow, results_dir, optuna_storage,
-          force, score_repeats) -> int:
+          force, score_repeats, executor=None) -> int:
+    """Tune every cell of ``plan`` not yet tuned (all with ``force``) on ``executor`` (in
+    process when None; a Dask executor given here is left open, one made by the command is
+    closed by it). Returns the exit code; Ctrl-C returns 130 with every finished cell saved."""
     from .cells import build_ranker, expand_plan
     from .console import Console, ConsoleListener
-    from .harness import _load_fold, failed_record, run_cell
+    from .executors import InProcessExecutor
     from .report_format import summary_table
     from .results import ResultStore
-    from .tuning import finalize_cell, resolve_space, tune, tuned_cell
+    from .tuning import TuneJob, resolve_space, tuned_cell
 
     console = Console()
     console.status("checking rankers and data ...", force=True)
@@ -124,7 +157,10 @@ def _tune(plan, *, budget, objective, tracking_uri, no_mlflow, results_dir, optu
                         Path.cwd() / "mlflow_runs" / "results")
     if optuna_storage is None:
         store.root.parent.mkdir(parents=True, exist_ok=True)
+        # absolute: every local worker process opens this same file
         optuna_storage = str((store.root.parent / "optuna.journal").resolve())
+    elif optuna_storage.endswith(".journal"):  # a file: the same one whatever a worker's cwd
+        optuna_storage = str(Path(optuna_storage.removeprefix("journal:")).resolve())
 
     where = f"{plan.source}: tuning" if plan.source else "tuning"
     unknown = sorted(set(plan.tuning) - {r.display for r in plan.rankers})
@@ -158,78 +194,70 @@ def _tune(plan, *, budget, objective, tracking_uri, no_mlflow, results_dir, optu
             console.line(f"warning: {exc}; results will only be saved locally")
 
     cells = expanded.cells
-    console.line(f"tuning {len(cells)} cell(s) with a budget of {budget.text} each "
+    total = len(cells)
+    console.line(f"tuning {total} cell(s) with a budget of {budget.text} each "
                  f"(objective: validation {objective}); results in {store.root}; "
                  f"studies in {optuna_storage}")
+    tcells = [tuned_cell(c, space=spaces[c.label or c.ranker], budget=budget,
+                         objective=objective) for c in cells]
+    job = TuneJob(spaces={t.key: spaces[c.label or c.ranker] for t, c in zip(tcells, cells)},
+                  budget=budget, storage=optuna_storage, objective=objective)
     records, failed = [], []
-    folds_loaded: dict[tuple, object] = {}
+
+    def finish(tc, index: int) -> None:
+        """The client's part, whoever tuned the cell: save first, then tell and log."""
+        rec, result = tc.record, tc.result
+        if rec.ok:
+            store.save(rec)
+            records.append(rec)
+        else:
+            store.log_failure(rec)
+            failed.append(rec)
+        for x in listeners:
+            x.cell_finished(rec, index, total, skipped=False)
+        if rec.ok and result is not None and mlflow_listener is not None \
+                and mlflow_listener.tracker is not None:
+            from .tracking import TrackingError
+            from .tracking.trials import log_trials
+
+            try:
+                log_trials(tracker, rec, result.trials, objective=objective)
+            except TrackingError as exc:
+                console.line(f"warning: trials not logged to MLflow: {exc}")
+
+    own = executor is None
+    executor = executor or InProcessExecutor()
     interrupted = False
     try:
-        for i, cell in enumerate(cells, 1):
-            space = spaces[cell.label or cell.ranker]
-            tcell = tuned_cell(cell, space=space, budget=budget, objective=objective)
+        pending = []
+        for i, tcell in enumerate(tcells, 1):  # finished tuned cells: skipped, not shipped
             previous = None if force else store.get(tcell.key)
             if previous is not None and "tuning" in previous.config:
                 records.append(previous)
                 for x in listeners:
-                    x.cell_finished(previous, i, len(cells), skipped=True)
-                continue
-            fkey = (cell.dataset_source, cell.fold, cell.seed)
-            if fkey not in folds_loaded:
-                folds_loaded.clear()  # one fold in memory at a time
-                for x in listeners:
-                    x.fold_loading(cell.dataset, cell.fold)
-                try:
-                    folds_loaded[fkey] = _load_fold(cell)
-                except Exception as exc:  # noqa: BLE001 - reported per cell
-                    folds_loaded[fkey] = exc
-            fold = folds_loaded[fkey]
-            if isinstance(fold, Exception):
-                rec = failed_record(tcell, fold, "load")
-                result = None
+                    x.cell_finished(previous, i, total, skipped=True)
             else:
-                def on_trial(t, n, _c=tcell, _i=i):
-                    value = "-" if t.value is None else f"{t.value:.4f}"
-                    console.status(f"[{_i}/{len(cells)}] {_c.label} on {_c.dataset} fold "
-                                   f"{_c.fold}: trial {n}"
-                                   + (f"/{budget.n_trials}" if budget.n_trials else "")
-                                   + f" {t.state.name.lower()} {value}")
-
-                try:
-                    result = tune(tcell, fold, space=space, budget=budget,
-                                  storage=optuna_storage, objective=objective,
-                                  on_trial=on_trial)
-                except (RuntimeError, ValueError) as exc:
-                    rec, result = failed_record(tcell, exc, "tune"), None
-                if result is not None:
-                    final = finalize_cell(tcell, result.best_params)
-                    for x in listeners:
-                        x.cell_started(final, i, len(cells))
-                    rec = run_cell(final, fold=fold)
-                    rec.config["tuning"] = result.summary(budget, objective)
-            if rec.ok:
-                store.save(rec)
-                records.append(rec)
-            else:
-                store.log_failure(rec)
-                failed.append(rec)
-            for x in listeners:
-                x.cell_finished(rec, i, len(cells), skipped=False)
-            if rec.ok and mlflow_listener is not None and mlflow_listener.tracker is not None \
-                    and result is not None:
-                from .tracking import TrackingError
-                from .tracking.trials import log_trials
-
-                try:
-                    log_trials(tracker, rec, result.trials, objective=objective)
-                except TrackingError as exc:
-                    console.line(f"warning: trials not logged to MLflow: {exc}")
+                pending.append((i, tcell))
+        if executor.in_process:
+            _tune_here(pending, job, listeners, console, finish, total)
+        elif pending:
+            console.status(f"starting Dask: tuned cells will run {executor.describe()} ...",
+                           force=True)
+            executor.client()  # an unreachable scheduler fails here, before any study
+            console.line(f"tuned cells run {executor.describe()}; studies in "
+                         f"{optuna_storage} (every worker must see it)")
+            _tune_remote(executor, pending, job, listeners, finish, total)
     except KeyboardInterrupt:
         interrupted = True
+    finally:
+        if own:
+            executor.close()
     if mlflow_listener is not None:
         mlflow_listener.close(interrupted=interrupted)
         tracking_error = mlflow_listener.error or tracking_error
     console.clear()
+    position = {t.key: k for k, t in enumerate(tcells)}
+    records.sort(key=lambda r: position.get(r.key, len(position)))  # plan order, not arrival
     if records:
         click.echo(summary_table(records, expanded.metrics))
         click.echo(_chosen_table(records))
@@ -239,7 +267,7 @@ def _tune(plan, *, budget, objective, tracking_uri, no_mlflow, results_dir, optu
         return EXIT_INTERRUPTED
     code = EXIT_OK
     if failed:
-        _err(f"{len(failed)} of {len(cells)} cell(s) failed: " + "; ".join(
+        _err(f"{len(failed)} of {total} cell(s) failed: " + "; ".join(
             f"{r.summary_line()} ({r.error_stage}: {r.error})" for r in failed[:5])
              + f". Tracebacks: {store.failure_log}")
         code = EXIT_FAILED
@@ -247,6 +275,65 @@ def _tune(plan, *, budget, objective, tracking_uri, no_mlflow, results_dir, optu
         _err(f"MLflow logging failed: {tracking_error}; results are in {store.root}")
         code = EXIT_FAILED
     return code
+
+
+def _tune_here(pending, job, listeners, console, finish, total: int) -> None:
+    """In this process, in plan order: one fold in memory at a time, shared by the rankers
+    of that fold (a fold that failed to load fails its cells without a second attempt)."""
+    from .harness import _fold_of, _load_fold
+    from .tuning import TunedCell, tune_cell
+
+    folds_loaded: dict[tuple, object] = {}
+    budget = job.budget
+    for i, tcell in pending:
+        fkey = _fold_of(tcell)
+        if fkey not in folds_loaded:
+            folds_loaded.clear()
+            for x in listeners:
+                x.fold_loading(tcell.dataset, tcell.fold)
+            try:
+                folds_loaded[fkey] = _load_fold(tcell)
+            except Exception as exc:  # noqa: BLE001 - reported per cell
+                folds_loaded[fkey] = exc
+        fold = folds_loaded[fkey]
+        if isinstance(fold, Exception):
+            finish(TunedCell.failed(tcell, fold, "load"), i)
+            continue
+
+        def on_trial(t, n, _c=tcell, _i=i):
+            value = "-" if t.value is None else f"{t.value:.4f}"
+            console.status(f"[{_i}/{total}] {_c.label} on {_c.dataset} fold {_c.fold}: "
+                           f"trial {n}" + (f"/{budget.n_trials}" if budget.n_trials else "")
+                           + f" {t.state.name.lower()} {value}")
+
+        def on_final(final, _i=i):
+            for x in listeners:
+                x.cell_started(final, _i, total)
+
+        finish(tune_cell(tcell, space=job.spaces[tcell.key], budget=budget,
+                         storage=job.storage, objective=job.objective, fold=fold,
+                         on_trial=on_trial, on_final=on_final), i)
+
+
+def _tune_remote(executor, pending, job, listeners, finish, total: int) -> None:
+    """On ``executor`` (Dask): one task per tuned cell runs ``job`` on a worker, which loads
+    its fold itself; each result is finished here as it returns. Leaving early (Ctrl-C)
+    cancels the tasks still out."""
+    from .tuning import TunedCell
+
+    tcells = [t for _, t in pending]
+
+    def started(k: int) -> None:
+        for x in listeners:
+            x.cell_started(tcells[k], pending[k][0], total)
+
+    results = executor.map_cells(tcells, started=started, fn=job,
+                                 on_failure=TunedCell.failed)
+    try:
+        for k, tc in results:
+            finish(tc, pending[k][0])
+    finally:
+        results.close()
 
 
 def _chosen_table(records) -> str:

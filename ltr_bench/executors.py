@@ -6,6 +6,12 @@ back to the client, and :func:`ltr_bench.harness.run_plan` saves each one to the
 store and then tells the listeners (MLflow), exactly as for an in-process run. So the store
 has one writer and resume works the same whatever the executor.
 
+``map_cells(cells, fn=...)`` runs another picklable function of the cell instead (``ltr-bench
+tune`` runs :class:`ltr_bench.tuning.TuneJob`: a whole study, then the final fit); what it
+returns comes back unchanged, and ``on_failure(cell, exc, stage)`` makes the item of a cell
+whose function never returned (its worker died, it raised). The caller still does all the
+writing.
+
 * :class:`InProcessExecutor` - today's behaviour. ``run_plan`` runs its own fold loop for it
   (one loaded fold shared by all rankers of that fold); :meth:`InProcessExecutor.map_cells`
   exists for other callers.
@@ -94,11 +100,22 @@ class Executor:
     in_process: bool = False
 
     def map_cells(self, cells: Sequence[Cell], *,
-                  started: Callable[[int], None] | None = None
-                  ) -> Iterator[tuple[int, ResultRecord]]:
-        """Run ``cells``; yield ``(position in cells, record)`` as each one finishes (any
-        order). ``started(position)`` is called when a cell starts. Closing the iterator
-        early (an exception in the caller, Ctrl-C) cancels the cells not yet yielded."""
+                  started: Callable[[int], None] | None = None,
+                  fn: Callable[[Cell], Any] | None = None,
+                  on_failure: Callable[[Cell, BaseException, str], Any] | None = None,
+                  ) -> Iterator[tuple[int, Any]]:
+        """Run ``fn(cell)`` for each of ``cells``; yield ``(position in cells, result)`` as
+        each one finishes (any order). ``started(position)`` is called when a cell starts.
+        Closing the iterator early (an exception in the caller, Ctrl-C) cancels the cells
+        not yet yielded.
+
+        ``fn``: a picklable function of one cell (default :func:`ltr_bench.harness.run_cell`,
+        whose result must then be a ``ResultRecord``); with ``fn`` given its result is
+        yielded unchanged. ``on_failure(cell, exc, stage)`` makes the item yielded for a
+        cell whose ``fn`` did not return: stage ``"worker"`` with a :class:`WorkerDied`
+        (its worker kept dying, or the cluster dropped it), stage ``"executor"`` with the
+        exception ``fn`` raised. Default :func:`ltr_bench.harness.failed_record`. Ctrl-C is
+        never turned into an item: it propagates."""
         raise NotImplementedError
 
     def describe(self) -> str:
@@ -120,13 +137,16 @@ class InProcessExecutor(Executor):
 
     in_process = True
 
-    def map_cells(self, cells, *, started=None):
-        from .harness import run_cell
-
+    def map_cells(self, cells, *, started=None, fn=None, on_failure=None):
+        fn, on_failure = _defaults(fn, on_failure)
         for i, cell in enumerate(cells):
             if started is not None:
                 started(i)
-            yield i, run_cell(cell)
+            try:
+                result = fn(cell)
+            except Exception as exc:  # noqa: BLE001 - as a worker's exception: one item
+                result = on_failure(cell, exc, "executor")
+            yield i, result
 
     def describe(self) -> str:
         return "in this process"
@@ -245,11 +265,11 @@ class DaskExecutor(Executor):
                 continue
         self.client().run(_import_modules, sorted(modules))
 
-    def map_cells(self, cells, *, started=None):
+    def map_cells(self, cells, *, started=None, fn=None, on_failure=None):
         from distributed import as_completed
 
-        from .harness import run_cell
-
+        check_records = fn is None  # run_cell's results are checked; a caller's fn's are its own
+        fn, on_failure = _defaults(fn, on_failure)
         client = self.client()
         try:
             self.warm_up(cells)
@@ -269,7 +289,7 @@ class DaskExecutor(Executor):
                     cell = cells[i]
                     # a fresh key per submission: a re-run is not served from Dask's memory
                     key = f"ltr-bench-cell-{cell.key[:12]}-{uuid.uuid4().hex[:8]}"
-                    future = client.submit(run_cell, cell, key=key, pure=False,
+                    future = client.submit(fn, cell, key=key, pure=False,
                                            resources=resources)
                     running[future] = i
                     done.add(future)
@@ -280,27 +300,25 @@ class DaskExecutor(Executor):
                     continue
                 future = next(done)
                 i = running.pop(future)
-                record = self._record(future, cells[i])
+                result = self._result(future, cells[i], on_failure, check_records)
                 future.release()
-                yield i, record
+                yield i, result
         finally:
             if running:
                 client.cancel(list(running), force=True)
 
-    def _record(self, future, cell: Cell) -> ResultRecord:
+    def _result(self, future, cell: Cell, on_failure, check_record: bool):
         from distributed import KilledWorker
 
-        from .harness import failed_record
-
         if future.status == "finished":
-            record = future.result()
-            if not isinstance(record, ResultRecord):
-                return failed_record(cell, TypeError(
-                    f"the worker returned {type(record).__name__}, not a ResultRecord"),
+            result = future.result()
+            if check_record and not isinstance(result, ResultRecord):
+                return on_failure(cell, TypeError(
+                    f"the worker returned {type(result).__name__}, not a ResultRecord"),
                     "executor")
-            return record
+            return result
         if future.status == "cancelled":
-            return failed_record(cell, WorkerDied(
+            return on_failure(cell, WorkerDied(
                 "the cell was cancelled on the cluster (scheduler restarted or lost?)"),
                 "worker")
         exc = future.exception()
@@ -310,8 +328,15 @@ class DaskExecutor(Executor):
                 "scheduler gave up after distributed.scheduler.allowed-failures reruns. "
                 "Usual causes: out of memory (the nanny restarts a worker at 95 % of its "
                 "memory limit), a crash in native code, or the process was killed")
-            return failed_record(cell, reason, "worker")
-        return failed_record(cell, exc, "executor")
+            return on_failure(cell, reason, "worker")
+        return on_failure(cell, exc, "executor")
+
+
+def _defaults(fn, on_failure):
+    """``fn`` and ``on_failure`` of :meth:`Executor.map_cells`, defaults filled in."""
+    from .harness import failed_record, run_cell
+
+    return fn or run_cell, on_failure or failed_record
 
 
 def _import_modules(modules: list[str]) -> None:

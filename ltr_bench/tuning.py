@@ -29,12 +29,20 @@ Protocol, per (ranker configuration, dataset, fold, seed) -- "per fold":
    the label ``<label>[tuned,trials=N]`` (the budget is in the label and in
    ``record.config["tuning"]``).
 
-Resume: the studies live in an Optuna storage (default: SQLite ``optuna.db`` beside the
-results folder, ``mlflow_runs/optuna.db``), one study per tuned cell key (ranker, fixed
-parameters, search space, budget, objective, dataset, fold, seed). Re-running the same command
-loads the study, keeps its finished trials, discards trials left RUNNING by an interruption
-and runs only the rest of the budget. A finished tuned cell is skipped like any other result.
-One process per study at a time.
+Resume: the studies live in an Optuna storage (default: the journal file
+``mlflow_runs/optuna.journal`` beside the results folder, :func:`open_storage`), one study per
+tuned cell key (ranker, fixed parameters, search space, budget, objective, dataset, fold,
+seed). Re-running the same command loads the study, keeps its finished trials, discards trials
+left RUNNING by an interruption and runs only the rest of the budget. A finished tuned cell is
+skipped like any other result. One process per study at a time.
+
+Unit of work: :func:`tune_cell` (study, final fit, test evaluation -> :class:`TunedCell`) is
+what ``ltr-bench tune`` runs in process (one loaded fold shared by a fold's rankers) and on
+Dask (:class:`TuneJob`, one task per tuned cell: one worker per study at a time). Workers
+write only the Optuna storage, so all must open the same one: on one machine the default
+journal file (an absolute path); on a cluster a journal file on the shared filesystem or an
+RDB URL (``--optuna-storage``). Records and trials return to the client, which saves,
+notifies and logs them. A cancelled task (Ctrl-C) stops its study before the next trial.
 
 Overhead: each trial records ``fit_seconds`` and ``score_seconds`` as Optuna user
 attributes; ``benchmarks/bench_tuning.py`` compares them with the trials' wall times.
@@ -66,6 +74,9 @@ __all__ = [
     "Budget",
     "HOLDOUT_FRACTION",
     "SearchSpaceError",
+    "TuneJob",
+    "TunedCell",
+    "TuningCancelled",
     "TuningResult",
     "finalize_cell",
     "parse_spec",
@@ -73,6 +84,7 @@ __all__ = [
     "resolve_space",
     "search_space_of",
     "tune",
+    "tune_cell",
     "tuned_cell",
     "tuning_split",
 ]
@@ -88,6 +100,11 @@ SPEC_KEYS = ("low", "high", "log", "step", "choices")
 
 class SearchSpaceError(PlanError):
     """A search space (declared or given in a plan) is unusable; names the place (exit 2)."""
+
+
+class TuningCancelled(Exception):
+    """``tune``'s ``should_stop()`` said so (the Dask task was cancelled): the study stops
+    before its next trial. Not a failure of the cell: nobody waits for its result."""
 
 
 # ------------------------------------------------------------------------ search spaces
@@ -395,12 +412,15 @@ def open_storage(spec: str):
 
 def tune(tcell: Cell, fold, *, space: Mapping[str, Any], budget: Budget,
          storage: str, objective: str = "ndcg@10",
-         on_trial: Callable[[Any, int], None] | None = None) -> TuningResult:
+         on_trial: Callable[[Any, int], None] | None = None,
+         should_stop: Callable[[], bool] | None = None) -> TuningResult:
     """Run (or resume) the study of tuned cell ``tcell`` on ``fold`` (see the module).
 
     ``space``: ``{parameter: spec}`` (:func:`resolve_space`); ``storage``: an Optuna storage
-    URL; ``on_trial(frozen_trial, n_finished)`` hears of each finished trial. The fold's
-    test split is never read. Raises ``RuntimeError`` when no trial completed.
+    URL or file (:func:`open_storage`); ``on_trial(frozen_trial, n_finished)`` hears of each
+    finished trial; ``should_stop()`` is asked before each trial and True raises
+    :class:`TuningCancelled`. The fold's test split is never read. Raises ``RuntimeError``
+    when no trial completed.
     """
     import optuna
     from optuna.trial import TrialState
@@ -460,6 +480,8 @@ def tune(tcell: Cell, fold, *, space: Mapping[str, Any], budget: Budget,
             break
         if budget.timeout is not None and spent >= budget.timeout:
             break
+        if should_stop is not None and should_stop():
+            raise TuningCancelled(f"{name}: stopped after {done} finished trial(s)")
         # ask / tell rather than study.optimize: no per-call set-up, and the budget check
         # above counts every finished trial, including those of earlier sessions
         trial = study.ask()
@@ -496,3 +518,97 @@ def tune(tcell: Cell, fold, *, space: Mapping[str, Any], budget: Budget,
         n_failed=sum(t.state == TrialState.FAIL for t in counted),
         seconds=sum(t.duration.total_seconds() for t in counted if t.duration), split=how,
         trials=counted)
+
+
+# ------------------------------------------------------------------------ unit of work
+
+
+@dataclass
+class TunedCell:
+    """What one tuned cell gives back (picklable: it travels from a Dask worker). ``record``:
+    the final record (``config["tuning"]`` holds :meth:`TuningResult.summary`), or a failed
+    one; ``result``: the study's result with its trials, None when tuning failed."""
+
+    record: Any  # ResultRecord; Any keeps this module free of the results import cycle
+    result: TuningResult | None = None
+
+    @classmethod
+    def failed(cls, tcell: Cell, exc: BaseException, stage: str) -> "TunedCell":
+        """A failed record for ``tcell`` (the signature of ``map_cells``' ``on_failure``)."""
+        from .harness import failed_record
+
+        return cls(failed_record(tcell, exc, stage))
+
+
+def tune_cell(tcell: Cell, *, space: Mapping[str, Any], budget: Budget, storage: str,
+              objective: str = "ndcg@10", fold=None,
+              on_trial: Callable[[Any, int], None] | None = None,
+              on_final: Callable[[Cell], None] | None = None,
+              should_stop: Callable[[], bool] | None = None) -> TunedCell:
+    """Tune one cell and evaluate its choice: :func:`tune`, then :func:`finalize_cell` and
+    :func:`ltr_bench.harness.run_cell` on the same fold, the study's summary put in
+    ``record.config["tuning"]``.
+
+    ``fold``: the loaded fold when the caller has it (shared by rankers); else it is loaded
+    from ``tcell``, and a load error gives a failed record (stage ``"load"``). A study with
+    no completed trial (or unusable tuning data) gives a failed record (stage ``"tune"``).
+    ``on_final(final_cell)`` is called before the final fit; ``on_trial`` and
+    ``should_stop`` go to :func:`tune`. Writes only to the Optuna ``storage``.
+    """
+    from .harness import _load_fold, run_cell
+
+    if fold is None:
+        try:
+            fold = _load_fold(tcell)
+        except Exception as exc:  # noqa: BLE001 - a failed record, like run_cell's
+            return TunedCell.failed(tcell, exc, "load")
+    try:
+        result = tune(tcell, fold, space=space, budget=budget, storage=storage,
+                      objective=objective, on_trial=on_trial, should_stop=should_stop)
+    except (RuntimeError, ValueError) as exc:
+        return TunedCell.failed(tcell, exc, "tune")
+    final = finalize_cell(tcell, result.best_params)
+    if on_final is not None:
+        on_final(final)
+    record = run_cell(final, fold=fold)
+    record.config["tuning"] = result.summary(budget, objective)
+    return TunedCell(record, result)
+
+
+@dataclass(frozen=True)
+class TuneJob:
+    """:func:`tune_cell` as a picklable function of the tuned cell alone, for
+    ``Executor.map_cells(tcells, fn=TuneJob(...))``. ``spaces``: each tuned cell's search
+    space by ``tcell.key``. On a Dask worker the study stops before its next trial once the
+    client has cancelled the task (:func:`_task_cancelled`)."""
+
+    spaces: Mapping[str, Mapping[str, Any]]
+    budget: Budget
+    storage: str
+    objective: str = "ndcg@10"
+
+    def __call__(self, tcell: Cell) -> TunedCell:
+        return tune_cell(tcell, space=self.spaces[tcell.key], budget=self.budget,
+                         storage=self.storage, objective=self.objective,
+                         should_stop=_task_cancelled)
+
+
+def _task_cancelled() -> bool:
+    """True inside a Dask task the client cancelled (Dask cannot stop the thread, it marks
+    the task); False outside a worker. The worker's task state is not a documented API:
+    any surprise reads as False."""
+    try:
+        from distributed import get_worker
+        from distributed.worker import thread_state
+
+        worker = get_worker()
+    except (ImportError, ValueError):  # ValueError: not running on a worker
+        return False
+    try:
+        key = getattr(thread_state, "key", None)
+        if key is None:
+            return False
+        task = worker.state.tasks.get(key)
+        return task is None or task.state == "cancelled"
+    except Exception:  # noqa: BLE001 - an internal API; never stop a study by mistake
+        return False

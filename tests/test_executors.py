@@ -243,3 +243,174 @@ def test_warm_up_imports_the_rankers_modules_on_every_worker(dask_executor):
     assert len(loaded) == 2
     assert all(mods == ["ltr_bench.harness", "ltr_bench_baselines.gbdt",
                         "ltr_bench_baselines.linear"] for mods in loaded.values())
+
+
+# --------------------------------------------------------------------------------- tuning
+# `ltr-bench tune` on Dask: TuneJob (a whole study and the final fit) as the function of
+# map_cells; records and trials come back; the workers write only the Optuna journal.
+
+TUNE_BUDGET_TRIALS = 3
+
+
+class SlowRidge(BaseRanker):
+    """A linear scorer whose fit takes ``delay`` seconds: trials slow enough to cancel a
+    study between two of them."""
+
+    SEARCH_SPACE = {"alpha": {"low": 0.01, "high": 100.0, "log": True}}
+
+    def __init__(self, alpha=1.0, delay=0.3):
+        self.alpha = alpha
+        self.delay = delay
+
+    def fit(self, X, y, *, qid, eval_set=None):
+        import time
+
+        X, y, qid = check_ranking_input(X, y, qid)
+        time.sleep(self.delay)
+        self.coef_ = np.linalg.solve(X.T @ X + self.alpha * np.eye(X.shape[1]), X.T @ y)
+        return self
+
+    def predict(self, X, *, qid=None):
+        self._check_fitted("coef_")
+        return np.asarray(X, dtype=np.float64) @ self.coef_
+
+
+def _tuned(rankers, storage, folds=(1,), n_trials=TUNE_BUDGET_TRIALS):
+    """(tuned cells, the TuneJob for them) of ``rankers`` on TINY data, seeded TPE."""
+    from ltr_bench.registry import make_ranker
+    from ltr_bench.tuning import Budget, TuneJob, resolve_space, tuned_cell
+
+    budget = Budget(n_trials=n_trials)
+    cells = expand_plan(_plan(rankers, folds=folds)).cells
+    spaces = {r.display: resolve_space(r.display, make_ranker(r.name, r.params), fixed=r.params)
+              for r in rankers}
+    tcells = [tuned_cell(c, space=spaces[c.label or c.ranker], budget=budget,
+                         objective="ndcg@10") for c in cells]
+    job = TuneJob(spaces={t.key: spaces[c.label or c.ranker] for t, c in zip(tcells, cells)},
+                  budget=budget, storage=str(storage), objective="ndcg@10")
+    return tcells, job
+
+
+def _tuning_outcome(tc) -> dict:
+    """What tuning on a cluster must reproduce exactly: the trials, the choice, the test."""
+    summary = {k: v for k, v in tc.record.config["tuning"].items()
+               if k not in ("tuning_seconds", "study")}
+    return {"record": _comparable(tc.record), "summary": summary,
+            "trials": [(t.number, t.state.name, t.params, t.value) for t in tc.result.trials]}
+
+
+@pytest.mark.slow
+def test_tuning_on_a_local_cluster_chooses_and_scores_exactly_as_in_process(dask_executor,
+                                                                             tmp_path):
+    tcells, job = _tuned(REAL, tmp_path / "here" / "optuna.journal")
+    here = [job(t) for t in tcells]  # in this process: the same unit of work
+    assert all(tc.record.ok and tc.result.n_complete == TUNE_BUDGET_TRIALS for tc in here)
+    _, remote_job = _tuned(REAL, tmp_path / "there" / "optuna.journal")
+    out = dict(dask_executor.map_cells(tcells, fn=remote_job))
+    there = [out[k] for k in range(len(tcells))]
+    assert [_tuning_outcome(tc) for tc in there] == [_tuning_outcome(tc) for tc in here]
+    # the workers wrote the studies: the journal holds every trial, read back here
+    import optuna
+
+    from ltr_bench.tuning import open_storage
+
+    storage = open_storage(remote_job.storage)
+    for tc in there:
+        study = optuna.load_study(study_name=tc.result.study_name, storage=storage)
+        assert [t.value for t in study.trials] == [t.value for t in tc.result.trials]
+
+
+def _describe_or_die(cell):
+    """map_cells' ``fn`` in the test below: a plain tuple, or the worker dies."""
+    if cell.ranker.endswith("AlwaysExitRanker"):
+        os._exit(1)
+    return ("ran", cell.key, os.getpid())
+
+
+@pytest.mark.slow
+def test_map_cells_passes_a_functions_results_through_and_on_failure_makes_a_death_an_item(
+        dask_executor, tmp_path):
+    rankers = (RankerChoice("test_executors:AlwaysExitRanker",
+                            {"marker": str(tmp_path / "deaths")}), RankerChoice("ridge", {}))
+    cells = expand_plan(_plan(rankers, folds=(1,))).cells
+    out = dict(dask_executor.map_cells(
+        cells, fn=_describe_or_die,
+        on_failure=lambda cell, exc, stage: ("failed", cell.key, type(exc).__name__, stage)))
+    dying, ridge = (0, 1) if cells[0].ranker.endswith("AlwaysExitRanker") else (1, 0)
+    assert out[dying] == ("failed", cells[dying].key, "WorkerDied", "worker")
+    assert out[ridge][:2] == ("ran", cells[ridge].key) and out[ridge][2] != os.getpid()
+
+
+def test_the_in_process_executor_takes_the_same_fn_and_on_failure():
+    cells = expand_plan(_plan((RankerChoice("ridge", {}),))).cells
+
+    def fn(cell):
+        if cell.fold == 2:
+            raise ValueError("no fold 2 today")
+        return cell.fold
+
+    out = list(InProcessExecutor().map_cells(
+        cells, fn=fn, on_failure=lambda cell, exc, stage: (stage, str(exc))))
+    assert out == [(0, 1), (1, ("executor", "no fold 2 today"))]
+
+
+@pytest.mark.slow
+def test_a_cancelled_tuning_task_stops_its_study_before_the_next_trial(dask_executor,
+                                                                      tmp_path):
+    import time
+
+    import optuna
+
+    from ltr_bench.tuning import open_storage
+
+    tcells, job = _tuned((RankerChoice("test_executors:SlowRidge", {}),),
+                         tmp_path / "optuna.journal", n_trials=40)
+    client = dask_executor.client()
+    future = client.submit(job, tcells[0], pure=False)
+
+    def finished() -> int:
+        try:
+            study = optuna.load_study(study_name=None, storage=open_storage(job.storage))
+        except Exception:  # noqa: BLE001 - not created yet
+            return 0
+        return sum(t.state.is_finished() for t in study.trials)
+
+    deadline = time.monotonic() + 60
+    while finished() < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert finished() >= 2
+    client.cancel([future], force=True)
+    time.sleep(2.0)  # the trial under way (0.3 s) ends; the study must not start another
+    stopped_at = finished()
+    time.sleep(1.5)  # about 5 more trials if it went on
+    assert finished() == stopped_at < 40
+
+
+@pytest.mark.slow
+def test_tune_on_dask_interrupted_keeps_finished_cells_and_the_rerun_resumes(
+        dask_executor, tmp_path, monkeypatch):
+    from ltr_bench.cli_tune import _tune
+    from ltr_bench.errors import EXIT_INTERRUPTED, EXIT_OK
+    from ltr_bench.tuning import Budget
+
+    plan = _plan(REAL)
+    kwargs = dict(budget=Budget(n_trials=2), objective="ndcg@10", tracking_uri=None,
+                  no_mlflow=True, results_dir=str(tmp_path / "results"),
+                  optuna_storage=str(tmp_path / "optuna.journal"), force=False,
+                  score_repeats=1, executor=dask_executor)
+    save = ResultStore.save
+
+    def save_then_interrupt(self, record):
+        save(self, record)
+        raise KeyboardInterrupt  # Ctrl-C on the client right after the first save
+
+    monkeypatch.setattr(ResultStore, "save", save_then_interrupt)
+    assert _tune(plan, **kwargs) == EXIT_INTERRUPTED
+    monkeypatch.setattr(ResultStore, "save", save)
+    saved = {p.stem for p in (tmp_path / "results").glob("*.json")}
+    assert len(saved) == 1
+    assert _tune(plan, **kwargs) == EXIT_OK
+    store = ResultStore(tmp_path / "results")
+    records = [r for r in store.records() if "tuning" in r.config]
+    assert len(records) == 4 and saved < {r.key for r in records}
+    assert all(r.config["tuning"]["trials_finished"] == 2 for r in records)

@@ -345,3 +345,97 @@ def test_a_plan_written_out_and_read_back_keeps_its_tuning_tables(tmp_path):
     assert plan_from_dict({k: v for k, v in swept.to_dict().items() if v is not None}) == swept
     bare = plan_from_dict({"rankers": ["ridge"], "datasets": ["synthetic"]}).to_dict()
     assert "tuning" not in bare and "sweep" not in bare
+
+
+# ------------------------------------------------------- the unit of work, and tune on Dask
+
+
+class FailingRanker(RecordingRanker):
+    """Every fit raises: a study in which no trial completes."""
+
+    def fit(self, X, y, *, qid, eval_set=None):
+        raise ArithmeticError("this configuration never fits")
+
+
+def test_tune_cell_turns_a_load_error_and_a_study_without_a_completed_trial_into_failed_records(
+        tmp_path, monkeypatch):
+    from ltr_bench import harness
+    from ltr_bench.tuning import TunedCell, tune_cell
+
+    cell, fold = _cell()
+    space = resolve_space("r", RecordingRanker())
+    budget = Budget(n_trials=2)
+    tcell = tuned_cell(cell, space=space, budget=budget, objective="ndcg@10")
+    storage = str(tmp_path / "optuna.journal")
+
+    def unreadable(cell, progress=None):
+        raise OSError("the data home is not mounted")
+
+    monkeypatch.setattr(harness, "_load_fold", unreadable)  # fold=None: tune_cell loads
+    lost = tune_cell(tcell, space=space, budget=budget, storage=storage)
+    assert isinstance(lost, TunedCell) and lost.result is None
+    assert (lost.record.status, lost.record.error_stage) == ("failed", "load")
+    assert "not mounted" in lost.record.error and lost.record.key == tcell.key
+
+    failing = tuned_cell(_cell(ranker=f"{__name__}:FailingRanker")[0], space=space,
+                         budget=budget, objective="ndcg@10")
+    none = tune_cell(failing, space=space, budget=budget, storage=storage, fold=fold)
+    assert none.result is None and none.record.error_stage == "tune"
+    assert "no trial completed" in none.record.error and "never fits" in none.record.error
+
+    finals = []
+    ok = tune_cell(tcell, space=space, budget=budget, storage=storage, fold=fold,
+                   on_final=finals.append)
+    assert ok.record.ok and ok.result.n_complete == 2
+    assert ok.record.config["tuning"]["best_params"] == ok.result.best_params
+    assert [f.user_params for f in finals] == [ok.result.best_params]  # before the final fit
+
+
+def test_a_tune_job_survives_pickling_and_runs_the_same_unit(tmp_path):
+    import pickle
+
+    from ltr_bench.tuning import TuneJob, tune_cell
+
+    cell, fold = _cell()
+    space = resolve_space("r", RecordingRanker())
+    budget = Budget(n_trials=2)
+    tcell = tuned_cell(cell, space=space, budget=budget, objective="ndcg@10")
+    job = pickle.loads(pickle.dumps(TuneJob(spaces={tcell.key: space}, budget=budget,
+                                            storage=str(tmp_path / "a.journal"))))
+    by_job = job(tcell)  # loads the fold itself, as on a worker
+    direct = tune_cell(tcell, space=space, budget=budget, storage=str(tmp_path / "b.journal"),
+                       fold=fold)
+    assert by_job.result.best_params == direct.result.best_params
+    assert by_job.record.metrics == direct.record.metrics
+    restored = pickle.loads(pickle.dumps(by_job))  # what a worker sends back
+    assert [t.value for t in restored.result.trials] == [t.value for t in by_job.result.trials]
+
+
+def test_tune_refuses_workers_and_scheduler_together_before_writing_anything(tmp_path):
+    res = CliRunner().invoke(main, ["tune", "--ranker", "ridge", "--dataset", "synthetic",
+                                    "--trials", "1", "--workers", "2", "--scheduler",
+                                    "tcp://127.0.0.1:1", "--no-mlflow", "--results-dir",
+                                    str(tmp_path / "results")])
+    assert res.exit_code == 2 and "not both" in res.output
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_tune_with_workers_runs_on_a_local_cluster_and_a_rerun_skips_without_one(tmp_path):
+    pytest.importorskip("distributed")
+    args = ["tune", "--no-mlflow", "--results-dir", str(tmp_path / "results"), "--folds", "1",
+            "--ranker", "ridge,lightgbm", "--param", "lightgbm.n_estimators=10",
+            "--dataset", "synthetic", *[f"--dataset-option={k}={v}" for k, v in SYNTH.items()],
+            "--trials", "2", "--workers", "2"]
+    res = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    assert "local Dask cluster of 2 worker" in res.output
+    recs = [json.loads(p.read_text()) for p in (tmp_path / "results").glob("*.json")]
+    assert sorted(r["label"] for r in recs) == ["lightgbm[tuned,trials=2]",
+                                                "ridge[tuned,trials=2]"]
+    assert all(r["status"] == "ok" and r["config"]["tuning"]["trials_finished"] == 2
+               for r in recs)
+    assert (tmp_path / "optuna.journal").stat().st_size > 0  # the default, beside results
+    again = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert again.exit_code == 0 and again.output.count("skipped") == 2
+    assert "Dask" not in again.output  # nothing left to tune: no cluster was started
