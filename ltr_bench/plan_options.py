@@ -12,16 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from .labels import split_names
 from .plan import (DatasetChoice, Plan, PlanError, RankerChoice, expand_sweeps, load_plan, parse_assignment, parse_conventions, parse_folds, parse_seeds, parse_sweep)
 
 __all__ = ["CommandLine", "build_plan"]
-
-
-def _split_list(values: tuple[str, ...]) -> list[str]:
-    out: list[str] = []
-    for v in values:
-        out.extend(p.strip() for p in v.split(",") if p.strip())
-    return out
 
 
 def _all_rankers(warn) -> list[str]:
@@ -72,7 +66,7 @@ def build_plan(cl: CommandLine, *, warn=lambda message: None) -> Plan:
     if cl.config is not None and not Path(cl.config).is_file():
         raise PlanError(f"--config: file {cl.config} does not exist")
     plan = load_plan(cl.config) if cl.config else Plan(rankers=[], datasets=[])
-    names = _split_list(cl.rankers)
+    names = split_names(cl.rankers, option="--ranker")
     if names:
         if "all" in names:
             if names != ["all"]:
@@ -100,7 +94,7 @@ def build_plan(cl: CommandLine, *, warn=lambda message: None) -> Plan:
         by_name[name][key] = value
     plan.rankers = [RankerChoice(r.name, by_name[r.display], r.label) for r in plan.rankers]
 
-    dnames = _split_list(cl.datasets)
+    dnames = split_names(cl.datasets, option="--dataset")
     if dnames:
         if len(set(dnames)) != len(dnames):
             raise PlanError(f"--dataset: a dataset is listed twice: {','.join(dnames)}")

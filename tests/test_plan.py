@@ -171,3 +171,25 @@ def test_structured_values_from_the_command_line_become_dicts(text, value):
     assert parse_value(text) == value
     name, key, parsed = parse_assignment(f"lightgbm.extra_params={text}", option="--param")
     assert (name, key, parsed) == ("lightgbm", "extra_params", value)
+
+
+def test_run_ranker_list_keeps_commas_inside_a_labels_brackets(tmp_path):
+    from ltr_bench.plan_options import CommandLine, build_plan
+
+    plan_file = tmp_path / "plan.toml"
+    plan_file.write_text('[rankers."lgbm[num_leaves=63,learning_rate=0.05]"]\n'
+                         'ranker = "lightgbm"\nnum_leaves = 63\nlearning_rate = 0.05\n\n'
+                         '[rankers.ridge]\n\n[datasets.synthetic]\n')
+    plan = build_plan(CommandLine(config=str(plan_file),
+                                  rankers=("lgbm[num_leaves=63,learning_rate=0.05],ridge",)))
+    assert [r.display for r in plan.rankers] == ["lgbm[num_leaves=63,learning_rate=0.05]",
+                                                 "ridge"]
+    assert plan.rankers[0].params == {"num_leaves": 63, "learning_rate": 0.05}
+
+
+def test_run_ranker_list_with_an_unclosed_bracket_is_a_usage_error_naming_the_option():
+    from ltr_bench.errors import UsageError
+    from ltr_bench.plan_options import CommandLine, build_plan
+
+    with pytest.raises(UsageError, match=r"^--ranker lightgbm\[num_leaves=63: 1 '\[' not"):
+        build_plan(CommandLine(rankers=("lightgbm[num_leaves=63",)))

@@ -433,9 +433,10 @@ def test_split_names_keeps_commas_inside_brackets():
     ("lightgbm]num_leaves=63[", "']' at position 9 closes no '['"),
 ])
 def test_split_names_refuses_unbalanced_brackets_naming_the_option(text, message):
+    from ltr_bench.errors import UsageError
     from ltr_bench.report import split_names
 
-    with pytest.raises(ReportError, match="^--ranker ") as info:
+    with pytest.raises(UsageError, match="^--ranker ") as info:
         split_names((text,), option="--ranker")
     assert message in str(info.value) and info.value.exit_code == 2
 
