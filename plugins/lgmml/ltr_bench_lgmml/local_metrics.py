@@ -14,18 +14,28 @@ When no training query has both a highly relevant and a negative document (e.g. 
 equal), metrics are sampled from any query, with all its documents as positives and no
 negatives: D = lambda*I then, and the model degrades to a smooth distance ranking rather than
 crashing.
+
+Parallelism (docs/decisions.md#lgmml-parallel-local-metrics): every random choice is drawn
+first, in the order of the original sequential loop, then the m metrics -- independent given
+their samples -- are fitted by a thread pool; the model is bit-identical for every ``n_jobs``.
 """
 
 from __future__ import annotations
 
+import numbers
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from .anchors import select_anchor
 from .gmml import LowRankQuadratic, gmml_lowrank
 
-__all__ = ["QuerySets", "fit_local_metrics", "highly_relevant_threshold", "query_sets"]
+__all__ = ["MetricDraw", "QuerySets", "draw_metric_samples", "fit_local_metrics",
+           "highly_relevant_threshold", "query_sets", "resolve_n_jobs"]
 
 
 def highly_relevant_threshold(labels: np.ndarray, rule) -> float:
@@ -81,55 +91,134 @@ def query_sets(y, bounds, highly_relevant, negatives) -> QuerySets:
     return QuerySets(y, bounds, highly_relevant, negatives)
 
 
+def resolve_n_jobs(n_jobs) -> int:
+    """Worker threads for ``n_jobs``: a positive int as is; None or -1 = every CPU this
+    process may run on (``os.sched_getaffinity``). Anything else raises ValueError."""
+    if n_jobs is None or (isinstance(n_jobs, numbers.Integral) and not isinstance(n_jobs, bool)
+                          and n_jobs == -1):
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except (AttributeError, OSError):  # not every OS has affinity masks
+            return os.cpu_count() or 1
+    if isinstance(n_jobs, numbers.Integral) and not isinstance(n_jobs, bool) and n_jobs >= 1:
+        return int(n_jobs)
+    raise ValueError(f"n_jobs must be None, -1 or a positive integer, got {n_jobs!r}")
+
+
+@dataclass(frozen=True)
+class MetricDraw:
+    """The random choices of one local metric: the sampled training queries (ascending) and,
+    per query, the sampled positive / negative row indices (ascending)."""
+
+    queries: np.ndarray
+    pos: tuple[np.ndarray, ...]
+    neg: tuple[np.ndarray, ...]
+
+
+def draw_metric_samples(rng: np.random.Generator, sets: QuerySets, *, n_metrics: int,
+                        queries_per_metric: int, max_positives: int | None,
+                        max_negatives: int | None) -> list[MetricDraw]:
+    """Every random choice of the ``n_metrics`` local metrics, drawn up front.
+
+    Order of the rng calls (kept from the sequential loop, so a seed gives the same model as
+    before fits became parallel): for metric 0, 1, ...: the queries; then for each sampled
+    query in ascending order, its positives, then its negatives.
+    """
+    bounds = sets.bounds
+    fallback = sets.eligible.size == 0
+    pool = sets.eligible if not fallback else np.flatnonzero(np.diff(bounds) > 0)
+    draws = []
+    for _ in range(n_metrics):
+        picked = np.sort(rng.choice(pool, size=min(queries_per_metric, pool.size),
+                                    replace=False))
+        pos, neg = [], []
+        for qi in picked:
+            if fallback:
+                pos_all = np.arange(bounds[qi], bounds[qi + 1])
+                neg_all = np.zeros(0, dtype=np.int64)
+            else:
+                pos_all, neg_all = sets.pos[qi], sets.neg[qi]
+            pos.append(_subsample(rng, pos_all, max_positives))
+            neg.append(_subsample(rng, neg_all, max_negatives))
+        draws.append(MetricDraw(picked, tuple(pos), tuple(neg)))
+    return draws
+
+
 def fit_local_metrics(
     *, rng: np.random.Generator, y: np.ndarray, sets: QuerySets,
     rows: Callable[[np.ndarray], np.ndarray],
     query_points: Callable[[int], np.ndarray] | None,
     n_metrics: int, queries_per_metric: int, max_positives: int, max_negatives: int,
     reg_lambda: float, t: float, distance: str, anchor_k: int, reg_scale: str = "absolute",
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None, n_jobs: int | None = 1,
 ) -> tuple[list[LowRankQuadratic], np.ndarray | None, np.ndarray]:
     """Learn ``n_metrics`` local metrics; returns (metrics, anchors (m, d) or None, ndcgs (m,)).
 
     rows(idx) returns the scaled document features of the given training rows;
-    query_points(qi) (query-dependent mode only) the scaled query point of query qi.
+    query_points(qi) (query-dependent mode only) the scaled query point of query qi. Both
+    must be safe to call from several threads at once (pure reads).
+
+    All random choices are drawn first (:func:`draw_metric_samples`); the metrics are then
+    independent and are fitted by ``n_jobs`` threads (:func:`resolve_n_jobs`). BLAS is held
+    at one thread during the fits whatever ``n_jobs`` is: the workers are the parallelism
+    (numpy's BLAS/LAPACK calls release the GIL), ``n_jobs`` x BLAS threads would
+    oversubscribe the cores, and every metric is computed with the same kernels, so the
+    result is bit-identical for every ``n_jobs``. The limit is set once here, not per worker:
+    threadpoolctl limits are process-wide, and workers entering / leaving their own limits
+    would restore each other's values mid-fit. ``progress`` is called from this thread, in
+    metric order.
     """
-    bounds = sets.bounds
-    fallback = sets.eligible.size == 0
-    pool = sets.eligible if not fallback else np.flatnonzero(np.diff(bounds) > 0)
-    metrics, anchors, ndcgs = [], [], []
-    for i in range(n_metrics):
-        picked = rng.choice(pool, size=min(queries_per_metric, pool.size), replace=False)
-        groups, cands, qdata = [], [], []
-        for qi in np.sort(picked):
-            if fallback:
-                pos_all = np.arange(bounds[qi], bounds[qi + 1])
-                neg_all = np.zeros(0, dtype=np.int64)
-            else:
-                pos_all, neg_all = sets.pos[qi], sets.neg[qi]
-            pos = _subsample(rng, pos_all, max_positives)
-            neg = _subsample(rng, neg_all, max_negatives)
-            Xp, Xn = rows(pos), rows(neg)
-            if query_points is not None:
-                Xp = np.vstack([query_points(qi)[None, :], Xp])
-            groups.append((Xp, Xn))
-            cands.append(Xp)
-            q_rows = np.arange(bounds[qi], bounds[qi + 1])
-            qdata.append((rows(q_rows), y[q_rows]))
-        metric = gmml_lowrank(groups, reg_lambda=reg_lambda, t=t, distance=distance,
-                              reg_scale=reg_scale)
-        metrics.append(metric)
-        if query_points is None:
-            C = np.vstack(cands)
-            best, nd = select_anchor(metric, C, qdata, anchor_k)
-            anchors.append(C[best])
-            ndcgs.append(nd)
+    workers = min(resolve_n_jobs(n_jobs), max(n_metrics, 1))
+    draws = draw_metric_samples(rng, sets, n_metrics=n_metrics,
+                                queries_per_metric=queries_per_metric,
+                                max_positives=max_positives, max_negatives=max_negatives)
+
+    def fit_one(draw: MetricDraw):
+        return _fit_metric(draw, y=y, bounds=sets.bounds, rows=rows, query_points=query_points,
+                           reg_lambda=reg_lambda, t=t, distance=distance, anchor_k=anchor_k,
+                           reg_scale=reg_scale)
+
+    results = []
+    with threadpool_limits(limits=1):
+        if workers == 1:
+            outcomes = map(fit_one, draws)
+            pool = None
         else:
-            ndcgs.append(np.nan)
-        if progress is not None:
-            progress(i + 1, n_metrics)
-    A = np.vstack(anchors) if query_points is None else None
-    return metrics, A, np.asarray(ndcgs)
+            pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lgmml-metric")
+            outcomes = pool.map(fit_one, draws)  # yields in submission (= metric) order
+        try:
+            for i, res in enumerate(outcomes):
+                results.append(res)
+                if progress is not None:
+                    progress(i + 1, n_metrics)
+        finally:
+            if pool is not None:  # on an error, drop the metrics not started yet
+                pool.shutdown(wait=True, cancel_futures=True)
+    metrics = [m for m, _, _ in results]
+    ndcgs = np.asarray([nd for _, _, nd in results])
+    A = np.vstack([a for _, a, _ in results]) if query_points is None else None
+    return metrics, A, ndcgs
+
+
+def _fit_metric(draw: MetricDraw, *, y, bounds, rows, query_points, reg_lambda, t, distance,
+                anchor_k, reg_scale):
+    """One local metric from its drawn samples: ``(metric, anchor (d,) or None, ndcg)``."""
+    groups, cands, qdata = [], [], []
+    for qi, pos, neg in zip(draw.queries, draw.pos, draw.neg):
+        Xp, Xn = rows(pos), rows(neg)
+        if query_points is not None:
+            Xp = np.vstack([query_points(qi)[None, :], Xp])
+        groups.append((Xp, Xn))
+        cands.append(Xp)
+        q_rows = np.arange(bounds[qi], bounds[qi + 1])
+        qdata.append((rows(q_rows), y[q_rows]))
+    metric = gmml_lowrank(groups, reg_lambda=reg_lambda, t=t, distance=distance,
+                          reg_scale=reg_scale)
+    if query_points is not None:
+        return metric, None, np.nan
+    C = np.vstack(cands)
+    best, nd = select_anchor(metric, C, qdata, anchor_k)
+    return metric, C[best], nd
 
 
 def _subsample(rng: np.random.Generator, idx: np.ndarray, cap: int | None) -> np.ndarray:

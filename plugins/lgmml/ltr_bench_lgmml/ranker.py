@@ -106,7 +106,13 @@ query_dim : int or None, default None
 random_state : int or None
     seeds every random choice (query sampling, pair sampling, WARP).
 n_threads : int or None
-    BLAS threads (threadpoolctl); None leaves the library default.
+    BLAS threads (threadpoolctl) of scaling, WARP / ListNet and scoring; None leaves the
+    library default (under the harness: ``--threads``, which it sets for the whole fit).
+n_jobs : int or None, default 1
+    threads fitting the m local metrics (None or -1: every CPU of ``os.sched_getaffinity``),
+    each with single-threaded BLAS; the model is bit-identical for every value. The harness
+    sets it from ``--threads`` (it is ``RankerTags.thread_param``, see
+    docs/decisions.md#lgmml-parallel-local-metrics).
 """
 
 from __future__ import annotations
@@ -122,7 +128,7 @@ from ltr_bench.ranker import (BaseRanker, RankerTags, check_ranking_input,
                               query_boundaries, split_query_document)
 
 from .listwise import train_listnet
-from .local_metrics import QuerySets, fit_local_metrics
+from .local_metrics import QuerySets, fit_local_metrics, resolve_n_jobs
 from .preprocessing import SCALINGS, FeatureScaler
 from .scoring import SCORE_FORMS, MetricBank
 from .warp import train_warp
@@ -135,19 +141,25 @@ _CHUNK_BYTES = 64 << 20  # working set of one scoring chunk: large enough for BL
 class LGMMLRanker(BaseRanker):
     """L-GMML learning to rank. See the module docstring for every parameter.
 
-    Fitted attributes: ``score_form_`` (the form used), ``scaler_`` (FeatureScaler), ``metric_bank_`` (MetricBank: metrics,
-    anchors), ``anchor_ndcg_`` (m,), ``weights_`` (m,) the Phi used for unseen queries,
+    Fitted attributes: ``score_form_`` (the form used), ``scaler_`` (FeatureScaler),
+    ``metric_bank_`` (MetricBank: metrics, anchors), ``anchor_ndcg_`` (m,), ``weights_`` (m,) the Phi used for unseen queries,
     ``query_weights_`` ((n_train_queries, m) in "mean" mode, else None), ``warp_collapsed_``
     (WARP zeroed every weight and uniform weights were used instead, with a warning), ``n_iter_``,
     ``n_features_in_``.
     """
 
-    #: ``ltr-bench tune`` search space (ltr_bench.tuning.parse_spec)
+    #: ``ltr-bench tune`` search space (ltr_bench.tuning.parse_spec). Values are sampled
+    #: independently, so no "mean" weight_strategy: listnet + mean is rejected (a wasted
+    #: trial), and mean trailed global on OHSUMED validation (#lgmml-unseen-queries).
+    #: reg_scale stays "relative": this reg_lambda range is a fraction of the pair scatter;
+    #: a useful absolute lambda depends on the scaling (tiny l2-scaled pair differences).
     SEARCH_SPACE = {"score_form": {"choices": ["rising", "positive", "eq13"]},
-                    "weight_strategy": {"choices": ["global", "mean", "uniform"]},
+                    "weight_strategy": {"choices": ["global", "uniform"]},
+                    "weight_method": {"choices": ["warp", "listnet"]},
                     "scaling": {"choices": ["l2", "zscore"]},
                     "n_metrics": {"low": 10, "high": 100, "log": True},
-                    "step_size": {"low": 0.005, "high": 0.5, "log": True}}
+                    "step_size": {"low": 0.005, "high": 0.5, "log": True},
+                    "reg_lambda": {"low": 0.01, "high": 10.0, "log": True}}
 
     def __init__(self, n_metrics=50, n_iter=None, step_size=0.05, margin=0.01,
                  initial_weight=1.0, t=0.5, reg_lambda=0.1, reg_scale="relative",
@@ -157,7 +169,7 @@ class LGMMLRanker(BaseRanker):
                  scaling="l2", queries_per_metric=1, max_positives=5, max_negatives=5,
                  highly_relevant="upper_half", negatives="zero", max_rank=None, anchor_k=10,
                  dtype="float32", memory_mb=1024, query_dim=None, random_state=None,
-                 n_threads=None):
+                 n_threads=None, n_jobs=1):
         self.n_metrics = n_metrics
         self.n_iter = n_iter
         self.step_size = step_size
@@ -184,10 +196,11 @@ class LGMMLRanker(BaseRanker):
         self.query_dim = query_dim
         self.random_state = random_state
         self.n_threads = n_threads
+        self.n_jobs = n_jobs
 
     def ranker_tags(self) -> RankerTags:
         return RankerTags(requires_qid_at_predict=False, uses_eval_set=False,
-                          deterministic=True, thread_param="n_threads",
+                          deterministic=True, thread_param="n_jobs",
                           seed_param="random_state", query_dim_param="query_dim")
 
     # ------------------------------------------------------------------ validation
@@ -248,6 +261,7 @@ class LGMMLRanker(BaseRanker):
         integer("memory_mb", 1)
         integer("query_dim", 1, none_ok=True)
         integer("n_threads", 1, none_ok=True)
+        resolve_n_jobs(self.n_jobs)  # ValueError naming n_jobs
         rs = self.random_state
         if rs is not None and (isinstance(rs, bool) or not isinstance(rs, numbers.Integral)
                                or rs < 0):
@@ -291,6 +305,7 @@ class LGMMLRanker(BaseRanker):
                 reg_lambda=float(self.reg_lambda), t=float(self.t), distance=self.distance,
                 anchor_k=self.anchor_k, reg_scale=self.reg_scale,
                 progress=lambda d, tot: report_progress(d, total, "local metrics"),
+                n_jobs=self.n_jobs,
             )
             score_form = self.score_form
             if score_form == "auto":
