@@ -107,14 +107,8 @@ def main() -> None:
 @click.option("--config", default=None, type=click.Path(dir_okay=False),
               help="A TOML benchmark plan (rankers, parameters, datasets, folds, seed); "
                    "command-line options override it.")
-@click.option("--workers", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Run cells in parallel on a local Dask cluster of N worker processes, each "
-                   "running one cell at a time with --threads threads. Records are identical "
-                   "to an in-process run.")
-@click.option("--scheduler", default=None, metavar="ADDRESS", envvar="DASK_SCHEDULER_ADDRESS",
-              help="Run cells on the running Dask cluster at ADDRESS (e.g. tcp://host:8786; "
-                   "default $DASK_SCHEDULER_ADDRESS). Workers read the data home, which must "
-                   "be on a filesystem they share.")
+@options.workers("cells")
+@options.scheduler("the data home")
 @click.option("--score-repeats", type=click.IntRange(min=1), default=5, show_default=True,
               help="Timed predict calls (after one warm-up) for score_us_per_doc.")
 @click.pass_context
@@ -133,9 +127,7 @@ def run_cmd(ctx: click.Context, tracking_uri, no_mlflow, results_dir, output, fo
     def on_term(signum, frame):  # SIGTERM (kill, a scheduler) stops like Ctrl-C
         raise KeyboardInterrupt
 
-    if workers is not None and (ctx.get_parameter_source("scheduler")
-                                == click.core.ParameterSource.ENVIRONMENT):
-        scheduler = None  # --workers typed now wins over $DASK_SCHEDULER_ADDRESS
+    workers, scheduler = options.executor_choice(ctx, workers, scheduler)
     previous_term = signal.signal(signal.SIGTERM, on_term)
     try:
         _run(ctx, tracking_uri=tracking_uri, no_mlflow=no_mlflow, results_dir=results_dir,

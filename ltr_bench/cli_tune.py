@@ -23,19 +23,6 @@ from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 
 CONTEXT = options.CONTEXT
 
-# the same options, names, environment variable and meaning as `ltr-bench run`'s (cli.py)
-workers_option = click.option(
-    "--workers", type=click.IntRange(min=1), default=None, metavar="N",
-    help="Tune cells in parallel on a local Dask cluster of N worker processes, one tuned "
-         "cell (its whole study, then the final fit) at a time each, with --threads "
-         "threads. Results are identical to an in-process run.")
-scheduler_option = click.option(
-    "--scheduler", default=None, metavar="ADDRESS", envvar="DASK_SCHEDULER_ADDRESS",
-    help="Tune cells on the running Dask cluster at ADDRESS (e.g. tcp://host:8786; default "
-         "$DASK_SCHEDULER_ADDRESS). Workers read the data home and write the Optuna "
-         "storage: both must be on a filesystem they share (or use an RDB --optuna-storage).")
-
-
 def _err(message: str) -> None:
     click.echo(message, err=True)
 
@@ -79,8 +66,8 @@ def _err(message: str) -> None:
 @click.option("--force", is_flag=True,
               help="Redo the final fit and test evaluation of finished tuned cells (the "
                    "studies are kept; delete the Optuna database to re-tune).")
-@workers_option
-@scheduler_option
+@options.workers("tuned cells (one whole study, then the final fit, per task)")
+@options.scheduler("the data home and the Optuna storage (or use an RDB --optuna-storage)")
 @click.option("--score-repeats", type=click.IntRange(min=1), default=5, show_default=True)
 @click.pass_context
 def tune_command(ctx, rankers, datasets, trials, timeout, objective, folds, data_dir,
@@ -113,9 +100,7 @@ def tune_command(ctx, rankers, datasets, trials, timeout, objective, folds, data
     except ValueError as exc:
         raise PlanError(f"--objective: {exc}") from None
     budget = Budget(trials, timeout)
-    if workers is not None and (ctx.get_parameter_source("scheduler")
-                                == click.core.ParameterSource.ENVIRONMENT):
-        scheduler = None  # --workers typed now wins over $DASK_SCHEDULER_ADDRESS, as in run
+    workers, scheduler = options.executor_choice(ctx, workers, scheduler)
     plan = build_plan(CommandLine(config=config, rankers=rankers, datasets=datasets,
                                   folds=folds, params=params, dataset_options=dataset_options,
                                   seed=seed, seeds=seeds, threads=threads, metrics=metrics,
