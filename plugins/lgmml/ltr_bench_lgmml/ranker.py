@@ -136,6 +136,8 @@ from .warp import train_warp
 __all__ = ["LGMMLRanker"]
 
 _CHUNK_BYTES = 64 << 20  # working set of one scoring chunk: large enough for BLAS-3 speed
+#: documents (whole queries) the score-structure diagnostics look at (see _diagnostics)
+_STRUCTURE_DOCS = 20_000
 
 
 class LGMMLRanker(BaseRanker):
@@ -380,25 +382,32 @@ class LGMMLRanker(BaseRanker):
     # ------------------------------------------------------------------ diagnostics
     def _diagnostics(self, eval_set, X_train, train_bounds) -> dict:
         """Score-structure and validation diagnostics (see :meth:`fitted_info`). Uses no
-        random numbers, so the fitted model is the same with or without ``eval_set``."""
+        random numbers, so the fitted model is the same with or without ``eval_set``.
+
+        Memory stays bounded at any size: the validation scores (learned and uniform
+        weights) are computed chunk by chunk like :meth:`predict`; the score-structure
+        shares need every term h_r of a document, so they use the first queries of the
+        validation split (or of the training split without one) up to about
+        :data:`_STRUCTURE_DOCS` documents (n x m x 8 bytes for the whole MSLR-WEB30K
+        validation split with m = 500 would be 3 GB per copy)."""
         from ltr_bench.metrics import evaluate
 
         out: dict = {}
         if eval_set is not None:
             Xv, yv, qv = check_ranking_input(*eval_set, n_features=self.n_features_in_)
             qb = query_boundaries(qv)
-        else:  # score structure only, on the first training queries (about 20k documents)
-            last = int(np.searchsorted(train_bounds, 20_000, side="right"))
-            qb = train_bounds[:max(last, 2)]
-            Xv, yv, qv = X_train[:qb[-1]], None, None
-        H = self.decision_features(Xv)
+        else:
+            Xv, yv, qv, qb = X_train, None, None, train_bounds
+        last = int(np.searchsorted(qb, _STRUCTURE_DOCS, side="right"))
+        qs = qb[:max(last, 2)]
+        H = self.decision_features(Xv[:qs[-1]])
         w = self.metric_bank_.sign * self.weights_
         f = H @ w
         contrib = H * w[None, :]
-        seg = np.repeat(np.arange(qb.size - 1), np.diff(qb))
-        fc = f - (np.add.reduceat(f, qb[:-1]) / np.diff(qb))[seg]
-        cc = contrib - (np.add.reduceat(contrib, qb[:-1], axis=0)
-                        / np.diff(qb)[:, None])[seg]
+        seg = np.repeat(np.arange(qs.size - 1), np.diff(qs))
+        fc = f - (np.add.reduceat(f, qs[:-1]) / np.diff(qs))[seg]
+        cc = contrib - (np.add.reduceat(contrib, qs[:-1], axis=0)
+                        / np.diff(qs)[:, None])[seg]
         # Share of the within-query score variance one local metric explains (R^2 of f on
         # Phi_r h_r alone), the largest over r, and of the 5 largest-variance terms jointly.
         ff = float(fc @ fc)
@@ -412,20 +421,30 @@ class LGMMLRanker(BaseRanker):
             coef, *_ = np.linalg.lstsq(cc[:, top], fc, rcond=None)
             resid = fc - cc[:, top] @ coef
             out["top5_anchor_r2"] = float(1.0 - (resid @ resid) / ff)
+        del H, contrib, cc
         if yv is None:
             return out
+        n, chunks = self._feature_chunks(Xv)
+        f = np.empty(n)
+        f_uniform = np.empty(n)
+        uniform = self.metric_bank_.sign * np.ones_like(w)
+        for rows, h in chunks:
+            f[rows] = h @ w
+            f_uniform[rows] = h @ uniform
         Xvq, Xvd = split_query_document(Xv, self.query_dim)
-        Xs = self.scaler_.transform(Xvd)
-        if Xvq is not None:  # query-by-example: Euclidean distance to the row's query
-            Xs -= self.scaler_.transform(Xvq)
-        norm2 = np.einsum("ij,ij->i", Xs, Xs)
+        norm2 = np.empty(n)
+        step = self._chunk_rows(self.metric_bank_)
+        for a in range(0, n, step):
+            Xs = self.scaler_.transform(Xvd[a:a + step])
+            if Xvq is not None:  # query-by-example: Euclidean distance to the row's query
+                Xs -= self.scaler_.transform(Xvq[a:a + step])
+            norm2[a:a + step] = np.einsum("ij,ij->i", Xs, Xs)
 
         def ndcg(scores):
             return float(evaluate(yv, scores, qv, ("ndcg@10",), empty_query=0.0)["ndcg@10"])
 
         out["vali_ndcg10"] = ndcg(f)
-        out["vali_ndcg10_uniform_weights"] = ndcg(H @ (self.metric_bank_.sign
-                                                       * np.ones_like(w)))
+        out["vali_ndcg10_uniform_weights"] = ndcg(f_uniform)
         out["vali_gain_learned_over_uniform"] = out["vali_ndcg10"] - out[
             "vali_ndcg10_uniform_weights"]
         out["vali_ndcg10_ref_norm_far_first"] = ndcg(norm2)
@@ -446,8 +465,8 @@ class LGMMLRanker(BaseRanker):
           ``n_nonzero_weights``, ``warp_collapsed``;
         - ``top_anchor_r2`` / ``top5_anchor_r2``: share of the within-query score variance
           explained by the single best local-metric term ``Phi_r h_r`` (R^2) / by the 5
-          largest-variance terms jointly; on the validation split when ``fit`` had
-          ``eval_set``, else on the first ~20k training documents;
+          largest-variance terms jointly; on the first queries (~20k documents) of the
+          validation split when ``fit`` had ``eval_set``, else of the training split;
         - with ``eval_set`` only (validation split, never test): ``vali_ndcg10`` (NDCG@10,
           queries without a relevant document count 0), ``vali_ndcg10_uniform_weights``
           (same metrics and anchors, Phi = 1), ``vali_gain_learned_over_uniform``, the
