@@ -133,7 +133,8 @@ def _tune(plan, *, budget, objective, tracking_uri, no_mlflow, results_dir, optu
     from .executors import InProcessExecutor
     from .report_format import summary_table
     from .results import ResultStore
-    from .tuning import TuneJob, resolve_space, tuned_cell
+    from .search_space import resolve_space
+    from .tuning import TuneJob, tuned_cell
 
     console = Console()
     console.status("checking rankers and data ...", force=True)

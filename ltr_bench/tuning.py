@@ -5,7 +5,8 @@ Protocol, per (ranker configuration, dataset, fold, seed) -- "per fold":
 1. **Search space.** The ranker declares one (:func:`search_space_of`: a ``SEARCH_SPACE``
    class attribute, or a ``search_space()`` classmethod returning the same dict); a plan may
    override or extend it per ranker (``[tuning.LABEL]`` tables, :func:`resolve_space`).
-   Parameters the user fixed with ``--param`` / the plan are not searched.
+   Parameters the user fixed with ``--param`` / the plan are not searched. These live in
+   :mod:`ltr_bench.search_space` and are re-exported here.
 2. **Tuning data.** With a validation split: trials fit on the training split (validation
    split as ``eval_set``, e.g. for early stopping, as in the final fit) and are scored on the
    validation split. Without one: the training queries are split once,
@@ -13,8 +14,10 @@ Protocol, per (ranker configuration, dataset, fold, seed) -- "per fold":
    ``sklearn.model_selection.GroupShuffleSplit(test_size=0.2, random_state=seed)``;
    trials fit on the other 80 % (held-out part as ``eval_set``) and are scored on the
    held-out part (:func:`tuning_split`). The test split is not read by anything here.
-3. **Search.** Optuna's TPE sampler seeded with the run's seed maximises the objective
-   (``ndcg@10`` by default, empty queries = 1) on the tuning data. Every ranker gets the same
+3. **Search.** Optuna's TPE sampler maximises the objective (``ndcg@10`` by default, empty
+   queries = 1) on the tuning data. Each trial is suggested by a fresh ``TPESampler`` seeded
+   from (run seed, number of finished trials in the study) (:func:`trial_sampler`), so a
+   trial's parameters depend only on the seed and the study's history. Every ranker gets the same
    :class:`Budget`: a number of finished trials and/or a wall-time limit in seconds.
    Finished trials are COMPLETE, PRUNED or FAIL ones (a failing configuration uses budget);
    the wall-time limit counts the durations of finished trials, so it survives resumption.
@@ -34,7 +37,10 @@ Resume: the studies live in an Optuna storage (default: the journal file
 tuned cell key (ranker, fixed parameters, search space, budget, objective, dataset, fold,
 seed). Re-running the same command loads the study, keeps its finished trials, discards trials
 left RUNNING by an interruption and runs only the rest of the budget. A finished tuned cell is
-skipped like any other result. One process per study at a time.
+skipped like any other result. One process per study at a time. A resume does not change the
+numbers: the trial an interruption cut short is not counted, so it is redone with the seed
+and history it had, and every later trial follows as in an uninterrupted run (same
+parameters, same values; docs/decisions.md, ``run-tuning-resume``).
 
 Unit of work: :func:`tune_cell` (study, final fit, test evaluation -> :class:`TunedCell`) is
 what ``ltr-bench tune`` runs in process (one loaded fold shared by a fold's rankers) and on
@@ -50,15 +56,13 @@ attributes; ``benchmarks/bench_tuning.py`` compares them with the trials' wall t
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import contextvars
 import dataclasses
 import hashlib
-import math
 import time
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -66,8 +70,12 @@ import numpy as np
 from .cells import Cell, build_ranker
 from .errors import UsageError
 from .folds import Split
-from .plan import PlanError, canonical_json
+from .plan import canonical_json
 from .results import jsonable
+# SearchSpaceError, resolve_space, search_space_of and parse_spec are also re-exported
+# (__all__): tests, plugins and older docs import them from ltr_bench.tuning
+from .search_space import (SearchSpaceError, parse_spec, resolve_space, search_space_of,
+                           suggest)
 from .timing import thread_limit
 
 __all__ = [
@@ -83,6 +91,7 @@ __all__ = [
     "report_intermediate",
     "resolve_space",
     "search_space_of",
+    "trial_sampler",
     "tune",
     "tune_cell",
     "tuned_cell",
@@ -91,128 +100,14 @@ __all__ = [
 
 #: share of training queries held out for tuning when a dataset has no validation split
 HOLDOUT_FRACTION = 0.2
-SPACE_ATTR = "SEARCH_SPACE"
 #: only every REPORT_EVERY-th intermediate value reaches the study: each report is a write
 #: to the Optuna storage, and pruning decisions need no finer resolution
 REPORT_EVERY = 10
-SPEC_KEYS = ("low", "high", "log", "step", "choices")
-
-
-class SearchSpaceError(PlanError):
-    """A search space (declared or given in a plan) is unusable; names the place (exit 2)."""
 
 
 class TuningCancelled(Exception):
     """``tune``'s ``should_stop()`` said so (the Dask task was cancelled): the study stops
     before its next trial. Not a failure of the cell: nobody waits for its result."""
-
-
-# ------------------------------------------------------------------------ search spaces
-
-
-def parse_spec(name: str, spec: Any, *, where: str):
-    """One parameter's search range -> an Optuna distribution.
-
-    ``spec`` forms (TOML inline tables in a plan, dicts in a ranker's ``SEARCH_SPACE``):
-
-    * ``{low = 7, high = 255}`` -- integers in [low, high] (both ints), optional
-      ``log = true`` (log-uniform) or ``step = k``;
-    * ``{low = 0.01, high = 0.3, log = true}`` -- reals (either bound a float);
-    * ``{choices = ["l2", "zscore"]}`` or a plain list ``["l2", "zscore"]`` -- categorical
-      (values: str, int, float, bool or none).
-
-    Raises :class:`SearchSpaceError` naming ``where`` and the parameter.
-    """
-    import optuna.distributions as od
-
-    here = f"{where}.{name}"
-    if isinstance(spec, list):
-        spec = {"choices": spec}
-    if not isinstance(spec, Mapping):
-        raise SearchSpaceError(f"{here}: expected a range like {{low = 7, high = 255}} or "
-                               f"{{choices = [...]}}, got {spec!r}")
-    unknown = [k for k in spec if k not in SPEC_KEYS]
-    if unknown:
-        raise SearchSpaceError(f"{here}: unknown key {unknown[0]!r}; keys: "
-                               f"{', '.join(SPEC_KEYS)}")
-    if "choices" in spec:
-        if set(spec) != {"choices"}:
-            raise SearchSpaceError(f"{here}: choices cannot be combined with low/high/log/step")
-        choices = spec["choices"]
-        if (not isinstance(choices, (list, tuple)) or not choices or not all(
-                c is None or isinstance(c, (str, int, float, bool)) for c in choices)):
-            raise SearchSpaceError(f"{here}: choices must be a non-empty list of numbers, "
-                                   f"strings, booleans or none, got {choices!r}")
-        if len({canonical_json(c) for c in choices}) != len(choices):
-            raise SearchSpaceError(f"{here}: a choice is listed twice: {list(choices)!r}")
-        return od.CategoricalDistribution(list(choices))
-    if "low" not in spec or "high" not in spec:
-        raise SearchSpaceError(f"{here}: give low and high (or choices)")
-    low, high, log, step = spec["low"], spec["high"], spec.get("log", False), spec.get("step")
-    for key, v in (("low", low), ("high", high)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise SearchSpaceError(f"{here}: {key} must be a finite number, got {v!r}")
-    if not isinstance(log, bool):
-        raise SearchSpaceError(f"{here}: log must be true or false, got {log!r}")
-    if low > high:
-        raise SearchSpaceError(f"{here}: low ({low}) is above high ({high})")
-    if log and low <= 0:
-        raise SearchSpaceError(f"{here}: a log range needs low > 0, got {low}")
-    if step is not None and (isinstance(step, bool) or not isinstance(step, (int, float))
-                             or step <= 0):
-        raise SearchSpaceError(f"{here}: step must be a positive number, got {step!r}")
-    if log and step is not None:
-        raise SearchSpaceError(f"{here}: give log or step, not both")
-    if isinstance(low, int) and isinstance(high, int):
-        if step is not None and not isinstance(step, int):
-            raise SearchSpaceError(f"{here}: an integer range needs an integer step")
-        return od.IntDistribution(low, high, log=log, step=step or 1)
-    return od.FloatDistribution(float(low), float(high), log=log, step=step)
-
-
-def search_space_of(ranker) -> dict[str, Any]:
-    """The search space a ranker (class or instance) declares: ``search_space()`` if it has
-    such a callable, else the ``SEARCH_SPACE`` attribute, else ``{}``; a dict
-    ``{parameter: spec}`` in the forms :func:`parse_spec` reads."""
-    fn = getattr(ranker, "search_space", None)
-    space = fn() if callable(fn) else getattr(ranker, SPACE_ATTR, None)
-    if space is None:
-        return {}
-    if not isinstance(space, Mapping):
-        name = getattr(ranker, "__name__", type(ranker).__name__)
-        raise SearchSpaceError(f"{name}.{SPACE_ATTR} must be a dict {{parameter: spec}}, "
-                               f"got {type(space).__name__}")
-    return dict(space)
-
-
-def resolve_space(label: str, ranker, *, override: Mapping[str, Any] | None = None,
-                  fixed: Mapping[str, Any] = (), where: str = "tuning") -> dict[str, Any]:
-    """``{parameter: spec}`` to search for one ranker configuration: its declared space,
-    updated by ``override`` (a plan's ``[tuning.LABEL]`` table; a spec ``false`` removes a
-    parameter), minus the parameters the user ``fixed``. Every spec is checked
-    (:func:`parse_spec`) and every name must be a parameter of ``ranker``
-    (``get_params()``). Raises :class:`SearchSpaceError`."""
-    space = search_space_of(ranker)
-    params = set(ranker.get_params(deep=False))
-    for name, spec in (override or {}).items():
-        if spec is False:
-            space.pop(name, None)
-        else:
-            space[name] = spec
-    for name in space:
-        if name not in params:
-            src = f"{where}.{label}" if name in (override or {}) else \
-                f"{type(ranker).__name__}.{SPACE_ATTR}"
-            raise SearchSpaceError(f"{src}: {name!r} is not a parameter of {label}; "
-                                   f"parameters: {', '.join(sorted(params))}")
-    out = {k: v for k, v in space.items() if k not in set(fixed)}
-    for name, spec in out.items():
-        parse_spec(name, spec, where=f"{where}.{label}")
-    if not out:
-        raise SearchSpaceError(f"{where}.{label}: nothing to tune: the ranker declares no "
-                               f"search space (or every parameter in it is fixed); give one "
-                               f"in a plan as [tuning.{label}]")
-    return out
 
 
 # ------------------------------------------------------------------------------- budget
@@ -351,7 +246,8 @@ class TuningResult:
     def summary(self, budget: Budget, objective: str) -> dict[str, Any]:
         """JSON-able, stored as ``record.config["tuning"]``."""
         return {"budget": dataclasses.asdict(budget), "objective": objective,
-                "objective_data": self.split, "sampler": "TPE", "study": self.study_name,
+                "objective_data": self.split, "sampler": "TPE, seeded per trial",
+                "study": self.study_name,
                 "best_params": jsonable(self.best_params), "best_value": self.best_value,
                 "best_trial": self.best_trial, "trials_finished": self.n_finished,
                 "trials_complete": self.n_complete, "trials_pruned": self.n_pruned,
@@ -383,16 +279,6 @@ def _discard_stale(study) -> None:
             pass
 
 
-def _suggest(trial, name: str, dist):
-    import optuna.distributions as od
-
-    if isinstance(dist, od.CategoricalDistribution):
-        return trial.suggest_categorical(name, dist.choices)
-    if isinstance(dist, od.IntDistribution):
-        return trial.suggest_int(name, dist.low, dist.high, step=dist.step, log=dist.log)
-    return trial.suggest_float(name, dist.low, dist.high, step=dist.step, log=dist.log)
-
-
 def open_storage(spec: str):
     """An Optuna storage from a URL or file name. A path ending in ``.journal`` (the default
     of ``ltr-bench tune``) is Optuna's append-only journal file: each write is one appended
@@ -408,6 +294,26 @@ def open_storage(spec: str):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         return JournalStorage(JournalFileBackend(str(path)))
     return spec
+
+
+def trial_sampler(seed: int, n_finished: int):
+    """The sampler that suggests a study's next trial: ``TPESampler(seed=s)`` with
+    ``s = numpy.random.SeedSequence([seed, n_finished]).generate_state(1)[0]`` (a uint32).
+
+    ``n_finished`` is the number of trials that used budget (COMPLETE, PRUNED or FAIL, not
+    ones an interruption cut short), not Optuna's trial number: a trial redone after an
+    interruption is asked with the same ``n_finished`` as in an uninterrupted run, so it
+    gets the same seed. A fresh sampler per trial is what makes a resume reproducible: a
+    ``TPESampler``'s only state between trials is its random streams (its own and its
+    start-up ``RandomSampler``'s, both seeded here) and a search-space cache it rebuilds from
+    the study; the rest (the Parzen estimators, the start-up count, the constant liar) is
+    recomputed from the study's trials at every ask, and FAIL trials (hence interrupted
+    ones) are not among the trials it models.
+    """
+    import optuna
+
+    derived = int(np.random.SeedSequence([int(seed), int(n_finished)]).generate_state(1)[0])
+    return optuna.samplers.TPESampler(seed=derived)
 
 
 def tune(tcell: Cell, fold, *, space: Mapping[str, Any], budget: Budget,
@@ -436,12 +342,12 @@ def tune(tcell: Cell, fold, *, space: Mapping[str, Any], budget: Budget,
     study = optuna.create_study(
         study_name=name, storage=open_storage(storage) if isinstance(storage, str) else storage,
         direction="maximize", load_if_exists=True,
-        sampler=optuna.samplers.TPESampler(seed=tcell.seed),
+        sampler=trial_sampler(tcell.seed, 0),  # replaced before every ask, see below
         pruner=optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=10))
     _discard_stale(study)
 
     def run_trial(trial) -> float:
-        params = {n: _suggest(trial, n, d) for n, d in dists.items()}
+        params = {n: suggest(trial, n, d) for n, d in dists.items()}
         ranker = build_ranker(tcell.ranker, {**tcell.user_params, **params}, seed=tcell.seed,
                               threads=tcell.threads, query_dim=fold.query_dim)
         token = _TRIAL.set(trial)
@@ -483,7 +389,10 @@ def tune(tcell: Cell, fold, *, space: Mapping[str, Any], budget: Budget,
         if should_stop is not None and should_stop():
             raise TuningCancelled(f"{name}: stopped after {done} finished trial(s)")
         # ask / tell rather than study.optimize: no per-call set-up, and the budget check
-        # above counts every finished trial, including those of earlier sessions
+        # above counts every finished trial, including those of earlier sessions. A new
+        # sampler per trial, seeded from (seed, trials done): the suggestion depends on the
+        # seed and the study's history only, never on how many sessions came before
+        study.sampler = trial_sampler(tcell.seed, done)
         trial = study.ask()
         t0 = time.perf_counter()
         try:

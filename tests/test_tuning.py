@@ -17,9 +17,8 @@ from ltr_bench.harness import _load_fold
 from ltr_bench.plan import DatasetChoice, Plan, PlanError, RankerChoice, plan_from_dict
 from ltr_bench.plan_options import CommandLine, build_plan
 from ltr_bench.ranker import BaseRanker, check_ranking_input
-from ltr_bench.registry import make_ranker
-from ltr_bench.tuning import (Budget, SearchSpaceError, parse_spec, report_intermediate,
-                              resolve_space, tune, tuned_cell, tuning_split)
+from ltr_bench.search_space import resolve_space
+from ltr_bench.tuning import Budget, report_intermediate, tune, tuned_cell, tuning_split
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -173,6 +172,38 @@ def test_an_interrupted_study_resumes_without_redoing_finished_trials(tmp_path):
     assert len(CALLS) == n and again.best_params == result.best_params
 
 
+def _trials_by_number(storage, name):
+    return [(t.params, t.value, t.state.name) for t in _counted(storage, name)]
+
+
+@pytest.mark.parametrize("n_trials, interrupt_at", [
+    (6, 4),    # redone trial in TPE's random start-up phase (10 trials)
+    (13, 12),  # redone trial in the model-based phase
+])
+def test_a_resumed_study_suggests_and_scores_exactly_what_an_uninterrupted_one_does(
+        tmp_path, n_trials, interrupt_at):
+    cell, fold = _cell()
+    space = resolve_space("r", RecordingRanker())
+    budget = Budget(n_trials=n_trials)
+    tcell = tuned_cell(cell, space=space, budget=budget, objective="ndcg@10")
+    straight = f"sqlite:///{tmp_path / 'straight.db'}"
+    result = tune(tcell, fold, space=space, budget=budget, storage=straight)
+    CALLS.clear()
+
+    resumed = f"sqlite:///{tmp_path / 'resumed.db'}"
+    INTERRUPT_AT.append(interrupt_at)  # Ctrl-C inside this trial's fit
+    with pytest.raises(KeyboardInterrupt):
+        tune(tcell, fold, space=space, budget=budget, storage=resumed)
+    INTERRUPT_AT.clear()
+    # a fresh process: nothing of the first session's sampler survives but the storage
+    again = tune(tcell, fold, space=space, budget=budget, storage=resumed)
+
+    expected = _trials_by_number(straight, result.study_name)
+    assert len(expected) == n_trials and len({str(p) for p, _, _ in expected}) == n_trials
+    assert _trials_by_number(resumed, again.study_name) == expected
+    assert (again.best_params, again.best_value) == (result.best_params, result.best_value)
+
+
 def test_the_final_result_of_a_finished_tuned_cell_is_not_recomputed(tmp_path):
     args = ["--ranker", RECORDING, "--dataset", "synthetic",
             *[f"--dataset-option={k}={v}" for k, v in SYNTH.items()], "--trials", "2"]
@@ -212,51 +243,8 @@ def test_report_intermediate_does_nothing_outside_a_trial_and_prunes_inside():
         tuning._TRIAL.reset(token)
 
 
-# ------------------------------------------------------------------- search-space checks
-
-
-@pytest.mark.parametrize("spec, message", [
-    ({"low": 10, "high": 1}, "above high"),
-    ({"low": 0, "high": 1, "log": True}, "needs low > 0"),
-    ({"low": 1}, "give low and high"),
-    ({"lo": 1, "high": 2}, "unknown key 'lo'"),
-    ({"choices": []}, "non-empty list"),
-    ({"choices": [1, 1]}, "listed twice"),
-    ({"low": "a", "high": 2}, "finite number"),
-    ("7..255", "expected a range"),
-])
-def test_bad_search_space_specs_name_the_parameter_and_the_problem(spec, message):
-    with pytest.raises(SearchSpaceError, match=message) as err:
-        parse_spec("num_leaves", spec, where="plan.toml: tuning.lightgbm")
-    assert "plan.toml: tuning.lightgbm.num_leaves" in str(err.value)
-
-
-def test_spec_forms_map_to_optuna_distributions():
-    import optuna.distributions as od
-
-    assert parse_spec("a", {"low": 7, "high": 255, "log": True}, where="w") == \
-        od.IntDistribution(7, 255, log=True)
-    assert parse_spec("a", {"low": 0.01, "high": 1}, where="w") == od.FloatDistribution(0.01, 1)
-    assert parse_spec("a", ["l2", "zscore"], where="w") == \
-        od.CategoricalDistribution(["l2", "zscore"])
-
-
-def test_a_plan_override_replaces_removes_and_checks_parameters():
-    lgbm = make_ranker("lightgbm", {})
-    space = resolve_space("lightgbm", lgbm, override={"num_leaves": {"low": 7, "high": 15},
-                                                      "n_estimators": False},
-                          fixed={"learning_rate": 0.1})
-    assert space["num_leaves"] == {"low": 7, "high": 15}
-    assert "n_estimators" not in space and "learning_rate" not in space
-    with pytest.raises(SearchSpaceError, match="'num_leafs' is not a parameter of lightgbm"):
-        resolve_space("lightgbm", lgbm, override={"num_leafs": {"low": 7, "high": 15}},
-                      where="plan.toml: tuning")
-
-
-def test_every_builtin_ranker_declares_a_valid_search_space():
-    for name in ("lightgbm", "xgboost-gbrt", "xgboost-lambdamart", "mlr", "rmlr", "ridge",
-                 "listnet", "lgmml"):
-        assert resolve_space(name, make_ranker(name, {})), name
+# ------------------------------------------ search spaces in the command (the specs
+# themselves: test_search_space_specs.py)
 
 
 def test_a_tuning_table_for_a_ranker_not_in_the_run_is_a_usage_error(tmp_path):
