@@ -122,22 +122,16 @@ def run_cmd(ctx: click.Context, tracking_uri, no_mlflow, results_dir, output, fo
 
     Exit codes: 0 ok, 1 a run failed, 2 bad invocation, 130 interrupted.
     """
-    import signal
-
-    def on_term(signum, frame):  # SIGTERM (kill, a scheduler) stops like Ctrl-C
-        raise KeyboardInterrupt
-
     workers, scheduler = options.executor_choice(ctx, workers, scheduler)
-    previous_term = signal.signal(signal.SIGTERM, on_term)
     try:
-        _run(ctx, tracking_uri=tracking_uri, no_mlflow=no_mlflow, results_dir=results_dir,
-             output=output, force=force, score_repeats=score_repeats,
-             save_scores=save_scores, workers=workers, scheduler=scheduler, **plan_options)
+        with options.sigterm_as_interrupt():
+            _run(ctx, tracking_uri=tracking_uri, no_mlflow=no_mlflow, results_dir=results_dir,
+                 output=output, force=force, score_repeats=score_repeats,
+                 save_scores=save_scores, workers=workers, scheduler=scheduler,
+                 **plan_options)
     except KeyboardInterrupt:  # outside a cell (checking, logging): nothing is lost
         _err("\ninterrupted; every finished cell is saved; re-run the same command to resume")
         ctx.exit(EXIT_INTERRUPTED)
-    finally:
-        signal.signal(signal.SIGTERM, previous_term)
 
 
 def _run(ctx, *, tracking_uri, no_mlflow, results_dir, output, force, score_repeats,

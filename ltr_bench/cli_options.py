@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import click
 
 from .errors import LtrBenchError
@@ -32,6 +34,23 @@ results_dir = click.option(
 data_dir = click.option(
     "--data-dir", default=None, type=click.Path(file_okay=False),
     help="Data home (else $LTR_BENCH_DATA, else ~/ltr_bench_data).")
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """Inside the block SIGTERM (``kill``, a batch scheduler ending a job) raises
+    ``KeyboardInterrupt`` like Ctrl-C, so a command stops the same orderly way: finished
+    cells and trials kept, exit 130. The previous handler is restored afterwards."""
+    import signal
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
 
 def workers(what: str):
     """``--workers N``: a local Dask cluster of N worker processes (``run`` and ``tune``)."""

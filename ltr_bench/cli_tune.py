@@ -111,7 +111,7 @@ def tune_command(ctx, rankers, datasets, trials, timeout, objective, folds, data
 
     executor = make_executor(workers=workers, scheduler=scheduler, threads=plan.threads)
     try:
-        with executor:
+        with options.sigterm_as_interrupt(), executor:
             code = _tune(plan, budget=budget, objective=objective, tracking_uri=tracking_uri,
                          no_mlflow=no_mlflow, results_dir=results_dir,
                          optuna_storage=optuna_storage, force=force,

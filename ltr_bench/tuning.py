@@ -209,7 +209,7 @@ def tuned_cell(cell: Cell, *, space: Mapping[str, Any], budget: Budget,
              "objective": objective, "metrics": list(cell.metrics),
              "conventions": list(cell.conventions),
              "dataset": {k: v for k, v in cell.dataset_identity.items() if k != "seed"},
-             "tuning": "per-fold/v1"}
+             "tuning": "per-fold/v2"}
     config_key = _sha256(ident)
     plan_key = _sha256({**ident, "dataset": cell.dataset_identity, "seed": cell.seed})
     key = _sha256({**ident, "dataset": cell.dataset_identity, "seed": cell.seed,

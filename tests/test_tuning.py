@@ -4,7 +4,12 @@ search-space checks; sweeps (ltr_bench.plan)."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import sys
+import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -427,3 +432,55 @@ def test_tune_with_workers_runs_on_a_local_cluster_and_a_rerun_skips_without_one
     again = CliRunner().invoke(main, args, catch_exceptions=False)
     assert again.exit_code == 0 and again.output.count("skipped") == 2
     assert "Dask" not in again.output  # nothing left to tune: no cluster was started
+
+
+SIGTERM_SYNTH = {"n_queries": 30, "docs_per_query": 10, "n_features": 5, "n_informative": 3}
+
+
+def test_sigterm_stops_tune_with_exit_130_and_keeps_finished_cells(tmp_path):
+    (tmp_path / "slowmod.py").write_text(textwrap.dedent('''
+        import pathlib, time
+        import numpy as np
+        from ltr_bench.ranker import BaseRanker
+
+        class SlowRanker(BaseRanker):
+            """Announces its first fit in a file, then sleeps: SIGTERM lands mid-study."""
+            SEARCH_SPACE = {"alpha": {"low": 0.1, "high": 10.0}}
+
+            def __init__(self, alpha=1.0):
+                self.alpha = alpha
+
+            def fit(self, X, y, *, qid, eval_set=None):
+                pathlib.Path(__file__).with_name("fitting").touch()
+                time.sleep(60)
+                self.coef_ = np.zeros(X.shape[1])
+                return self
+
+            def predict(self, X, *, qid=None):
+                return np.asarray(X) @ self.coef_
+    '''))
+    results = tmp_path / "results"
+    cmd = [sys.executable, "-c", "from ltr_bench.cli import main; main()", "tune",
+           "--no-mlflow", "--results-dir", str(results), "--optuna-storage",
+           str(tmp_path / "o.journal"), "--folds", "1", "--ranker", "ridge,slowmod:SlowRanker",
+           "--dataset", "synthetic", *[f"--dataset-option={k}={v}" for k, v in SIGTERM_SYNTH.items()],
+           "--trials", "2"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "fitting").exists():  # ridge is done; SlowRanker is fitting
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "SlowRanker never started"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert "interrupted" in err
+    saved = [json.loads(p.read_text()) for p in results.glob("*.json")]
+    assert [r["label"] for r in saved] == ["ridge[tuned,trials=2]"]
