@@ -17,7 +17,8 @@ crashing.
 
 Parallelism (docs/decisions.md#lgmml-parallel-local-metrics): every random choice is drawn
 first, in the order of the original sequential loop, then the m metrics -- independent given
-their samples -- are fitted by a thread pool; the model is bit-identical for every ``n_jobs``.
+their samples -- are fitted by a pool of ``n_threads`` threads; the model is bit-identical
+for every ``n_threads``.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from .anchors import select_anchor
 from .gmml import LowRankQuadratic, gmml_lowrank
 
 __all__ = ["MetricDraw", "QuerySets", "draw_metric_samples", "fit_local_metrics",
-           "highly_relevant_threshold", "query_sets", "resolve_n_jobs"]
+           "highly_relevant_threshold", "query_sets", "resolve_n_threads"]
 
 
 def highly_relevant_threshold(labels: np.ndarray, rule) -> float:
@@ -91,18 +92,19 @@ def query_sets(y, bounds, highly_relevant, negatives) -> QuerySets:
     return QuerySets(y, bounds, highly_relevant, negatives)
 
 
-def resolve_n_jobs(n_jobs) -> int:
-    """Worker threads for ``n_jobs``: a positive int as is; None or -1 = every CPU this
-    process may run on (``os.sched_getaffinity``). Anything else raises ValueError."""
-    if n_jobs is None or (isinstance(n_jobs, numbers.Integral) and not isinstance(n_jobs, bool)
-                          and n_jobs == -1):
+def resolve_n_threads(n_threads) -> int:
+    """Worker threads for ``n_threads``: a positive int as is; None = every CPU this process
+    may run on (``os.sched_getaffinity``). Anything else raises ValueError naming
+    ``n_threads``."""
+    if n_threads is None:
         try:
             return max(1, len(os.sched_getaffinity(0)))
         except (AttributeError, OSError):  # not every OS has affinity masks
             return os.cpu_count() or 1
-    if isinstance(n_jobs, numbers.Integral) and not isinstance(n_jobs, bool) and n_jobs >= 1:
-        return int(n_jobs)
-    raise ValueError(f"n_jobs must be None, -1 or a positive integer, got {n_jobs!r}")
+    if (isinstance(n_threads, numbers.Integral) and not isinstance(n_threads, bool)
+            and n_threads >= 1):
+        return int(n_threads)
+    raise ValueError(f"n_threads must be an integer >= 1 or None, got {n_threads!r}")
 
 
 @dataclass(frozen=True)
@@ -150,7 +152,7 @@ def fit_local_metrics(
     query_points: Callable[[int], np.ndarray] | None,
     n_metrics: int, queries_per_metric: int, max_positives: int, max_negatives: int,
     reg_lambda: float, t: float, distance: str, anchor_k: int, reg_scale: str = "absolute",
-    progress: Callable[[int, int], None] | None = None, n_jobs: int | None = 1,
+    progress: Callable[[int, int], None] | None = None, n_threads: int | None = 1,
 ) -> tuple[list[LowRankQuadratic], np.ndarray | None, np.ndarray]:
     """Learn ``n_metrics`` local metrics; returns (metrics, anchors (m, d) or None, ndcgs (m,)).
 
@@ -159,16 +161,16 @@ def fit_local_metrics(
     must be safe to call from several threads at once (pure reads).
 
     All random choices are drawn first (:func:`draw_metric_samples`); the metrics are then
-    independent and are fitted by ``n_jobs`` threads (:func:`resolve_n_jobs`). BLAS is held
-    at one thread during the fits whatever ``n_jobs`` is: the workers are the parallelism
-    (numpy's BLAS/LAPACK calls release the GIL), ``n_jobs`` x BLAS threads would
-    oversubscribe the cores, and every metric is computed with the same kernels, so the
-    result is bit-identical for every ``n_jobs``. The limit is set once here, not per worker:
-    threadpoolctl limits are process-wide, and workers entering / leaving their own limits
-    would restore each other's values mid-fit. ``progress`` is called from this thread, in
-    metric order.
+    independent and are fitted by ``n_threads`` threads (:func:`resolve_n_threads`). BLAS is
+    held at one thread during the fits whatever ``n_threads`` is: the workers are the
+    parallelism (numpy's BLAS/LAPACK calls, sorts and larger element-wise operations release
+    the GIL), ``n_threads`` x BLAS threads would oversubscribe the cores, and every metric is
+    computed with the same kernels, so the result is bit-identical for every ``n_threads``.
+    The limit is set once here, not per worker: threadpoolctl limits are process-wide, and
+    workers entering / leaving their own limits would restore each other's values mid-fit.
+    ``progress`` is called from this thread, in metric order.
     """
-    workers = min(resolve_n_jobs(n_jobs), max(n_metrics, 1))
+    workers = min(resolve_n_threads(n_threads), max(n_metrics, 1))
     draws = draw_metric_samples(rng, sets, n_metrics=n_metrics,
                                 queries_per_metric=queries_per_metric,
                                 max_positives=max_positives, max_negatives=max_negatives)

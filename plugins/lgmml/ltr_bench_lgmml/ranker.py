@@ -105,14 +105,13 @@ query_dim : int or None, default None
     row's query point (Section 4.4).
 random_state : int or None
     seeds every random choice (query sampling, pair sampling, WARP).
-n_threads : int or None
-    BLAS threads (threadpoolctl) of scaling, WARP / ListNet and scoring; None leaves the
-    library default (under the harness: ``--threads``, which it sets for the whole fit).
-n_jobs : int or None, default 1
-    threads fitting the m local metrics (None or -1: every CPU of ``os.sched_getaffinity``),
-    each with single-threaded BLAS; the model is bit-identical for every value. The harness
-    sets it from ``--threads`` (it is ``RankerTags.thread_param``, see
-    docs/decisions.md#lgmml-parallel-local-metrics).
+n_threads : int >= 1 or None, default None
+    the threads of every stage: the pool fitting the m local metrics (each worker with
+    single-threaded BLAS) and the BLAS limit (threadpoolctl) of scaling, WARP / ListNet and
+    scoring. None: a pool of every CPU of ``os.sched_getaffinity`` and the BLAS library's
+    own default. ``RankerTags.thread_param``, so the harness sets it from ``--threads`` and
+    it is not part of a configuration's key. The model is bit-identical for every value
+    (docs/decisions.md#lgmml-parallel-local-metrics).
 """
 
 from __future__ import annotations
@@ -122,13 +121,14 @@ import numbers
 import warnings
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from ltr_bench.progress import report_progress
 from ltr_bench.ranker import (BaseRanker, RankerTags, check_ranking_input,
                               query_boundaries, split_query_document)
 
 from .listwise import train_listnet
-from .local_metrics import QuerySets, fit_local_metrics, resolve_n_jobs
+from .local_metrics import QuerySets, fit_local_metrics
 from .preprocessing import SCALINGS, FeatureScaler
 from .scoring import SCORE_FORMS, MetricBank
 from .warp import train_warp
@@ -171,7 +171,7 @@ class LGMMLRanker(BaseRanker):
                  scaling="l2", queries_per_metric=1, max_positives=5, max_negatives=5,
                  highly_relevant="upper_half", negatives="zero", max_rank=None, anchor_k=10,
                  dtype="float32", memory_mb=1024, query_dim=None, random_state=None,
-                 n_threads=None, n_jobs=1):
+                 n_threads=None):
         self.n_metrics = n_metrics
         self.n_iter = n_iter
         self.step_size = step_size
@@ -198,11 +198,10 @@ class LGMMLRanker(BaseRanker):
         self.query_dim = query_dim
         self.random_state = random_state
         self.n_threads = n_threads
-        self.n_jobs = n_jobs
 
     def ranker_tags(self) -> RankerTags:
         return RankerTags(requires_qid_at_predict=False, uses_eval_set=False,
-                          deterministic=True, thread_param="n_jobs",
+                          deterministic=True, thread_param="n_threads",
                           seed_param="random_state", query_dim_param="query_dim")
 
     # ------------------------------------------------------------------ validation
@@ -263,7 +262,6 @@ class LGMMLRanker(BaseRanker):
         integer("memory_mb", 1)
         integer("query_dim", 1, none_ok=True)
         integer("n_threads", 1, none_ok=True)
-        resolve_n_jobs(self.n_jobs)  # ValueError naming n_jobs
         rs = self.random_state
         if rs is not None and (isinstance(rs, bool) or not isinstance(rs, numbers.Integral)
                                or rs < 0):
@@ -272,7 +270,6 @@ class LGMMLRanker(BaseRanker):
     def _threads(self):
         if self.n_threads is None:
             return contextlib.nullcontext()
-        from threadpoolctl import threadpool_limits
         return threadpool_limits(limits=int(self.n_threads))
 
     # ------------------------------------------------------------------ fit
@@ -307,7 +304,7 @@ class LGMMLRanker(BaseRanker):
                 reg_lambda=float(self.reg_lambda), t=float(self.t), distance=self.distance,
                 anchor_k=self.anchor_k, reg_scale=self.reg_scale,
                 progress=lambda d, tot: report_progress(d, total, "local metrics"),
-                n_jobs=self.n_jobs,
+                n_threads=self.n_threads,
             )
             score_form = self.score_form
             if score_form == "auto":
@@ -335,10 +332,17 @@ class LGMMLRanker(BaseRanker):
             query_weights = None
             self.listnet_info_ = None
             if needs_warp and self.weight_method == "listnet":
-                weights, self.listnet_info_ = train_listnet(
-                    rng=rng, y=y, bounds=bounds, features=features, n_metrics=bank.n_metrics,
-                    initial_weight=float(self.initial_weight), sign=bank.sign,
-                    cache_bytes=int(self.memory_mb) << 20)
+                # ListNet's loss and gradient are sums over every training row
+                # (target @ logsoft, H.T @ r): multi-threaded BLAS splits those sums by thread
+                # count, which changed Phi in the last bits between n_threads=1 and 2 (200k
+                # rows, m = 50). One BLAS thread keeps the model bit-identical for every
+                # n_threads, and cost nothing there (whole fit with n_threads=2: 2.4 s with
+                # two BLAS threads in ListNet, 1.5 s with one; one run each, shared 2 cores).
+                with threadpool_limits(limits=1):
+                    weights, self.listnet_info_ = train_listnet(
+                        rng=rng, y=y, bounds=bounds, features=features,
+                        n_metrics=bank.n_metrics, initial_weight=float(self.initial_weight),
+                        sign=bank.sign, cache_bytes=int(self.memory_mb) << 20)
             elif needs_warp:
                 mode = "global" if self.weight_strategy == "global" else "per_query"
                 phi = train_warp(

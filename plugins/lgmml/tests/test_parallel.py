@@ -1,4 +1,5 @@
-"""Local metrics fitted by a thread pool (``n_jobs``): same random stream, same model."""
+"""Local metrics fitted by a pool of ``n_threads`` threads, the one thread knob of L-GMML:
+same random stream, same model for every thread count."""
 
 import os
 import threading
@@ -10,7 +11,7 @@ from threadpoolctl import threadpool_info
 from ltr_bench.ranker import apply_run_settings
 from ltr_bench_lgmml import LGMMLRanker
 from ltr_bench_lgmml.local_metrics import (QuerySets, draw_metric_samples, fit_local_metrics,
-                                           resolve_n_jobs)
+                                           resolve_n_threads)
 
 
 def _data(seed=0, n_queries=14, n_docs=20, d=6):
@@ -21,7 +22,7 @@ def _data(seed=0, n_queries=14, n_docs=20, d=6):
     return X, lab.ravel(), np.repeat(np.arange(n_queries), n_docs)
 
 
-def _fit_metrics(n_jobs, *, query_dependent=False, progress=None, seed=5):
+def _fit_metrics(n_threads, *, query_dependent=False, progress=None, seed=5):
     X, y, qid = _data()
     bounds = np.r_[0, np.flatnonzero(np.diff(qid)) + 1, qid.size]
     sets = QuerySets(y, bounds, "upper_half", "zero")
@@ -30,11 +31,11 @@ def _fit_metrics(n_jobs, *, query_dependent=False, progress=None, seed=5):
         rng=np.random.default_rng(seed), y=y, sets=sets, rows=lambda idx: X[idx],
         query_points=qp, n_metrics=25, queries_per_metric=2, max_positives=4,
         max_negatives=3, reg_lambda=0.1, t=0.5, distance="paper", anchor_k=10,
-        reg_scale="relative", progress=progress, n_jobs=n_jobs)
+        reg_scale="relative", progress=progress, n_threads=n_threads)
 
 
 @pytest.mark.parametrize("query_dependent", [False, True])
-def test_local_metrics_anchors_and_ndcgs_are_bit_identical_for_one_and_two_jobs(
+def test_local_metrics_anchors_and_ndcgs_are_bit_identical_for_one_and_two_threads(
         query_dependent):
     m1, a1, n1 = _fit_metrics(1, query_dependent=query_dependent)
     m2, a2, n2 = _fit_metrics(2, query_dependent=query_dependent)
@@ -48,10 +49,11 @@ def test_local_metrics_anchors_and_ndcgs_are_bit_identical_for_one_and_two_jobs(
     assert np.array_equal(n1, n2, equal_nan=True)
 
 
-@pytest.mark.parametrize("kw", [{}, {"weight_strategy": "mean", "score_form": "rising"}])
-def test_fitted_ranker_and_predictions_are_bit_identical_for_one_and_two_jobs(kw):
+@pytest.mark.parametrize("kw", [{}, {"weight_strategy": "mean", "score_form": "rising"},
+                                {"weight_method": "listnet"}])
+def test_fitted_ranker_and_predictions_are_bit_identical_for_one_and_two_threads(kw):
     X, y, qid = _data(1)
-    fits = [LGMMLRanker(n_metrics=20, n_iter=300, random_state=2, n_jobs=j, **kw)
+    fits = [LGMMLRanker(n_metrics=20, n_iter=300, random_state=2, n_threads=j, **kw)
             .fit(X, y, qid=qid) for j in (1, 2)]
     a, b = (f.metric_bank_ for f in fits)
     for name in ("alpha", "V", "g", "seg", "anchors", "dist_scale"):
@@ -121,38 +123,56 @@ def test_an_error_in_a_worker_reaches_the_caller():
         fit_local_metrics(rng=np.random.default_rng(0), y=y, sets=sets, rows=rows,
                           query_points=None, n_metrics=6, queries_per_metric=1,
                           max_positives=3, max_negatives=3, reg_lambda=0.1, t=0.5,
-                          distance="paper", anchor_k=10, n_jobs=2)
+                          distance="paper", anchor_k=10, n_threads=2)
 
 
-@pytest.mark.parametrize("bad", [0, -2, "x", 1.5, True])
-def test_bad_n_jobs_raises_a_value_error_naming_n_jobs(bad):
+@pytest.mark.parametrize("bad", [0, -1, "x", 1.5, True])
+def test_bad_n_threads_raises_a_value_error_naming_n_threads(bad):
     X, y, qid = _data(n_queries=3)
-    with pytest.raises(ValueError, match="n_jobs must be None, -1 or a positive integer"):
-        LGMMLRanker(n_jobs=bad).validate_params()
-    with pytest.raises(ValueError, match="n_jobs"):
-        LGMMLRanker(n_metrics=3, n_jobs=bad).fit(X, y, qid=qid)
+    with pytest.raises(ValueError, match="n_threads must be an integer >= 1 or None"):
+        LGMMLRanker(n_threads=bad).validate_params()
+    with pytest.raises(ValueError, match="n_threads"):
+        LGMMLRanker(n_metrics=3, n_threads=bad).fit(X, y, qid=qid)
+    with pytest.raises(ValueError, match="n_threads must be an integer >= 1 or None"):
+        resolve_n_threads(bad)
 
 
-def test_n_jobs_none_and_minus_one_mean_every_cpu_of_the_affinity_mask():
+def test_n_threads_none_means_a_pool_of_every_cpu_of_the_affinity_mask():
     cpus = len(os.sched_getaffinity(0))
-    assert resolve_n_jobs(None) == resolve_n_jobs(-1) == cpus
-    assert resolve_n_jobs(3) == 3
+    assert resolve_n_threads(None) == cpus
+    assert resolve_n_threads(3) == 3
     X, y, qid = _data(n_queries=4)
-    LGMMLRanker(n_metrics=3, n_iter=20, n_jobs=-1, random_state=0).fit(X, y, qid=qid)
+    LGMMLRanker(n_metrics=3, n_iter=20, n_threads=None, random_state=0).fit(X, y, qid=qid)
 
 
-def test_n_jobs_is_the_thread_param_the_harness_sets_from_threads():
+def test_n_threads_is_the_one_thread_parameter_and_the_harness_sets_it_from_threads():
     r = LGMMLRanker()
-    assert r.ranker_tags().thread_param == "n_jobs"
-    assert apply_run_settings(r, seed=None, threads=2, query_dim=None) == {"n_jobs": 2}
-    assert r.n_jobs == 2 and r.n_threads is None
+    assert "n_jobs" not in r.get_params()
+    assert r.ranker_tags().thread_param == "n_threads"
+    assert apply_run_settings(r, seed=None, threads=2, query_dim=None) == {"n_threads": 2}
+    assert r.n_threads == 2
 
 
-def test_two_jobs_fit_the_metrics_on_worker_threads_and_one_job_on_the_caller():
+def test_the_thread_count_is_not_part_of_an_lgmml_configuration_key():
+    from ltr_bench.cells import expand_plan
+    from ltr_bench.plan import DatasetChoice, Plan, RankerChoice
+
+    def cells(threads):
+        plan = Plan(rankers=[RankerChoice("lgmml", {"n_metrics": 4})],
+                    datasets=[DatasetChoice("synthetic", {})], folds=[1], seed=0,
+                    threads=threads)
+        return expand_plan(plan, score_repeats=1).cells
+
+    one, two = cells(1), cells(2)
+    assert [c.params["n_threads"] for c in one + two] == [1, 2]
+    assert one[0].config_key == two[0].config_key
+
+
+def test_two_threads_fit_the_metrics_on_worker_threads_and_one_on_the_caller():
     X, y, qid = _data()
     bounds = np.r_[0, np.flatnonzero(np.diff(qid)) + 1, qid.size]
     sets = QuerySets(y, bounds, "upper_half", "zero")
-    for n_jobs in (1, 2):
+    for n_threads in (1, 2):
         names = set()
 
         def rows(idx):
@@ -162,8 +182,23 @@ def test_two_jobs_fit_the_metrics_on_worker_threads_and_one_job_on_the_caller():
         fit_local_metrics(rng=np.random.default_rng(0), y=y, sets=sets, rows=rows,
                           query_points=None, n_metrics=8, queries_per_metric=1,
                           max_positives=3, max_negatives=3, reg_lambda=0.1, t=0.5,
-                          distance="paper", anchor_k=10, n_jobs=n_jobs)
-        if n_jobs == 1:
+                          distance="paper", anchor_k=10, n_threads=n_threads)
+        if n_threads == 1:
             assert names == {threading.current_thread().name}
         else:
             assert names and all(n.startswith("lgmml-metric") for n in names)
+
+
+def test_listnet_weights_are_bit_identical_for_one_and_two_threads_at_blas_threading_size():
+    # 24k rows: large enough that OpenBLAS splits ListNet's row sums (target @ logsoft,
+    # H.T @ r) between threads, which changed Phi in the last bits before ListNet was held
+    # at one BLAS thread (this test failed then on a 2-core machine)
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, size=600 * 40)
+    X = rng.normal(size=(y.size, 10))
+    X[:, 0] += 0.5 * y
+    qid = np.repeat(np.arange(600), 40)
+    fits = [LGMMLRanker(n_metrics=30, weight_method="listnet", random_state=0, n_threads=t)
+            .fit(X, y, qid=qid) for t in (1, 2)]
+    assert np.array_equal(fits[0].weights_, fits[1].weights_)
+    assert np.array_equal(fits[0].predict(X[:2000]), fits[1].predict(X[:2000]))
