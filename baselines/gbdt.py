@@ -21,9 +21,10 @@ document weighs 1 under squared error, so for ``xgboost-gbrt`` this is also ``m`
 minimum of 100 assumes millions of documents; LambdaRank hessians are small, and on OHSUMED's
 9,219 training documents LightGBM then never splits (a constant model, NDCG@10 of a random
 ranking). On the validation splits of OHSUMED and the default ``synthetic`` (5 folds each),
-``auto`` beat the published shape with a leaf minimum of 1% of the training documents for
-``lightgbm`` and ``xgboost-gbrt``; for ``xgboost-lambdamart`` it won on ``synthetic`` and lost
-on OHSUMED (docs/decisions.md#gbdt-defaults has the numbers).
+``auto`` beat ``"mslr-benchmark"`` for ``lightgbm`` and ``xgboost-gbrt`` on both, and for
+``xgboost-lambdamart`` on ``synthetic`` (equal within noise on OHSUMED);
+docs/decisions.md#gbdt-defaults has the numbers and ``experiments/gbdt_presets_vali.py``
+the command.
 
 ``"mslr-benchmark"``: LightGBM's published comparison on MSLR-WEB30K ("MS LTR",
 docs/Experiments.rst of LightGBM): LightGBM ``learning_rate=0.1, num_leaves=255,

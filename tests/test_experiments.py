@@ -153,3 +153,20 @@ def test_tiny_plan_runs_and_euclidean_knn_error_matches_sklearn(tmp_path):
     knn = KNeighborsClassifier(n_neighbors=3).fit(tr.X[i, :d], tr.extras["query_class"][i])
     expected = np.mean(knn.predict(te.X[j, :d]) != te.extras["query_class"][j])
     assert by_label["Euclidean"].extra_metrics["knn_error"] == pytest.approx(expected)
+
+
+def test_gbdt_presets_experiment_scores_the_validation_split():
+    from experiments import gbdt_presets_vali as exp
+
+    fold = load_fold("synthetic", 1, options={"n_queries": 40, "docs_per_query": 8,
+                                              "n_features": 5, "n_informative": 3})
+    value = exp.validation_ndcg("xgboost-gbrt", "auto", fold)
+    assert 0.0 <= value <= 1.0
+    # the same number as evaluating the ranker on the validation split by hand
+    from ltr_bench.cells import build_ranker
+    r = build_ranker("xgboost-gbrt", {"preset": "auto"}, seed=0, threads=1)
+    r.fit(fold.train.X, fold.train.y, qid=fold.train.qid,
+          eval_set=(fold.vali.X, fold.vali.y, fold.vali.qid))
+    want = evaluate(fold.vali.y, r.predict(fold.vali.X), fold.vali.qid, ("ndcg@10",),
+                    max_label=fold.max_label)["ndcg@10"]
+    assert value == want
