@@ -389,7 +389,9 @@ def ui_cmd(ctx: click.Context, tracking_uri: str | None, host: str, port: int,
            workers: int) -> None:
     """Start the MLflow UI on the results store (foreground; Ctrl-C stops it).
 
-    Runs `python -m mlflow ui` with the store's URI and artifact root. MLflow's background
+    Runs `python -m mlflow ui --app-name ltr-bench` (MLflow's server plus the page
+    /ltr-bench/, which opens the runs tables with the metric columns shown, sorted by NDCG@10)
+    with the store's URI and artifact root. MLflow's background
     job runner (GenAI scorers, not used by ltr-bench) is off unless
     MLFLOW_SERVER_ENABLE_JOB_EXECUTION is set.
     """
@@ -404,15 +406,24 @@ def ui_cmd(ctx: click.Context, tracking_uri: str | None, host: str, port: int,
         db.parent.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri,
            "--host", host, "--port", str(port), "--workers", str(workers)]
+    from importlib.metadata import entry_points
+
+    served = any(ep.name == "ltr-bench" for ep in entry_points(group="mlflow.app"))
+    if served:
+        cmd += ["--app-name", "ltr-bench"]
     os.environ.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
     root = artifact_root_for(uri)
     if root is not None:
         cmd += ["--default-artifact-root", root]
-    # MLflow 3 opens in its GenAI view unless told otherwise; this address lands on the
-    # model-training runs tables, where each parent run's Description holds its key metrics
-    # and the Chart view (compareRunsMode=CHART) plots every metric without any clicking.
-    _err(f"MLflow UI for {uri}: open http://{host}:{port}/#/experiments?workflowType="
-         f"machine_learning (Ctrl-C to stop)")
+    # MLflow keeps a runs table's columns in the browser; /ltr-bench/ (tracking.ui_app) sets
+    # them to the headline metrics, sorted by NDCG@10, parents only, then opens the
+    # model-training view (MLflow 3 opens in its GenAI view otherwise).
+    if served:
+        _err(f"MLflow UI for {uri}: open http://{host}:{port}/ltr-bench/ (Ctrl-C to stop)")
+    else:  # an install from before the app existed: MLflow's plain UI
+        _err(f"MLflow UI for {uri}: open http://{host}:{port}/#/experiments?workflowType="
+             "machine_learning (Ctrl-C to stop; reinstall ltr-bench, pip install -e ., for "
+             "the page that opens the runs tables with their metric columns)")
     sys.stderr.flush()
     sys.stdout.flush()
     if os.name == "posix" and not os.environ.get("LTR_BENCH_UI_NO_EXEC"):

@@ -291,8 +291,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.slow
-def test_ui_serves_the_store_and_its_rest_api_finds_the_experiment(ctx):
+@pytest.fixture
+def ui_server(ctx):
+    """``ltr-bench ui`` on the shared store, in its own process group; yields its base URL
+    once the REST API answers."""
     port = _free_port()
     exe = Path(sys.executable).with_name("ltr-bench")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "ltr_bench.cli"]
@@ -300,21 +302,22 @@ def test_ui_serves_the_store_and_its_rest_api_finds_the_experiment(ctx):
     proc = subprocess.Popen(cmd + ["ui", "--port", str(port)], cwd=ctx["work"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)
-    url = f"http://127.0.0.1:{port}/api/2.0/mlflow/experiments/search"
-    names: list[str] = []
+    base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
+        while True:
             if proc.poll() is not None:
                 pytest.fail(f"ltr-bench ui exited ({proc.returncode}): "
                             f"{proc.stderr.read().decode()[-2000:]}")
             try:
-                req = urllib.request.Request(url + "?max_results=100")
-                with urllib.request.urlopen(req, timeout=5) as resp:
-                    names = [e["name"] for e in json.load(resp).get("experiments", [])]
-                break
+                with urllib.request.urlopen(base + "/api/2.0/mlflow/experiments/search"
+                                            "?max_results=100", timeout=5):
+                    break
             except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail("ltr-bench ui did not answer within 90 s")
                 time.sleep(0.5)
+        yield base
     finally:
         os.killpg(proc.pid, 15)  # the process group started above (the UI and its workers)
         try:
@@ -322,7 +325,62 @@ def test_ui_serves_the_store_and_its_rest_api_finds_the_experiment(ctx):
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, 9)
             proc.wait()
+
+
+@pytest.mark.slow
+def test_ui_serves_the_store_and_its_rest_api_finds_the_experiment(ui_server):
+    url = ui_server + "/api/2.0/mlflow/experiments/search?max_results=100"
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        names = [e["name"] for e in json.load(resp).get("experiments", [])]
     assert "ltr-bench/synthetic" in names
+    with urllib.request.urlopen(ui_server + "/ltr-bench/", timeout=10) as resp:
+        page = resp.read().decode()
+    assert "metrics.`ndcg_at_10`" in page and "<script" in page
+
+
+@pytest.mark.slow
+def test_ui_opens_the_runs_table_with_metric_columns_sorted_by_ndcg_in_chromium(ui_server):
+    # MLflow keeps a runs table's columns in the browser: without /ltr-bench/ a fresh
+    # browser shows no metric column at all
+    import shutil
+
+    required = os.environ.get("LTR_BENCH_REQUIRE_BROWSER") == "1"
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        if required:
+            raise
+        pytest.skip("playwright is not installed")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        if required:
+            pytest.fail("LTR_BENCH_REQUIRE_BROWSER=1 but no chromium on PATH")
+        pytest.skip("no chromium on PATH (Debian package: chromium)")
+    url = ui_server + "/api/2.0/mlflow/experiments/get-by-name?experiment_name=" \
+        "ltr-bench%2Fsynthetic"
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        experiment = json.load(resp)["experiment"]["experiment_id"]
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync"])
+        page = browser.new_page(viewport={"width": 1600, "height": 900})
+        page.goto(ui_server + "/ltr-bench/")
+        page.wait_for_url("**/#/experiments?workflowType=machine_learning", timeout=60_000)
+        page.goto(f"{ui_server}/#/experiments/{experiment}/runs")
+        header = page.get_by_role("columnheader", name="ndcg_at_10")
+        header.first.wait_for(timeout=60_000)
+        for name in ("map", "fit_seconds", "score_us_per_doc"):
+            assert page.get_by_role("columnheader", name=name).count() >= 1, name
+        # one row per configuration (parent runs only), best NDCG@10 first: the UI puts the
+        # state it loaded into its address
+        from urllib.parse import parse_qs, urlsplit
+
+        state = parse_qs(urlsplit(page.url).fragment.partition("?")[2])
+        assert state["searchFilter"] == ["tags.ltr_bench_role = 'parent'"]
+        assert state["orderByKey"] == ["metrics.`ndcg_at_10`"]
+        assert state["orderByAsc"] == ["false"]
+        browser.close()
 
 
 def test_a_config_file_is_stored_with_its_parent_run(own_ctx, tmp_path):
