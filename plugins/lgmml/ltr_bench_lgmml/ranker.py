@@ -24,7 +24,7 @@ for about 98% of validation distances with l2 scaling (OHSUMED fold 1 and MSLR-s
 it is not scale-free, so ``scaling="none"`` loses (mean ratio 0.573 against 0.768).
 ``fitted_info()`` records, with every run, whether the local metrics and anchors add
 anything (anisotropy, top-anchor share, learned vs uniform weights, the label-free
-reference on validation).
+reference on validation; :mod:`ltr_bench_lgmml.diagnostics`).
 
 n_metrics : int, default 50
     m, the number of local metrics [500 on MSLR / Yahoo!; tuned per dataset in Fig. 3];
@@ -127,6 +127,7 @@ from ltr_bench.progress import report_progress
 from ltr_bench.ranker import (BaseRanker, RankerTags, check_ranking_input,
                               query_boundaries, split_query_document)
 
+from .diagnostics import metric_spectra, model_summary, validation_diagnostics
 from .listwise import train_listnet
 from .local_metrics import QuerySets, fit_local_metrics
 from .preprocessing import SCALINGS, FeatureScaler
@@ -136,18 +137,18 @@ from .warp import train_warp
 __all__ = ["LGMMLRanker"]
 
 _CHUNK_BYTES = 64 << 20  # working set of one scoring chunk: large enough for BLAS-3 speed
-#: documents (whole queries) the score-structure diagnostics look at (see _diagnostics)
-_STRUCTURE_DOCS = 20_000
 
 
 class LGMMLRanker(BaseRanker):
     """L-GMML learning to rank. See the module docstring for every parameter.
 
     Fitted attributes: ``score_form_`` (the form used), ``scaler_`` (FeatureScaler),
-    ``metric_bank_`` (MetricBank: metrics, anchors), ``anchor_ndcg_`` (m,), ``weights_`` (m,) the Phi used for unseen queries,
-    ``query_weights_`` ((n_train_queries, m) in "mean" mode, else None), ``warp_collapsed_``
-    (WARP zeroed every weight and uniform weights were used instead, with a warning), ``n_iter_``,
-    ``n_features_in_``.
+    ``metric_bank_`` (MetricBank: metrics, anchors), ``anchor_ndcg_`` (m,), ``weights_`` (m,)
+    the Phi used for unseen queries, ``query_weights_`` ((n_train_queries, m) in "mean" mode,
+    else None), ``warp_collapsed_`` (WARP zeroed every weight and uniform weights were used
+    instead, with a warning), ``n_iter_``, ``n_features_in_``; for :meth:`fitted_info`:
+    ``metric_eig_ratio_`` and ``metric_reg_lambda_`` (m,) and ``diagnostics_`` (dict), see
+    :mod:`ltr_bench_lgmml.diagnostics`.
     """
 
     #: ``ltr-bench tune`` search space (ltr_bench.tuning.parse_spec). Values are sampled
@@ -377,123 +378,21 @@ class LGMMLRanker(BaseRanker):
         self.query_weights_ = query_weights
         self.n_iter_ = n_iter if needs_warp else 0
         self.n_features_in_ = X.shape[1]
-        self.metric_eig_ratio_ = np.array(
-            [q.eig_ratio() ** (0.5 if self.distance == "paper" else 1.0) for q in metrics])
-        self.metric_reg_lambda_ = np.array([q.reg_lambda for q in metrics])
-        self.diagnostics_ = self._diagnostics(eval_set, X, bounds)
+        self.metric_eig_ratio_, self.metric_reg_lambda_ = metric_spectra(metrics,
+                                                                         self.distance)
+        self.diagnostics_ = validation_diagnostics(self, eval_set, X, bounds)
         return self
 
-    # ------------------------------------------------------------------ diagnostics
-    def _diagnostics(self, eval_set, X_train, train_bounds) -> dict:
-        """Score-structure and validation diagnostics (see :meth:`fitted_info`). Uses no
-        random numbers, so the fitted model is the same with or without ``eval_set``.
-
-        Memory stays bounded at any size: the validation scores (learned and uniform
-        weights) are computed chunk by chunk like :meth:`predict`; the score-structure
-        shares need every term h_r of a document, so they use the first queries of the
-        validation split (or of the training split without one) up to about
-        :data:`_STRUCTURE_DOCS` documents (n x m x 8 bytes for the whole MSLR-WEB30K
-        validation split with m = 500 would be 3 GB per copy)."""
-        from ltr_bench.metrics import evaluate
-
-        out: dict = {}
-        if eval_set is not None:
-            Xv, yv, qv = check_ranking_input(*eval_set, n_features=self.n_features_in_)
-            qb = query_boundaries(qv)
-        else:
-            Xv, yv, qv, qb = X_train, None, None, train_bounds
-        last = int(np.searchsorted(qb, _STRUCTURE_DOCS, side="right"))
-        qs = qb[:max(last, 2)]
-        H = self.decision_features(Xv[:qs[-1]])
-        w = self.metric_bank_.sign * self.weights_
-        f = H @ w
-        contrib = H * w[None, :]
-        seg = np.repeat(np.arange(qs.size - 1), np.diff(qs))
-        fc = f - (np.add.reduceat(f, qs[:-1]) / np.diff(qs))[seg]
-        cc = contrib - (np.add.reduceat(contrib, qs[:-1], axis=0)
-                        / np.diff(qs)[:, None])[seg]
-        # Share of the within-query score variance one local metric explains (R^2 of f on
-        # Phi_r h_r alone), the largest over r, and of the 5 largest-variance terms jointly.
-        ff = float(fc @ fc)
-        if ff > 0:
-            var = np.einsum("ij,ij->j", cc, cc)
-            cov = fc @ cc
-            with np.errstate(invalid="ignore", divide="ignore"):
-                r2 = np.where(var > 0, cov ** 2 / (var * ff), 0.0)
-            out["top_anchor_r2"] = float(np.max(r2))
-            top = np.argsort(-var)[:5]
-            coef, *_ = np.linalg.lstsq(cc[:, top], fc, rcond=None)
-            resid = fc - cc[:, top] @ coef
-            out["top5_anchor_r2"] = float(1.0 - (resid @ resid) / ff)
-        del H, contrib, cc
-        if yv is None:
-            return out
-        n, chunks = self._feature_chunks(Xv)
-        f = np.empty(n)
-        f_uniform = np.empty(n)
-        uniform = self.metric_bank_.sign * np.ones_like(w)
-        for rows, h in chunks:
-            f[rows] = h @ w
-            f_uniform[rows] = h @ uniform
-        Xvq, Xvd = split_query_document(Xv, self.query_dim)
-        norm2 = np.empty(n)
-        step = self._chunk_rows(self.metric_bank_)
-        for a in range(0, n, step):
-            Xs = self.scaler_.transform(Xvd[a:a + step])
-            if Xvq is not None:  # query-by-example: Euclidean distance to the row's query
-                Xs -= self.scaler_.transform(Xvq[a:a + step])
-            norm2[a:a + step] = np.einsum("ij,ij->i", Xs, Xs)
-
-        def ndcg(scores):
-            return float(evaluate(yv, scores, qv, ("ndcg@10",), empty_query=0.0)["ndcg@10"])
-
-        out["vali_ndcg10"] = ndcg(f)
-        out["vali_ndcg10_uniform_weights"] = ndcg(f_uniform)
-        out["vali_gain_learned_over_uniform"] = out["vali_ndcg10"] - out[
-            "vali_ndcg10_uniform_weights"]
-        out["vali_ndcg10_ref_norm_far_first"] = ndcg(norm2)
-        out["vali_ndcg10_ref_norm_near_first"] = ndcg(-norm2)
-        out["vali_gain_over_norm_reference"] = out["vali_ndcg10"] - max(
-            out["vali_ndcg10_ref_norm_far_first"], out["vali_ndcg10_ref_norm_near_first"])
-        return out
-
     def fitted_info(self) -> dict[str, int | float | str]:
-        """Size and diagnostics of the fitted model (JSON scalars; NaN/inf left out).
-
-        - ``n_metrics``, ``total_rank`` (K, the low-rank columns scored), ``mean_rank``;
-        - ``metric_eig_ratio_median`` / ``_max``: max/min eigenvalue of each local metric M
-          over all d dimensions (1 = a multiple of the identity: the metric adds nothing to
-          Euclidean distance), median / max over the m metrics;
-        - ``reg_lambda_abs_median``: the absolute lambda used (relative ``reg_scale``);
-        - ``weight_method``, ``weight_strategy``, ``score_form``, ``scaling``,
-          ``n_nonzero_weights``, ``warp_collapsed``;
-        - ``top_anchor_r2`` / ``top5_anchor_r2``: share of the within-query score variance
-          explained by the single best local-metric term ``Phi_r h_r`` (R^2) / by the 5
-          largest-variance terms jointly; on the first queries (~20k documents) of the
-          validation split when ``fit`` had ``eval_set``, else of the training split;
-        - with ``eval_set`` only (validation split, never test): ``vali_ndcg10`` (NDCG@10,
-          queries without a relevant document count 0), ``vali_ndcg10_uniform_weights``
-          (same metrics and anchors, Phi = 1), ``vali_gain_learned_over_uniform``, the
-          label-free references ``vali_ndcg10_ref_norm_far_first`` / ``_near_first``
-          (ranking by ||x||^2 of the scaled features, descending / ascending: the distance
-          structure with no labels), and ``vali_gain_over_norm_reference`` (vali_ndcg10
-          minus the better of the two references).
-        """
+        """Size and diagnostics of the fitted model (JSON scalars; NaN/inf left out), every
+        key defined in :mod:`ltr_bench_lgmml.diagnostics`: the model summary (``n_metrics``,
+        ``total_rank``, ``metric_eig_ratio_median``, ``reg_lambda_abs_median``, the options
+        used, ``n_nonzero_weights``, ``warp_collapsed``, ...), ``top_anchor_r2`` /
+        ``top5_anchor_r2`` (on the first ~20k documents of the validation split when ``fit``
+        had ``eval_set``, else of the training split) and, with ``eval_set`` only,
+        ``vali_ndcg10`` and its label-free and uniform-weight references (``vali_*``)."""
         self._check_fitted("metric_bank_", "weights_")
-        K = int(self.metric_bank_.V.shape[1])
-        info: dict = {
-            "n_metrics": int(self.metric_bank_.n_metrics), "total_rank": K,
-            "mean_rank": K / self.metric_bank_.n_metrics,
-            "metric_eig_ratio_median": float(np.median(self.metric_eig_ratio_)),
-            "metric_eig_ratio_max": float(np.max(self.metric_eig_ratio_)),
-            "reg_lambda_abs_median": float(np.nanmedian(self.metric_reg_lambda_)),
-            "weight_method": str(self.weight_method if self.weight_strategy != "uniform"
-                                 else "uniform"),
-            "weight_strategy": str(self.weight_strategy), "score_form": str(self.score_form_),
-            "scaling": str(self.scaling), "reg_scale": str(self.reg_scale),
-            "n_nonzero_weights": int(np.count_nonzero(self.weights_)),
-            "warp_collapsed": bool(self.warp_collapsed_),
-        }
+        info = model_summary(self)
         info.update(getattr(self, "diagnostics_", {}) or {})
         return {k: v for k, v in info.items()
                 if not (isinstance(v, float) and not np.isfinite(v))}
@@ -505,7 +404,7 @@ class LGMMLRanker(BaseRanker):
     def _feature_chunks(self, X, qid=None):
         """Validate X, then return ``(n_rows, chunks)``: ``chunks`` yields ``(rows, h)``, h(p)
         of consecutive row slices, so scoring never holds h for all rows at once (memory stays
-        bounded by ``_CHUNK_BYTES``)."""
+        bounded by ``_CHUNK_BYTES``). Also streams the validation diagnostics."""
         self._check_fitted("metric_bank_", "weights_", "scaler_")
         X, _, _ = check_ranking_input(X, None, qid, n_features=self.n_features_in_,
                                       require_qid=False)

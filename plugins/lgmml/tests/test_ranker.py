@@ -215,12 +215,13 @@ def test_validation_diagnostics_stream_in_chunks_and_structure_uses_the_first_qu
         monkeypatch):
     # memory bounded at MSLR size: the validation scores are computed chunk by chunk (the
     # same numbers as in one piece), the variance shares on the first queries only
-    import ltr_bench_lgmml.ranker as module
+    import ltr_bench_lgmml.diagnostics as diagnostics
+    import ltr_bench_lgmml.ranker as ranker
     X, y, qid = _data(seed=1)
     Xv, yv, qv = _data(seed=2)
     whole = LGMMLRanker(n_metrics=6, random_state=0).fit(X, y, qid=qid, eval_set=(Xv, yv, qv))
-    monkeypatch.setattr(module, "_CHUNK_BYTES", 1)  # 64-row chunks
-    monkeypatch.setattr(module, "_STRUCTURE_DOCS", 30)
+    monkeypatch.setattr(ranker, "_CHUNK_BYTES", 1)  # 64-row chunks (predict's and theirs)
+    monkeypatch.setattr(diagnostics, "_STRUCTURE_DOCS", 30)
     chunked = LGMMLRanker(n_metrics=6, random_state=0).fit(X, y, qid=qid,
                                                            eval_set=(Xv, yv, qv))
     a, b = whole.fitted_info(), chunked.fitted_info()
