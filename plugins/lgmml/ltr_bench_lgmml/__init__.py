@@ -3,7 +3,9 @@
 Registered as ``lgmml`` in the ``ltr_bench.rankers`` entry point group. Modules, one concept
 each: :mod:`.gmml` (closed form), :mod:`.local_metrics` (sampling, m metrics),
 :mod:`.anchors` (ideal candidate documents), :mod:`.scoring` (Eq. 13, batched),
-:mod:`.warp` (Eq. 14-21), :mod:`.preprocessing` (feature scaling), :mod:`.ranker`.
+:mod:`.warp` (Eq. 14-21), :mod:`.listwise` (ListNet on the weights, our extension),
+:mod:`.ndcg` (NDCG of one query, batched over candidates), :mod:`.diagnostics` (what
+``fitted_info`` reports), :mod:`.preprocessing` (feature scaling), :mod:`.ranker`.
 """
 
 from importlib.metadata import PackageNotFoundError, version
