@@ -232,7 +232,8 @@ def _tune(plan, *, budget, objective, tracking_uri, no_mlflow, results_dir, optu
             executor.client()  # an unreachable scheduler fails here, before any study
             console.line(f"tuned cells run {executor.describe()}; studies in "
                          f"{optuna_storage} (every worker must see it)")
-            _tune_remote(executor, pending, job, listeners, finish, total)
+            _tune_remote(executor, pending, job, listeners, finish, total,
+                         status=console.status)
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -267,7 +268,7 @@ def _tune_here(pending, job, listeners, console, finish, total: int) -> None:
     """In this process, in plan order: one fold in memory at a time, shared by the rankers
     of that fold (a fold that failed to load fails its cells without a second attempt)."""
     from .harness import _fold_of, _load_fold
-    from .tuning import TunedCell, tune_cell
+    from .tuning import TunedCell, trial_text, tune_cell
 
     folds_loaded: dict[tuple, object] = {}
     budget = job.budget
@@ -287,10 +288,8 @@ def _tune_here(pending, job, listeners, console, finish, total: int) -> None:
             continue
 
         def on_trial(t, n, _c=tcell, _i=i):
-            value = "-" if t.value is None else f"{t.value:.4f}"
             console.status(f"[{_i}/{total}] {_c.label} on {_c.dataset} fold {_c.fold}: "
-                           f"trial {n}" + (f"/{budget.n_trials}" if budget.n_trials else "")
-                           + f" {t.state.name.lower()} {value}")
+                           + trial_text(t, n, budget.n_trials))
 
         def on_final(final, _i=i):
             for x in listeners:
@@ -301,10 +300,12 @@ def _tune_here(pending, job, listeners, console, finish, total: int) -> None:
                          on_trial=on_trial, on_final=on_final), i)
 
 
-def _tune_remote(executor, pending, job, listeners, finish, total: int) -> None:
+def _tune_remote(executor, pending, job, listeners, finish, total: int, *,
+                 status=None) -> None:
     """On ``executor`` (Dask): one task per tuned cell runs ``job`` on a worker, which loads
     its fold itself; each result is finished here as it returns. Leaving early (Ctrl-C)
-    cancels the tasks still out."""
+    cancels the tasks still out. ``status(text)`` shows each finished trial as the in-process
+    path does (``job`` reports them, the executor relays them here)."""
     from .tuning import TunedCell
 
     tcells = [t for _, t in pending]
@@ -313,8 +314,12 @@ def _tune_remote(executor, pending, job, listeners, finish, total: int) -> None:
         for x in listeners:
             x.cell_started(tcells[k], pending[k][0], total)
 
-    results = executor.map_cells(tcells, started=started, fn=job,
-                                 on_failure=TunedCell.failed)
+    def progress(k: int, done: int, n: int, message: str) -> None:
+        c = tcells[k]
+        status(f"[{pending[k][0]}/{total}] {c.label} on {c.dataset} fold {c.fold}: {message}")
+
+    results = executor.map_cells(tcells, started=started, fn=job, on_failure=TunedCell.failed,
+                                 progress=None if status is None else progress)
     try:
         for k, tc in results:
             finish(tc, pending[k][0])

@@ -12,6 +12,10 @@ returns comes back unchanged, and ``on_failure(cell, exc, stage)`` makes the ite
 whose function never returned (its worker died, it raised). The caller still does all the
 writing.
 
+``progress(position, done, total, message)`` hears the cells' own progress reports
+(:func:`ltr_bench.progress.report_progress`: a ranker's boosting rounds, a fold being parsed on
+its worker, a study's finished trials), always from the thread that iterates ``map_cells``.
+
 * :class:`InProcessExecutor` - today's behaviour. ``run_plan`` runs its own fold loop for it
   (one loaded fold shared by all rankers of that fold); :meth:`InProcessExecutor.map_cells`
   exists for other callers.
@@ -42,6 +46,19 @@ dies counts against every task it holds, so a queued cell would share the blame 
 neighbour that kills its worker. Before the first cell, :meth:`DaskExecutor.warm_up` imports the
 rankers' modules on every worker.
 
+Progress
+--------
+On Dask each cell runs inside :class:`_WithProgress`, which installs a progress handler on
+the worker that publishes Dask structured events (``Worker.log_event``) under a topic unique
+to the ``map_cells`` call; the payload is ``{"position", "done", "total", "message"}``. The
+worker throttles: at most one event per cell every :data:`PROGRESS_INTERVAL` seconds, a
+report of ``done >= total`` always, and the last report held back is sent when the cell's
+function returns, so the final state always arrives. The client subscribes to the topic
+(``Client.subscribe_topic``); its handler runs on the client's event-loop thread and only puts
+events on a queue, which ``map_cells`` drains in its poll loop (and before yielding a
+finished cell, whose events arrive ahead of its result: worker, scheduler and client each
+forward them in order on the same stream). Events of a cell already yielded are dropped.
+
 Faults
 ------
 A worker that dies while running a cell (killed, out of memory, a crash in native code)
@@ -56,7 +73,10 @@ returned; records already returned were saved by the caller.
 
 from __future__ import annotations
 
+import functools
 import logging
+import queue
+import threading
 import time
 import uuid
 from collections import deque
@@ -64,6 +84,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from .cells import Cell
 from .errors import LtrBenchError, UsageError
+from .progress import progress_handler
 from .results import ResultRecord
 
 __all__ = ["DaskExecutor", "Executor", "ExecutorError", "InProcessExecutor", "WorkerDied",
@@ -77,6 +98,8 @@ THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
 CORES = "cores"
 
 _POLL_SECONDS = 0.01
+#: a cell's progress events are at least this many seconds apart on the wire (see Progress)
+PROGRESS_INTERVAL = 0.5
 #: how often the free worker slots are recounted (workers may join or leave)
 _RECOUNT_SECONDS = 1.0
 
@@ -103,6 +126,7 @@ class Executor:
                   started: Callable[[int], None] | None = None,
                   fn: Callable[[Cell], Any] | None = None,
                   on_failure: Callable[[Cell, BaseException, str], Any] | None = None,
+                  progress: Callable[[int, int, int, str], None] | None = None,
                   ) -> Iterator[tuple[int, Any]]:
         """Run ``fn(cell)`` for each of ``cells``; yield ``(position in cells, result)`` as
         each one finishes (any order). ``started(position)`` is called when a cell starts.
@@ -115,7 +139,14 @@ class Executor:
         cell whose ``fn`` did not return: stage ``"worker"`` with a :class:`WorkerDied`
         (its worker kept dying, or the cluster dropped it), stage ``"executor"`` with the
         exception ``fn`` raised. Default :func:`ltr_bench.harness.failed_record`. Ctrl-C is
-        never turned into an item: it propagates."""
+        never turned into an item: it propagates.
+
+        ``progress(position, done, total, message)``: the progress reports made while a
+        cell's function runs (see the module), called from the caller's thread only, in the
+        order a cell made them (throttled on Dask: not every report arrives, the last does),
+        never after that cell was yielded. The default ``fn`` passes them on as
+        ``run_cell(cell, progress=...)``; a given ``fn`` reaches them through
+        :func:`ltr_bench.progress.report_progress`."""
         raise NotImplementedError
 
     def describe(self) -> str:
@@ -137,13 +168,16 @@ class InProcessExecutor(Executor):
 
     in_process = True
 
-    def map_cells(self, cells, *, started=None, fn=None, on_failure=None):
-        fn, on_failure = _defaults(fn, on_failure)
+    def map_cells(self, cells, *, started=None, fn=None, on_failure=None, progress=None):
+        given, (fn, on_failure) = fn, _defaults(fn, on_failure)
         for i, cell in enumerate(cells):
             if started is not None:
                 started(i)
             try:
-                result = fn(cell)
+                if progress is None:
+                    result = fn(cell)
+                else:
+                    result = _call_reporting(given, cell, functools.partial(progress, i))
             except Exception as exc:  # noqa: BLE001 - as a worker's exception: one item
                 result = on_failure(cell, exc, "executor")
             yield i, result
@@ -265,11 +299,11 @@ class DaskExecutor(Executor):
                 continue
         self.client().run(_import_modules, sorted(modules))
 
-    def map_cells(self, cells, *, started=None, fn=None, on_failure=None):
+    def map_cells(self, cells, *, started=None, fn=None, on_failure=None, progress=None):
         from distributed import as_completed
 
         check_records = fn is None  # run_cell's results are checked; a caller's fn's are its own
-        fn, on_failure = _defaults(fn, on_failure)
+        given, (fn, on_failure) = fn, _defaults(fn, on_failure)
         client = self.client()
         try:
             self.warm_up(cells)
@@ -279,8 +313,29 @@ class DaskExecutor(Executor):
         running: dict[Any, int] = {}
         done = as_completed()
         counted = -_RECOUNT_SECONDS
+        events: queue.Queue = queue.Queue()
+        topic = None
+        if progress is not None:
+            topic = f"ltr-bench-progress-{uuid.uuid4().hex}"
+            # runs on the client's event-loop thread: only enqueue (timestamp, payload)
+            client.subscribe_topic(topic, events.put)
+
+        def relay() -> None:
+            """Hand the queued events of cells still out to ``progress``, here."""
+            out = set(running.values())
+            while True:
+                try:
+                    _, event = events.get_nowait()
+                except queue.Empty:
+                    return
+                if event.get("position") in out:  # a cell yielded already: too late
+                    progress(event["position"], event["done"], event["total"],
+                             event["message"])
+
         try:
             while waiting or running:
+                if topic is not None:
+                    relay()
                 if time.monotonic() - counted >= _RECOUNT_SECONDS:  # an RPC: not every poll
                     slots, resources = self._slots(client)
                     counted = time.monotonic()
@@ -289,7 +344,8 @@ class DaskExecutor(Executor):
                     cell = cells[i]
                     # a fresh key per submission: a re-run is not served from Dask's memory
                     key = f"ltr-bench-cell-{cell.key[:12]}-{uuid.uuid4().hex[:8]}"
-                    future = client.submit(fn, cell, key=key, pure=False,
+                    task = fn if topic is None else _WithProgress(given, topic, i)
+                    future = client.submit(task, cell, key=key, pure=False,
                                            resources=resources)
                     running[future] = i
                     done.add(future)
@@ -299,6 +355,8 @@ class DaskExecutor(Executor):
                     time.sleep(_POLL_SECONDS)  # interruptible; recounts slots as workers join
                     continue
                 future = next(done)
+                if topic is not None:
+                    relay()  # this cell's events came in ahead of its result
                 i = running.pop(future)
                 result = self._result(future, cells[i], on_failure, check_records)
                 future.release()
@@ -306,6 +364,11 @@ class DaskExecutor(Executor):
         finally:
             if running:
                 client.cancel(list(running), force=True)
+            if topic is not None:
+                try:
+                    client.unsubscribe_topic(topic)
+                except Exception:  # noqa: BLE001 - a closed client: nothing will arrive
+                    pass
 
     def _result(self, future, cell: Cell, on_failure, check_record: bool):
         from distributed import KilledWorker
@@ -337,6 +400,72 @@ def _defaults(fn, on_failure):
     from .harness import failed_record, run_cell
 
     return fn or run_cell, on_failure or failed_record
+
+
+def _call_reporting(fn, cell: Cell, handler) -> Any:
+    """``fn(cell)`` with ``handler(done, total, message)`` receiving its progress reports;
+    ``fn`` None is :func:`~ltr_bench.harness.run_cell`, which installs the handler itself
+    around the fit (and would otherwise install none there)."""
+    from .harness import run_cell
+
+    with progress_handler(handler):
+        return run_cell(cell, progress=handler) if fn is None else fn(cell)
+
+
+class _WithProgress:
+    """What :meth:`DaskExecutor.map_cells` submits when progress is wanted: ``fn(cell)``
+    (``fn`` None: ``run_cell``) with its progress reports published as events under
+    ``topic``, tagged with the cell's ``position`` (picklable: it travels to the worker)."""
+
+    def __init__(self, fn, topic: str, position: int):
+        self.fn, self.topic, self.position = fn, topic, int(position)
+
+    def __call__(self, cell: Cell) -> Any:
+        publisher = _Publisher(self.topic, self.position)
+        try:
+            return _call_reporting(self.fn, cell, publisher)
+        finally:
+            publisher.flush()  # the last report held back by the throttle
+
+
+class _Publisher:
+    """A progress handler on a worker: ``log_event(topic, {"position", "done", "total",
+    "message"})``, at most once per ``interval`` seconds (``done >= total`` always goes out);
+    a report held back is kept and sent by the next one to go out or by :meth:`flush`.
+    Off a worker (no ``get_worker()``) it publishes nothing."""
+
+    def __init__(self, topic: str, position: int, interval: float = PROGRESS_INTERVAL):
+        self.topic, self.position, self.interval = topic, position, interval
+        self._held: dict | None = None
+        self._sent_at = -float("inf")
+        self._lock = threading.Lock()  # a ranker may report from its own threads
+
+    def __call__(self, done: int, total: int, message: str) -> None:
+        event = {"position": self.position, "done": int(done), "total": int(total),
+                 "message": str(message)}
+        with self._lock:
+            now = time.monotonic()
+            if now - self._sent_at >= self.interval or (total > 0 and done >= total):
+                self._send(event, now)
+            else:
+                self._held = event
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._held is not None:
+                self._send(self._held, time.monotonic())
+
+    def _send(self, event: dict, now: float) -> None:
+        self._held, self._sent_at = None, now
+        try:
+            from distributed import get_worker
+
+            worker = get_worker()
+        except (ImportError, ValueError):  # ValueError: not running on a worker
+            return
+        # from a task thread this only schedules the send on the worker's event loop, in
+        # order with the task's own result message
+        worker.log_event(self.topic, event)
 
 
 def _import_modules(modules: list[str]) -> None:

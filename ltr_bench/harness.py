@@ -552,7 +552,10 @@ def _ship(executor, batch: list[tuple[int, Cell]], claims: dict, report: RunRepo
         return
     cells = [cell for _, cell in batch]
     results = executor.map_cells(
-        cells, started=lambda k: listener.cell_started(cells[k], batch[k][0], total))
+        cells, started=lambda k: listener.cell_started(cells[k], batch[k][0], total),
+        # the rankers' reports from the workers, as _progress_for passes them in process
+        progress=lambda k, done, n, message: listener.cell_progress(cells[k], done, n,
+                                                                    message))
     try:
         for k, rec in results:
             _keep(report, store, rec)

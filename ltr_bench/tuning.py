@@ -71,6 +71,7 @@ from .cells import Cell, build_ranker
 from .errors import UsageError
 from .folds import Split
 from .plan import canonical_json
+from .progress import current_handler, progress_handler
 from .results import jsonable
 # SearchSpaceError, resolve_space, search_space_of and parse_spec are also re-exported
 # (__all__): tests, plugins and older docs import them from ltr_bench.tuning
@@ -489,7 +490,11 @@ class TuneJob:
     """:func:`tune_cell` as a picklable function of the tuned cell alone, for
     ``Executor.map_cells(tcells, fn=TuneJob(...))``. ``spaces``: each tuned cell's search
     space by ``tcell.key``. On a Dask worker the study stops before its next trial once the
-    client has cancelled the task (:func:`_task_cancelled`)."""
+    client has cancelled the task (:func:`_task_cancelled`).
+
+    Progress: each finished trial is reported to the installed progress handler (on Dask,
+    the executor's relay to the client) as ``(n_finished, n_trials or 0,`` :func:`trial_text`
+    ``)``; the trial fits' own reports (boosting rounds) are silenced, as in process."""
 
     spaces: Mapping[str, Mapping[str, Any]]
     budget: Budget
@@ -497,9 +502,25 @@ class TuneJob:
     objective: str = "ndcg@10"
 
     def __call__(self, tcell: Cell) -> TunedCell:
-        return tune_cell(tcell, space=self.spaces[tcell.key], budget=self.budget,
-                         storage=self.storage, objective=self.objective,
-                         should_stop=_task_cancelled)
+        report = current_handler()
+        n_trials = self.budget.n_trials
+
+        def on_trial(trial, n: int) -> None:
+            if report is not None:
+                report(n, n_trials or 0, trial_text(trial, n, n_trials))
+
+        with progress_handler(None):
+            return tune_cell(tcell, space=self.spaces[tcell.key], budget=self.budget,
+                             storage=self.storage, objective=self.objective,
+                             on_trial=on_trial, should_stop=_task_cancelled)
+
+
+def trial_text(trial, n_finished: int, n_trials: int | None) -> str:
+    """The console's words for a finished trial: ``"trial 3/30 complete 0.4781"`` (``"trial
+    3 pruned -"`` without a trial budget or a value)."""
+    value = "-" if trial.value is None else f"{trial.value:.4f}"
+    return (f"trial {n_finished}" + (f"/{n_trials}" if n_trials else "")
+            + f" {trial.state.name.lower()} {value}")
 
 
 def _task_cancelled() -> bool:

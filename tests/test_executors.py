@@ -414,3 +414,122 @@ def test_tune_on_dask_interrupted_keeps_finished_cells_and_the_rerun_resumes(
     records = [r for r in store.records() if "tuning" in r.config]
     assert len(records) == 4 and saved < {r.key for r in records}
     assert all(r.config["tuning"]["trials_finished"] == 2 for r in records)
+
+
+# ------------------------------------------------------------------ progress from the workers
+
+
+class ReportingRanker(ExitOnceRanker):
+    """Reports ``steps`` steps of ``total`` (0: unknown) from ``fit``, each after a pause of
+    ``pause`` seconds, then behaves as the fixed linear scorer."""
+
+    def __init__(self, steps=5, total=5, pause=0.0, random_state=0):
+        self.steps, self.total, self.pause = steps, total, pause
+        self.random_state = random_state
+
+    def fit(self, X, y, *, qid, eval_set=None):
+        import time
+
+        from ltr_bench.progress import report_progress
+
+        X, y, qid = check_ranking_input(X, y, qid)
+        for step in range(1, self.steps + 1):
+            time.sleep(self.pause)  # also after the fold's own reports (generating it)
+            report_progress(step, self.total, f"step {step}")
+        self.w_ = np.arange(1.0, X.shape[1] + 1.0)
+        return self
+
+
+class ProgressLog(Listener):
+    """Every cell_progress and cell_finished, in the order heard, with the calling thread."""
+
+    def __init__(self):
+        self.heard: list[tuple] = []
+
+    def cell_progress(self, cell, done, total, message):
+        import threading
+
+        self.heard.append(("progress", cell.key, done, total, message,
+                           threading.get_ident()))
+
+    def cell_finished(self, record, index, total, *, skipped):
+        self.heard.append(("finished", record.key))
+
+
+@pytest.mark.slow
+def test_a_rankers_progress_on_a_worker_reaches_the_listener_in_order_before_its_record(
+        dask_executor, tmp_path):
+    import threading
+
+    # pause 0.6 s > PROGRESS_INTERVAL: the throttle lets every one of the 5 reports through
+    ranker = RankerChoice("test_executors:ReportingRanker", {"pause": 0.6})
+    expanded = expand_plan(_plan((ranker,)))
+    log = ProgressLog()
+    report = run_plan(expanded, ResultStore(tmp_path / "results"), listener=log,
+                      executor=dask_executor)
+    assert report.n_run == 2 and not report.failed
+    assert all(r.model_info["pid"] != os.getpid() for r in report.records)  # on a worker
+    for cell in expanded.cells:
+        mine = [h for h in log.heard if h[1] == cell.key]
+        steps = [h[2:5] for h in mine if h[0] == "progress" and h[4].startswith("step")]
+        assert steps == [(k, 5, f"step {k}") for k in range(1, 6)]
+        assert mine[-1] == ("finished", cell.key)  # nothing after the record
+        assert {h[5] for h in mine if h[0] == "progress"} == {threading.get_ident()}
+
+
+@pytest.mark.slow
+def test_map_cells_progress_is_throttled_per_cell_and_always_ends_with_the_last_report(
+        dask_executor):
+    # 300 reports in no time: a handful of events, the last one always among them, both when
+    # done reaches a known total and when the total is unknown (0: held back, then flushed)
+    rankers = (RankerChoice("test_executors:ReportingRanker", {"steps": 300, "total": 300},
+                            label="known"),
+               RankerChoice("test_executors:ReportingRanker", {"steps": 300, "total": 0},
+                            label="unknown"))
+    cells = expand_plan(_plan(rankers, folds=(1,))).cells
+    heard: dict[int, list] = {0: [], 1: []}
+    out = dict(dask_executor.map_cells(
+        cells, progress=lambda k, done, total, msg: heard[k].append((done, total, msg))))
+    assert all(out[k].ok for k in (0, 1))
+    for k, cell in enumerate(cells):
+        steps = [h for h in heard[k] if h[2].startswith("step")]
+        total = cell.user_params["total"]
+        assert 1 <= len(steps) <= 5
+        assert steps[-1] == (300, total, "step 300")
+        assert [d for d, _, _ in steps] == sorted(d for d, _, _ in steps)
+
+
+def test_the_in_process_executor_hands_progress_with_the_cells_position():
+    rankers = (RankerChoice("test_executors:ReportingRanker", {"steps": 3, "total": 3}),)
+    cells = expand_plan(_plan(rankers)).cells
+    heard = []
+    out = list(InProcessExecutor().map_cells(
+        cells, progress=lambda k, done, total, msg: heard.append((k, done, total, msg))))
+    assert all(r.ok for _, r in out)
+    steps = [h for h in heard if h[3].startswith("step")]  # the fold's generation reports too
+    assert steps == [(k, d, 3, f"step {d}") for k in (0, 1) for d in (1, 2, 3)]
+
+
+@pytest.mark.slow
+def test_tuning_on_dask_reports_each_cells_trials_to_the_clients_status_line(
+        dask_executor, tmp_path):
+    import re
+
+    from ltr_bench.cli_tune import _tune_remote
+
+    # SlowRidge (0.3 s a fit): trials often far enough apart to pass the throttle one by one
+    tcells, job = _tuned((RankerChoice("test_executors:SlowRidge", {}),),
+                         tmp_path / "optuna.journal", folds=(1, 2))
+    lines, finished = [], []
+    pending = [(i, t) for i, t in enumerate(tcells, 1)]
+    _tune_remote(dask_executor, pending, job, [], lambda tc, i: finished.append(i),
+                 len(tcells), status=lines.append)
+    assert sorted(finished) == [1, 2]
+    n = TUNE_BUDGET_TRIALS
+    for i, t in enumerate(tcells, 1):
+        head = f"[{i}/2] {t.label} on {t.dataset} fold {t.fold}: trial "
+        mine = [int(re.match(r"(\d+)/", s[len(head):]).group(1))
+                for s in lines if s.startswith(head)]
+        assert mine and mine == sorted(mine) and mine[-1] == n
+        last = [s for s in lines if s.startswith(head)][-1]
+        assert re.fullmatch(re.escape(head) + rf"{n}/{n} complete \d\.\d{{4}}", last)

@@ -484,3 +484,40 @@ def test_sigterm_stops_tune_with_exit_130_and_keeps_finished_cells(tmp_path):
     assert "interrupted" in err
     saved = [json.loads(p.read_text()) for p in results.glob("*.json")]
     assert [r["label"] for r in saved] == ["ridge[tuned,trials=2]"]
+
+
+class ChattyRanker(RecordingRanker):
+    """Reports two boosting-like rounds from every fit."""
+
+    def fit(self, X, y, *, qid, eval_set=None):
+        from ltr_bench.progress import report_progress
+
+        for r in (1, 2):
+            report_progress(r, 2, "boosting round")
+        return super().fit(X, y, qid=qid, eval_set=eval_set)
+
+
+def test_a_tune_job_reports_each_finished_trial_to_the_installed_handler_not_the_fits(
+        tmp_path):
+    import re
+
+    from ltr_bench.progress import progress_handler
+    from ltr_bench.tuning import TuneJob
+
+    cell, _ = _cell(ranker=f"{__name__}:ChattyRanker")
+    space = resolve_space("r", RecordingRanker())
+    budget = Budget(n_trials=3)
+    tcell = tuned_cell(cell, space=space, budget=budget, objective="ndcg@10")
+    job = TuneJob(spaces={tcell.key: space}, budget=budget, storage=str(tmp_path / "a.journal"))
+    heard = []
+    with progress_handler(lambda done, total, msg: heard.append((done, total, msg))):
+        out = job(tcell)
+    assert out.record.ok
+    # exactly one report per trial, in order, in the in-process console's words; the
+    # rankers' "boosting round" reports (trials and final fit) stay on the worker
+    assert [h[:2] for h in heard] == [(1, 3), (2, 3), (3, 3)]
+    values = [t.value for t in out.result.trials]
+    assert [h[2] for h in heard] == [f"trial {n}/3 complete {v:.4f}"
+                                     for n, v in enumerate(values, 1)]
+    assert all(re.fullmatch(r"trial \d/3 complete \d\.\d{4}", h[2]) for h in heard)
+    assert job(tcell).record.ok  # no handler installed: nothing to report, still runs
