@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 import ltrb_fake_rankers as fakes
@@ -18,3 +20,26 @@ def fake_rankers(tmp_path, monkeypatch):
     fakes.reset()
     yield fakes
     fakes.reset()
+
+
+@pytest.fixture
+def chromium():
+    """Path of Debian's Chromium for a Playwright test. Skips where Playwright or Chromium
+    is missing, except with ``LTR_BENCH_REQUIRE_BROWSER=1`` (CI sets it), where a missing
+    browser fails the test instead of hiding it."""
+    import shutil
+
+    required = os.environ.get("LTR_BENCH_REQUIRE_BROWSER") == "1"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        if required:
+            raise
+        pytest.skip("playwright is not installed")
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        if required:
+            pytest.fail("LTR_BENCH_REQUIRE_BROWSER=1 but no chromium on PATH")
+        pytest.skip("no chromium on PATH (Debian package: chromium)")
+    return path
+

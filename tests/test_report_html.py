@@ -7,19 +7,12 @@ browser fails the test instead of hiding it.
 
 from __future__ import annotations
 
-import os
-import shutil
-from pathlib import Path
-
 import numpy as np
-import pytest
 
 from ltr_bench import plots
 from ltr_bench.report import build_report
 from ltr_bench.report_html import to_html
 from ltr_bench.results import ResultRecord
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def _report():
@@ -52,23 +45,14 @@ def test_the_page_is_self_contained_with_the_best_values_marked(tmp_path):
     assert f"<td class=best>{best:.4f}" in page
 
 
-def test_a_person_sees_the_table_the_marks_and_the_figures_in_chromium(tmp_path):
-    required = os.environ.get("LTR_BENCH_REQUIRE_BROWSER") == "1"
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        if required:
-            raise
-        pytest.skip("playwright is not installed")
-    if CHROMIUM is None:
-        if required:
-            pytest.fail("LTR_BENCH_REQUIRE_BROWSER=1 but no chromium on PATH")
-        pytest.skip("no chromium on PATH (Debian package: chromium)")
+def test_a_person_sees_the_table_the_marks_and_the_figures_in_chromium(tmp_path, chromium):
+    from playwright.sync_api import sync_playwright
+
     report = _report()
     path = tmp_path / "report.html"
     path.write_text(to_html(report, plots=plots.write_plots(report, tmp_path / "plots")))
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         page.goto(path.as_uri())
         assert page.title() == "ltr-bench report: toy"

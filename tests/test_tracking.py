@@ -339,23 +339,12 @@ def test_ui_serves_the_store_and_its_rest_api_finds_the_experiment(ui_server):
 
 
 @pytest.mark.slow
-def test_ui_opens_the_runs_table_with_metric_columns_sorted_by_ndcg_in_chromium(ui_server):
+def test_ui_opens_the_runs_table_with_metric_columns_sorted_by_ndcg_in_chromium(ui_server,
+                                                                              chromium):
     # MLflow keeps a runs table's columns in the browser: without /ltr-bench/ a fresh
     # browser shows no metric column at all
-    import shutil
+    from playwright.sync_api import sync_playwright
 
-    required = os.environ.get("LTR_BENCH_REQUIRE_BROWSER") == "1"
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        if required:
-            raise
-        pytest.skip("playwright is not installed")
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        if required:
-            pytest.fail("LTR_BENCH_REQUIRE_BROWSER=1 but no chromium on PATH")
-        pytest.skip("no chromium on PATH (Debian package: chromium)")
     url = ui_server + "/api/2.0/mlflow/experiments/get-by-name?experiment_name=" \
         "ltr-bench%2Fsynthetic"
     with urllib.request.urlopen(url, timeout=10) as resp:
