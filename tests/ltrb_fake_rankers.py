@@ -46,6 +46,20 @@ def install(root) -> None:
     importlib.invalidate_caches()
 
 
+def use_workdir(work, mp) -> None:
+    """Make ``work`` the working directory of a CLI test through the monkeypatch ``mp``:
+    the fakes installed in ``work/plugins`` (on sys.path), the default MLflow store and a
+    parsed-data cache of its own under ``work``, the fakes' records cleared."""
+    plugins = work / "plugins"
+    plugins.mkdir()
+    mp.syspath_prepend(str(plugins))
+    mp.chdir(work)
+    mp.delenv("MLFLOW_TRACKING_URI", raising=False)
+    mp.setenv("LTR_BENCH_CACHE", str(work / "cache"))
+    install(plugins)
+    reset()
+
+
 class LinearRanker(BaseRanker):
     """score = X @ w with w ~ N(0, 1) drawn from ``random_state`` (learns nothing)."""
 
@@ -58,7 +72,6 @@ class LinearRanker(BaseRanker):
         return RankerTags(uses_eval_set=True, thread_param="n_jobs", seed_param="random_state")
 
     def fit(self, X, y, *, qid, eval_set=None):
-        global INTERRUPT_AT_FIT
         X, y, qid = check_ranking_input(X, y, qid)
         FITS.append({"ranker": type(self).__name__, "n": X.shape[0],
                      "sum": float(np.sum(X)), "random_state": self.random_state,

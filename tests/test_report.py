@@ -36,15 +36,8 @@ def store(tmp_path_factory):
     three folds: fake-linear, fake-other (same seed, hence the same scores) and fake-linear
     with scale=2 (scores doubled: the same rankings)."""
     work = tmp_path_factory.mktemp("report")
-    plugins = work / "plugins"
-    plugins.mkdir()
     with pytest.MonkeyPatch.context() as mp:
-        mp.syspath_prepend(str(plugins))
-        mp.chdir(work)
-        mp.delenv("MLFLOW_TRACKING_URI", raising=False)
-        mp.setenv("LTR_BENCH_CACHE", str(work / "cache"))
-        fakes.install(plugins)
-        fakes.reset()
+        fakes.use_workdir(work, mp)
         for extra in (["--ranker", "fake-linear,fake-other"],
                       ["--ranker", "fake-linear", "--param", "fake-linear.scale=2"]):
             result = CliRunner().invoke(main, [*RUN, *extra], catch_exceptions=False)

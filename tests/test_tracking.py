@@ -43,14 +43,7 @@ METRIC_KEYS = {"ndcg_at_1", "ndcg_at_3", "ndcg_at_5", "ndcg_at_10", "ndcg_at_20"
 def _logged_store(work: Path, mp: pytest.MonkeyPatch) -> dict:
     """In ``work`` (made the working directory through ``mp``): the fake rankers installed
     and one CLI run (:data:`RUN`) logged to the default store."""
-    plugins = work / "plugins"
-    plugins.mkdir()
-    mp.syspath_prepend(str(plugins))
-    mp.chdir(work)
-    mp.delenv("MLFLOW_TRACKING_URI", raising=False)
-    mp.setenv("LTR_BENCH_CACHE", str(work / "cache"))
-    fakes.install(plugins)
-    fakes.reset()
+    fakes.use_workdir(work, mp)
 
     def invoke(*args):
         return CliRunner().invoke(main, list(args), catch_exceptions=False)

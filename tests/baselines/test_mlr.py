@@ -182,15 +182,20 @@ def test_larger_trace_regulariser_gives_smaller_trace():
     assert tr[0] > tr[1] > tr[2] >= 0
 
 
-def test_larger_group_penalty_zeroes_whole_columns():
+def _two_informative_of_eight():
+    """Query-by-example rows of 40 z-scored points in 2 classes: features 0 and 1 carry the
+    class, the other six are pure noise."""
     rng = np.random.default_rng(0)
     n = 40
     c = np.arange(n) % 2
     X = rng.normal(size=(n, 8))
-    X[:, 0] += 2.0 * c  # two informative features, six of pure noise
+    X[:, 0] += 2.0 * c
     X[:, 1] -= 1.5 * c
-    X = (X - X.mean(0)) / X.std(0)
-    rows, y, q = qbe_rows(X, c)
+    return qbe_rows((X - X.mean(0)) / X.std(0), c)
+
+
+def test_larger_group_penalty_zeroes_whole_columns():
+    rows, y, q = _two_informative_of_eight()
     zero = {}
     for lam in (0.0, 30.0):
         W = RMLRRanker(C=10.0, lam=lam, query_dim=8, **FAST).fit(rows, y, qid=q).W_
@@ -307,13 +312,7 @@ def test_tags_declare_the_query_block_and_threads_and_no_seed(cls):
 
 
 def test_fitted_info_reports_rank_columns_and_convergence_of_W():
-    rng = np.random.default_rng(0)
-    n = 40
-    c = np.arange(n) % 2
-    X = rng.normal(size=(n, 8))
-    X[:, 0] += 2.0 * c  # two informative features, six of pure noise
-    X[:, 1] -= 1.5 * c
-    rows, y, q = qbe_rows((X - X.mean(0)) / X.std(0), c)
+    rows, y, q = _two_informative_of_eight()
     m = RMLRRanker(C=10.0, lam=30.0, query_dim=8, **FAST).fit(rows, y, qid=q)
     info = m.fitted_info()
     used = np.flatnonzero(m.W_.any(axis=0))
