@@ -55,7 +55,7 @@ import dataclasses
 import numbers
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from ltr_bench.timing import thread_limit
 
 from ltr_bench.ranker import (
     BaseRanker,
@@ -115,7 +115,7 @@ class _LinearRanker(BaseRanker):
         self._check_fitted("coef_")
         X, _, _ = check_ranking_input(X, None, qid, n_features=self.n_features_in_,
                                       require_qid=False)
-        with threadpool_limits(self.n_threads_):
+        with thread_limit(self.n_threads_):
             return self.scaler_.transform(self._features(X)) @ self.coef_ + self.intercept_
 
 
@@ -173,7 +173,7 @@ class RidgeRanker(_LinearRanker):
         k = _positive_int("eval_at", self.eval_at)
         threads = _resolve_threads(self.n_jobs)
         X, y, qid, eval_set = _check_fit_input(X, y, qid, eval_set)
-        with threadpool_limits(threads):
+        with thread_limit(threads):
             Z = self._fit_scaler(X)
             yf = y.astype(np.float64)
             scores: dict[float, float] = {}
@@ -285,7 +285,7 @@ class ListNetRanker(_LinearRanker):
         tol = _real("tol", self.tol, allow_zero=False)
         threads = _resolve_threads(self.n_jobs)
         X, y, qid, _ = _check_fit_input(X, y, qid, eval_set)
-        with threadpool_limits(threads):
+        with thread_limit(threads):
             Z = self._fit_scaler(X)
             b = query_boundaries(qid)
             yf = y.astype(np.float64)

@@ -40,7 +40,7 @@ import numbers
 import warnings
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from ltr_bench.timing import thread_limit
 
 from ltr_bench.ranker import (
     BaseRanker,
@@ -168,7 +168,7 @@ class MLRRanker(BaseRanker):
         self.n_features_in_ = X.shape[1]
         D = self._differences(X)
         bounds = query_boundaries(qid)
-        with threadpool_limits(int(self.n_threads)):
+        with thread_limit(int(self.n_threads)):
             res = train_mlr(D, y >= 1, bounds, loss=self.loss, k=int(self.k), C=float(self.C),
                             lam=float(self._lam()), epsilon=float(self.epsilon),
                             max_iter=int(self.max_iter), admm_max_iter=int(self.admm_max_iter),
@@ -195,7 +195,7 @@ class MLRRanker(BaseRanker):
         self._check_fitted("W_")
         X, _, _ = check_ranking_input(X, None, qid, n_features=self.n_features_in_,
                                       require_qid=False)
-        with threadpool_limits(int(self.n_threads)):
+        with thread_limit(int(self.n_threads)):
             return row_scores(self._differences(X), psd_factor(self.W_))
 
     def fitted_info(self) -> dict[str, int | float | str]:

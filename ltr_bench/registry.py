@@ -114,23 +114,24 @@ def _scan_key() -> tuple:
     return (metadata.distributions, tuple(sys.path), tuple(stamps))
 
 
-_SCAN: dict[str, tuple] = {}
+#: (scan key, entries, warnings) of the last scan
+_scan: tuple | None = None
 
 
 def _entry_points() -> list[RankerEntry]:
     """The registered rankers. Reading every distribution's metadata costs about 13 ms, paid
     by every cell and every tuning trial when repeated, so the scan is kept until
     :func:`_scan_key` changes; its warnings are repeated on every call."""
+    global _scan
     key = _scan_key()
-    cached = _SCAN.get("scan")
-    if cached is None or cached[0] != key:
+    if _scan is None or _scan[0] != key:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             entries = _scan_entry_points()
-        cached = _SCAN["scan"] = (key, entries, [(w.message, w.category) for w in caught])
-    for message, category in cached[2]:
+        _scan = (key, entries, [(w.message, w.category) for w in caught])
+    for message, category in _scan[2]:
         warnings.warn(message, category, stacklevel=3)
-    return list(cached[1])
+    return list(_scan[1])
 
 
 def _scan_entry_points() -> list[RankerEntry]:

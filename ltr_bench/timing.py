@@ -227,7 +227,8 @@ def thread_limit(n_threads: int | None) -> Iterator[None]:
         yield
 
 
-_CONTROLLER: list = []
+#: (number of loaded modules when it was made, the ThreadpoolController)
+_controller_cache: tuple | None = None
 
 
 def _controller():
@@ -238,10 +239,11 @@ def _controller():
         from threadpoolctl import ThreadpoolController
     except ImportError:  # pragma: no cover - threadpoolctl is a dependency
         return None
-    if not _CONTROLLER or _CONTROLLER[0] != len(sys.modules):
+    global _controller_cache
+    if _controller_cache is None or _controller_cache[0] != len(sys.modules):
         controller = ThreadpoolController()
-        _CONTROLLER[:] = [len(sys.modules), controller]
-    return _CONTROLLER[1]
+        _controller_cache = (len(sys.modules), controller)
+    return _controller_cache[1]
 
 
 def cpu_count() -> int:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from threadpoolctl import threadpool_limits
+from ltr_bench.timing import thread_limit
 
 from .anchors import select_anchor
 from .gmml import LowRankQuadratic, gmml_lowrank
@@ -181,7 +181,7 @@ def fit_local_metrics(
                            reg_scale=reg_scale)
 
     results = []
-    with threadpool_limits(limits=1):
+    with thread_limit(1):
         if workers == 1:
             outcomes = map(fit_one, draws)
             pool = None

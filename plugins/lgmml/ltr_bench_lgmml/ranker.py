@@ -116,16 +116,15 @@ n_threads : int >= 1 or None, default None
 
 from __future__ import annotations
 
-import contextlib
 import numbers
 import warnings
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from ltr_bench.progress import report_progress
 from ltr_bench.ranker import (BaseRanker, RankerTags, check_ranking_input,
                               query_boundaries, split_query_document)
+from ltr_bench.timing import thread_limit
 
 from .diagnostics import metric_spectra, model_summary, validation_diagnostics
 from .listwise import train_listnet
@@ -269,9 +268,7 @@ class LGMMLRanker(BaseRanker):
             raise ValueError(f"random_state must be a non-negative integer or None, got {rs!r}")
 
     def _threads(self):
-        if self.n_threads is None:
-            return contextlib.nullcontext()
-        return threadpool_limits(limits=int(self.n_threads))
+        return thread_limit(None if self.n_threads is None else int(self.n_threads))
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y, *, qid, eval_set=None):
@@ -339,7 +336,7 @@ class LGMMLRanker(BaseRanker):
                 # rows, m = 50). One BLAS thread keeps the model bit-identical for every
                 # n_threads, and cost nothing there (whole fit with n_threads=2: 2.4 s with
                 # two BLAS threads in ListNet, 1.5 s with one; one run each, shared 2 cores).
-                with threadpool_limits(limits=1):
+                with thread_limit(1):
                     weights, self.listnet_info_ = train_listnet(
                         rng=rng, y=y, bounds=bounds, features=features,
                         n_metrics=bank.n_metrics, initial_weight=float(self.initial_weight),
