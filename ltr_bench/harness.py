@@ -40,7 +40,6 @@ the one implementation used everywhere.
 from __future__ import annotations
 
 import functools
-import time
 import traceback
 import warnings
 from dataclasses import dataclass, field
@@ -90,11 +89,11 @@ def _load_fold(cell: Cell, progress=None):
     source: Any = cell.dataset_source
     if cell.dataset_identity.get("kind") == "path":
         source = Path(source)
-    t0 = time.perf_counter()
-    fold = data.load_fold(source, cell.fold, data_dir=cell.data_dir, cache_dir=cell.cache_dir,
-                          seed=cell.seed, options=dict(cell.dataset_options) or None,
-                          progress=progress)
-    fold.load_seconds = time.perf_counter() - t0
+    with Stopwatch() as sw:
+        fold = data.load_fold(source, cell.fold, data_dir=cell.data_dir,
+                              cache_dir=cell.cache_dir, seed=cell.seed,
+                              options=dict(cell.dataset_options) or None, progress=progress)
+    fold.load_seconds = sw.seconds
     return fold
 
 
@@ -175,14 +174,6 @@ def run_cell(cell: Cell, *, fold=None, progress: Callable[[int, int, str], None]
     rec = new_record(cell)
     rec.load_avg["start"] = load_average()
     stage = "load"
-    clock = time.perf_counter()
-
-    def lap(name: str) -> None:
-        nonlocal clock
-        now_ = time.perf_counter()
-        rec.stage_seconds[name] = now_ - clock
-        clock = now_
-
     try:
         if fold is None:
             fold = _load_fold(cell)
@@ -195,18 +186,18 @@ def run_cell(cell: Cell, *, fold=None, progress: Callable[[int, int, str], None]
         rec.n_test_queries = test.n_queries
 
         stage = "setup"
-        clock = time.perf_counter()
-        ranker = build_ranker(cell.ranker, cell.user_params, seed=cell.seed,
-                              threads=cell.threads, query_dim=fold.query_dim)
-        rec.params = jsonable(ranker.get_params(deep=False))
-        tags = ranker_tags(ranker)
+        with Stopwatch() as setup:
+            ranker = build_ranker(cell.ranker, cell.user_params, seed=cell.seed,
+                                  threads=cell.threads, query_dim=fold.query_dim)
+            rec.params = jsonable(ranker.get_params(deep=False))
+            tags = ranker_tags(ranker)
+        rec.stage_seconds["setup"] = setup.seconds
         if cell.threads is None and tags.thread_param:
             value = rec.params.get(tags.thread_param)
             rec.n_threads = value if isinstance(value, int) and value > 0 else None
         eval_set = None if vali is None else (vali.X, vali.y, vali.qid)
         max_label = cell.max_label if cell.max_label is not None else fold.max_label
 
-        lap("setup")
         with thread_limit(cell.threads), PeakMemory() as mem, progress_handler(progress), \
                 warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -238,23 +229,24 @@ def run_cell(cell: Cell, *, fold=None, progress: Callable[[int, int, str], None]
                 "the value of a random ranking (check the ranker's parameters, e.g. minimum "
                 "leaf sizes or hessians on small data)")
         stage = "evaluate"
-        clock = time.perf_counter()
-        rec.metrics, rec.per_query = evaluate_conventions(test.y, scores, test.qid,
-                                                          cell.metrics, max_label=max_label)
-        if cell.save_scores:
-            rec.run_text = trec_run_text(test.qid, scores, tag=cell.label or cell.ranker)
-        for profile in cell.conventions:  # the same scores as another tool scores them
-            means, per_query = evaluate_profile(test.y, scores, test.qid, cell.metrics,
-                                                profile, max_label=max_label)
-            rec.metrics.update(means)
-            rec.per_query.update(per_query)
-        extras = test.extras
-        if "doc_class" in extras and "query_class" in extras:
-            from .metrics import knn_error  # query-by-example data: the MLR paper's measure
+        with Stopwatch() as evaluation:
+            rec.metrics, rec.per_query = evaluate_conventions(
+                test.y, scores, test.qid, cell.metrics, max_label=max_label)
+            if cell.save_scores:
+                rec.run_text = trec_run_text(test.qid, scores, tag=cell.label or cell.ranker)
+            for profile in cell.conventions:  # the same scores as another tool scores them
+                means, per_query = evaluate_profile(test.y, scores, test.qid, cell.metrics,
+                                                    profile, max_label=max_label)
+                rec.metrics.update(means)
+                rec.per_query.update(per_query)
+            extras = test.extras
+            if "doc_class" in extras and "query_class" in extras:
+                # query-by-example data: the MLR paper's measure
+                from .metrics import knn_error
 
-            rec.extra_metrics["knn_error"] = knn_error(
-                scores, test.qid, extras["doc_class"], extras["query_class"], k=KNN_K)
-        lap("evaluate")
+                rec.extra_metrics["knn_error"] = knn_error(
+                    scores, test.qid, extras["doc_class"], extras["query_class"], k=KNN_K)
+        rec.stage_seconds["evaluate"] = evaluation.seconds
         rec.status = "ok"
     except Exception as exc:  # noqa: BLE001 - a failing ranker must not stop the benchmark
         rec.status = "failed"
