@@ -15,17 +15,10 @@ import click
 
 from . import cli_options as options
 from .errors import EXIT_FAILED, EXIT_OK
+from .labels import split_names
 from .metric_keys import METRICS_HELP
 
 CONTEXT = options.CONTEXT
-
-
-def _split(values: tuple[str, ...], option: str) -> list[str]:
-    """The names of a ``NAME[,NAME...]`` option: :func:`ltr_bench.report.split_names` (commas
-    inside a label's ``[...]`` do not split; an unbalanced bracket is exit 2)."""
-    from .report import split_names
-
-    return split_names(values, option=option)
 
 
 def _records(dataset: str | None, results_dir: str | None, tracking_uri: str | None):
@@ -124,9 +117,9 @@ def report_command(ctx: click.Context, dataset, all_datasets, metrics, baseline,
     from .results import atomic_write_text
 
     # every list option is checked before anything is read (reading MLflow takes a while)
-    names = _split((dataset,), "--dataset") if dataset else []
-    ranker_names = _split(rankers, "--ranker") or None
-    wanted = _split(metrics, "--metric") or None
+    names = split_names((dataset,), option="--dataset") if dataset else []
+    ranker_names = split_names(rankers, option="--ranker") or None
+    wanted = split_names(metrics, option="--metric") or None
     if all_datasets or len(names) > 1:
         ctx.exit(_multi(names, all_datasets, wanted, ranker_names, output, plots_dir, alpha,
                         tracking_uri, results_dir))

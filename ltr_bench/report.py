@@ -11,9 +11,9 @@ Rows
     for it (``ResultRecord.label``). When one label stands for several configurations, the
     label names the parameters that differ, e.g. ``lightgbm[num_leaves=31]`` (a short key
     hash when nothing printable differs). Rows are in natural order of their labels
-    (:func:`label_sort_key`: ``lgmml[n_metrics=2]`` before ``lgmml[n_metrics=10]``), the
+    (:func:`ltr_bench.labels.label_sort_key`: ``lgmml[n_metrics=2]`` before ``lgmml[n_metrics=10]``), the
     baseline first. Lists of names and labels (``--ranker a,b``) are split by
-    :func:`split_names`, which keeps the commas inside ``[...]``.
+    :func:`ltr_bench.labels.split_names`, which keeps the commas inside ``[...]``.
 
 Units
     A row's values are per *unit* = (fold, seed). Only units that every selected row has are
@@ -45,19 +45,18 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 
 from .errors import EXIT_FAILED, EXIT_USAGE, LtrBenchError
-from .labels import label_sort_key, split_names
+from .labels import label_sort_key
 from .results import ResultRecord, group_flags
 from .stats import holm, paired_pvalues
 
 __all__ = ["Comparison", "Report", "ReportError", "Row", "Stat", "build_report",
-           "label_sort_key", "normalise_metric", "split_names"]
+           "normalise_metric"]
 
 WIN, LOSS = "\u25b2", "\u25bc"  # ▲ ▼
 TESTS = ("both", "ttest", "wilcoxon")

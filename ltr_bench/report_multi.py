@@ -6,7 +6,7 @@ Input: one :class:`~ltr_bench.report.Report` per dataset (each already restricte
 units every row has, with rows run on other data left out). Configurations are matched
 across datasets by row label (e.g. ``lightgbm[tuned,trials=30]``); only labels present on
 every dataset take part (a note names the others). Configurations are listed in natural
-label order (:func:`ltr_bench.report.label_sort_key`), in the table by average rank.
+label order (:func:`ltr_bench.labels.label_sort_key`), in the table by average rank.
 
 Definitions (N datasets, k configurations, ``x[i, j]`` = the mean of ``metric`` of
 configuration j on dataset i over that dataset's units):
@@ -35,7 +35,8 @@ from typing import Mapping
 
 import numpy as np
 
-from .report import Report, ReportError, label_sort_key
+from .labels import label_sort_key
+from .report import Report, ReportError
 
 __all__ = ["MultiReport", "build_multi_report", "critical_difference", "format_multi",
            "plot_cd_diagram"]

@@ -368,7 +368,7 @@ def _labelled_runs(labels: list[str], folds: int = 2) -> list[ResultRecord]:
 
 
 def test_label_sort_key_orders_numbers_by_value_including_decimals_and_signs():
-    from ltr_bench.report import label_sort_key
+    from ltr_bench.labels import label_sort_key
 
     shuffled = [NATURAL[i] for i in (2, 7, 0, 4, 6, 1, 5, 3)]
     assert sorted(shuffled, key=label_sort_key) == NATURAL
@@ -412,7 +412,7 @@ def test_ranker_selection_by_name_lists_its_labelled_rows_in_natural_order():
 
 
 def test_split_names_keeps_commas_inside_brackets():
-    from ltr_bench.report import split_names
+    from ltr_bench.labels import split_names
 
     assert split_names(("lightgbm[num_leaves=63,learning_rate=0.05], lgmml",
                         "xgboost,lgmml[dims=[1,2],k=3]"), option="--ranker") == [
@@ -427,7 +427,7 @@ def test_split_names_keeps_commas_inside_brackets():
 ])
 def test_split_names_refuses_unbalanced_brackets_naming_the_option(text, message):
     from ltr_bench.errors import UsageError
-    from ltr_bench.report import split_names
+    from ltr_bench.labels import split_names
 
     with pytest.raises(UsageError, match="^--ranker ") as info:
         split_names((text,), option="--ranker")
