@@ -55,7 +55,6 @@ import logging
 import multiprocessing
 import threading
 import warnings
-
 from numbers import Integral
 
 import numpy as np
@@ -64,8 +63,8 @@ from sklearn.utils._param_validation import Interval
 from ltr_bench.ranker import RankerInputError, RankerTags, query_boundaries
 
 from .gbdt import (
-    FROM_PRESET,
     _TAGS,
+    FROM_PRESET,
     LightGBMRanker,
     XGBoostLambdaMARTRanker,
     _check_fit_input,
@@ -110,13 +109,18 @@ def _client(scheduler, n_workers: int, threads: int):
         if multiprocessing.current_process().daemon:
             raise RuntimeError(
                 "cannot start a local Dask cluster inside a Dask worker process; give "
-                "scheduler='tcp://host:port' (the cluster this cell runs on, or another)")
+                "scheduler='tcp://host:port' (the cluster this cell runs on, or another)"
+            )
         key = (int(n_workers), int(threads))
         with _LOCAL_LOCK:
             if key not in _LOCAL:
-                cluster = LocalCluster(n_workers=key[0], threads_per_worker=key[1],
-                                       processes=True, dashboard_address=":0",
-                                       silence_logs=logging.ERROR)
+                cluster = LocalCluster(
+                    n_workers=key[0],
+                    threads_per_worker=key[1],
+                    processes=True,
+                    dashboard_address=":0",
+                    silence_logs=logging.ERROR,
+                )
                 _LOCAL[key] = (cluster, Client(cluster, set_as_default=False))
             client = _LOCAL[key][1]
     workers = client.scheduler_info(n_workers=-1).get("workers", {})
@@ -144,10 +148,12 @@ def _dask_parts(X, y, qid, n_parts: int):
     sizes = np.diff(query_boundaries(qid)).astype(np.int64)
     block = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
     row_chunks = (tuple(int(r) for r in rows),)
-    return (da.from_array(X, chunks=(row_chunks[0], (X.shape[1],))),
-            da.from_array(y, chunks=row_chunks),
-            da.from_array(sizes, chunks=(tuple(int(q) for q in queries),)),
-            da.from_array(block, chunks=row_chunks))
+    return (
+        da.from_array(X, chunks=(row_chunks[0], (X.shape[1],))),
+        da.from_array(y, chunks=row_chunks),
+        da.from_array(sizes, chunks=(tuple(int(q) for q in queries),)),
+        da.from_array(block, chunks=row_chunks),
+    )
 
 
 def _best_round(curve: list[float], patience) -> int:
@@ -173,31 +179,56 @@ _DASK_DOC = """
 """
 
 
-
 #: the checks of the parameters both Dask rankers add to their twins'
-_DASK_CONSTRAINTS = {"scheduler": [str, None],
-                     "n_workers": [Interval(Integral, 1, None, closed="left")]}
+_DASK_CONSTRAINTS = {
+    "scheduler": [str, None],
+    "n_workers": [Interval(Integral, 1, None, closed="left")],
+}
+
 
 class DaskLightGBMRanker(LightGBMRanker):
     __doc__ = (
         """LightGBM lambdarank trained on a Dask cluster (``lightgbm.dask.DaskLGBMRanker``,
     data partitioned by query); the twin of ``lightgbm``, whose parameters it takes, plus:
-    """ + _DASK_DOC + """
+    """
+        + _DASK_DOC
+        + """
     ``n_jobs`` is the thread count of each worker of the local cluster and of ``predict``.
     Early stopping is applied after training (module docstring).
-    """)
+    """
+    )
 
-    def __init__(self, preset="auto", n_estimators=None, num_leaves=None, learning_rate=None,
-                 min_sum_hessian_in_leaf=None, min_data_in_leaf=None,
-                 early_stopping_rounds=FROM_PRESET, eval_at=10, n_jobs=None, random_state=0,
-                 extra_params=None, query_dim=None, scheduler=None, n_workers=2):
-        super().__init__(preset=preset, n_estimators=n_estimators, num_leaves=num_leaves,
-                         learning_rate=learning_rate,
-                         min_sum_hessian_in_leaf=min_sum_hessian_in_leaf,
-                         min_data_in_leaf=min_data_in_leaf,
-                         early_stopping_rounds=early_stopping_rounds, eval_at=eval_at,
-                         n_jobs=n_jobs, random_state=random_state, extra_params=extra_params,
-                         query_dim=query_dim)
+    def __init__(
+        self,
+        preset="auto",
+        n_estimators=None,
+        num_leaves=None,
+        learning_rate=None,
+        min_sum_hessian_in_leaf=None,
+        min_data_in_leaf=None,
+        early_stopping_rounds=FROM_PRESET,
+        eval_at=10,
+        n_jobs=None,
+        random_state=0,
+        extra_params=None,
+        query_dim=None,
+        scheduler=None,
+        n_workers=2,
+    ):
+        super().__init__(
+            preset=preset,
+            n_estimators=n_estimators,
+            num_leaves=num_leaves,
+            learning_rate=learning_rate,
+            min_sum_hessian_in_leaf=min_sum_hessian_in_leaf,
+            min_data_in_leaf=min_data_in_leaf,
+            early_stopping_rounds=early_stopping_rounds,
+            eval_at=eval_at,
+            n_jobs=n_jobs,
+            random_state=random_state,
+            extra_params=extra_params,
+            query_dim=query_dim,
+        )
         self.scheduler = scheduler
         self.n_workers = n_workers
 
@@ -206,8 +237,7 @@ class DaskLightGBMRanker(LightGBMRanker):
         # runs, and with them the merged histograms: same seed, slightly different trees
         return dataclasses.replace(_TAGS, deterministic=False)
 
-    _parameter_constraints = {**LightGBMRanker._parameter_constraints,
-                              **_DASK_CONSTRAINTS}
+    _parameter_constraints = {**LightGBMRanker._parameter_constraints, **_DASK_CONSTRAINTS}
 
     def fit(self, X, y, *, qid, eval_set=None):
         from lightgbm.dask import DaskLGBMRanker
@@ -219,11 +249,15 @@ class DaskLightGBMRanker(LightGBMRanker):
         params = self._native_params(resolved)
         client, n_workers = _client(self.scheduler, self.n_workers, params["num_threads"])
         # each worker trains with its own Dask thread count (the local cluster's is n_jobs)
-        native = {k: v for k, v in params.items()
-                  if k not in ("objective", "metric", "eval_at", "num_threads")}
+        native = {
+            k: v
+            for k, v in params.items()
+            if k not in ("objective", "metric", "eval_at", "num_threads")
+        }
         Xd, yd, groups, _ = _dask_parts(_tree_features(X, self.query_dim), y, qid, n_workers)
-        model = DaskLGBMRanker(client=client, objective="lambdarank",
-                               n_estimators=resolved["n_estimators"], **native)
+        model = DaskLGBMRanker(
+            client=client, objective="lambdarank", n_estimators=resolved["n_estimators"], **native
+        )
         with client.as_current(), warnings.catch_warnings():
             # lightgbm.dask says so for the thread parameter the sklearn wrapper always has
             warnings.filterwarnings("ignore", message="Parameter n_jobs will be ignored")
@@ -238,8 +272,13 @@ class DaskLightGBMRanker(LightGBMRanker):
             scores = np.zeros(Xv.shape[0])
             curve = []
             for i in range(rounds):  # the validation NDCG after each round, on every query
-                scores += booster.predict(Tv, start_iteration=i, num_iteration=1,
-                                          raw_score=True, num_threads=params["num_threads"])
+                scores += booster.predict(
+                    Tv,
+                    start_iteration=i,
+                    num_iteration=1,
+                    raw_score=True,
+                    num_threads=params["num_threads"],
+                )
                 curve.append(float(evaluate(yv, scores, qv, f"ndcg@{k}")[f"ndcg@{k}"]))
             evals_result = {"vali": {f"ndcg@{k}": curve}}
             best = _best_round(curve, resolved["early_stopping_rounds"])
@@ -259,25 +298,48 @@ class DaskXGBoostRanker(XGBoostLambdaMARTRanker):
         """XGBoost lambda-MART (``rank:ndcg``) trained on a Dask cluster (``xgboost.dask``
     with ``qid``, data partitioned by query); the twin of ``xgboost-lambdamart``, whose
     parameters it takes, plus:
-    """ + _DASK_DOC + """
+    """
+        + _DASK_DOC
+        + """
     ``n_jobs`` is the thread count of each worker's training and of ``predict``.
-    """)
+    """
+    )
 
-    def __init__(self, preset="auto", n_estimators=None, max_leaves=None, max_depth=None,
-                 learning_rate=None, min_child_weight=None, early_stopping_rounds=FROM_PRESET,
-                 eval_at=10, n_jobs=None, random_state=0, extra_params=None, query_dim=None,
-                 scheduler=None, n_workers=2):
-        super().__init__(preset=preset, n_estimators=n_estimators, max_leaves=max_leaves,
-                         max_depth=max_depth, learning_rate=learning_rate,
-                         min_child_weight=min_child_weight,
-                         early_stopping_rounds=early_stopping_rounds, eval_at=eval_at,
-                         n_jobs=n_jobs, random_state=random_state, extra_params=extra_params,
-                         query_dim=query_dim)
+    def __init__(
+        self,
+        preset="auto",
+        n_estimators=None,
+        max_leaves=None,
+        max_depth=None,
+        learning_rate=None,
+        min_child_weight=None,
+        early_stopping_rounds=FROM_PRESET,
+        eval_at=10,
+        n_jobs=None,
+        random_state=0,
+        extra_params=None,
+        query_dim=None,
+        scheduler=None,
+        n_workers=2,
+    ):
+        super().__init__(
+            preset=preset,
+            n_estimators=n_estimators,
+            max_leaves=max_leaves,
+            max_depth=max_depth,
+            learning_rate=learning_rate,
+            min_child_weight=min_child_weight,
+            early_stopping_rounds=early_stopping_rounds,
+            eval_at=eval_at,
+            n_jobs=n_jobs,
+            random_state=random_state,
+            extra_params=extra_params,
+            query_dim=query_dim,
+        )
         self.scheduler = scheduler
         self.n_workers = n_workers
 
-    _parameter_constraints = {**XGBoostLambdaMARTRanker._parameter_constraints,
-                              **_DASK_CONSTRAINTS}
+    _parameter_constraints = {**XGBoostLambdaMARTRanker._parameter_constraints, **_DASK_CONSTRAINTS}
 
     def fit(self, X, y, *, qid, eval_set=None):
         import xgboost as xgb
@@ -294,12 +356,19 @@ class DaskXGBoostRanker(XGBoostLambdaMARTRanker):
             evals = []
             if eval_set is not None:
                 Xv, yv, qv = eval_set
-                Xvd, yvd, _, qvd = _dask_parts(_tree_features(Xv, self.query_dim), yv, qv,
-                                               n_workers)
+                Xvd, yvd, _, qvd = _dask_parts(
+                    _tree_features(Xv, self.query_dim), yv, qv, n_workers
+                )
                 evals = [(xgb.dask.DaskDMatrix(client, Xvd, yvd, qid=qvd), "vali")]
-            out = xgb.dask.train(client, params, dtrain, num_boost_round=n_estimators,
-                                 evals=evals, verbose_eval=False,
-                                 early_stopping_rounds=stopping if evals else None)
+            out = xgb.dask.train(
+                client,
+                params,
+                dtrain,
+                num_boost_round=n_estimators,
+                evals=evals,
+                verbose_eval=False,
+                early_stopping_rounds=stopping if evals else None,
+            )
         booster = out["booster"]
         rounds = booster.num_boosted_rounds()
         if evals and stopping is not None:

@@ -85,10 +85,10 @@ from __future__ import annotations
 import numbers
 import os
 
-import numpy as np
 # scikit-learn's parameter-constraint vocabulary (BaseRanker.validate_params checks them)
 from numbers import Integral, Real
 
+import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ltr_bench.progress import report_progress
@@ -190,8 +190,10 @@ def _check_fit_input(X, y, qid, eval_set):
 
 def _plain_evals(evals_result: dict) -> dict:
     """``{data: {metric: [float per round]}}`` with plain Python floats."""
-    return {data: {metric: [float(v) for v in values] for metric, values in metrics.items()}
-            for data, metrics in evals_result.items()}
+    return {
+        data: {metric: [float(v) for v in values] for metric, values in metrics.items()}
+        for data, metrics in evals_result.items()
+    }
 
 
 def _group_sizes(qid: np.ndarray) -> np.ndarray:
@@ -212,26 +214,64 @@ def _auto_leaf_minimum(n_train: int) -> int:
 
 #: ``{preset: {parameter: value or callable(n_train)}}`` (see the module docstring)
 LIGHTGBM_PRESETS = {
-    "auto": dict(n_estimators=500, num_leaves=31, learning_rate=0.1,
-                 min_data_in_leaf=_auto_leaf_minimum, min_sum_hessian_in_leaf=1e-3,
-                 early_stopping_rounds=50),
-    "mslr-benchmark": dict(n_estimators=500, num_leaves=255, learning_rate=0.1,
-                           min_data_in_leaf=0, min_sum_hessian_in_leaf=100.0,
-                           early_stopping_rounds=None),
-    "lgmml-paper": dict(n_estimators=5000, num_leaves=10, learning_rate=0.1,
-                        min_data_in_leaf=1, min_sum_hessian_in_leaf=1e-3,
-                        early_stopping_rounds=100),
-    "lightgbm-defaults": dict(n_estimators=100, num_leaves=31, learning_rate=0.1,
-                              min_data_in_leaf=20, min_sum_hessian_in_leaf=1e-3,
-                              early_stopping_rounds=50),
+    "auto": dict(
+        n_estimators=500,
+        num_leaves=31,
+        learning_rate=0.1,
+        min_data_in_leaf=_auto_leaf_minimum,
+        min_sum_hessian_in_leaf=1e-3,
+        early_stopping_rounds=50,
+    ),
+    "mslr-benchmark": dict(
+        n_estimators=500,
+        num_leaves=255,
+        learning_rate=0.1,
+        min_data_in_leaf=0,
+        min_sum_hessian_in_leaf=100.0,
+        early_stopping_rounds=None,
+    ),
+    "lgmml-paper": dict(
+        n_estimators=5000,
+        num_leaves=10,
+        learning_rate=0.1,
+        min_data_in_leaf=1,
+        min_sum_hessian_in_leaf=1e-3,
+        early_stopping_rounds=100,
+    ),
+    "lightgbm-defaults": dict(
+        n_estimators=100,
+        num_leaves=31,
+        learning_rate=0.1,
+        min_data_in_leaf=20,
+        min_sum_hessian_in_leaf=1e-3,
+        early_stopping_rounds=50,
+    ),
 }
 XGBOOST_PRESETS = {
-    "auto": dict(n_estimators=500, max_leaves=31, max_depth=0, learning_rate=0.1,
-                 min_child_weight=_auto_leaf_minimum, early_stopping_rounds=50),
-    "mslr-benchmark": dict(n_estimators=500, max_leaves=255, max_depth=0, learning_rate=0.1,
-                           min_child_weight=100.0, early_stopping_rounds=None),
-    "lgmml-paper": dict(n_estimators=5000, max_leaves=10, max_depth=0, learning_rate=0.1,
-                        min_child_weight=1.0, early_stopping_rounds=100),
+    "auto": dict(
+        n_estimators=500,
+        max_leaves=31,
+        max_depth=0,
+        learning_rate=0.1,
+        min_child_weight=_auto_leaf_minimum,
+        early_stopping_rounds=50,
+    ),
+    "mslr-benchmark": dict(
+        n_estimators=500,
+        max_leaves=255,
+        max_depth=0,
+        learning_rate=0.1,
+        min_child_weight=100.0,
+        early_stopping_rounds=None,
+    ),
+    "lgmml-paper": dict(
+        n_estimators=5000,
+        max_leaves=10,
+        max_depth=0,
+        learning_rate=0.1,
+        min_child_weight=1.0,
+        early_stopping_rounds=100,
+    ),
 }
 
 
@@ -244,8 +284,11 @@ def _resolve_preset(ranker, presets: dict, n_train: int) -> dict:
     out = {}
     for key, default in presets[name].items():
         value = getattr(ranker, key)
-        unset = (isinstance(value, str) and value == FROM_PRESET
-                 if key == "early_stopping_rounds" else value is None)
+        unset = (
+            isinstance(value, str) and value == FROM_PRESET
+            if key == "early_stopping_rounds"
+            else value is None
+        )
         if unset:
             value = default(n_train) if callable(default) else default
         out[key] = value
@@ -270,8 +313,14 @@ def _stop_info(rounds_run: int, n_estimators: int, stopping, trees_grown: int) -
 
 #: all three: early stopping on the validation split; seed, thread count through
 #: ``random_state`` / ``n_jobs``; query-by-example rows are plain features to the trees
-_TAGS = RankerTags(requires_qid_at_predict=False, uses_eval_set=True, deterministic=True,
-                   thread_param="n_jobs", seed_param="random_state", query_dim_param="query_dim")
+_TAGS = RankerTags(
+    requires_qid_at_predict=False,
+    uses_eval_set=True,
+    deterministic=True,
+    thread_param="n_jobs",
+    seed_param="random_state",
+    query_dim_param="query_dim",
+)
 
 
 def _tree_features(X: np.ndarray, query_dim) -> np.ndarray:
@@ -291,8 +340,11 @@ def _tree_features(X: np.ndarray, query_dim) -> np.ndarray:
 _COMMON_CONSTRAINTS = {
     "n_estimators": [Interval(Integral, 1, None, closed="left"), None],
     "learning_rate": [Interval(Real, 0, None, closed="neither"), None],
-    "early_stopping_rounds": [Interval(Integral, 1, None, closed="left"),
-                              StrOptions({FROM_PRESET}), None],
+    "early_stopping_rounds": [
+        Interval(Integral, 1, None, closed="left"),
+        StrOptions({FROM_PRESET}),
+        None,
+    ],
     "eval_at": [Interval(Integral, 1, None, closed="left"), list, tuple],
     "n_jobs": [Integral, None],
     "random_state": [Interval(Integral, 0, None, closed="left"), None],
@@ -332,11 +384,13 @@ class LightGBMRanker(BaseRanker):
     _PRESETS = LIGHTGBM_PRESETS
     #: ``ltr-bench tune`` search space (ltr_bench.tuning.parse_spec); boosting rounds are
     #: searched because without a validation split nothing stops them early
-    SEARCH_SPACE = {"num_leaves": {"low": 7, "high": 255, "log": True},
-                    "learning_rate": {"low": 0.01, "high": 0.3, "log": True},
-                    "min_data_in_leaf": {"low": 1, "high": 200, "log": True},
-                    "min_sum_hessian_in_leaf": {"low": 1e-3, "high": 10.0, "log": True},
-                    "n_estimators": {"low": 50, "high": 1000, "log": True}}
+    SEARCH_SPACE = {
+        "num_leaves": {"low": 7, "high": 255, "log": True},
+        "learning_rate": {"low": 0.01, "high": 0.3, "log": True},
+        "min_data_in_leaf": {"low": 1, "high": 200, "log": True},
+        "min_sum_hessian_in_leaf": {"low": 1e-3, "high": 10.0, "log": True},
+        "n_estimators": {"low": 50, "high": 1000, "log": True},
+    }
 
     #: values checked before any data is loaded (BaseRanker.validate_params); None means
     #: "from the preset"
@@ -348,10 +402,21 @@ class LightGBMRanker(BaseRanker):
         **_COMMON_CONSTRAINTS,
     }
 
-    def __init__(self, preset="auto", n_estimators=None, num_leaves=None, learning_rate=None,
-                 min_sum_hessian_in_leaf=None, min_data_in_leaf=None,
-                 early_stopping_rounds=FROM_PRESET, eval_at=10, n_jobs=None, random_state=0,
-                 extra_params=None, query_dim=None):
+    def __init__(
+        self,
+        preset="auto",
+        n_estimators=None,
+        num_leaves=None,
+        learning_rate=None,
+        min_sum_hessian_in_leaf=None,
+        min_data_in_leaf=None,
+        early_stopping_rounds=FROM_PRESET,
+        eval_at=10,
+        n_jobs=None,
+        random_state=0,
+        extra_params=None,
+        query_dim=None,
+    ):
         self.preset = preset
         self.n_estimators = n_estimators
         self.num_leaves = num_leaves
@@ -366,12 +431,19 @@ class LightGBMRanker(BaseRanker):
         self.query_dim = query_dim
 
     _RESERVED = {
-        "num_iterations": "n_estimators", "num_boost_round": "n_estimators",
-        "n_estimators": "n_estimators", "num_leaves": "num_leaves",
-        "learning_rate": "learning_rate", "min_sum_hessian_in_leaf": "min_sum_hessian_in_leaf",
-        "min_data_in_leaf": "min_data_in_leaf", "early_stopping_round": "early_stopping_rounds",
-        "early_stopping_rounds": "early_stopping_rounds", "eval_at": "eval_at",
-        "num_threads": "n_jobs", "n_jobs": "n_jobs", "seed": "random_state",
+        "num_iterations": "n_estimators",
+        "num_boost_round": "n_estimators",
+        "n_estimators": "n_estimators",
+        "num_leaves": "num_leaves",
+        "learning_rate": "learning_rate",
+        "min_sum_hessian_in_leaf": "min_sum_hessian_in_leaf",
+        "min_data_in_leaf": "min_data_in_leaf",
+        "early_stopping_round": "early_stopping_rounds",
+        "early_stopping_rounds": "early_stopping_rounds",
+        "eval_at": "eval_at",
+        "num_threads": "n_jobs",
+        "n_jobs": "n_jobs",
+        "seed": "random_state",
         "random_state": "random_state",
     }
 
@@ -386,10 +458,12 @@ class LightGBMRanker(BaseRanker):
             "num_leaves": _int_param("num_leaves", r["num_leaves"], 2),
             "learning_rate": _positive_float("learning_rate", r["learning_rate"]),
             "min_sum_hessian_in_leaf": _positive_float(
-                "min_sum_hessian_in_leaf", r["min_sum_hessian_in_leaf"], allow_zero=True),
+                "min_sum_hessian_in_leaf", r["min_sum_hessian_in_leaf"], allow_zero=True
+            ),
             "min_data_in_leaf": _int_param("min_data_in_leaf", r["min_data_in_leaf"], 0),
             "early_stopping_rounds": _int_param(
-                "early_stopping_rounds", r["early_stopping_rounds"], 1, allow_none=True),
+                "early_stopping_rounds", r["early_stopping_rounds"], 1, allow_none=True
+            ),
         }
 
     def _native_params(self, resolved: dict) -> dict:
@@ -419,21 +493,39 @@ class LightGBMRanker(BaseRanker):
         n_estimators, stopping = resolved["n_estimators"], resolved["early_stopping_rounds"]
         params = self._native_params(resolved)
 
-        train = lgb.Dataset(_tree_features(X, self.query_dim), label=y, group=_group_sizes(qid), params={"verbosity": -1},
-                            free_raw_data=True)
+        train = lgb.Dataset(
+            _tree_features(X, self.query_dim),
+            label=y,
+            group=_group_sizes(qid),
+            params={"verbosity": -1},
+            free_raw_data=True,
+        )
         callbacks = [_lightgbm_progress(n_estimators)]
         valid_sets, valid_names, evals_result = [], [], {}
         if eval_set is not None:
             Xv, yv, qv = eval_set
-            valid_sets = [lgb.Dataset(_tree_features(Xv, self.query_dim), label=yv, group=_group_sizes(qv), reference=train)]
+            valid_sets = [
+                lgb.Dataset(
+                    _tree_features(Xv, self.query_dim),
+                    label=yv,
+                    group=_group_sizes(qv),
+                    reference=train,
+                )
+            ]
             valid_names = ["vali"]
             callbacks.append(lgb.record_evaluation(evals_result))
             if stopping is not None:
-                callbacks.append(lgb.early_stopping(stopping, first_metric_only=True,
-                                                    verbose=False))
-        booster = lgb.train(params, train, num_boost_round=n_estimators,
-                            valid_sets=valid_sets, valid_names=valid_names,
-                            callbacks=callbacks)
+                callbacks.append(
+                    lgb.early_stopping(stopping, first_metric_only=True, verbose=False)
+                )
+        booster = lgb.train(
+            params,
+            train,
+            num_boost_round=n_estimators,
+            valid_sets=valid_sets,
+            valid_names=valid_names,
+            callbacks=callbacks,
+        )
         self.booster_ = booster
         # best_iteration is 0 when early stopping did not run; LightGBM may also stop early
         # by itself when no leaf can be split any more
@@ -447,13 +539,16 @@ class LightGBMRanker(BaseRanker):
 
     def predict(self, X, *, qid=None):
         self._check_fitted("booster_")
-        X, _, _ = check_ranking_input(X, None, qid, n_features=self.n_features_in_,
-                                      require_qid=False)
+        X, _, _ = check_ranking_input(
+            X, None, qid, n_features=self.n_features_in_, require_qid=False
+        )
         if X.shape[0] == 0:
             return np.zeros(0, dtype=np.float64)
-        scores = self.booster_.predict(_tree_features(X, self.query_dim),
-                                       num_iteration=self.best_iteration_,
-                                       num_threads=self.n_threads_)
+        scores = self.booster_.predict(
+            _tree_features(X, self.query_dim),
+            num_iteration=self.best_iteration_,
+            num_threads=self.n_threads_,
+        )
         return np.asarray(scores, dtype=np.float64)
 
     def fitted_info(self) -> dict[str, int | float | str]:
@@ -490,8 +585,9 @@ class LightGBMRanker(BaseRanker):
             "constant_model": n_leaves <= len(trees),
             "n_features": int(self.n_features_in_),
             "n_features_used": int(np.count_nonzero(splits)),
-            **_stop_info(rounds, resolved["n_estimators"], stopping,
-                         int(self.booster_.current_iteration())),
+            **_stop_info(
+                rounds, resolved["n_estimators"], stopping, int(self.booster_.current_iteration())
+            ),
             "preset": str(self.preset),
             **{k: v for k, v in resolved.items() if v is not None},
         }
@@ -518,10 +614,12 @@ class _XGBoostRanker(BaseRanker):
     _objective = ""
     _PRESETS = XGBOOST_PRESETS
     #: ``ltr-bench tune`` search space (ltr_bench.tuning.parse_spec)
-    SEARCH_SPACE = {"max_depth": {"low": 2, "high": 10},
-                    "learning_rate": {"low": 0.01, "high": 0.3, "log": True},
-                    "min_child_weight": {"low": 1e-3, "high": 100.0, "log": True},
-                    "n_estimators": {"low": 50, "high": 1000, "log": True}}
+    SEARCH_SPACE = {
+        "max_depth": {"low": 2, "high": 10},
+        "learning_rate": {"low": 0.01, "high": 0.3, "log": True},
+        "min_child_weight": {"low": 1e-3, "high": 100.0, "log": True},
+        "n_estimators": {"low": 50, "high": 1000, "log": True},
+    }
 
     _parameter_constraints = {
         "preset": [StrOptions(set(XGBOOST_PRESETS))],
@@ -531,9 +629,21 @@ class _XGBoostRanker(BaseRanker):
         **_COMMON_CONSTRAINTS,
     }
 
-    def __init__(self, preset="auto", n_estimators=None, max_leaves=None, max_depth=None,
-                 learning_rate=None, min_child_weight=None, early_stopping_rounds=FROM_PRESET,
-                 eval_at=10, n_jobs=None, random_state=0, extra_params=None, query_dim=None):
+    def __init__(
+        self,
+        preset="auto",
+        n_estimators=None,
+        max_leaves=None,
+        max_depth=None,
+        learning_rate=None,
+        min_child_weight=None,
+        early_stopping_rounds=FROM_PRESET,
+        eval_at=10,
+        n_jobs=None,
+        random_state=0,
+        extra_params=None,
+        query_dim=None,
+    ):
         self.preset = preset
         self.n_estimators = n_estimators
         self.max_leaves = max_leaves
@@ -548,12 +658,19 @@ class _XGBoostRanker(BaseRanker):
         self.query_dim = query_dim
 
     _RESERVED = {
-        "num_boost_round": "n_estimators", "n_estimators": "n_estimators",
-        "max_depth": "max_depth", "max_leaves": "max_leaves",
-        "learning_rate": "learning_rate", "eta": "learning_rate",
-        "min_child_weight": "min_child_weight", "early_stopping_rounds": "early_stopping_rounds",
-        "nthread": "n_jobs", "n_jobs": "n_jobs", "seed": "random_state",
-        "random_state": "random_state", "eval_metric": "eval_at",
+        "num_boost_round": "n_estimators",
+        "n_estimators": "n_estimators",
+        "max_depth": "max_depth",
+        "max_leaves": "max_leaves",
+        "learning_rate": "learning_rate",
+        "eta": "learning_rate",
+        "min_child_weight": "min_child_weight",
+        "early_stopping_rounds": "early_stopping_rounds",
+        "nthread": "n_jobs",
+        "n_jobs": "n_jobs",
+        "seed": "random_state",
+        "random_state": "random_state",
+        "eval_metric": "eval_at",
     }
 
     def ranker_tags(self) -> RankerTags:
@@ -567,10 +684,12 @@ class _XGBoostRanker(BaseRanker):
             "max_leaves": _int_param("max_leaves", r["max_leaves"], 0),
             "max_depth": _int_param("max_depth", r["max_depth"], 0),
             "learning_rate": _positive_float("learning_rate", r["learning_rate"]),
-            "min_child_weight": _positive_float("min_child_weight", r["min_child_weight"],
-                                                allow_zero=True),
+            "min_child_weight": _positive_float(
+                "min_child_weight", r["min_child_weight"], allow_zero=True
+            ),
             "early_stopping_rounds": _int_param(
-                "early_stopping_rounds", r["early_stopping_rounds"], 1, allow_none=True),
+                "early_stopping_rounds", r["early_stopping_rounds"], 1, allow_none=True
+            ),
         }
 
     def _native_params(self, resolved: dict) -> dict:
@@ -599,26 +718,38 @@ class _XGBoostRanker(BaseRanker):
         params = self._native_params(resolved)
         # group sizes instead of qid: XGBoost requires sorted qid, our contract only
         # contiguous blocks
-        dtrain = xgb.DMatrix(_tree_features(X, self.query_dim), label=y,
-                             nthread=params["nthread"])
+        dtrain = xgb.DMatrix(_tree_features(X, self.query_dim), label=y, nthread=params["nthread"])
         dtrain.set_group(_group_sizes(qid))
         callbacks = [_xgboost_progress(n_estimators)]
         evals, evals_result = [], {}
         if eval_set is not None:
             Xv, yv, qv = eval_set
-            dval = xgb.DMatrix(_tree_features(Xv, self.query_dim), label=yv,
-                               nthread=params["nthread"])
+            dval = xgb.DMatrix(
+                _tree_features(Xv, self.query_dim), label=yv, nthread=params["nthread"]
+            )
             dval.set_group(_group_sizes(qv))
             evals = [(dval, "vali")]
             # before EarlyStopping: XGBoost stops asking callbacks once one returns True
             callbacks.append(_xgboost_pruning(params["eval_metric"][0]))
             if stopping is not None:
-                callbacks.append(xgb.callback.EarlyStopping(
-                    rounds=stopping, metric_name=params["eval_metric"][0], data_name="vali",
-                    maximize=True, save_best=False))
-        booster = xgb.train(params, dtrain, num_boost_round=n_estimators, evals=evals,
-                            evals_result=evals_result, verbose_eval=False,
-                            callbacks=callbacks)
+                callbacks.append(
+                    xgb.callback.EarlyStopping(
+                        rounds=stopping,
+                        metric_name=params["eval_metric"][0],
+                        data_name="vali",
+                        maximize=True,
+                        save_best=False,
+                    )
+                )
+        booster = xgb.train(
+            params,
+            dtrain,
+            num_boost_round=n_estimators,
+            evals=evals,
+            evals_result=evals_result,
+            verbose_eval=False,
+            callbacks=callbacks,
+        )
         rounds = booster.num_boosted_rounds()
         if eval_set is not None and stopping is not None:
             rounds = int(booster.best_iteration) + 1  # best_iteration is 0-based
@@ -635,8 +766,9 @@ class _XGBoostRanker(BaseRanker):
         import xgboost as xgb
 
         self._check_fitted("booster_")
-        X, _, _ = check_ranking_input(X, None, qid, n_features=self.n_features_in_,
-                                      require_qid=False)
+        X, _, _ = check_ranking_input(
+            X, None, qid, n_features=self.n_features_in_, require_qid=False
+        )
         if X.shape[0] == 0:
             return np.zeros(0, dtype=np.float64)
         data = xgb.DMatrix(_tree_features(X, self.query_dim), nthread=self.n_threads_)
@@ -660,7 +792,7 @@ class _XGBoostRanker(BaseRanker):
         import json
 
         self._check_fitted("booster_")
-        used = self.booster_[:self.best_iteration_]  # a copy holding the rounds used
+        used = self.booster_[: self.best_iteration_]  # a copy holding the rounds used
         trees = [json.loads(t) for t in used.get_dump(dump_format="json")]
         rounds = int(self.booster_.num_boosted_rounds())
         resolved = self.resolved_params_

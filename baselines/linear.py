@@ -55,7 +55,6 @@ import dataclasses
 import numbers
 
 import numpy as np
-from ltr_bench.timing import thread_limit
 
 from ltr_bench.ranker import (
     BaseRanker,
@@ -64,6 +63,7 @@ from ltr_bench.ranker import (
     query_boundaries,
     split_query_document,
 )
+from ltr_bench.timing import thread_limit
 
 from .gbdt import _check_fit_input, _resolve_threads
 
@@ -93,9 +93,14 @@ class _LinearRanker(BaseRanker):
     """Shared features, standardisation, threads, predict."""
 
     def ranker_tags(self) -> RankerTags:
-        return RankerTags(requires_qid_at_predict=False, uses_eval_set=False,
-                          deterministic=True, thread_param="n_jobs", seed_param=None,
-                          query_dim_param="query_dim")
+        return RankerTags(
+            requires_qid_at_predict=False,
+            uses_eval_set=False,
+            deterministic=True,
+            thread_param="n_jobs",
+            seed_param=None,
+            query_dim_param="query_dim",
+        )
 
     def _features(self, X):
         """The rows themselves, or ``(q - x)^2`` per dimension for query-by-example rows."""
@@ -113,8 +118,9 @@ class _LinearRanker(BaseRanker):
         """``z . coef_ + intercept_`` with ``z`` the training-split standardisation of ``X``;
         float64 ``(n_docs,)`` in row order."""
         self._check_fitted("coef_")
-        X, _, _ = check_ranking_input(X, None, qid, n_features=self.n_features_in_,
-                                      require_qid=False)
+        X, _, _ = check_ranking_input(
+            X, None, qid, n_features=self.n_features_in_, require_qid=False
+        )
         with thread_limit(self.n_threads_):
             return self.scaler_.transform(self._features(X)) @ self.coef_ + self.intercept_
 
@@ -144,8 +150,9 @@ class RidgeRanker(_LinearRanker):
     #: ``ltr-bench tune`` search space (ltr_bench.tuning.parse_spec): the grid's range
     SEARCH_SPACE = {"alpha": {"low": 1e-2, "high": 1e6, "log": True}}
 
-    def __init__(self, alpha=None, alpha_grid=DEFAULT_ALPHA_GRID, eval_at=10, query_dim=None,
-                 n_jobs=None):
+    def __init__(
+        self, alpha=None, alpha_grid=DEFAULT_ALPHA_GRID, eval_at=10, query_dim=None, n_jobs=None
+    ):
         self.alpha = alpha
         self.alpha_grid = alpha_grid
         self.eval_at = eval_at
@@ -159,8 +166,9 @@ class RidgeRanker(_LinearRanker):
     def _grid(self) -> list[float]:
         grid = list(self.alpha_grid) if not isinstance(self.alpha_grid, (str, bytes)) else []
         if not grid:
-            raise ValueError(f"alpha_grid must be a non-empty sequence of numbers > 0, got "
-                             f"{self.alpha_grid!r}")
+            raise ValueError(
+                f"alpha_grid must be a non-empty sequence of numbers > 0, got {self.alpha_grid!r}"
+            )
         return sorted({_real("alpha_grid value", a, allow_zero=False) for a in grid})
 
     def fit(self, X, y, *, qid, eval_set=None):
@@ -186,8 +194,15 @@ class RidgeRanker(_LinearRanker):
                 Zv = self.scaler_.transform(self._features(Xv))
                 for a in grid:
                     model = Ridge(alpha=a).fit(Z, yf)
-                    scores[a] = float(evaluate(yv, Zv @ model.coef_ + model.intercept_, qv,
-                                               (f"ndcg@{k}",), empty_query=1.0)[f"ndcg@{k}"])
+                    scores[a] = float(
+                        evaluate(
+                            yv,
+                            Zv @ model.coef_ + model.intercept_,
+                            qv,
+                            (f"ndcg@{k}",),
+                            empty_query=1.0,
+                        )[f"ndcg@{k}"]
+                    )
                 best = max(scores.values())
                 # equal validation values: the simpler (more regularised) model
                 alpha, source = max(a for a, v in scores.items() if v == best), "validation"
@@ -298,9 +313,14 @@ class ListNetRanker(_LinearRanker):
                 starts = np.r_[0, np.cumsum(sizes)[:-1]]
                 Zk = np.ascontiguousarray(Z[rows])
                 P = _softmax_targets(yf[rows], starts)
-                res = minimize(listnet_loss_and_grad, w, args=(Zk, P, starts, l2), jac=True,
-                               method="L-BFGS-B",
-                               options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-12})
+                res = minimize(
+                    listnet_loss_and_grad,
+                    w,
+                    args=(Zk, P, starts, l2),
+                    jac=True,
+                    method="L-BFGS-B",
+                    options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-12},
+                )
                 w, n_iter, converged, loss = res.x, int(res.nit), bool(res.success), float(res.fun)
         self.coef_ = np.asarray(w, dtype=np.float64)
         self.intercept_ = 0.0

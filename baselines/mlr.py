@@ -40,7 +40,6 @@ import numbers
 import warnings
 
 import numpy as np
-from ltr_bench.timing import thread_limit
 
 from ltr_bench.ranker import (
     BaseRanker,
@@ -50,6 +49,7 @@ from ltr_bench.ranker import (
     query_boundaries,
     split_query_document,
 )
+from ltr_bench.timing import thread_limit
 
 from .mlr_oracles import LOSSES
 from .mlr_solver import psd_factor, row_scores, train_mlr
@@ -91,12 +91,25 @@ class MLRRanker(BaseRanker):
 
     _lam_fixed = 0.0
     #: ``ltr-bench tune`` search space (ltr_bench.tuning.parse_spec)
-    SEARCH_SPACE = {"C": {"low": 1e-2, "high": 1e3, "log": True},
-                    "loss": {"choices": ["auc", "ndcg", "map", "mrr"]}}
+    SEARCH_SPACE = {
+        "C": {"low": 1e-2, "high": 1e3, "log": True},
+        "loss": {"choices": ["auc", "ndcg", "map", "mrr"]},
+    }
 
-    def __init__(self, loss="auc", k=10, C=10.0, epsilon=1e-3, max_iter=200, query_dim=None,
-                 scaling="zscore", admm_max_iter=500, admm_tol=1e-4, n_threads=1,
-                 random_state=None):
+    def __init__(
+        self,
+        loss="auc",
+        k=10,
+        C=10.0,
+        epsilon=1e-3,
+        max_iter=200,
+        query_dim=None,
+        scaling="zscore",
+        admm_max_iter=500,
+        admm_tol=1e-4,
+        n_threads=1,
+        random_state=None,
+    ):
         self.loss = loss
         self.k = k
         self.C = C
@@ -112,9 +125,14 @@ class MLRRanker(BaseRanker):
     def ranker_tags(self) -> RankerTags:
         # no randomness, so no seed parameter (random_state is accepted but unused); the
         # validation split is not used (no early stopping or model selection inside fit)
-        return RankerTags(requires_qid_at_predict=False, uses_eval_set=False,
-                          deterministic=True, thread_param="n_threads", seed_param=None,
-                          query_dim_param="query_dim")
+        return RankerTags(
+            requires_qid_at_predict=False,
+            uses_eval_set=False,
+            deterministic=True,
+            thread_param="n_threads",
+            seed_param=None,
+            query_dim_param="query_dim",
+        )
 
     # ---------------------------------------------------------------- validation
     def _lam(self) -> float:
@@ -169,10 +187,20 @@ class MLRRanker(BaseRanker):
         D = self._differences(X)
         bounds = query_boundaries(qid)
         with thread_limit(int(self.n_threads)):
-            res = train_mlr(D, y >= 1, bounds, loss=self.loss, k=int(self.k), C=float(self.C),
-                            lam=float(self._lam()), epsilon=float(self.epsilon),
-                            max_iter=int(self.max_iter), admm_max_iter=int(self.admm_max_iter),
-                            admm_tol=float(self.admm_tol), name=type(self).__name__)
+            res = train_mlr(
+                D,
+                y >= 1,
+                bounds,
+                loss=self.loss,
+                k=int(self.k),
+                C=float(self.C),
+                lam=float(self._lam()),
+                epsilon=float(self.epsilon),
+                max_iter=int(self.max_iter),
+                admm_max_iter=int(self.admm_max_iter),
+                admm_tol=float(self.admm_tol),
+                name=type(self).__name__,
+            )
         self.W_ = res.W
         self.M_ = res.W / np.outer(sd, sd)
         self.xi_ = res.xi
@@ -185,16 +213,23 @@ class MLRRanker(BaseRanker):
             warnings.warn(
                 f"{type(self).__name__}: stopped at max_iter={int(self.max_iter)} cutting "
                 f"planes before the stopping rule fired"
-                + (f" (last violation {float(last):.3g}, epsilon {self.epsilon})"
-                   if last is not None else "")
-                + "; raise max_iter or epsilon", UserWarning, stacklevel=2)
+                + (
+                    f" (last violation {float(last):.3g}, epsilon {self.epsilon})"
+                    if last is not None
+                    else ""
+                )
+                + "; raise max_iter or epsilon",
+                UserWarning,
+                stacklevel=2,
+            )
         return self
 
     def predict(self, X, *, qid=None):
         """Scores ``-(q - x)^T W (q - x)`` or ``-(x - z)^T W (x - z)``, float64, row order."""
         self._check_fitted("W_")
-        X, _, _ = check_ranking_input(X, None, qid, n_features=self.n_features_in_,
-                                      require_qid=False)
+        X, _, _ = check_ranking_input(
+            X, None, qid, n_features=self.n_features_in_, require_qid=False
+        )
         with thread_limit(int(self.n_threads)):
             return row_scores(self._differences(X), psd_factor(self.W_))
 
@@ -243,24 +278,48 @@ class RMLRRanker(MLRRanker):
     only when the column of ``C * sum_t alpha_t Psi_t`` (less the trace / PSD multipliers)
     has norm <= ``lam``, so the threshold grows with ``C``: what matters is ``lam / C``.
     Measured on z-scored Wine + 96 correlated noise dimensions (MAP; the setting of
-    ``experiments/mlr_noise.toml``): with C = 10, lam = 3 keeps 107 of 109 features, lam = 10 keeps 25,
-    lam = 30 keeps 12; the reference demo's C = 1e3, lam = 0.1 (lam / C = 1e-4) removes
-    none and is then just MLR. Choose ``C`` and ``lam / C`` together on validation data
-    (e.g. lam / C in {0.1, 0.3, 1, 3}).
+    ``experiments/mlr_noise.toml``): with C = 10, lam = 3 keeps 107 of 109 features,
+    lam = 10 keeps 25, lam = 30 keeps 12; the reference demo's C = 1e3, lam = 0.1
+    (lam / C = 1e-4) removes none and is then just MLR. Choose ``C`` and ``lam / C``
+    together on validation data (e.g. lam / C in {0.1, 0.3, 1, 3}).
     """
 
     #: ``ltr-bench tune`` search space (ltr_bench.tuning.parse_spec): lam / C in the range
     #: the class docstring suggests, through lam itself
-    SEARCH_SPACE = {"C": {"low": 1e-2, "high": 1e3, "log": True},
-                    "lam": {"low": 1e-3, "high": 1e2, "log": True},
-                    "loss": {"choices": ["auc", "ndcg", "map", "mrr"]}}
+    SEARCH_SPACE = {
+        "C": {"low": 1e-2, "high": 1e3, "log": True},
+        "lam": {"low": 1e-3, "high": 1e2, "log": True},
+        "loss": {"choices": ["auc", "ndcg", "map", "mrr"]},
+    }
 
-    def __init__(self, loss="auc", k=10, C=10.0, lam=0.1, epsilon=1e-3, max_iter=200,
-                 query_dim=None, scaling="zscore", admm_max_iter=500, admm_tol=1e-4,
-                 n_threads=1, random_state=None):
-        super().__init__(loss=loss, k=k, C=C, epsilon=epsilon, max_iter=max_iter,
-                         query_dim=query_dim, scaling=scaling, admm_max_iter=admm_max_iter,
-                         admm_tol=admm_tol, n_threads=n_threads, random_state=random_state)
+    def __init__(
+        self,
+        loss="auc",
+        k=10,
+        C=10.0,
+        lam=0.1,
+        epsilon=1e-3,
+        max_iter=200,
+        query_dim=None,
+        scaling="zscore",
+        admm_max_iter=500,
+        admm_tol=1e-4,
+        n_threads=1,
+        random_state=None,
+    ):
+        super().__init__(
+            loss=loss,
+            k=k,
+            C=C,
+            epsilon=epsilon,
+            max_iter=max_iter,
+            query_dim=query_dim,
+            scaling=scaling,
+            admm_max_iter=admm_max_iter,
+            admm_tol=admm_tol,
+            n_threads=n_threads,
+            random_state=random_state,
+        )
         self.lam = lam
 
     def _lam(self) -> float:
@@ -268,22 +327,29 @@ class RMLRRanker(MLRRanker):
 
     def _validate_params(self) -> None:
         super()._validate_params()
-        if (not isinstance(self.lam, numbers.Real) or isinstance(self.lam, bool)
-                or not np.isfinite(self.lam) or self.lam < 0):
+        if (
+            not isinstance(self.lam, numbers.Real)
+            or isinstance(self.lam, bool)
+            or not np.isfinite(self.lam)
+            or self.lam < 0
+        ):
             raise ValueError(f"lam must be a finite real number >= 0, got {self.lam!r}")
 
 
 def _check_int(name, value, low, allow_none=False):
     if allow_none and value is None:
         return
-    if (not isinstance(value, numbers.Integral) or isinstance(value, bool)
-            or value < low):
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low:
         raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
 
 
 def _check_pos(name, value):
-    if (not isinstance(value, numbers.Real) or isinstance(value, bool)
-            or not np.isfinite(value) or value <= 0):
+    if (
+        not isinstance(value, numbers.Real)
+        or isinstance(value, bool)
+        or not np.isfinite(value)
+        or value <= 0
+    ):
         raise ValueError(f"{name} must be a finite real number > 0, got {value!r}")
 
 
@@ -309,9 +375,9 @@ def _neighbour_order(W, X_train, X_test, chunk=2048):
     B = np.asarray(X_test, dtype=np.float64) @ L
     out = np.empty((B.shape[0], A.shape[0]), dtype=np.int64)
     for s in range(0, B.shape[0], chunk):
-        diff = B[s:s + chunk, None, :] - A[None, :, :]
+        diff = B[s : s + chunk, None, :] - A[None, :, :]
         dist = np.einsum("ijk,ijk->ij", diff, diff)
-        out[s:s + chunk] = np.argsort(dist, axis=1, kind="stable")
+        out[s : s + chunk] = np.argsort(dist, axis=1, kind="stable")
     return out
 
 

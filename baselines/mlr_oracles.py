@@ -105,8 +105,9 @@ def _delta0(loss: str, P: np.ndarray, k: int) -> np.ndarray:
     return np.ones(P.shape)
 
 
-def _step_weight(loss: str, a: int, b: np.ndarray, P: np.ndarray, N: np.ndarray, k: int,
-                 idcg: np.ndarray) -> np.ndarray:
+def _step_weight(
+    loss: str, a: int, b: np.ndarray, P: np.ndarray, N: np.ndarray, k: int, idcg: np.ndarray
+) -> np.ndarray:
     """w(a, b): loss added when the a-th relevant item is placed after b irrelevant ones.
 
     b: (B, m) int array; P, N, idcg: (B, 1). Returns (B, m) float64.

@@ -91,8 +91,8 @@ def row_scores(D: np.ndarray, L: np.ndarray) -> np.ndarray:
         out[:] = 0.0
         return out
     for start in range(0, D.shape[0], _CHUNK):
-        P = D[start:start + _CHUNK] @ L
-        out[start:start + _CHUNK] = -np.einsum("ij,ij->i", P, P)
+        P = D[start : start + _CHUNK] @ L
+        out[start : start + _CHUNK] = -np.einsum("ij,ij->i", P, P)
     return out
 
 
@@ -101,13 +101,14 @@ def _weighted_gram(D: np.ndarray, w: np.ndarray) -> np.ndarray:
     d = D.shape[1]
     out = np.zeros((d, d))
     for start in range(0, D.shape[0], _CHUNK):
-        Dc = D[start:start + _CHUNK]
-        out += (Dc.T * w[start:start + _CHUNK]) @ Dc
+        Dc = D[start : start + _CHUNK]
+        out += (Dc.T * w[start : start + _CHUNK]) @ Dc
     return (out + out.T) / 2.0
 
 
-def _hinge_prox(v: np.ndarray, Delta: np.ndarray, c: np.ndarray, C: float,
-                rho: float) -> np.ndarray:
+def _hinge_prox(
+    v: np.ndarray, Delta: np.ndarray, c: np.ndarray, C: float, rho: float
+) -> np.ndarray:
     """argmin_m C max(0, max_t (Delta_t - m_t) / c_t) + rho/2 ||m - v||^2, exactly.
 
     (Constraint rows are scaled to unit norm, so row t is the original divided by
@@ -150,8 +151,15 @@ class _ADMM:
         self.u = np.zeros(0)
         self.rho = rho
 
-    def solve(self, Psi_flat: np.ndarray, Delta: np.ndarray, G: np.ndarray, C: float,
-              max_iter: int, tol: float):
+    def solve(
+        self,
+        Psi_flat: np.ndarray,
+        Delta: np.ndarray,
+        G: np.ndarray,
+        C: float,
+        max_iter: int,
+        tol: float,
+    ):
         d, b = self.d, self.b
         T = Delta.size
         # unit-norm constraint rows balance the margin block against the matrix blocks
@@ -168,7 +176,7 @@ class _ADMM:
         Xg_zero = np.zeros(d, dtype=bool)
         AW = Psi_flat @ self.W.ravel()
         it = 0
-        for it in range(1, max_iter + 1):
+        for it in range(1, max_iter + 1):  # noqa: B007 (returned after the loop)
             rho = self.rho
             m = _hinge_prox(AW - self.u, Delta, c, C, rho)
             V = self.W - self.U[0]
@@ -192,11 +200,11 @@ class _ADMM:
             self.u += mh - AW
             self.U += Xh - self.W
             r = np.sqrt(((m - AW) ** 2).sum() + ((X - self.W) ** 2).sum())
-            s = rho * np.sqrt((dAW ** 2).sum() + b * (dW ** 2).sum())
-            eps_pri = 1e-9 * d + tol * max(np.sqrt((AW ** 2).sum() + b * (self.W ** 2).sum()),
-                                           np.sqrt((m ** 2).sum() + (X ** 2).sum()))
-            eps_dual = 1e-9 * d + tol * rho * np.sqrt((self.u ** 2).sum() +
-                                                     (self.U ** 2).sum())
+            s = rho * np.sqrt((dAW**2).sum() + b * (dW**2).sum())
+            eps_pri = 1e-9 * d + tol * max(
+                np.sqrt((AW**2).sum() + b * (self.W**2).sum()), np.sqrt((m**2).sum() + (X**2).sum())
+            )
+            eps_dual = 1e-9 * d + tol * rho * np.sqrt((self.u**2).sum() + (self.U**2).sum())
             if r <= eps_pri and s <= eps_dual:
                 break
             # balance the residuals relative to their tolerances (as OSQP does), so the
@@ -217,10 +225,21 @@ class _ADMM:
         return W, it
 
 
-def train_mlr(D: np.ndarray, relevant: np.ndarray, bounds: np.ndarray, *, loss: str,
-              k: int, C: float, lam: float = 0.0, epsilon: float = 1e-3, max_iter: int = 200,
-              admm_max_iter: int = 500, admm_tol: float = 1e-4,
-              name: str = "MLR") -> MLRFitResult:
+def train_mlr(
+    D: np.ndarray,
+    relevant: np.ndarray,
+    bounds: np.ndarray,
+    *,
+    loss: str,
+    k: int,
+    C: float,
+    lam: float = 0.0,
+    epsilon: float = 1e-3,
+    max_iter: int = 200,
+    admm_max_iter: int = 500,
+    admm_tol: float = 1e-4,
+    name: str = "MLR",
+) -> MLRFitResult:
     """Algorithm 1 of the MLR paper (1-slack margin rescaling, cutting planes).
 
     D: (n_rows, d) difference vectors (see module docstring). relevant: (n_rows,) bool.
@@ -272,8 +291,12 @@ def train_mlr(D: np.ndarray, relevant: np.ndarray, bounds: np.ndarray, *, loss: 
         W, n_admm = admm.solve(Pf, Dl, G, C, admm_max_iter, admm_tol)
         xi = max(0.0, float((Dl - Pf @ W.ravel()).max()))
         history[-1]["admm_iter"] = n_admm
-        report_progress(n_iter, max_iter,
-                        f"{name} cutting plane {n_iter}: violation {violation:.4g}, "
-                        f"xi {xi:.4g}, tr(W) {np.trace(W):.4g}")
-    return MLRFitResult(W=W, xi=xi, objective=objective(W, xi), n_iter=n_iter,
-                        converged=converged, history=history)
+        report_progress(
+            n_iter,
+            max_iter,
+            f"{name} cutting plane {n_iter}: violation {violation:.4g}, "
+            f"xi {xi:.4g}, tr(W) {np.trace(W):.4g}",
+        )
+    return MLRFitResult(
+        W=W, xi=xi, objective=objective(W, xi), n_iter=n_iter, converged=converged, history=history
+    )

@@ -69,13 +69,14 @@ def bench_ohsumed(root: Path) -> None:
             _, t_parse = _timed(lambda: load_fold(root, k, cache_dir=cache))
             fold, t_reload = _timed(lambda: load_fold(root, k, cache_dir=cache))
             _touch_all(fold)
-            files = [root / f"Fold{k}" / f"{n}.txt.xz"
-                     for n in ("trainingset", "validationset", "testset")]
+            files = [
+                root / f"Fold{k}" / f"{n}.txt.xz"
+                for n in ("trainingset", "validationset", "testset")
+            ]
 
             def ref():
                 bufs = [io.BytesIO(lzma.open(f).read()) for f in files]
-                return load_svmlight_files(bufs, n_features=45, query_id=True,
-                                           zero_based=False)
+                return load_svmlight_files(bufs, n_features=45, query_id=True, zero_based=False)
 
             _, t_ref = _timed(ref)
         finally:
@@ -92,47 +93,58 @@ def _write_letor(split, path: Path) -> None:
     step = 20000
     with open(path, "wb") as fh:
         for i in range(0, split.n_docs, step):
-            X = np.round(np.asarray(split.X[i:i + step]), 2)
-            dump_svmlight_file(X, np.array(split.y[i:i + step]), fh,
-                               query_id=np.array(split.qid[i:i + step]),
-                               zero_based=False)
+            X = np.round(np.asarray(split.X[i : i + step]), 2)
+            dump_svmlight_file(
+                X,
+                np.array(split.y[i : i + step]),
+                fh,
+                query_id=np.array(split.qid[i : i + step]),
+                zero_based=False,
+            )
 
 
 def bench_large(n_queries: int) -> None:
-    opts = {"n_queries": n_queries, "docs_per_query": 120, "n_features": 136,
-            "n_informative": 20}
+    opts = {"n_queries": n_queries, "docs_per_query": 120, "n_features": 136, "n_informative": 20}
     work = Path(tempfile.mkdtemp(prefix="ltrb-large-"))
     cache_gen, cache_parse = work / "cache-gen", work / "cache-parse"
     data = work / "data" / "Fold1"
     data.mkdir(parents=True)
     try:
         print(f"== generated MSLR-WEB30K-sized fold: synthetic {opts}, fold 1 ==")
-        fold, t_gen = _timed(lambda: load_fold("synthetic", 1, options=opts, seed=0,
-                                               cache_dir=cache_gen))
-        print(f"rows train/vali/test: {fold.train.n_docs:,} / {fold.vali.n_docs:,} / "
-              f"{fold.test.n_docs:,}; queries {fold.train.n_queries:,} / "
-              f"{fold.vali.n_queries:,} / {fold.test.n_queries:,}")
+        fold, t_gen = _timed(
+            lambda: load_fold("synthetic", 1, options=opts, seed=0, cache_dir=cache_gen)
+        )
+        print(
+            f"rows train/vali/test: {fold.train.n_docs:,} / {fold.vali.n_docs:,} / "
+            f"{fold.test.n_docs:,}; queries {fold.train.n_queries:,} / "
+            f"{fold.vali.n_queries:,} / {fold.test.n_queries:,}"
+        )
         print(f"generate + write cache: {t_gen:8.2f} s")
-        fold2, t_gen_reload = _timed(lambda: load_fold("synthetic", 1, options=opts, seed=0,
-                                                       cache_dir=cache_gen))
+        fold2, t_gen_reload = _timed(
+            lambda: load_fold("synthetic", 1, options=opts, seed=0, cache_dir=cache_gen)
+        )
         _touch_all(fold2)
-        print(f"reload generated fold:  {t_gen_reload:8.4f} s   ratio "
-              f"{t_gen / t_gen_reload:8.0f}")
+        print(f"reload generated fold:  {t_gen_reload:8.4f} s   ratio {t_gen / t_gen_reload:8.0f}")
         t = time.perf_counter()
         for name, split in (("train", fold.train), ("vali", fold.vali), ("test", fold.test)):
             _write_letor(split, data / f"{name}.txt")
         sizes = sum(f.stat().st_size for f in data.iterdir())
-        print(f"write LETOR text:       {time.perf_counter() - t:8.2f} s  "
-              f"({sizes / 2**30:.2f} GiB)")
+        print(
+            f"write LETOR text:       {time.perf_counter() - t:8.2f} s  ({sizes / 2**30:.2f} GiB)"
+        )
         del fold, fold2
         root = work / "data"
-        parsed, t_parse = _timed(lambda: load_fold(root, 1, cache_dir=cache_parse,
-                                                   options={"n_features": 136}))
-        print(f"parse LETOR text + cache: {t_parse:8.2f} s  "
-              f"(train X {parsed.train.X.shape}, {parsed.train.X.nbytes / 2**30:.2f} GiB)")
+        parsed, t_parse = _timed(
+            lambda: load_fold(root, 1, cache_dir=cache_parse, options={"n_features": 136})
+        )
+        print(
+            f"parse LETOR text + cache: {t_parse:8.2f} s  "
+            f"(train X {parsed.train.X.shape}, {parsed.train.X.nbytes / 2**30:.2f} GiB)"
+        )
         del parsed
-        again, t_reload = _timed(lambda: load_fold(root, 1, cache_dir=cache_parse,
-                                                   options={"n_features": 136}))
+        again, t_reload = _timed(
+            lambda: load_fold(root, 1, cache_dir=cache_parse, options={"n_features": 136})
+        )
         _touch_all(again)
         print(f"reload from cache:      {t_reload:8.4f} s   ratio {t_parse / t_reload:8.0f}")
         _, t_fp = _timed(lambda: again.fingerprints())
@@ -145,9 +157,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--queries", type=int, default=31531)
     ap.add_argument("--skip-large", action="store_true")
-    ap.add_argument("--ohsumed", type=Path,
-                    default=resolve_data_dir() / "OHSUMED" / "Feature-min", help="OHSUMED Feature-min folder (Fold1..Fold5); default: the data home's "
-                         "(`ltr-bench download ohsumed`)")
+    ap.add_argument(
+        "--ohsumed",
+        type=Path,
+        default=resolve_data_dir() / "OHSUMED" / "Feature-min",
+        help="OHSUMED Feature-min folder (Fold1..Fold5); default: the data home's "
+        "(`ltr-bench download ohsumed`)",
+    )
     args = ap.parse_args()
     print(f"python {sys.version.split()[0]}, numpy {np.__version__}, cpus {os.cpu_count()}")
     if args.ohsumed.is_dir():

@@ -70,8 +70,9 @@ def parallel_capacity(workers: int) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", default="ohsumed",
-                        help="registered dataset name or a folder of LETOR files")
+    parser.add_argument(
+        "--dataset", default="ohsumed", help="registered dataset name or a folder of LETOR files"
+    )
     parser.add_argument("--data-dir", default=None, help="the data home (default: as ltr-bench)")
     parser.add_argument("--rankers", default="lightgbm,xgboost-gbrt")
     parser.add_argument("--workers", type=int, default=2)
@@ -84,16 +85,25 @@ def main() -> int:
     from ltr_bench.registry import load_ranker_class
     from ltr_bench.results import ResultStore
 
-    plan = Plan(rankers=[RankerChoice(r, {}) for r in args.rankers.split(",")],
-                datasets=[DatasetChoice(args.dataset, {})], folds=None, seed=0, threads=1,
-                data_dir=args.data_dir)
+    plan = Plan(
+        rankers=[RankerChoice(r, {}) for r in args.rankers.split(",")],
+        datasets=[DatasetChoice(args.dataset, {})],
+        folds=None,
+        seed=0,
+        threads=1,
+        data_dir=args.data_dir,
+    )
     expanded = expand_plan(plan)
     cells = expanded.cells
     folds = sorted({c.fold for c in cells})
-    print(f"{len(cells)} cells: {args.rankers} x folds {folds} of {cells[0].dataset}; "
-          f"{os.cpu_count()} CPUs; load average before: {_load()}")
-    print(f"parallel capacity now: {parallel_capacity(args.workers):.2f} cores for "
-          f"{args.workers} processes (the ceiling of the speed-up)")
+    print(
+        f"{len(cells)} cells: {args.rankers} x folds {folds} of {cells[0].dataset}; "
+        f"{os.cpu_count()} CPUs; load average before: {_load()}"
+    )
+    print(
+        f"parallel capacity now: {parallel_capacity(args.workers):.2f} cores for "
+        f"{args.workers} processes (the ceiling of the speed-up)"
+    )
     for fold in folds:  # parse once (or find the cache) before anything is timed
         _load_fold(next(c for c in cells if c.fold == fold))
     for name in {c.ranker for c in cells}:  # the rankers' modules too, as on the workers
@@ -113,18 +123,26 @@ def main() -> int:
             t = time.perf_counter()
             remote = run_plan(expanded, ResultStore(Path(scratch) / "dask"), executor=executor)
             t_dask = time.perf_counter() - t
-        print(f"Dask, {args.workers} workers x 1 thread:   {t_dask:7.1f} s   + cluster "
-              f"start {t_start:.1f} s   (load average {_load()})")
+        print(
+            f"Dask, {args.workers} workers x 1 thread:   {t_dask:7.1f} s   + cluster "
+            f"start {t_start:.1f} s   (load average {_load()})"
+        )
 
     bad = [r for r in (*local.failed, *remote.failed)]
     same = [a.metrics == b.metrics for a, b in zip(local.records, remote.records)]
-    print(f"speed-up: {t_local / t_dask:.2f}x without the cluster start, "
-          f"{t_local / (t_dask + t_start):.2f}x with it")
+    print(
+        f"speed-up: {t_local / t_dask:.2f}x without the cluster start, "
+        f"{t_local / (t_dask + t_start):.2f}x with it"
+    )
     fit = [sum(r.fit_seconds for r in rep.records) for rep in (local, remote)]
-    print(f"sum of the cells' fit seconds: {fit[0]:.1f} in process, {fit[1]:.1f} on Dask "
-          "(fits slowed by competition for the cores show up here)")
-    print(f"records: {len(local.records)} in process, {len(remote.records)} on Dask, "
-          f"{len(bad)} failed; metrics identical in {sum(same)}/{len(same)}")
+    print(
+        f"sum of the cells' fit seconds: {fit[0]:.1f} in process, {fit[1]:.1f} on Dask "
+        "(fits slowed by competition for the cores show up here)"
+    )
+    print(
+        f"records: {len(local.records)} in process, {len(remote.records)} on Dask, "
+        f"{len(bad)} failed; metrics identical in {sum(same)}/{len(same)}"
+    )
     return 0 if not bad and all(same) and len(same) == len(cells) else 1
 
 

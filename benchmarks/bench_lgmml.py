@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/bench_lgmml.py                 # modest: 200k docs x 136, m = 100
-    python benchmarks/bench_lgmml.py --full          # 2.27M docs x 136, m = 500 (the issue's target)
+    python benchmarks/bench_lgmml.py --full          # 2.27M docs x 136, m = 500 (the target)
     python benchmarks/bench_lgmml.py --docs 500000 --metrics 200 --threads 2
     python benchmarks/bench_lgmml.py --full --threads 1 --lgbm-train-docs 30000 \
         --max-rank 5 10 20                           # what the issue-4 numbers came from
@@ -68,10 +68,10 @@ def generate(n_docs: int, n_features: int, seed: int, docs_per_query: int = 120)
         rel = rng.normal(size=b - a)
         lab = np.digitize(rel, [0.0, 0.8, 1.5, 2.2])  # ~50% zeros, then 0.29, 0.15, 0.05, 0.01
         y[a:b] = lab
-        offs = np.random.default_rng(seed + 1 + a).normal(size=(int(q_here[-1] - q_here[0]) + 1,
-                                                                n_inf))[q_here - q_here[0]]
-        X[a:b, :n_inf] = (rel[:, None] * w + 0.8 * offs
-                          + rng.normal(scale=1.0, size=(b - a, n_inf)))
+        offs = np.random.default_rng(seed + 1 + a).normal(
+            size=(int(q_here[-1] - q_here[0]) + 1, n_inf)
+        )[q_here - q_here[0]]
+        X[a:b, :n_inf] = rel[:, None] * w + 0.8 * offs + rng.normal(scale=1.0, size=(b - a, n_inf))
         X[a:b, n_inf:] = rng.normal(size=(b - a, n_features - n_inf))
     return X, y, qid
 
@@ -109,12 +109,23 @@ def main(argv=None):
     ap.add_argument("--lgbm-train-docs", type=int, default=100_000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--max-rank", type=int, nargs="*", default=[],
-                    help="also time scoring with each metric truncated to this rank")
-    ap.add_argument("--n-iter", type=int, default=None, help="WARP iterations (default: the ranker's)")
-    ap.add_argument("--max-positives", type=int, default=None,
-                    help="documents sampled per metric (default: the ranker's); with "
-                         "--max-negatives this bounds each metric's rank, hence scoring cost")
+    ap.add_argument(
+        "--max-rank",
+        type=int,
+        nargs="*",
+        default=[],
+        help="also time scoring with each metric truncated to this rank",
+    )
+    ap.add_argument(
+        "--n-iter", type=int, default=None, help="WARP iterations (default: the ranker's)"
+    )
+    ap.add_argument(
+        "--max-positives",
+        type=int,
+        default=None,
+        help="documents sampled per metric (default: the ranker's); with "
+        "--max-negatives this bounds each metric's rank, hence scoring cost",
+    )
     ap.add_argument("--max-negatives", type=int, default=None)
     args = ap.parse_args(argv)
     n_docs = args.docs or (2_270_000 if args.full else 200_000)
@@ -123,24 +134,35 @@ def main(argv=None):
     from ltr_bench.progress import progress_handler
     from ltr_bench_lgmml import LGMMLRanker, __version__
 
-    print(f"# bench_lgmml (ltr-bench-lgmml {__version__}): docs={n_docs} d={args.features} "
-          f"m={m} threads={args.threads}", flush=True)
+    print(
+        f"# bench_lgmml (ltr-bench-lgmml {__version__}): docs={n_docs} d={args.features} "
+        f"m={m} threads={args.threads}",
+        flush=True,
+    )
     t0 = time.perf_counter()
     X, y, qid = generate(n_docs, args.features, args.seed)
-    print(f"generated {X.shape[0]} docs, {qid[-1] + 1} queries in "
-          f"{time.perf_counter() - t0:.1f}s; label counts {np.bincount(y).tolist()}", flush=True)
+    print(
+        f"generated {X.shape[0]} docs, {qid[-1] + 1} queries in "
+        f"{time.perf_counter() - t0:.1f}s; label counts {np.bincount(y).tolist()}",
+        flush=True,
+    )
     rss_data = peak_rss_mib()
     print(f"peak RSS with the data loaded: {rss_data:.0f} MiB", flush=True)
 
-    caps = {k: v for k, v in (("max_positives", args.max_positives),
-                              ("max_negatives", args.max_negatives)) if v is not None}
-    ranker = LGMMLRanker(n_metrics=m, random_state=args.seed, n_threads=args.threads,
-                         n_iter=args.n_iter, **caps)
+    caps = {
+        k: v
+        for k, v in (("max_positives", args.max_positives), ("max_negatives", args.max_negatives))
+        if v is not None
+    }
+    ranker = LGMMLRanker(
+        n_metrics=m, random_state=args.seed, n_threads=args.threads, n_iter=args.n_iter, **caps
+    )
     print(f"L-GMML parameters: {ranker.get_params()}", flush=True)
     clock = PhaseClock()
     # Benchmark-only instrumentation: time WARP's feature computation (h of the cached
     # training rows) apart from its SGD iterations.
     import ltr_bench_lgmml.warp as warp_mod
+
     feat_time = [0.0]
     orig_query_features = warp_mod._query_features
 
@@ -161,23 +183,32 @@ def main(argv=None):
     fit_s = time.perf_counter() - t0
     rss_fit = peak_rss_mib()
     K = ranker.metric_bank_.V.shape[1]
-    print(f"L-GMML fit: {fit_s:.1f}s wall ({fit_s / 60:.2f} min); WARP iterations "
-          f"{ranker.n_iter_}; total low-rank columns K={K} (mean rank {K / m:.1f})", flush=True)
+    print(
+        f"L-GMML fit: {fit_s:.1f}s wall ({fit_s / 60:.2f} min); WARP iterations "
+        f"{ranker.n_iter_}; total low-rank columns K={K} (mean rank {K / m:.1f})",
+        flush=True,
+    )
     if "local metrics" in clock.first:
         lm = clock.last["local metrics"] - t0
         print(f"  phase: scaling fit + local metrics + anchors: {lm:.1f}s", flush=True)
         rest = fit_s - lm
-        print(f"  phase: after the metrics (distance scale, WARP): {rest:.1f}s, of which WARP "
-              f"feature computation h(p) of the training rows {feat_time[0]:.1f}s and WARP "
-              f"iterations + distance scale {rest - feat_time[0]:.1f}s", flush=True)
-    print(f"peak RSS after fit: {rss_fit:.0f} MiB (data alone: {rss_data:.0f} MiB; "
-          f"target <= 8192 MiB)", flush=True)
+        print(
+            f"  phase: after the metrics (distance scale, WARP): {rest:.1f}s, of which WARP "
+            f"feature computation h(p) of the training rows {feat_time[0]:.1f}s and WARP "
+            f"iterations + distance scale {rest - feat_time[0]:.1f}s",
+            flush=True,
+        )
+    print(
+        f"peak RSS after fit: {rss_fit:.0f} MiB (data alone: {rss_data:.0f} MiB; "
+        f"target <= 8192 MiB)",
+        flush=True,
+    )
 
     rng = np.random.default_rng(args.seed + 7)
     n_score = min(args.score_docs, X.shape[0])
     start = int(rng.integers(0, X.shape[0] - n_score + 1))
-    Xs = np.ascontiguousarray(X[start:start + n_score])
-    qs = qid[start:start + n_score]
+    Xs = np.ascontiguousarray(X[start : start + n_score])
+    qs = qid[start : start + n_score]
     t32 = time_predict(lambda Z: ranker.predict(Z), Xs, args.repeats)
     s32 = ranker.predict(Xs)
     ranker.set_params(dtype="float64")
@@ -186,14 +217,20 @@ def main(argv=None):
     ranker.set_params(dtype="float32")
     rel = np.max(np.abs(s32 - s64)) / max(np.max(np.abs(s64)), 1e-300)
     from scipy.stats import kendalltau
+
     bounds = np.r_[np.flatnonzero(np.r_[True, qs[1:] != qs[:-1]]), qs.size]
-    taus = [kendalltau(s32[a:b], s64[a:b])[0] for a, b in zip(bounds[:-1], bounds[1:])
-            if b - a > 1][:200]
-    print(f"L-GMML scoring: float32 {1e6 * t32 / n_score:.2f} us/doc, float64 "
-          f"{1e6 * t64 / n_score:.2f} us/doc ({n_score} docs, {args.threads} threads)")
-    print(f"  float32 vs float64 scores: max |diff| / max |score| = {rel:.2e}; "
-          f"min per-query Kendall tau over {len(taus)} queries = {np.nanmin(taus):.6f}",
-          flush=True)
+    taus = [
+        kendalltau(s32[a:b], s64[a:b])[0] for a, b in zip(bounds[:-1], bounds[1:]) if b - a > 1
+    ][:200]
+    print(
+        f"L-GMML scoring: float32 {1e6 * t32 / n_score:.2f} us/doc, float64 "
+        f"{1e6 * t64 / n_score:.2f} us/doc ({n_score} docs, {args.threads} threads)"
+    )
+    print(
+        f"  float32 vs float64 scores: max |diff| / max |score| = {rel:.2e}; "
+        f"min per-query Kendall tau over {len(taus)} queries = {np.nanmin(taus):.6f}",
+        flush=True,
+    )
 
     trunc = {}
     exact_bank = ranker.metric_bank_
@@ -204,15 +241,19 @@ def main(argv=None):
             sr = ranker.predict(Xs)
         finally:
             ranker.metric_bank_ = exact_bank
-        taus_r = [kendalltau(sr[a:b], s32[a:b])[0] for a, b in zip(bounds[:-1], bounds[1:])
-                  if b - a > 1][:200]
+        taus_r = [
+            kendalltau(sr[a:b], s32[a:b])[0] for a, b in zip(bounds[:-1], bounds[1:]) if b - a > 1
+        ][:200]
         trunc[r] = tr
-        print(f"L-GMML scoring, max_rank={r} (post-hoc truncation of the fitted metrics, K="
-              f"{ranker.metric_bank_.truncated(r).V.shape[1]}): {1e6 * tr / n_score:.2f} "
-              f"us/doc; median per-query Kendall tau vs exact {np.nanmedian(taus_r):.3f}",
-              flush=True)
+        print(
+            f"L-GMML scoring, max_rank={r} (post-hoc truncation of the fitted metrics, K="
+            f"{ranker.metric_bank_.truncated(r).V.shape[1]}): {1e6 * tr / n_score:.2f} "
+            f"us/doc; median per-query Kendall tau vs exact {np.nanmedian(taus_r):.3f}",
+            flush=True,
+        )
 
     import lightgbm as lgb
+
     n_lgb = min(args.lgbm_train_docs, X.shape[0])
     n_lgb -= n_lgb % 120
     # objective "regression": lambdarank on a subsample fits the training rankings and its
@@ -221,9 +262,16 @@ def main(argv=None):
     # depends only on the trees' shape, which is what this model is for.
     # Trained with one thread: on a shared machine OpenMP spin-waiting makes multi-threaded
     # training many times slower, and how the trees were grown does not matter here.
-    params = dict(objective="regression", num_leaves=255, learning_rate=0.1,
-                  min_data_in_leaf=2, min_sum_hessian_in_leaf=1e-3, num_threads=1,
-                  verbosity=-1, seed=args.seed)
+    params = dict(
+        objective="regression",
+        num_leaves=255,
+        learning_rate=0.1,
+        min_data_in_leaf=2,
+        min_sum_hessian_in_leaf=1e-3,
+        num_threads=1,
+        verbosity=-1,
+        seed=args.seed,
+    )
     t0 = time.perf_counter()
     ds = lgb.Dataset(X[:n_lgb], label=y[:n_lgb], group=np.full(n_lgb // 120, 120))
     booster = lgb.train(params, ds, num_boost_round=500)
@@ -234,19 +282,23 @@ def main(argv=None):
     def leaf_depths(node, depth=0):
         if "leaf_index" in node or "leaf_value" in node and "split_index" not in node:
             return [depth]
-        return (leaf_depths(node["left_child"], depth + 1)
-                + leaf_depths(node["right_child"], depth + 1))
+        return leaf_depths(node["left_child"], depth + 1) + leaf_depths(
+            node["right_child"], depth + 1
+        )
 
     depths = [leaf_depths(t["tree_structure"]) for t in trees]
     tl = time_predict(lambda Z: booster.predict(Z, num_threads=args.threads), Xs, args.repeats)
-    print(f"LightGBM: {booster.num_trees()} trees, leaves per tree min {min(leaves)} / median "
-          f"{int(np.median(leaves))} / max {max(leaves)}; trained on {n_lgb} docs in "
-          f"{lgb_fit:.1f}s (not comparable: subsample); leaf depth mean "
-          f"{np.mean([np.mean(d) for d in depths]):.1f}, max {max(max(d) for d in depths)} "
-          "(traversal cost grows with depth)")
+    print(
+        f"LightGBM: {booster.num_trees()} trees, leaves per tree min {min(leaves)} / median "
+        f"{int(np.median(leaves))} / max {max(leaves)}; trained on {n_lgb} docs in "
+        f"{lgb_fit:.1f}s (not comparable: subsample); leaf depth mean "
+        f"{np.mean([np.mean(d) for d in depths]):.1f}, max {max(max(d) for d in depths)} "
+        "(traversal cost grows with depth)"
+    )
     print(f"LightGBM scoring: {1e6 * tl / n_score:.2f} us/doc")
-    print(f"ratio L-GMML(float32) / LightGBM per-document scoring time: {t32 / tl:.2f} "
-          f"(target <= 1)")
+    print(
+        f"ratio L-GMML(float32) / LightGBM per-document scoring time: {t32 / tl:.2f} (target <= 1)"
+    )
     for r, tr in trunc.items():
         print(f"ratio L-GMML(float32, max_rank={r}) / LightGBM: {tr / tl:.2f}")
     print(f"peak RSS at the end: {peak_rss_mib():.0f} MiB", flush=True)

@@ -64,8 +64,10 @@ def loop_ndcg(y, scores, qid, ks):
         g, s_sorted = gain[order], s[order]
         disc = 1.0 / np.log2(np.arange(2, b - a + 2))
         bounds = np.flatnonzero(np.r_[True, s_sorted[1:] != s_sorted[:-1]])
-        mean_gain = np.repeat(np.add.reduceat(g, bounds) / np.diff(np.r_[bounds, b - a]),
-                              np.diff(np.r_[bounds, b - a]))
+        mean_gain = np.repeat(
+            np.add.reduceat(g, bounds) / np.diff(np.r_[bounds, b - a]),
+            np.diff(np.r_[bounds, b - a]),
+        )
         ideal = np.sort(gain)[::-1]
         for k in ks:
             idcg = (ideal[:k] * disc[:k]).sum()
@@ -101,8 +103,10 @@ def main() -> None:
 
     y, scores, qid = make_data(args.docs, args.queries, args.seed)
     sizes = np.bincount(qid)
-    print(f"data: {args.docs} docs, {args.queries} queries (sizes {sizes.min()}-{sizes.max()}, "
-          f"median {int(np.median(sizes))}), seed {args.seed}, median of {args.repeats} runs")
+    print(
+        f"data: {args.docs} docs, {args.queries} queries (sizes {sizes.min()}-{sizes.max()}, "
+        f"median {int(np.median(sizes))}), seed {args.seed}, median of {args.repeats} runs"
+    )
 
     evaluate(y, scores, qid, NDCG4)  # warm-up
     t_ndcg = median_seconds(lambda: evaluate(y, scores, qid, NDCG4), args.repeats)
@@ -117,8 +121,10 @@ def main() -> None:
         "DEFAULT_METRICS, constant scorer": (y, constant, qid),
         "DEFAULT_METRICS, rows shuffled": (y[shuffle], scores[shuffle], qid[shuffle]),
     }
-    t_cases = {name: median_seconds(lambda a=a: evaluate(*a, DEFAULT_METRICS), args.repeats)
-               for name, a in cases.items()}
+    t_cases = {
+        name: median_seconds(lambda a=a: evaluate(*a, DEFAULT_METRICS), args.repeats)
+        for name, a in cases.items()
+    }
 
     ours = evaluate(y, scores, qid, NDCG4)
     start = time.perf_counter()
@@ -131,8 +137,9 @@ def main() -> None:
     start = time.perf_counter()
     sk = sklearn_ndcg(y, scores, qid, (1, 3, 5, 10), n_sk)
     t_sk = (time.perf_counter() - start) * args.queries / n_sk
-    first = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])[n_sk] if n_sk < args.queries \
-        else qid.size
+    first = (
+        np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])[n_sk] if n_sk < args.queries else qid.size
+    )
     part = evaluate(y[:first], scores[:first], qid[:first], NDCG4, per_query=True)
     for k in (1, 3, 5, 10):
         assert np.allclose(part[f"ndcg@{k}"], sk[k], atol=1e-12, rtol=0)
@@ -140,10 +147,14 @@ def main() -> None:
     print(f"evaluate NDCG@1,3,5,10:                      {t_ndcg:8.3f} s   (target < 1 s)")
     for name, t in t_cases.items():
         print(f"evaluate {name:44s}{t:8.3f} s")
-    print(f"reference: per-query numpy loop, NDCG@1,3,5,10: {t_loop:8.3f} s   "
-          f"ratio {t_loop / t_ndcg:6.1f}x")
-    print(f"reference: sklearn ndcg_score per query and k, {n_sk} queries extrapolated to "
-          f"{args.queries}: {t_sk:8.3f} s   ratio {t_sk / t_ndcg:6.1f}x")
+    print(
+        f"reference: per-query numpy loop, NDCG@1,3,5,10: {t_loop:8.3f} s   "
+        f"ratio {t_loop / t_ndcg:6.1f}x"
+    )
+    print(
+        f"reference: sklearn ndcg_score per query and k, {n_sk} queries extrapolated to "
+        f"{args.queries}: {t_sk:8.3f} s   ratio {t_sk / t_ndcg:6.1f}x"
+    )
     print("values agree with both references (1e-9 / 1e-12)")
 
 

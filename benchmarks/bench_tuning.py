@@ -42,15 +42,18 @@ def main() -> None:
     from ltr_bench.registry import make_ranker
     from ltr_bench.tuning import Budget, resolve_space, tune, tuned_cell
 
-    plan = Plan(rankers=[RankerChoice(args.ranker)],
-                datasets=[DatasetChoice(str(Path(args.data).resolve()))], folds=[args.fold],
-                threads=1)
+    plan = Plan(
+        rankers=[RankerChoice(args.ranker)],
+        datasets=[DatasetChoice(str(Path(args.data).resolve()))],
+        folds=[args.fold],
+        threads=1,
+    )
     cell = expand_plan(plan).cells[0]
     fold = _load_fold(cell)
     space = resolve_space(args.ranker, make_ranker(args.ranker, {}))
     budget = Budget(n_trials=args.trials)
     tcell = tuned_cell(cell, space=space, budget=budget, objective="ndcg@10")
-    make_ranker(args.ranker, {}).fit  # the ranker's module is imported
+    make_ranker(args.ranker, {})  # the ranker's module is imported
     import optuna
 
     shares = {}
@@ -64,18 +67,26 @@ def main() -> None:
             t0 = time.perf_counter()
             result = tune(tcell, fold, space=space, budget=budget, storage=storage)
             wall = time.perf_counter() - t0
-        work = sum(t.user_attrs.get("fit_seconds", 0.0) + t.user_attrs.get("score_seconds", 0.0)
-                   for t in result.trials)
+        work = sum(
+            t.user_attrs.get("fit_seconds", 0.0) + t.user_attrs.get("score_seconds", 0.0)
+            for t in result.trials
+        )
         overhead = wall - work
         shares[kind] = overhead / wall
-        print(f"[{kind}] {args.ranker} on {Path(args.data).name} fold {args.fold}: "
-              f"{result.n_finished} trials ({result.n_complete} complete, {result.n_pruned} "
-              f"pruned, {result.n_failed} failed)")
-        print(f"[{kind}] wall time of tune(): {wall:.2f} s; fit + score inside trials: "
-              f"{work:.2f} s; mean trial {wall / max(result.n_finished, 1):.3f} s")
-        print(f"[{kind}] tuning-loop overhead: {overhead:.3f} s = "
-              f"{overhead / max(result.n_finished, 1):.4f} s per trial = "
-              f"{100 * overhead / wall:.2f}% of a trial's time (target < 5%)")
+        print(
+            f"[{kind}] {args.ranker} on {Path(args.data).name} fold {args.fold}: "
+            f"{result.n_finished} trials ({result.n_complete} complete, {result.n_pruned} "
+            f"pruned, {result.n_failed} failed)"
+        )
+        print(
+            f"[{kind}] wall time of tune(): {wall:.2f} s; fit + score inside trials: "
+            f"{work:.2f} s; mean trial {wall / max(result.n_finished, 1):.3f} s"
+        )
+        print(
+            f"[{kind}] tuning-loop overhead: {overhead:.3f} s = "
+            f"{overhead / max(result.n_finished, 1):.4f} s per trial = "
+            f"{100 * overhead / wall:.2f}% of a trial's time (target < 5%)"
+        )
     print(f"overhead share, journal / sqlite: {shares['journal'] / shares['sqlite']:.2f}")
 
 

@@ -31,9 +31,13 @@ def measure(dims, n_queries: int, repeats: int, seed: int) -> list[dict]:
 
     rows = []
     for d in dims:
-        fold = load_fold("synthetic", 1, seed=seed, progress=lambda *a: None,
-                         options={"n_queries": n_queries, "n_features": d,
-                                  "n_informative": min(10, d)})
+        fold = load_fold(
+            "synthetic",
+            1,
+            seed=seed,
+            progress=lambda *a: None,
+            options={"n_queries": n_queries, "n_features": d, "n_informative": min(10, d)},
+        )
         tr = fold.train
         times = []
         for _ in range(repeats):
@@ -41,17 +45,27 @@ def measure(dims, n_queries: int, repeats: int, seed: int) -> list[dict]:
             with thread_limit(1), Stopwatch() as sw:
                 ranker.fit(tr.X, tr.y, qid=tr.qid)
             times.append(sw.seconds)
-        rows.append({"d": d, "train_docs": int(tr.n_docs), "train_queries": int(tr.n_queries),
-                     "fit_seconds": times})
-        print(f"d = {d}: fit {np.median(times):.3f} s (median of {repeats})", file=sys.stderr,
-              flush=True)
+        rows.append(
+            {
+                "d": d,
+                "train_docs": int(tr.n_docs),
+                "train_queries": int(tr.n_queries),
+                "fit_seconds": times,
+            }
+        )
+        print(
+            f"d = {d}: fit {np.median(times):.3f} s (median of {repeats})",
+            file=sys.stderr,
+            flush=True,
+        )
     return rows
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dims", default="10,50,100,500,1000",
-                    help="comma-separated feature dimensions")
+    ap.add_argument(
+        "--dims", default="10,50,100,500,1000", help="comma-separated feature dimensions"
+    )
     ap.add_argument("--n-queries", type=int, default=500)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
@@ -68,8 +82,10 @@ def main(argv=None) -> int:
     print("|---|---|---|---|---|")
     for r in rows:
         t = r["fit_seconds"]
-        print(f"| {r['d']} | {r['train_docs']} | {r['train_queries']} | {np.median(t):.3f} | "
-              f"{min(t):.3f} |")
+        print(
+            f"| {r['d']} | {r['train_docs']} | {r['train_queries']} | {np.median(t):.3f} | "
+            f"{min(t):.3f} |"
+        )
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump({"args": vars(args), "rows": rows}, fh, indent=1)

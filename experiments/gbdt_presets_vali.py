@@ -28,14 +28,16 @@ def validation_ndcg(ranker_name: str, preset: str, fold) -> float:
     train, vali = fold.train, fold.vali
     ranker.fit(train.X, train.y, qid=train.qid, eval_set=(vali.X, vali.y, vali.qid))
     scores = ranker.predict(vali.X, qid=vali.qid)
-    return float(evaluate(vali.y, scores, vali.qid, ("ndcg@10",),
-                          max_label=fold.max_label)["ndcg@10"])
+    return float(
+        evaluate(vali.y, scores, vali.qid, ("ndcg@10",), max_label=fold.max_label)["ndcg@10"]
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", required=True,
-                        help="a registered dataset name or a folder of LETOR files")
+    parser.add_argument(
+        "--dataset", required=True, help="a registered dataset name or a folder of LETOR files"
+    )
     parser.add_argument("--folds", default="1,2,3,4,5")
     args = parser.parse_args()
 
@@ -44,8 +46,9 @@ def main() -> None:
     source = Path(args.dataset) if Path(args.dataset).is_dir() else args.dataset
     folds = [load_fold(source, int(f), seed=0) for f in args.folds.split(",")]
     if any(f.vali is None for f in folds):
-        raise SystemExit(f"{args.dataset}: no validation split; the presets are compared on "
-                         "validation data only")
+        raise SystemExit(
+            f"{args.dataset}: no validation split; the presets are compared on validation data only"
+        )
     print(f"validation NDCG@10 (empty queries = 1), folds {args.folds} of {args.dataset}")
     print("| ranker | " + " | ".join(f"`{p}`" for p in PRESETS) + " |")
     print("|---|" + "---|" * len(PRESETS))

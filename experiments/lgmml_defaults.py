@@ -60,9 +60,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input
 from ltr_bench.data import resolve_data_dir
 from ltr_bench.data.loading import BUILTIN_DIR
+from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input
 
 __all__ = ["GRID", "NormReferenceRanker", "load_validation_sets", "main", "ridge_scores"]
 
@@ -70,8 +70,13 @@ __all__ = ["GRID", "NormReferenceRanker", "load_validation_sets", "main", "ridge
 OHSUMED_DEFAULT = resolve_data_dir() / "OHSUMED" / "Feature-min"
 LGBM_EXAMPLE_DEFAULT = BUILTIN_DIR / "lightgbm-example"
 SPLIT_SEED = 0
-MSLR_SHAPED = {"n_features": 136, "n_informative": 40, "docs_per_query": 100,
-               "n_queries": 300, "feature_distribution": "lognormal"}
+MSLR_SHAPED = {
+    "n_features": 136,
+    "n_informative": 40,
+    "docs_per_query": 100,
+    "n_queries": 300,
+    "feature_distribution": "lognormal",
+}
 
 #: fixed in stages 1-3 (the ranker's defaults when the search was run; stage 4 varies the caps)
 STAGE_BASE = {"max_positives": 10, "max_negatives": 20}
@@ -100,8 +105,7 @@ class NormReferenceRanker(BaseRanker):
         self.direction = direction
 
     def ranker_tags(self) -> RankerTags:
-        return RankerTags(requires_qid_at_predict=False, uses_eval_set=False,
-                          deterministic=True)
+        return RankerTags(requires_qid_at_predict=False, uses_eval_set=False, deterministic=True)
 
     def fit(self, X, y, *, qid, eval_set=None):
         if self.direction not in ("far", "near"):
@@ -114,24 +118,27 @@ class NormReferenceRanker(BaseRanker):
 
     def predict(self, X, *, qid=None):
         self._check_fitted("scale_")
-        X, _, _ = check_ranking_input(X, None, qid, n_features=self.n_features_in_,
-                                      require_qid=False)
+        X, _, _ = check_ranking_input(
+            X, None, qid, n_features=self.n_features_in_, require_qid=False
+        )
         Z = X / self.scale_
         s = np.einsum("ij,ij->i", Z, Z)
         return s if self.direction == "far" else -s
 
 
-def load_validation_sets(name: str, *, ohsumed: Path, lgbm_example: Path, cache_dir=None,
-                         quick: bool = False):
+def load_validation_sets(
+    name: str, *, ohsumed: Path, lgbm_example: Path, cache_dir=None, quick: bool = False
+):
     """[(label, (Xtr, ytr, qtr), (Xva, yva, qva))] for one dataset; never a test split."""
     from ltr_bench.data import load_fold
 
     out = []
     if name == "ohsumed":
-        for k in (range(1, 3) if quick else range(1, 6)):
+        for k in range(1, 3) if quick else range(1, 6):
             f = load_fold(str(ohsumed), k, cache_dir=cache_dir)
-            out.append((f"fold{k}", (f.train.X, f.train.y, f.train.qid),
-                        (f.vali.X, f.vali.y, f.vali.qid)))
+            out.append(
+                (f"fold{k}", (f.train.X, f.train.y, f.train.qid), (f.vali.X, f.vali.y, f.vali.qid))
+            )
     elif name == "lgbm-example":
         f = load_fold(str(lgbm_example), 1, cache_dir=cache_dir)
         X, y, q = f.train.X, f.train.y, f.train.qid
@@ -145,8 +152,9 @@ def load_validation_sets(name: str, *, ohsumed: Path, lgbm_example: Path, cache_
         n = 2 if (name == "synthetic-mslr" or quick) else 3
         for k in range(1, n + 1):
             f = load_fold("synthetic", k, seed=0, options=opts, cache_dir=cache_dir)
-            out.append((f"fold{k}", (f.train.X, f.train.y, f.train.qid),
-                        (f.vali.X, f.vali.y, f.vali.qid)))
+            out.append(
+                (f"fold{k}", (f.train.X, f.train.y, f.train.qid), (f.vali.X, f.vali.y, f.vali.qid))
+            )
     else:
         raise ValueError(f"unknown dataset {name!r}")
     return out
@@ -154,6 +162,7 @@ def load_validation_sets(name: str, *, ohsumed: Path, lgbm_example: Path, cache_
 
 def _ndcg(y, s, q) -> float:
     from ltr_bench.metrics import evaluate
+
     return float(evaluate(y, s, q, ("ndcg@10",), empty_query=0.0)["ndcg@10"])
 
 
@@ -175,22 +184,30 @@ def _references(sets) -> dict:
         for direction, acc in (("far", far), ("near", near)):
             r = NormReferenceRanker(direction).fit(*tr[:2], qid=tr[2])
             acc.append(_ndcg(va[1], r.predict(va[0]), va[2]))
-    return {"ridge": float(np.mean(ridge)), "norm_far": float(np.mean(far)),
-            "norm_near": float(np.mean(near))}
+    return {
+        "ridge": float(np.mean(ridge)),
+        "norm_far": float(np.mean(far)),
+        "norm_near": float(np.mean(near)),
+    }
 
 
 def _run_config(params: dict, sets, seeds) -> dict:
     """Mean validation NDCG@10 and mean diagnostics of one configuration."""
     from ltr_bench_lgmml import LGMMLRanker
 
-    keys = ("vali_ndcg10", "vali_ndcg10_uniform_weights", "metric_eig_ratio_median",
-            "top_anchor_r2")
+    keys = (
+        "vali_ndcg10",
+        "vali_ndcg10_uniform_weights",
+        "metric_eig_ratio_median",
+        "top_anchor_r2",
+    )
     acc = {k: [] for k in keys}
     t0 = time.perf_counter()
     for seed in seeds:
         for _, tr, va in sets:
             r = LGMMLRanker(random_state=seed, n_threads=1, **params)
             import warnings
+
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
                 r.fit(tr[0], tr[1], qid=tr[2], eval_set=va)
@@ -215,26 +232,32 @@ def _evaluate(params, data, refs, seeds, log) -> dict:
         row["datasets"][name] = res
         ratios.append(res["ratio_to_ridge"])
     row["mean_ratio_to_ridge"] = float(np.mean(ratios))
-    log(f"{row['mean_ratio_to_ridge']:.4f}  " + "  ".join(
-        f"{n}={r['vali_ndcg10']:.4f}" for n, r in row["datasets"].items())
-        + f"   [{_label(params)}]")
+    log(
+        f"{row['mean_ratio_to_ridge']:.4f}  "
+        + "  ".join(f"{n}={r['vali_ndcg10']:.4f}" for n, r in row["datasets"].items())
+        + f"   [{_label(params)}]"
+    )
     return row
 
 
 def _table(rows, data) -> str:
     names = list(data)
-    head = ("| configuration | mean ratio to ridge | " + " | ".join(names)
-            + " | eig. ratio (median) | top-anchor R^2 | learned - uniform |")
+    head = (
+        "| configuration | mean ratio to ridge | "
+        + " | ".join(names)
+        + " | eig. ratio (median) | top-anchor R^2 | learned - uniform |"
+    )
     lines = [head, "|" + "---|" * (len(names) + 5)]
     for r in rows:
         d = r["datasets"]
         eig = np.mean([d[n]["metric_eig_ratio_median"] for n in names])
         top = np.mean([d[n]["top_anchor_r2"] for n in names])
-        gain = np.mean([d[n]["vali_ndcg10"] - d[n]["vali_ndcg10_uniform_weights"]
-                        for n in names])
-        lines.append(f"| {_label(r['params'])} | {r['mean_ratio_to_ridge']:.3f} | "
-                     + " | ".join(f"{d[n]['vali_ndcg10']:.4f}" for n in names)
-                     + f" | {eig:.1f} | {top:.2f} | {gain:+.4f} |")
+        gain = np.mean([d[n]["vali_ndcg10"] - d[n]["vali_ndcg10_uniform_weights"] for n in names])
+        lines.append(
+            f"| {_label(r['params'])} | {r['mean_ratio_to_ridge']:.3f} | "
+            + " | ".join(f"{d[n]['vali_ndcg10']:.4f}" for n in names)
+            + f" | {eig:.1f} | {top:.2f} | {gain:+.4f} |"
+        )
     return "\n".join(lines)
 
 
@@ -243,23 +266,28 @@ def test_table(args, log) -> dict:
     from ltr_bench.data import load_fold
     from ltr_bench_lgmml import LGMMLRanker
 
-    folds = {"ohsumed": [load_fold(str(args.ohsumed), k, cache_dir=args.cache_dir)
-                         for k in range(1, 6)],
-             "lgbm-example": [load_fold(str(args.lgbm_example), 1, cache_dir=args.cache_dir)]}
-    rows = {"L-GMML defaults (WARP)": {},
-            "L-GMML defaults, uniform weights": {"weight_strategy": "uniform"},
-            "L-GMML defaults, ListNet weights (extension)": {"weight_method": "listnet"}}
+    folds = {
+        "ohsumed": [load_fold(str(args.ohsumed), k, cache_dir=args.cache_dir) for k in range(1, 6)],
+        "lgbm-example": [load_fold(str(args.lgbm_example), 1, cache_dir=args.cache_dir)],
+    }
+    rows = {
+        "L-GMML defaults (WARP)": {},
+        "L-GMML defaults, uniform weights": {"weight_strategy": "uniform"},
+        "L-GMML defaults, ListNet weights (extension)": {"weight_method": "listnet"},
+    }
     out: dict = {}
     for name, fl in folds.items():
         res: dict = {}
         for f in fl:
             tr, te = f.train, f.test
             res.setdefault("ridge (RidgeCV, z-scored)", []).append(
-                ridge_scores((tr.X, tr.y, tr.qid), (te.X, te.y, te.qid)))
+                ridge_scores((tr.X, tr.y, tr.qid), (te.X, te.y, te.qid))
+            )
             for direction in ("far", "near"):
                 r = NormReferenceRanker(direction).fit(tr.X, tr.y, qid=tr.qid)
                 res.setdefault(f"||x||^2 {direction}-first (label-free)", []).append(
-                    _ndcg(te.y, r.predict(te.X), te.qid))
+                    _ndcg(te.y, r.predict(te.X), te.qid)
+                )
             for label, kw in rows.items():
                 per_seed = []
                 for seed in args.final_seeds:
@@ -268,8 +296,10 @@ def test_table(args, log) -> dict:
                     per_seed.append(_ndcg(te.y, r.predict(te.X), te.qid))
                 res.setdefault(label, []).append(per_seed)
         out[name] = {}
-        log(f"\n## test NDCG@10 (empty queries 0): {name}, {len(fl)} fold(s), L-GMML seeds "
-            f"{args.final_seeds}")
+        log(
+            f"\n## test NDCG@10 (empty queries 0): {name}, {len(fl)} fold(s), L-GMML seeds "
+            f"{args.final_seeds}"
+        )
         log("| ranker | NDCG@10 | seed sd |")
         log("|---|---|---|")
         for label, vals in res.items():
@@ -291,8 +321,11 @@ def main(argv=None) -> int:
     ap.add_argument("--top", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="fewer folds, 2 configurations")
     ap.add_argument("--json", type=Path, default=None)
-    ap.add_argument("--test-table", action="store_true",
-                    help="only report test NDCG@10 of the current defaults (no search)")
+    ap.add_argument(
+        "--test-table",
+        action="store_true",
+        help="only report test NDCG@10 of the current defaults (no search)",
+    )
     args = ap.parse_args(argv)
 
     def log(msg):
@@ -306,8 +339,16 @@ def main(argv=None) -> int:
 
     t_start = time.perf_counter()
     names = ("ohsumed", "lgbm-example", "synthetic", "synthetic-mslr")
-    data = {n: load_validation_sets(n, ohsumed=args.ohsumed, lgbm_example=args.lgbm_example,
-                                    cache_dir=args.cache_dir, quick=args.quick) for n in names}
+    data = {
+        n: load_validation_sets(
+            n,
+            ohsumed=args.ohsumed,
+            lgbm_example=args.lgbm_example,
+            cache_dir=args.cache_dir,
+            quick=args.quick,
+        )
+        for n in names
+    }
     refs = {n: _references(s) for n, s in data.items()}
     log("## references (validation NDCG@10, empty queries 0)")
     log("| dataset | ridge (RidgeCV, z-scored) | ||x||^2 far-first | ||x||^2 near-first |")
@@ -315,10 +356,10 @@ def main(argv=None) -> int:
     for n, r in refs.items():
         log(f"| {n} | {r['ridge']:.4f} | {r['norm_far']:.4f} | {r['norm_near']:.4f} |")
 
-    grid = [dict(reg_scale=rs, reg_lambda=rl, scaling=sc, score_form=sf, distance=di,
-                 **STAGE_BASE)
-            for (rs, rl), sc, (sf, di) in itertools.product(GRID["reg"], GRID["scaling"],
-                                                            GRID["form"])]
+    grid = [
+        dict(reg_scale=rs, reg_lambda=rl, scaling=sc, score_form=sf, distance=di, **STAGE_BASE)
+        for (rs, rl), sc, (sf, di) in itertools.product(GRID["reg"], GRID["scaling"], GRID["form"])
+    ]
     if args.quick:
         grid = grid[:2]
     log(f"\n## stage 1: {len(grid)} configurations, m = 50, WARP global, seeds {args.seeds}")
@@ -327,34 +368,55 @@ def main(argv=None) -> int:
     log(_table(stage1, data))
 
     log(f"\n## stage 2: top {args.top} with seeds {args.final_seeds}")
-    stage2 = [_evaluate(r["params"], data, refs, args.final_seeds, log)
-              for r in stage1[:args.top]]
+    stage2 = [_evaluate(r["params"], data, refs, args.final_seeds, log) for r in stage1[: args.top]]
     stage2.sort(key=lambda r: -r["mean_ratio_to_ridge"])
     log(_table(stage2, data))
     best = stage2[0]["params"]
     log(f"\nchosen (best mean ratio to ridge on validation): {_label(best)}")
 
-    variants = [dict(weight_strategy="mean"), dict(weight_strategy="uniform"),
-                dict(weight_method="listnet"), dict(n_metrics=100), dict(scaling="none")]
+    variants = [
+        dict(weight_strategy="mean"),
+        dict(weight_strategy="uniform"),
+        dict(weight_method="listnet"),
+        dict(n_metrics=100),
+        dict(scaling="none"),
+    ]
     if args.quick:
         variants = variants[2:3]
-    log(f"\n## stage 3: what the parts contribute, around the chosen configuration "
-        f"(seeds {args.final_seeds})")
-    stage3 = [stage2[0]] + [_evaluate({**best, **v}, data, refs, args.final_seeds, log)
-                            for v in variants]
+    log(
+        f"\n## stage 3: what the parts contribute, around the chosen configuration "
+        f"(seeds {args.final_seeds})"
+    )
+    stage3 = [stage2[0]] + [
+        _evaluate({**best, **v}, data, refs, args.final_seeds, log) for v in variants
+    ]
     log(_table(stage3, data))
 
     log(f"\n## stage 4: sampling caps (max_positives, max_negatives), seeds {args.final_seeds}")
-    stage4 = [_evaluate({**best, "max_positives": p, "max_negatives": q}, data, refs,
-                        args.final_seeds, log) for p, q in (CAPS[:2] if args.quick else CAPS)]
+    stage4 = [
+        _evaluate(
+            {**best, "max_positives": p, "max_negatives": q}, data, refs, args.final_seeds, log
+        )
+        for p, q in (CAPS[:2] if args.quick else CAPS)
+    ]
     stage4.sort(key=lambda r: -r["mean_ratio_to_ridge"])
     log(_table(stage4, data))
     log(f"\nchosen caps: {_label(stage4[0]['params'])}")
     log(f"\ntotal {time.perf_counter() - t_start:.0f}s")
     if args.json:
-        args.json.write_text(json.dumps({"references": refs, "stage1": stage1,
-                                         "stage2": stage2, "chosen": best,
-                                         "stage3": stage3, "stage4": stage4}, indent=1))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "references": refs,
+                    "stage1": stage1,
+                    "stage2": stage2,
+                    "chosen": best,
+                    "stage3": stage3,
+                    "stage4": stage4,
+                },
+                indent=1,
+            )
+        )
     return 0
 
 

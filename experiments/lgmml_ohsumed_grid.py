@@ -81,6 +81,7 @@ STRATEGIES = ("uniform", "mean", "global")
 def ndcgs(y, s, qid) -> np.ndarray:
     """[NDCG@1,3,5,10 with empty=1, then the same with empty=0]."""
     from ltr_bench.metrics import evaluate
+
     one = evaluate(y, s, qid, NAMES, empty_query=1.0)
     zero = evaluate(y, s, qid, NAMES, empty_query=0.0)
     return np.array([one[n] for n in NAMES] + [zero[n] for n in NAMES])
@@ -88,6 +89,7 @@ def ndcgs(y, s, qid) -> np.ndarray:
 
 def lgmml(params, seed, threads):
     from ltr_bench_lgmml import LGMMLRanker
+
     return LGMMLRanker(random_state=seed, n_threads=threads, **params)
 
 
@@ -122,12 +124,17 @@ def tune(folds, seeds, threads, top):
     def score(p):
         mean, per_seed, secs = run(lambda s: lgmml(p, s, threads), folds, seeds, split="vali")
         results.append((float(mean[7]), p))
-        print(f"vali NDCG@10 (empty=0) {mean[7]:.4f} (seeds {np.round(per_seed[:, 7], 4)}) "
-              f"{secs:5.1f}s  {json.dumps(p)}", flush=True)
+        print(
+            f"vali NDCG@10 (empty=0) {mean[7]:.4f} (seeds {np.round(per_seed[:, 7], 4)}) "
+            f"{secs:5.1f}s  {json.dumps(p)}",
+            flush=True,
+        )
 
     keys = list(GRID)
-    print(f"# validation grid: 5-fold x seeds {list(seeds)} mean NDCG@10 on the validation "
-          "splits", flush=True)
+    print(
+        f"# validation grid: 5-fold x seeds {list(seeds)} mean NDCG@10 on the validation splits",
+        flush=True,
+    )
     for vals in itertools.product(*GRID.values()):
         for s in STRATEGIES:
             score(dict(zip(keys, vals), n_metrics=50, weight_strategy=s))
@@ -147,14 +154,16 @@ def tune(folds, seeds, threads, top):
 def refine(results, folds, seeds, threads, n_best):
     """Re-score the ``n_best`` grid configurations with more seeds (the grid's 2-seed means
     differ by about the seed noise); returns (score, params) sorted, best first."""
-    print(f"\n# refinement: the {n_best} best grid configurations, seeds {list(seeds)}",
-          flush=True)
+    print(f"\n# refinement: the {n_best} best grid configurations, seeds {list(seeds)}", flush=True)
     out = []
     for _, p in results[:n_best]:
         mean, per_seed, secs = run(lambda s: lgmml(p, s, threads), folds, seeds, split="vali")
         out.append((float(mean[7]), p))
-        print(f"vali NDCG@10 (empty=0) {mean[7]:.4f} (seed sd "
-              f"{per_seed[:, 7].std(ddof=1):.4f}) {secs:5.1f}s  {json.dumps(p)}", flush=True)
+        print(
+            f"vali NDCG@10 (empty=0) {mean[7]:.4f} (seed sd "
+            f"{per_seed[:, 7].std(ddof=1):.4f}) {secs:5.1f}s  {json.dumps(p)}",
+            flush=True,
+        )
     out.sort(key=lambda r: -r[0])
     return out
 
@@ -163,14 +172,29 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
-    ap.add_argument("--top", type=int, default=3,
-                    help="combinations re-tried with m = 100 on validation")
-    ap.add_argument("--final-seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4],
-                    help="seeds of the refinement and of every L-GMML test row")
-    ap.add_argument("--refine", type=int, default=6,
-                    help="best grid configurations re-scored with --final-seeds")
-    ap.add_argument("--max-rank", type=int, nargs="*", default=[2, 5, 10],
-                    help="test rows of the tuned configuration with max_rank truncation")
+    ap.add_argument(
+        "--top", type=int, default=3, help="combinations re-tried with m = 100 on validation"
+    )
+    ap.add_argument(
+        "--final-seeds",
+        type=int,
+        nargs="+",
+        default=[0, 1, 2, 3, 4],
+        help="seeds of the refinement and of every L-GMML test row",
+    )
+    ap.add_argument(
+        "--refine",
+        type=int,
+        default=6,
+        help="best grid configurations re-scored with --final-seeds",
+    )
+    ap.add_argument(
+        "--max-rank",
+        type=int,
+        nargs="*",
+        default=[2, 5, 10],
+        help="test rows of the tuned configuration with max_rank truncation",
+    )
     ap.add_argument("--paper-m", type=int, default=500)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--skip-baselines", action="store_true")
@@ -183,8 +207,7 @@ def main(argv=None):
 
     folds = [load_fold(str(args.data), k) for k in range(1, 6)]
     seeds = tuple(args.seeds)
-    out = {"seeds": list(seeds), "final_seeds": list(args.final_seeds), "grid": [],
-           "test": {}}
+    out = {"seeds": list(seeds), "final_seeds": list(args.final_seeds), "grid": [], "test": {}}
 
     results = tune(folds, seeds, args.threads, args.top)
     out["grid"] = [{"vali_ndcg@10_empty0": s, "params": p} for s, p in results]
@@ -192,63 +215,114 @@ def main(argv=None):
     refined = refine(results, folds, final_seeds, args.threads, args.refine)
     out["refined"] = [{"vali_ndcg@10_empty0": s, "params": p} for s, p in refined]
     best = refined[0][1]
-    print(f"\nbest on validation: {json.dumps(best)} (vali NDCG@10 {refined[0][0]:.4f}, "
-          f"seeds {list(final_seeds)})")
+    print(
+        f"\nbest on validation: {json.dumps(best)} (vali NDCG@10 {refined[0][0]:.4f}, "
+        f"seeds {list(final_seeds)})"
+    )
     tuned = {k: v for k, v in best.items() if k != "weight_strategy"}
     # the three strategies under the tuned configuration, same seeds (item 4's choice)
     for s in STRATEGIES:
         p = dict(tuned, weight_strategy=s)
-        mean, per_seed, _ = run(lambda sd: lgmml(p, sd, args.threads), folds, final_seeds,
-                                split="vali")
+        mean, per_seed, _ = run(
+            lambda sd: lgmml(p, sd, args.threads), folds, final_seeds, split="vali"
+        )
         out.setdefault("strategies_vali", {})[s] = float(mean[7])
-        print(f"  tuned configuration, {s}: vali NDCG@10 (empty=0) {mean[7]:.4f} "
-              f"(seed sd {per_seed[:, 7].std(ddof=1):.4f})", flush=True)
+        print(
+            f"  tuned configuration, {s}: vali NDCG@10 (empty=0) {mean[7]:.4f} "
+            f"(seed sd {per_seed[:, 7].std(ddof=1):.4f})",
+            flush=True,
+        )
     defaults = LGMMLRanker().get_params()
     print(f"tuned configuration: {best}; ranker defaults: { {k: defaults[k] for k in best} }")
     out["best"] = best
 
-    head = ("| ranker (5-fold mean, test) | NDCG@1 | NDCG@3 | NDCG@5 | NDCG@10 | NDCG@1 e0 | "
-            "NDCG@3 e0 | NDCG@5 e0 | NDCG@10 e0 | seed sd @10 | secs |")
+    head = (
+        "| ranker (5-fold mean, test) | NDCG@1 | NDCG@3 | NDCG@5 | NDCG@10 | NDCG@1 e0 | "
+        "NDCG@3 e0 | NDCG@5 e0 | NDCG@10 e0 | seed sd @10 | secs |"
+    )
     print("\n" + head)
     print("|" + "---|" * 11, flush=True)
     rows = []
     if not args.skip_baselines:
         rows += [
-            ("LightGBM lambdarank (defaults: min_sum_hessian_in_leaf 100)",
-             lambda s: LightGBMRanker(**MSLR_SETTINGS, n_jobs=args.threads), (0,), True),
-            ("LightGBM lambdarank, min_sum_hessian_in_leaf 1e-3",
-             lambda s: LightGBMRanker(**MSLR_SETTINGS, min_sum_hessian_in_leaf=1e-3,
-                                      n_jobs=args.threads),
-             (0,), True),
-            ("XGBoost GBRT (defaults: min_child_weight 100)",
-             lambda s: XGBoostGBRTRanker(**MSLR_SETTINGS, n_jobs=args.threads), (0,), True),
-            ("XGBoost GBRT, min_child_weight 1",
-             lambda s: XGBoostGBRTRanker(**MSLR_SETTINGS, min_child_weight=1.0,
-                                         n_jobs=args.threads),
-             (0,), True),
+            (
+                "LightGBM lambdarank (defaults: min_sum_hessian_in_leaf 100)",
+                lambda s: LightGBMRanker(**MSLR_SETTINGS, n_jobs=args.threads),
+                (0,),
+                True,
+            ),
+            (
+                "LightGBM lambdarank, min_sum_hessian_in_leaf 1e-3",
+                lambda s: LightGBMRanker(
+                    **MSLR_SETTINGS, min_sum_hessian_in_leaf=1e-3, n_jobs=args.threads
+                ),
+                (0,),
+                True,
+            ),
+            (
+                "XGBoost GBRT (defaults: min_child_weight 100)",
+                lambda s: XGBoostGBRTRanker(**MSLR_SETTINGS, n_jobs=args.threads),
+                (0,),
+                True,
+            ),
+            (
+                "XGBoost GBRT, min_child_weight 1",
+                lambda s: XGBoostGBRTRanker(
+                    **MSLR_SETTINGS, min_child_weight=1.0, n_jobs=args.threads
+                ),
+                (0,),
+                True,
+            ),
         ]
     for s in STRATEGIES:
         p = {"weight_strategy": s}
-        rows.append((f"L-GMML defaults (closer-first), {s}",
-                     lambda seed, p=p: lgmml(p, seed, args.threads), final_seeds, False))
+        rows.append(
+            (
+                f"L-GMML defaults (closer-first), {s}",
+                lambda seed, p=p: lgmml(p, seed, args.threads),
+                final_seeds,
+                False,
+            )
+        )
     for s in STRATEGIES:
         p = dict(tuned, weight_strategy=s)
-        rows.append((f"L-GMML tuned on vali ({tuned['score_form']}), {s}",
-                     lambda seed, p=p: lgmml(p, seed, args.threads), final_seeds, False))
+        rows.append(
+            (
+                f"L-GMML tuned on vali ({tuned['score_form']}), {s}",
+                lambda seed, p=p: lgmml(p, seed, args.threads),
+                final_seeds,
+                False,
+            )
+        )
     for r in args.max_rank:
         p = dict(best, max_rank=r)
-        rows.append((f"L-GMML tuned, {best['weight_strategy']}, max_rank={r}",
-                     lambda seed, p=p: lgmml(p, seed, args.threads), final_seeds, False))
+        rows.append(
+            (
+                f"L-GMML tuned, {best['weight_strategy']}, max_rank={r}",
+                lambda seed, p=p: lgmml(p, seed, args.threads),
+                final_seeds,
+                False,
+            )
+        )
     for s in STRATEGIES:
         p = dict(PAPER, n_metrics=args.paper_m, weight_strategy=s)
-        rows.append((f"L-GMML paper settings (m={args.paper_m}), {s}",
-                     lambda seed, p=p: lgmml(p, seed, args.threads), final_seeds, False))
+        rows.append(
+            (
+                f"L-GMML paper settings (m={args.paper_m}), {s}",
+                lambda seed, p=p: lgmml(p, seed, args.threads),
+                final_seeds,
+                False,
+            )
+        )
     for name, make, row_seeds, es in rows:
         mean, per_seed, secs = run(make, folds, row_seeds, eval_set=es)
-        out["test"][name] = {"mean": dict(zip([f"{n}" for n in NAMES]
-                                              + [f"{n}_empty0" for n in NAMES],
-                                              mean.tolist())),
-                             "per_seed_ndcg@10": per_seed[:, 3].tolist(), "secs": secs}
+        out["test"][name] = {
+            "mean": dict(
+                zip([f"{n}" for n in NAMES] + [f"{n}_empty0" for n in NAMES], mean.tolist())
+            ),
+            "per_seed_ndcg@10": per_seed[:, 3].tolist(),
+            "secs": secs,
+        }
         print(fmt_row(name, mean, per_seed, secs), flush=True)
     if args.json is not None:
         args.json.write_text(json.dumps(out, indent=1))

@@ -58,8 +58,10 @@ def _check_grid(name, values, *, allow_none=False):
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
         raise ValueError(f"{name} must be a non-empty list of positive numbers, got {values!r}")
     out = list(values)
-    if not out or not all(isinstance(v, numbers.Real) and not isinstance(v, bool)
-                          and np.isfinite(v) and v > 0 for v in out):
+    if not out or not all(
+        isinstance(v, numbers.Real) and not isinstance(v, bool) and np.isfinite(v) and v > 0
+        for v in out
+    ):
         raise ValueError(f"{name} must be a non-empty list of positive numbers, got {values!r}")
     return [float(v) for v in out]
 
@@ -84,14 +86,16 @@ def point_set(X, y, qid, query_dim):
     if len(index) != ids.size:
         return None
     docs = np.ascontiguousarray(X[:, d:])
-    doc_point = np.fromiter((index.get(r.tobytes(), -1) for r in docs), dtype=np.int64,
-                            count=docs.shape[0])
+    doc_point = np.fromiter(
+        (index.get(r.tobytes(), -1) for r in docs), dtype=np.int64, count=docs.shape[0]
+    )
     if (doc_point < 0).any():
         return None
     query_point = np.searchsorted(ids, qid)
     rel = y == 1
-    graph = coo_matrix((np.ones(int(rel.sum())), (query_point[rel], doc_point[rel])),
-                       shape=(ids.size, ids.size))
+    graph = coo_matrix(
+        (np.ones(int(rel.sum())), (query_point[rel], doc_point[rel])), shape=(ids.size, ids.size)
+    )
     _, classes = connected_components(graph, directed=False)
     if not np.array_equal(rel, classes[query_point] == classes[doc_point]):
         return None
@@ -101,9 +105,20 @@ def point_set(X, y, qid, query_dim):
 class _SelectedMLR(BaseRanker):
     """Shared parameters, grid, refit and prediction of the two selection wrappers."""
 
-    def __init__(self, loss="auc", k=10, C_grid=(1.0, 10.0, 100.0), lam_ratios=None,
-                 epsilon=1e-3, max_iter=200, admm_max_iter=500, scaling="zscore",
-                 query_dim=None, n_threads=1, random_state=None):
+    def __init__(
+        self,
+        loss="auc",
+        k=10,
+        C_grid=(1.0, 10.0, 100.0),
+        lam_ratios=None,
+        epsilon=1e-3,
+        max_iter=200,
+        admm_max_iter=500,
+        scaling="zscore",
+        query_dim=None,
+        n_threads=1,
+        random_state=None,
+    ):
         self.loss = loss
         self.k = k
         self.C_grid = C_grid
@@ -120,9 +135,16 @@ class _SelectedMLR(BaseRanker):
         """(class, parameters) of every grid point, in the order ties are broken."""
         cs = _check_grid("C_grid", self.C_grid)
         ratios = _check_grid("lam_ratios", self.lam_ratios, allow_none=True)
-        common = dict(loss=self.loss, k=self.k, epsilon=self.epsilon, max_iter=self.max_iter,
-                      admm_max_iter=self.admm_max_iter, scaling=self.scaling,
-                      query_dim=self.query_dim, n_threads=self.n_threads)
+        common = dict(
+            loss=self.loss,
+            k=self.k,
+            epsilon=self.epsilon,
+            max_iter=self.max_iter,
+            admm_max_iter=self.admm_max_iter,
+            scaling=self.scaling,
+            query_dim=self.query_dim,
+            n_threads=self.n_threads,
+        )
         if ratios is None:
             return [(MLRRanker, dict(common, C=c)) for c in cs]
         return [(RMLRRanker, dict(common, C=c, lam=r * c)) for c in cs for r in ratios]
@@ -146,12 +168,14 @@ class _SelectedMLR(BaseRanker):
     def fitted_info(self) -> dict[str, int | float | str]:
         self._check_fitted("model_")
         best = int(np.argmax(self.selection_scores_))
-        return {**self.model_.fitted_info(),
-                "chosen_C": float(self.chosen_params_["C"]),
-                "chosen_lam": float(self.chosen_params_.get("lam", 0.0)),
-                "selection_criterion": self.selection_criterion_,
-                "selection_score": float(self.selection_scores_[best]),
-                "final_fit_seconds": float(self.final_fit_seconds_)}
+        return {
+            **self.model_.fitted_info(),
+            "chosen_C": float(self.chosen_params_["C"]),
+            "chosen_lam": float(self.chosen_params_.get("lam", 0.0)),
+            "selection_criterion": self.selection_criterion_,
+            "selection_score": float(self.selection_scores_[best]),
+            "final_fit_seconds": float(self.final_fit_seconds_),
+        }
 
 
 class MLRWithCV(_SelectedMLR):
@@ -166,19 +190,45 @@ class MLRWithCV(_SelectedMLR):
     held-out queries' NDCG@10. The validation split is not used.
     """
 
-    def __init__(self, loss="auc", k=10, C_grid=(1.0, 10.0, 100.0), lam_ratios=None, cv=3,
-                 epsilon=1e-3, max_iter=200, admm_max_iter=500, scaling="zscore",
-                 query_dim=None, n_threads=1, random_state=None):
-        super().__init__(loss=loss, k=k, C_grid=C_grid, lam_ratios=lam_ratios,
-                         epsilon=epsilon, max_iter=max_iter, admm_max_iter=admm_max_iter,
-                         scaling=scaling, query_dim=query_dim, n_threads=n_threads,
-                         random_state=random_state)
+    def __init__(
+        self,
+        loss="auc",
+        k=10,
+        C_grid=(1.0, 10.0, 100.0),
+        lam_ratios=None,
+        cv=3,
+        epsilon=1e-3,
+        max_iter=200,
+        admm_max_iter=500,
+        scaling="zscore",
+        query_dim=None,
+        n_threads=1,
+        random_state=None,
+    ):
+        super().__init__(
+            loss=loss,
+            k=k,
+            C_grid=C_grid,
+            lam_ratios=lam_ratios,
+            epsilon=epsilon,
+            max_iter=max_iter,
+            admm_max_iter=admm_max_iter,
+            scaling=scaling,
+            query_dim=query_dim,
+            n_threads=n_threads,
+            random_state=random_state,
+        )
         self.cv = cv
 
     def ranker_tags(self) -> RankerTags:
-        return RankerTags(requires_qid_at_predict=False, uses_eval_set=False,
-                          deterministic=True, thread_param="n_threads",
-                          seed_param="random_state", query_dim_param="query_dim")
+        return RankerTags(
+            requires_qid_at_predict=False,
+            uses_eval_set=False,
+            deterministic=True,
+            thread_param="n_threads",
+            seed_param="random_state",
+            query_dim_param="query_dim",
+        )
 
     def _splits(self, labels, groups):
         seed = 0 if self.random_state is None else int(self.random_state)
@@ -193,8 +243,7 @@ class MLRWithCV(_SelectedMLR):
     def fit(self, X, y, *, qid, eval_set=None):
         """Cross-validate every grid point on the training rows, refit the best on all of
         them; ``eval_set`` is not used."""
-        if isinstance(self.cv, bool) or not isinstance(self.cv, numbers.Integral) \
-                or self.cv < 2:
+        if isinstance(self.cv, bool) or not isinstance(self.cv, numbers.Integral) or self.cv < 2:
             raise ValueError(f"cv must be an integer >= 2, got {self.cv!r}")
         configs = self._configs()
         X, y, qid = check_ranking_input(X, y, qid)
@@ -203,7 +252,7 @@ class MLRWithCV(_SelectedMLR):
         if pts is not None:
             criterion = f"-knn_error@{KNN_K} ({self.cv}-fold CV on training points)"
             query_point, doc_point, classes = pts
-            for fit_pts, held_pts in self._splits(classes, None):
+            for fit_pts, _held_pts in self._splits(classes, None):
                 in_fit = np.zeros(classes.size, dtype=bool)
                 in_fit[fit_pts] = True
                 rows = in_fit[query_point] & in_fit[doc_point]
@@ -211,15 +260,17 @@ class MLRWithCV(_SelectedMLR):
                 for i, (cls, params) in enumerate(configs):
                     model = cls(**params).fit(X[rows], y[rows], qid=qid[rows])
                     s = model.predict(X[held])
-                    scores[i] -= knn_error(s, qid[held], classes[doc_point[held]],
-                                           classes[query_point[held]], k=KNN_K)
+                    scores[i] -= knn_error(
+                        s, qid[held], classes[doc_point[held]], classes[query_point[held]], k=KNN_K
+                    )
         elif np.unique(qid).size >= 2:
             criterion = f"ndcg@10 ({self.cv}-fold CV on training queries)"
             for fit_rows, held in self._splits(None, qid):
                 for i, (cls, params) in enumerate(configs):
                     model = cls(**params).fit(X[fit_rows], y[fit_rows], qid=qid[fit_rows])
-                    scores[i] += evaluate(y[held], model.predict(X[held]), qid[held],
-                                          ("ndcg@10",))["ndcg@10"]
+                    scores[i] += evaluate(y[held], model.predict(X[held]), qid[held], ("ndcg@10",))[
+                        "ndcg@10"
+                    ]
         else:  # one query cannot be split: nothing to choose on, keep the first grid point
             criterion = "none (one training query)"
         return self._refit(configs, scores, criterion, X, y, qid)
@@ -237,16 +288,27 @@ class MLRWithValidation(_SelectedMLR):
     """
 
     def ranker_tags(self) -> RankerTags:
-        return RankerTags(requires_qid_at_predict=False, uses_eval_set=True,
-                          deterministic=True, thread_param="n_threads",
-                          seed_param="random_state", query_dim_param="query_dim")
+        return RankerTags(
+            requires_qid_at_predict=False,
+            uses_eval_set=True,
+            deterministic=True,
+            thread_param="n_threads",
+            seed_param="random_state",
+            query_dim_param="query_dim",
+        )
 
     def fit(self, X, y, *, qid, eval_set=None):
         """Fit every grid point on the training rows, keep the best on ``eval_set``."""
         if eval_set is None:
             cv = MLRWithCV(**self.get_params(deep=False)).fit(X, y, qid=qid)
-            for name in ("model_", "final_fit_seconds_", "chosen_params_",
-                         "selection_scores_", "selection_criterion_", "n_features_in_"):
+            for name in (
+                "model_",
+                "final_fit_seconds_",
+                "chosen_params_",
+                "selection_scores_",
+                "selection_criterion_",
+                "n_features_in_",
+            ):
                 setattr(self, name, getattr(cv, name))
             return self
         configs = self._configs()

@@ -25,11 +25,11 @@ def write(out: Path, seed: int = 1) -> Path:
         for q in range(n_queries):
             for d in range(int(rng.integers(4, 25))):
                 x = rng.normal(size=46)
-                label = int(np.clip(np.floor(0.8 * x[0] + 0.5 * x[1] + rng.normal(0, 0.8)),
-                                    0, 2))
+                label = int(np.clip(np.floor(0.8 * x[0] + 0.5 * x[1] + rng.normal(0, 0.8)), 0, 2))
                 feats = " ".join(f"{j + 1}:{v:.4f}" for j, v in enumerate(x))
-                lines.append(f"{label} qid:{base[split] + q} {feats} #docid = GX{q}-{d} "
-                             f"inc = 1 prob = 0.5")
+                lines.append(
+                    f"{label} qid:{base[split] + q} {feats} #docid = GX{q}-{d} inc = 1 prob = 0.5"
+                )
         (root / f"{split}.txt").write_text("\n".join(lines) + "\n")
     return out
 

@@ -36,9 +36,14 @@ class EuclideanRanker(BaseRanker):
         self.query_dim = query_dim
 
     def ranker_tags(self) -> RankerTags:
-        return RankerTags(requires_qid_at_predict=False, uses_eval_set=False,
-                          deterministic=True, thread_param=None, seed_param=None,
-                          query_dim_param="query_dim")
+        return RankerTags(
+            requires_qid_at_predict=False,
+            uses_eval_set=False,
+            deterministic=True,
+            thread_param=None,
+            seed_param=None,
+            query_dim_param="query_dim",
+        )
 
     def fit(self, X, y, *, qid, eval_set=None):
         X, y, qid = check_ranking_input(X, y, qid)
@@ -50,8 +55,9 @@ class EuclideanRanker(BaseRanker):
 
     def predict(self, X, *, qid=None):
         self._check_fitted("n_features_in_")
-        X, _, _ = check_ranking_input(X, None, qid, n_features=self.n_features_in_,
-                                      require_qid=False)
+        X, _, _ = check_ranking_input(
+            X, None, qid, n_features=self.n_features_in_, require_qid=False
+        )
         Q, D = split_query_document(X, self.query_dim)
         diff = D - (self.z_ if Q is None else Q)
         return -np.einsum("ij,ij->i", diff, diff)

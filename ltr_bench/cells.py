@@ -28,8 +28,14 @@ from .plan import DatasetChoice, Plan, PlanError, canonical_json
 from .ranker import RankerTags, apply_run_settings, tags_of
 from .results import jsonable
 
-__all__ = ["Cell", "ExpandedPlan", "PATH_DATASET_OPTIONS", "build_ranker", "expand_plan",
-           "ranker_tags"]
+__all__ = [
+    "Cell",
+    "ExpandedPlan",
+    "PATH_DATASET_OPTIONS",
+    "build_ranker",
+    "expand_plan",
+    "ranker_tags",
+]
 
 
 def _sha256(obj: Any) -> str:
@@ -48,11 +54,11 @@ class Cell:
 
     key: str
     plan_key: str
-    ranker: str                     # registered name (or module:Class import path)
-    params: dict[str, Any]          # resolved: get_params() after user params, seed, threads
-    user_params: dict[str, Any]     # what the user set
-    dataset: str                    # display name (registered name, or folder name of a path)
-    dataset_source: str             # registered name or path, as loaded
+    ranker: str  # registered name (or module:Class import path)
+    params: dict[str, Any]  # resolved: get_params() after user params, seed, threads
+    user_params: dict[str, Any]  # what the user set
+    dataset: str  # display name (registered name, or folder name of a path)
+    dataset_source: str  # registered name or path, as loaded
     dataset_options: dict[str, Any]
     dataset_identity: dict[str, Any]
     fold: int
@@ -65,11 +71,11 @@ class Cell:
     ranker_version: str = ""
     score_repeats: int = 5
     max_label: int | None = None
-    config_key: str = ""            # the configuration over seeds and folds (no thread count)
-    label: str = ""                 # the configuration's name in the plan (default: ranker)
-    command: str | None = None      # the invocation that planned it (provenance only)
+    config_key: str = ""  # the configuration over seeds and folds (no thread count)
+    label: str = ""  # the configuration's name in the plan (default: ranker)
+    command: str | None = None  # the invocation that planned it (provenance only)
     conventions: tuple[str, ...] = ()  # extra convention profiles to score under
-    save_scores: bool = False       # keep the test scores as a TREC run file
+    save_scores: bool = False  # keep the test scores as a TREC run file
 
     def config(self) -> dict[str, Any]:
         """The resolved configuration of this cell (stored with the run as JSON)."""
@@ -78,15 +84,20 @@ class Cell:
         return d
 
 
-
 def _registry():
     from . import registry
 
     return registry
 
 
-def build_ranker(name: str, user_params: dict[str, Any], *, seed: int,
-                 threads: int | None, query_dim: int | None = None):
+def build_ranker(
+    name: str,
+    user_params: dict[str, Any],
+    *,
+    seed: int,
+    threads: int | None,
+    query_dim: int | None = None,
+):
     """``make_ranker(name, user_params)``, then the run's seed, thread count and (on
     query-by-example data) query-block width through the parameters the ranker's tags
     declare (:func:`ltr_bench.ranker.apply_run_settings`: a parameter the user set is never
@@ -96,8 +107,9 @@ def build_ranker(name: str, user_params: dict[str, Any], *, seed: int,
     it does not have."""
     ranker = _registry().make_ranker(name, dict(user_params))
     try:
-        apply_run_settings(ranker, seed=seed, threads=threads, query_dim=query_dim,
-                           user_params=user_params)
+        apply_run_settings(
+            ranker, seed=seed, threads=threads, query_dim=query_dim, user_params=user_params
+        )
     except (TypeError, ValueError) as exc:
         raise _registry().RankerLoadError(f"ranker {name!r}: {exc}") from None
     return ranker
@@ -118,12 +130,14 @@ def _data():
     return data
 
 
-
 def _is_path(text: str) -> bool:
     """Whether ``--dataset`` text means a folder (same rule as the data layer)."""
-    return (os.sep in text or "/" in text or text.startswith((".", "~"))
-            or Path(text).expanduser().is_dir())
-
+    return (
+        os.sep in text
+        or "/" in text
+        or text.startswith((".", "~"))
+        or Path(text).expanduser().is_dir()
+    )
 
 
 PATH_DATASET_OPTIONS = ("n_features", "label_max")
@@ -146,17 +160,20 @@ def _resolve_dataset(choice: DatasetChoice, plan: Plan) -> tuple[str, str, Any]:
         if not path.is_dir():
             raise data.DatasetNotFoundError(
                 f"dataset folder {path} does not exist (--dataset takes a known dataset name "
-                f"or a folder of LETOR files)") from None
+                f"or a folder of LETOR files)"
+            ) from None
         display, source, allowed = path.name, str(path), dict.fromkeys(PATH_DATASET_OPTIONS)
     else:
         display, source, allowed = spec.name, spec.name, dict(spec.options or {})
     unknown = sorted(set(choice.options) - set(allowed))
     if unknown:
-        where = (f"{plan.source}: [datasets.{choice.name}]" if plan.source
-                 else f"--dataset-option for {display}")
+        where = (
+            f"{plan.source}: [datasets.{choice.name}]"
+            if plan.source
+            else f"--dataset-option for {display}"
+        )
         valid = ", ".join(sorted(allowed)) or "(none: this dataset takes no options)"
-        raise PlanError(f"{where}: unknown option(s) {', '.join(unknown)}; valid options: "
-                        f"{valid}")
+        raise PlanError(f"{where}: unknown option(s) {', '.join(unknown)}; valid options: {valid}")
     return display, source, spec
 
 
@@ -169,8 +186,7 @@ class ExpandedPlan:
     metrics: tuple[str, ...]
 
 
-def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
-                ) -> ExpandedPlan:
+def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False) -> ExpandedPlan:
     """Validate the plan against the registries and data home; one :class:`Cell` per
     dataset x fold x ranker.
 
@@ -206,11 +222,9 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
         entry = registry.get_entry(choice.name)
         resolved_by_seed = {}
         for seed in seeds:
-            where = (f"{plan.source}: [rankers.{choice.display}]" if plan.source
-                     else "--param")
+            where = f"{plan.source}: [rankers.{choice.display}]" if plan.source else "--param"
             try:
-                ranker = build_ranker(choice.name, choice.params, seed=seed,
-                                      threads=plan.threads)
+                ranker = build_ranker(choice.name, choice.params, seed=seed, threads=plan.threads)
             except registry.BadParameterError as exc:
                 raise registry.BadParameterError(f"{where}: {exc}") from None
             validate = getattr(ranker, "validate_params", None)
@@ -219,7 +233,8 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
                     validate()
                 except (ValueError, TypeError) as exc:
                     raise registry.BadParameterError(
-                        f"{where}: ranker {choice.display!r}: {exc}") from None
+                        f"{where}: ranker {choice.display!r}: {exc}"
+                    ) from None
             resolved_by_seed[seed] = jsonable(ranker.get_params(deep=False))
         tags = ranker_tags(ranker)
         # what identifies a configuration: not the seed (a cell key has it on its own) and
@@ -234,41 +249,65 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
         load_source: Any = Path(source) if spec is None else source
         options = dict(dchoice.options) or None
         # raises DatasetNotFoundError (where to download, where to put the files) when absent
-        available = list(data.available_folds(load_source, data_dir=plan.data_dir,
-                                              options=options))
+        available = list(data.available_folds(load_source, data_dir=plan.data_dir, options=options))
         folds = available if plan.folds is None else list(plan.folds)
         missing = [f for f in folds if f not in available]
         if missing:
-            raise PlanError(f"dataset {display} has no fold {missing[0]}; available folds: "
-                            f"{', '.join(map(str, available))}")
+            raise PlanError(
+                f"dataset {display} has no fold {missing[0]}; available folds: "
+                f"{', '.join(map(str, available))}"
+            )
         for seed in seeds:
-            identity = jsonable(data.dataset_identity(load_source, data_dir=plan.data_dir,
-                                                      seed=seed, options=options))
+            identity = jsonable(
+                data.dataset_identity(
+                    load_source, data_dir=plan.data_dir, seed=seed, options=options
+                )
+            )
             for fold in folds:
                 for choice, entry, resolved_by_seed, volatile in ranker_info:
                     resolved = resolved_by_seed[seed]
                     stable = {k: v for k, v in resolved.items() if k not in volatile}
-                    config = {"ranker": choice.name, "params": stable,
-                              "dataset": {k: v for k, v in identity.items() if k != "seed"},
-                              "metrics": list(metrics)}
+                    config = {
+                        "ranker": choice.name,
+                        "params": stable,
+                        "dataset": {k: v for k, v in identity.items() if k != "seed"},
+                        "metrics": list(metrics),
+                    }
                     if plan.conventions:  # profile keys in the record: part of its identity
                         config["conventions"] = list(plan.conventions)
                     config_key = _sha256(config)
                     if seen.setdefault(config_key, choice.display) != choice.display:
-                        raise PlanError(f"ranker configurations {seen[config_key]!r} and "
-                                        f"{choice.display!r} have the same parameters")
+                        raise PlanError(
+                            f"ranker configurations {seen[config_key]!r} and "
+                            f"{choice.display!r} have the same parameters"
+                        )
                     base = {**config, "dataset": identity, "seed": seed}
-                    cells.append(Cell(
-                        key=_sha256({**base, "fold": fold}), plan_key=_sha256(base),
-                        config_key=config_key, ranker=choice.name, label=choice.display,
-                        params=resolved, user_params=dict(choice.params), dataset=display,
-                        dataset_source=source, dataset_options=dict(dchoice.options),
-                        dataset_identity=identity, fold=fold, seed=seed, metrics=metrics,
-                        threads=plan.threads, data_dir=plan.data_dir, cache_dir=plan.cache_dir,
-                        ranker_distribution=entry.distribution, ranker_version=entry.version,
-                        score_repeats=score_repeats, command=plan.command,
-                        conventions=tuple(plan.conventions), save_scores=save_scores,
-                        max_label=None if spec is None else int(spec.label_max),
-                    ))
+                    cells.append(
+                        Cell(
+                            key=_sha256({**base, "fold": fold}),
+                            plan_key=_sha256(base),
+                            config_key=config_key,
+                            ranker=choice.name,
+                            label=choice.display,
+                            params=resolved,
+                            user_params=dict(choice.params),
+                            dataset=display,
+                            dataset_source=source,
+                            dataset_options=dict(dchoice.options),
+                            dataset_identity=identity,
+                            fold=fold,
+                            seed=seed,
+                            metrics=metrics,
+                            threads=plan.threads,
+                            data_dir=plan.data_dir,
+                            cache_dir=plan.cache_dir,
+                            ranker_distribution=entry.distribution,
+                            ranker_version=entry.version,
+                            score_repeats=score_repeats,
+                            command=plan.command,
+                            conventions=tuple(plan.conventions),
+                            save_scores=save_scores,
+                            max_label=None if spec is None else int(spec.label_max),
+                        )
+                    )
     return ExpandedPlan(plan=plan, cells=cells, metrics=metrics)
-

@@ -6,7 +6,8 @@ option / parameter, bad config file); 130 interrupted with Ctrl-C (finished cell
 saved; re-running the same command resumes). Progress goes to stderr, the summary table to
 stdout. Errors are one message on stderr, never a traceback: every user-facing error is an
 :class:`~ltr_bench.errors.LtrBenchError` carrying its exit code, handled in one place
-(:class:`ltr_bench.cli_options.Command`); tracebacks of failing rankers go to ``<results>/failures.log``.
+(:class:`ltr_bench.cli_options.Command`); tracebacks of failing rankers go to
+``<results>/failures.log``.
 
 The commands only parse options and print: plans are built in :mod:`ltr_bench.plan`,
 expanded in :mod:`ltr_bench.cells`, run by :mod:`ltr_bench.harness`, logged by
@@ -22,7 +23,8 @@ from pathlib import Path
 
 import click
 
-from . import __version__, cli_options as options
+from . import __version__
+from . import cli_options as options
 from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, LtrBenchError, UsageError
 from .metric_keys import METRICS_HELP
 
@@ -59,61 +61,137 @@ def main() -> None:
 
 # ------------------------------------------------------------------------------------ run
 
+
 @main.command("run", context_settings=CONTEXT)
-@click.option("--ranker", "rankers", multiple=True, metavar="NAME[,NAME...]|all",
-              help="Rankers to run (comma list, repeatable, or 'all'); see `ltr-bench rankers`.")
-@click.option("--dataset", "datasets", multiple=True, metavar="NAME|PATH",
-              help="Dataset name (see `ltr-bench datasets`) or a folder of LETOR files; "
-                   "comma list or repeatable.")
-@click.option("--folds", default=None, metavar="all|1,3",
-              help="Folds to run (1-based). Default: all the dataset has.")
+@click.option(
+    "--ranker",
+    "rankers",
+    multiple=True,
+    metavar="NAME[,NAME...]|all",
+    help="Rankers to run (comma list, repeatable, or 'all'); see `ltr-bench rankers`.",
+)
+@click.option(
+    "--dataset",
+    "datasets",
+    multiple=True,
+    metavar="NAME|PATH",
+    help="Dataset name (see `ltr-bench datasets`) or a folder of LETOR files; "
+    "comma list or repeatable.",
+)
+@click.option(
+    "--folds",
+    default=None,
+    metavar="all|1,3",
+    help="Folds to run (1-based). Default: all the dataset has.",
+)
 @options.data_dir
 @options.cache_dir
-@click.option("--param", "params", multiple=True, metavar="NAME.key=value",
-              help="A ranker hyper-parameter, e.g. lightgbm.num_leaves=31 (value parsed as "
-                   "number/bool/none/[list] when it is one, else text). Repeatable.")
-@click.option("--dataset-option", "dataset_options", multiple=True,
-              metavar="[DATASET.]key=value",
-              help="Option of a generated dataset, e.g. n_queries=100. Repeatable.")
-@click.option("--sweep", "sweeps", multiple=True, metavar="NAME.key=v1,v2,...",
-              help="Run one configuration per value, each its own row NAME[key=value]; "
-                   "repeat for a grid, e.g. --sweep lightgbm.num_leaves=7,31,127.")
-@click.option("--seed", type=click.IntRange(min=0), default=None,
-              help="Seed for data generation/splits and every ranker's seed parameter "
-                   "(default 0).")
-@click.option("--seeds", default=None, metavar="0,1,2|N",
-              help="Repeat every cell with each of these seeds (or with seeds 0..N-1).")
-@click.option("--convention", "conventions", default=None, metavar="PROFILE[,PROFILE]",
-              help="Also score every cell the way another tool does: letor4 (the LETOR 4.0 "
-                   "script, MQ2007/MQ2008), letor3 (LETOR 3.0, OHSUMED), trec (trec_eval), "
-                   "nonempty (queries without relevant documents left out). Keys get the "
-                   "profile as suffix, e.g. ndcg@10_letor4; the summary shows them.")
-@click.option("--threads", type=click.IntRange(min=1), default=None,
-              help="Threads per ranker (its thread parameter, and BLAS/OpenMP pools); "
-                   "default 1, so that timings compare like with like.")
-@click.option("--metrics", default=None, metavar="M1,M2,...",
-              help="Metrics (default ndcg@1,3,5,10,20, map, mrr, err@10). " + METRICS_HELP)
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="NAME.key=value",
+    help="A ranker hyper-parameter, e.g. lightgbm.num_leaves=31 (value parsed as "
+    "number/bool/none/[list] when it is one, else text). Repeatable.",
+)
+@click.option(
+    "--dataset-option",
+    "dataset_options",
+    multiple=True,
+    metavar="[DATASET.]key=value",
+    help="Option of a generated dataset, e.g. n_queries=100. Repeatable.",
+)
+@click.option(
+    "--sweep",
+    "sweeps",
+    multiple=True,
+    metavar="NAME.key=v1,v2,...",
+    help="Run one configuration per value, each its own row NAME[key=value]; "
+    "repeat for a grid, e.g. --sweep lightgbm.num_leaves=7,31,127.",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Seed for data generation/splits and every ranker's seed parameter (default 0).",
+)
+@click.option(
+    "--seeds",
+    default=None,
+    metavar="0,1,2|N",
+    help="Repeat every cell with each of these seeds (or with seeds 0..N-1).",
+)
+@click.option(
+    "--convention",
+    "conventions",
+    default=None,
+    metavar="PROFILE[,PROFILE]",
+    help="Also score every cell the way another tool does: letor4 (the LETOR 4.0 "
+    "script, MQ2007/MQ2008), letor3 (LETOR 3.0, OHSUMED), trec (trec_eval), "
+    "nonempty (queries without relevant documents left out). Keys get the "
+    "profile as suffix, e.g. ndcg@10_letor4; the summary shows them.",
+)
+@click.option(
+    "--threads",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Threads per ranker (its thread parameter, and BLAS/OpenMP pools); "
+    "default 1, so that timings compare like with like.",
+)
+@click.option(
+    "--metrics",
+    default=None,
+    metavar="M1,M2,...",
+    help="Metrics (default ndcg@1,3,5,10,20, map, mrr, err@10). " + METRICS_HELP,
+)
 @options.tracking_uri
 @click.option("--no-mlflow", is_flag=True, help="Only save results locally.")
 @options.results_dir
-@click.option("--output", default=None, type=click.Path(dir_okay=False),
-              help="Also write the results as JSON: one record per (ranker, dataset, fold, "
-                   "seed), the same fields as the local result files.")
+@click.option(
+    "--output",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Also write the results as JSON: one record per (ranker, dataset, fold, "
+    "seed), the same fields as the local result files.",
+)
 @click.option("--force", is_flag=True, help="Re-run cells that finished before.")
-@click.option("--save-scores", is_flag=True,
-              help="Keep each cell's test scores as a TREC run file (qid Q0 docid rank score "
-                   "tag; docid = the row's position in the split) beside its result and in "
-                   "MLflow, for trec_eval, ranx or the LETOR scripts.")
-@click.option("--config", default=None, type=click.Path(dir_okay=False),
-              help="A TOML benchmark plan (rankers, parameters, datasets, folds, seed); "
-                   "command-line options override it.")
+@click.option(
+    "--save-scores",
+    is_flag=True,
+    help="Keep each cell's test scores as a TREC run file (qid Q0 docid rank score "
+    "tag; docid = the row's position in the split) beside its result and in "
+    "MLflow, for trec_eval, ranx or the LETOR scripts.",
+)
+@click.option(
+    "--config",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="A TOML benchmark plan (rankers, parameters, datasets, folds, seed); "
+    "command-line options override it.",
+)
 @options.workers("cells")
 @options.scheduler("the data home")
-@click.option("--score-repeats", type=click.IntRange(min=1), default=5, show_default=True,
-              help="Timed predict calls (after one warm-up) for score_us_per_doc.")
+@click.option(
+    "--score-repeats",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Timed predict calls (after one warm-up) for score_us_per_doc.",
+)
 @click.pass_context
-def run_cmd(ctx: click.Context, tracking_uri, no_mlflow, results_dir, output, force,
-            score_repeats, save_scores, workers, scheduler, **plan_options) -> None:
+def run_cmd(
+    ctx: click.Context,
+    tracking_uri,
+    no_mlflow,
+    results_dir,
+    output,
+    force,
+    score_repeats,
+    save_scores,
+    workers,
+    scheduler,
+    **plan_options,
+) -> None:
     """Fit, score and evaluate every ranker on every fold; record and log the results.
 
     Each fold is loaded once and every ranker sees the same splits (fingerprints are
@@ -125,17 +203,38 @@ def run_cmd(ctx: click.Context, tracking_uri, no_mlflow, results_dir, output, fo
     workers, scheduler = options.executor_choice(ctx, workers, scheduler)
     try:
         with options.sigterm_as_interrupt():
-            _run(ctx, tracking_uri=tracking_uri, no_mlflow=no_mlflow, results_dir=results_dir,
-                 output=output, force=force, score_repeats=score_repeats,
-                 save_scores=save_scores, workers=workers, scheduler=scheduler,
-                 **plan_options)
+            _run(
+                ctx,
+                tracking_uri=tracking_uri,
+                no_mlflow=no_mlflow,
+                results_dir=results_dir,
+                output=output,
+                force=force,
+                score_repeats=score_repeats,
+                save_scores=save_scores,
+                workers=workers,
+                scheduler=scheduler,
+                **plan_options,
+            )
     except KeyboardInterrupt:  # outside a cell (checking, logging): nothing is lost
         _err("\ninterrupted; every finished cell is saved; re-run the same command to resume")
         ctx.exit(EXIT_INTERRUPTED)
 
 
-def _run(ctx, *, tracking_uri, no_mlflow, results_dir, output, force, score_repeats,
-         save_scores=False, workers=None, scheduler=None, **plan_options) -> None:
+def _run(
+    ctx,
+    *,
+    tracking_uri,
+    no_mlflow,
+    results_dir,
+    output,
+    force,
+    score_repeats,
+    save_scores=False,
+    workers=None,
+    scheduler=None,
+    **plan_options,
+) -> None:
     from .cells import expand_plan
     from .console import Console, ConsoleListener
     from .harness import HarnessInterrupted, HarnessWriteError, Listeners, run_plan
@@ -152,8 +251,9 @@ def _run(ctx, *, tracking_uri, no_mlflow, results_dir, output, force, score_repe
     console.status("checking rankers and data ...", force=True)
     expanded = expand_plan(plan, score_repeats=score_repeats, save_scores=save_scores)
 
-    store = ResultStore(Path(results_dir) if results_dir else
-                        Path.cwd() / "mlflow_runs" / "results")
+    store = ResultStore(
+        Path(results_dir) if results_dir else Path.cwd() / "mlflow_runs" / "results"
+    )
     _check_outputs(store.root, output, plan.cache_dir, check_writable_dir)
     headline = "ndcg@10" if "ndcg@10" in expanded.metrics else expanded.metrics[0]
     listeners = [ConsoleListener(console, headline=headline, failure_log=store.failure_log)]
@@ -166,28 +266,40 @@ def _run(ctx, *, tracking_uri, no_mlflow, results_dir, output, force, score_repe
             console.status(f"opening MLflow store {tracker.uri} ...", force=True)
             tracker.check()
             mlflow_listener = MlflowListener(
-                tracker, store, plan=plan.to_dict(),
+                tracker,
+                store,
+                plan=plan.to_dict(),
                 plan_toml=Path(plan.source).read_text(encoding="utf-8") if plan.source else None,
                 on_error=lambda m: console.line(
-                    f"warning: {m}; from now on results are only saved locally"))
+                    f"warning: {m}; from now on results are only saved locally"
+                ),
+            )
             listeners.append(mlflow_listener)
         except TrackingError as exc:
             tracking_error = str(exc)
             console.line(f"warning: {exc}; results will only be saved locally")
-    console.line(f"{len(expanded.cells)} cell(s) ({len(plan.datasets)} dataset(s) x folds x "
-                 f"{len(plan.rankers)} ranker(s) x {len(plan.all_seeds())} seed(s)); results in "
-                 f"{store.root}" + (f"; MLflow {tracker.uri}" if mlflow_listener else ""))
+    console.line(
+        f"{len(expanded.cells)} cell(s) ({len(plan.datasets)} dataset(s) x folds x "
+        f"{len(plan.rankers)} ranker(s) x {len(plan.all_seeds())} seed(s)); results in "
+        f"{store.root}" + (f"; MLflow {tracker.uri}" if mlflow_listener else "")
+    )
 
     interrupted, write_error = False, None
     try:
-        if not executor.in_process and (force or any(store.get(c.key) is None
-                                                     for c in expanded.cells)):
-            console.status(f"starting Dask: cells will run {executor.describe()} ...",
-                           force=True)
+        if not executor.in_process and (
+            force or any(store.get(c.key) is None for c in expanded.cells)
+        ):
+            console.status(f"starting Dask: cells will run {executor.describe()} ...", force=True)
             executor.client()  # an unreachable scheduler fails here, before any cell
             console.line(f"cells run {executor.describe()}")
-        report = run_plan(expanded, store, force=force, listener=Listeners(*listeners),
-                          warn=lambda m: console.line(f"warning: {m}"), executor=executor)
+        report = run_plan(
+            expanded,
+            store,
+            force=force,
+            listener=Listeners(*listeners),
+            warn=lambda m: console.line(f"warning: {m}"),
+            executor=executor,
+        )
     except HarnessInterrupted as exc:
         report, interrupted = exc.report, True
     except HarnessWriteError as exc:
@@ -206,42 +318,59 @@ def _run(ctx, *, tracking_uri, no_mlflow, results_dir, output, force, score_repe
         try:
             atomic_write_text(Path(output), records_json([*report.records, *report.failed]))
         except OSError as exc:
-            output_error = (f"--output {output}: cannot write it: {exc.strerror or exc}; the "
-                            f"results are saved in {store.root}")
+            output_error = (
+                f"--output {output}: cannot write it: {exc.strerror or exc}; the "
+                f"results are saved in {store.root}"
+            )
     if report.records:
-        click.echo(summary_table(report.records, expanded.metrics,
-                                 convention=plan.conventions[0] if plan.conventions else None))
+        click.echo(
+            summary_table(
+                report.records,
+                expanded.metrics,
+                convention=plan.conventions[0] if plan.conventions else None,
+            )
+        )
     if output_error:
         _err(output_error)
     if write_error is not None:
-        _err(f"stopped: {write_error}. {report.n_saved} cell(s) finished and saved in "
-             f"{store.root}; free space (or fix the permissions) and re-run the same command "
-             "to resume.")
+        _err(
+            f"stopped: {write_error}. {report.n_saved} cell(s) finished and saved in "
+            f"{store.root}; free space (or fix the permissions) and re-run the same command "
+            "to resume."
+        )
         ctx.exit(EXIT_FAILED)
     if interrupted:
-        _err(f"interrupted; {report.n_saved} cell(s) finished and saved in {store.root}; "
-             f"re-run the same command to resume")
+        _err(
+            f"interrupted; {report.n_saved} cell(s) finished and saved in {store.root}; "
+            f"re-run the same command to resume"
+        )
         ctx.exit(EXIT_INTERRUPTED)
     code = EXIT_OK
     if report.failed:
-        _err(f"{len(report.failed)} of {len(expanded.cells)} cell(s) failed: "
-             + "; ".join(f"{r.summary_line()} ({r.error_stage}: {r.error})"
-                         for r in report.failed[:5])
-             + (" ..." if len(report.failed) > 5 else "")
-             + f". Tracebacks: {store.failure_log}")
+        _err(
+            f"{len(report.failed)} of {len(expanded.cells)} cell(s) failed: "
+            + "; ".join(
+                f"{r.summary_line()} ({r.error_stage}: {r.error})" for r in report.failed[:5]
+            )
+            + (" ..." if len(report.failed) > 5 else "")
+            + f". Tracebacks: {store.failure_log}"
+        )
         code = EXIT_FAILED
     if output_error:
         code = EXIT_FAILED
     if tracking_error:
-        _err(f"MLflow logging failed: {tracking_error}. The results are saved in "
-             f"{store.root}; re-run the same command when the store is reachable to log them "
-             f"(nothing is recomputed), or add --no-mlflow.")
+        _err(
+            f"MLflow logging failed: {tracking_error}. The results are saved in "
+            f"{store.root}; re-run the same command when the store is reachable to log them "
+            f"(nothing is recomputed), or add --no-mlflow."
+        )
         code = EXIT_FAILED
     ctx.exit(code)
 
 
-def _check_outputs(results_root: Path, output: str | None, cache_dir: str | None,
-                   check_writable_dir) -> None:
+def _check_outputs(
+    results_root: Path, output: str | None, cache_dir: str | None, check_writable_dir
+) -> None:
     """Every place the run writes to, tried before the first fit (exit 2 naming the option):
     the results folder, the folder of --output and the parsed-data cache. An unusable
     default cache only warns: the data is then parsed in memory."""
@@ -249,8 +378,9 @@ def _check_outputs(results_root: Path, output: str | None, cache_dir: str | None
     if output:
         out = Path(output)
         if out.is_dir():
-            raise UsageError(f"--output {output}: is a folder; give a file name, e.g. "
-                             f"{out / 'results.json'}")
+            raise UsageError(
+                f"--output {output}: is a folder; give a file name, e.g. {out / 'results.json'}"
+            )
         check_writable_dir(out.resolve().parent, f"--output {output}: its folder")
     from .data import resolve_cache_dir
 
@@ -274,8 +404,9 @@ def _attach_html_reports(store, records, listener, console) -> None:
 
     for dataset in sorted({r.dataset for r in records}):
         units = {(r.fold, r.seed) for r in records if r.dataset == dataset}
-        recs = [r for r in store.records() if r.dataset == dataset
-                and (r.fold, r.seed) in units]  # what is comparable with this run
+        recs = [
+            r for r in store.records() if r.dataset == dataset and (r.fold, r.seed) in units
+        ]  # what is comparable with this run
         for r in recs:
             store.per_query(r)
         try:
@@ -290,9 +421,13 @@ def _attach_html_reports(store, records, listener, console) -> None:
 
 # -------------------------------------------------------------------------------- rankers
 
+
 @main.command("rankers", context_settings=CONTEXT)
-@click.option("--no-check", is_flag=True,
-              help="Do not import the rankers (faster; status shows 'not checked').")
+@click.option(
+    "--no-check",
+    is_flag=True,
+    help="Do not import the rankers (faster; status shows 'not checked').",
+)
 def rankers_cmd(no_check: bool) -> None:
     """List registered rankers: name, distribution, version, status.
 
@@ -330,6 +465,7 @@ def _table(rows: list[list[str]]) -> str:
 
 # ------------------------------------------------------------------------------- datasets
 
+
 @main.command("datasets", context_settings=CONTEXT)
 @options.data_dir
 def datasets_cmd(data_dir: str | None) -> None:
@@ -351,11 +487,16 @@ def datasets_cmd(data_dir: str | None) -> None:
 
 # ------------------------------------------------------------------------------- download
 
+
 @main.command("download", context_settings=CONTEXT)
 @click.argument("name")
 @options.data_dir
-@click.option("--url", default=None, metavar="URL",
-              help="Download from here instead of the publisher's address (same checks).")
+@click.option(
+    "--url",
+    default=None,
+    metavar="URL",
+    help="Download from here instead of the publisher's address (same checks).",
+)
 def download_cmd(name: str, data_dir: str | None, url: str | None) -> None:
     """Download a LETOR dataset into the data home, check it and unpack it where the loader
     expects it (mslr10k, mslr30k, mq2007, mq2008, ohsumed). Resumes an interrupted download.
@@ -368,8 +509,11 @@ def download_cmd(name: str, data_dir: str | None, url: str | None) -> None:
 
     def progress(done: int, total: int, what: str) -> None:
         pct = f" {100.0 * done / total:5.1f}%" if total else ""
-        console.status(f"{what}: {done / 2**20:,.1f} MiB"
-                       + (f" of {total / 2**20:,.1f} MiB" if total else "") + pct)
+        console.status(
+            f"{what}: {done / 2**20:,.1f} MiB"
+            + (f" of {total / 2**20:,.1f} MiB" if total else "")
+            + pct
+        )
 
     download_dataset(name, data_dir=data_dir, url=url, progress=progress, say=console.line)
     console.clear()
@@ -377,16 +521,27 @@ def download_cmd(name: str, data_dir: str | None, url: str | None) -> None:
 
 # ------------------------------------------------------------------------------------- ui
 
+
 @main.command("ui", context_settings=CONTEXT)
 @options.tracking_uri
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to listen on (loopback by default; 0.0.0.0 exposes it).")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on (loopback by default; 0.0.0.0 exposes it).",
+)
 @click.option("--port", default=5000, show_default=True, type=click.IntRange(1, 65535))
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
-              help="Server worker processes (MLflow's own default, 4, suits a shared server).")
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Server worker processes (MLflow's own default, 4, suits a shared server).",
+)
 @click.pass_context
-def ui_cmd(ctx: click.Context, tracking_uri: str | None, host: str, port: int,
-           workers: int) -> None:
+def ui_cmd(
+    ctx: click.Context, tracking_uri: str | None, host: str, port: int, workers: int
+) -> None:
     """Start the MLflow UI on the results store (foreground; Ctrl-C stops it).
 
     Runs `python -m mlflow ui --app-name ltr-bench` (MLflow's server plus the page
@@ -404,8 +559,20 @@ def ui_cmd(ctx: click.Context, tracking_uri: str | None, host: str, port: int,
     if db is not None and not db.exists():
         _err(f"note: {db} does not exist yet (no runs logged here); starting on an empty store")
         db.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", uri,
-           "--host", host, "--port", str(port), "--workers", str(workers)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "ui",
+        "--backend-store-uri",
+        uri,
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+    ]
     from importlib.metadata import entry_points
 
     served = any(ep.name == "ltr-bench" for ep in entry_points(group="mlflow.app"))
@@ -421,9 +588,11 @@ def ui_cmd(ctx: click.Context, tracking_uri: str | None, host: str, port: int,
     if served:
         _err(f"MLflow UI for {uri}: open http://{host}:{port}/ltr-bench/ (Ctrl-C to stop)")
     else:  # an install from before the app existed: MLflow's plain UI
-        _err(f"MLflow UI for {uri}: open http://{host}:{port}/#/experiments?workflowType="
-             "machine_learning (Ctrl-C to stop; reinstall ltr-bench, pip install -e ., for "
-             "the page that opens the runs tables with their metric columns)")
+        _err(
+            f"MLflow UI for {uri}: open http://{host}:{port}/#/experiments?workflowType="
+            "machine_learning (Ctrl-C to stop; reinstall ltr-bench, pip install -e ., for "
+            "the page that opens the runs tables with their metric columns)"
+        )
     sys.stderr.flush()
     sys.stdout.flush()
     if os.name == "posix" and not os.environ.get("LTR_BENCH_UI_NO_EXEC"):

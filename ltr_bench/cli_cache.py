@@ -62,9 +62,14 @@ def list_cmd(cache_dir) -> None:
     click.echo(f"cache: {root}")
     for e in iter_entries(root):
         total += e.size
-        what = "(unreadable meta.json)" if e.meta is None else (
-            e.meta.get("source") or ", ".join(f"{k}={v}" for k, v in
-                                              (e.meta.get("options") or {}).items()))
+        what = (
+            "(unreadable meta.json)"
+            if e.meta is None
+            else (
+                e.meta.get("source")
+                or ", ".join(f"{k}={v}" for k, v in (e.meta.get("options") or {}).items())
+            )
+        )
         click.echo(f"{e.namespace:10s} {e.size / 2**20:9.1f} MiB  {e.folder.name}  {what}")
     click.echo(f"total {total / 2**20:.1f} MiB")
 
@@ -89,8 +94,7 @@ def _problem(entry) -> str | None:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return f"unreadable: {exc}"
     if entry.namespace == "letor":
-        if fingerprint_arrays(arrays["X"], arrays["y"], arrays["qid"]) != meta.get(
-                "fingerprint"):
+        if fingerprint_arrays(arrays["X"], arrays["y"], arrays["qid"]) != meta.get("fingerprint"):
             return "its arrays do not match their recorded fingerprint"
     elif entry.namespace == "generated":
         for s, fp in (meta.get("fingerprints") or {}).items():
@@ -122,16 +126,22 @@ def verify_cmd(ctx, cache_dir, dry_run) -> None:
         click.echo(f"{e.folder}: {problem}; {action}", err=True)
         if not dry_run:
             shutil.rmtree(e.folder, ignore_errors=True)
-    click.echo(f"{ok} entr{'y' if ok == 1 else 'ies'} verified, {bad} stale or damaged"
-               + (f", {n_tmp} stale temporary folder(s) removed" if n_tmp else ""))
+    click.echo(
+        f"{ok} entr{'y' if ok == 1 else 'ies'} verified, {bad} stale or damaged"
+        + (f", {n_tmp} stale temporary folder(s) removed" if n_tmp else "")
+    )
     if bad:
         ctx.exit(EXIT_FAILED)
 
 
 @cache_group.command("clear")
 @options.cache_dir
-@click.option("--namespace", type=click.Choice(["letor", "generated"]), default=None,
-              help="Only this kind of entry.")
+@click.option(
+    "--namespace",
+    type=click.Choice(["letor", "generated"]),
+    default=None,
+    help="Only this kind of entry.",
+)
 def clear_cmd(cache_dir, namespace) -> None:
     """Remove cache entries (all, or one namespace) and stale temporary folders."""
     from .data.cache import iter_entries
@@ -144,5 +154,7 @@ def clear_cmd(cache_dir, namespace) -> None:
             shutil.rmtree(e.folder, ignore_errors=True)
             n += 1
             size += e.size
-    click.echo(f"removed {n} entr{'y' if n == 1 else 'ies'} ({size / 2**20:.1f} MiB) from "
-               f"{root}" + (f" and {n_tmp} stale temporary folder(s)" if n_tmp else ""))
+    click.echo(
+        f"removed {n} entr{'y' if n == 1 else 'ies'} ({size / 2**20:.1f} MiB) from "
+        f"{root}" + (f" and {n_tmp} stale temporary folder(s)" if n_tmp else "")
+    )

@@ -44,7 +44,9 @@ def _records(dataset: str | None, results_dir: str | None, tracking_uri: str | N
         if len(datasets) != 1:
             raise ReportError(
                 f"--dataset is needed: {where} has results for "
-                + (", ".join(datasets) if datasets else "no dataset"), usage=bool(datasets))
+                + (", ".join(datasets) if datasets else "no dataset"),
+                usage=bool(datasets),
+            )
         dataset = datasets[0]
     if records is None:
         click.echo(f"reading the {dataset} runs ...", err=True)
@@ -54,54 +56,123 @@ def _records(dataset: str | None, results_dir: str | None, tracking_uri: str | N
         for r in records:
             store.per_query(r)
         if not records:
-            raise ReportError(f"no results for dataset {dataset!r} in {where}; datasets with "
-                              f"results: {', '.join(datasets) or 'none'}")
+            raise ReportError(
+                f"no results for dataset {dataset!r} in {where}; datasets with "
+                f"results: {', '.join(datasets) or 'none'}"
+            )
     return dataset, records
 
 
 @click.command("report", cls=options.Command, context_settings=CONTEXT)
-@click.option("--dataset", default=None, metavar="NAME[,NAME...]",
-              help="Dataset whose results to compare (default: the only one there is). "
-                   "Several: rank the configurations over them (Friedman, Nemenyi, "
-                   "critical-difference diagram with --plots).")
-@click.option("--all-datasets", is_flag=True,
-              help="Rank the configurations over every dataset with results.")
-@click.option("--metric", "metrics", multiple=True, metavar="M[,M...]",
-              help="Metrics to show and test, e.g. ndcg@10,map,knn_error. "
-                   + METRICS_HELP + " Default: every default metric the runs recorded.")
-@click.option("--baseline", default=None, metavar="RANKER",
-              help="Row the others are tested against (default lightgbm when present, else "
-                   "the first row).")
-@click.option("--ranker", "rankers", multiple=True, metavar="NAME[,NAME...]",
-              help="Only these rankers (names, or row labels like lightgbm[num_leaves=31]); "
-                   "a comma inside a label's [...] does not split the list.")
-@click.option("--format", "fmt", type=click.Choice(("md", "csv", "html")), default="md",
-              show_default=True,
-              help="md: Markdown table and legend; csv: one line per ranker and quantity; "
-                   "html: a standalone page.")
-@click.option("--output", default=None, type=click.Path(dir_okay=False),
-              help="Write the report here instead of stdout.")
-@click.option("--plots", "plots_dir", default=None, type=click.Path(file_okay=False),
-              help="Write PNG figures here (NDCG@k against k, accuracy against training "
-                   "time, the metric per fold) and attach them to the parent MLflow runs.")
-@click.option("--no-log-plots", is_flag=True,
-              help="With --plots: do not attach the figures to the MLflow runs.")
-@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              default=0.05, show_default=True, help="Significance level after Holm.")
-@click.option("--test", type=click.Choice(("both", "ttest", "wilcoxon")), default="both",
-              show_default=True,
-              help="Which paired test must be significant to mark a win or loss.")
-@click.option("--convention", default=None, metavar="PROFILE",
-              help="Show the metrics under a convention profile recorded with `run "
-                   "--convention` (letor4, letor3, trec, nonempty).")
+@click.option(
+    "--dataset",
+    default=None,
+    metavar="NAME[,NAME...]",
+    help="Dataset whose results to compare (default: the only one there is). "
+    "Several: rank the configurations over them (Friedman, Nemenyi, "
+    "critical-difference diagram with --plots).",
+)
+@click.option(
+    "--all-datasets", is_flag=True, help="Rank the configurations over every dataset with results."
+)
+@click.option(
+    "--metric",
+    "metrics",
+    multiple=True,
+    metavar="M[,M...]",
+    help="Metrics to show and test, e.g. ndcg@10,map,knn_error. "
+    + METRICS_HELP
+    + " Default: every default metric the runs recorded.",
+)
+@click.option(
+    "--baseline",
+    default=None,
+    metavar="RANKER",
+    help="Row the others are tested against (default lightgbm when present, else the first row).",
+)
+@click.option(
+    "--ranker",
+    "rankers",
+    multiple=True,
+    metavar="NAME[,NAME...]",
+    help="Only these rankers (names, or row labels like lightgbm[num_leaves=31]); "
+    "a comma inside a label's [...] does not split the list.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("md", "csv", "html")),
+    default="md",
+    show_default=True,
+    help="md: Markdown table and legend; csv: one line per ranker and quantity; "
+    "html: a standalone page.",
+)
+@click.option(
+    "--output",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Write the report here instead of stdout.",
+)
+@click.option(
+    "--plots",
+    "plots_dir",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="Write PNG figures here (NDCG@k against k, accuracy against training "
+    "time, the metric per fold) and attach them to the parent MLflow runs.",
+)
+@click.option(
+    "--no-log-plots",
+    is_flag=True,
+    help="With --plots: do not attach the figures to the MLflow runs.",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="Significance level after Holm.",
+)
+@click.option(
+    "--test",
+    type=click.Choice(("both", "ttest", "wilcoxon")),
+    default="both",
+    show_default=True,
+    help="Which paired test must be significant to mark a win or loss.",
+)
+@click.option(
+    "--convention",
+    default=None,
+    metavar="PROFILE",
+    help="Show the metrics under a convention profile recorded with `run "
+    "--convention` (letor4, letor3, trec, nonempty).",
+)
 @options.tracking_uri
-@click.option("--results-dir", default=None, type=click.Path(file_okay=False),
-              help="Read the local results folder instead of MLflow (the report is the "
-                   "same; e.g. after `run --no-mlflow`).")
+@click.option(
+    "--results-dir",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="Read the local results folder instead of MLflow (the report is the "
+    "same; e.g. after `run --no-mlflow`).",
+)
 @click.pass_context
-def report_command(ctx: click.Context, dataset, all_datasets, metrics, baseline, rankers, fmt, output,
-                   plots_dir, no_log_plots, alpha, test, convention, tracking_uri,
-                   results_dir) -> None:
+def report_command(
+    ctx: click.Context,
+    dataset,
+    all_datasets,
+    metrics,
+    baseline,
+    rankers,
+    fmt,
+    output,
+    plots_dir,
+    no_log_plots,
+    alpha,
+    test,
+    convention,
+    tracking_uri,
+    results_dir,
+) -> None:
     """Rankers x metrics table (mean ± std over folds and seeds, fit and scoring time) with
     paired significance tests against a baseline, from finished results.
 
@@ -121,8 +192,19 @@ def report_command(ctx: click.Context, dataset, all_datasets, metrics, baseline,
     ranker_names = split_names(rankers, option="--ranker") or None
     wanted = split_names(metrics, option="--metric") or None
     if all_datasets or len(names) > 1:
-        ctx.exit(_multi(names, all_datasets, wanted, ranker_names, output, plots_dir, alpha,
-                        tracking_uri, results_dir))
+        ctx.exit(
+            _multi(
+                names,
+                all_datasets,
+                wanted,
+                ranker_names,
+                output,
+                plots_dir,
+                alpha,
+                tracking_uri,
+                results_dir,
+            )
+        )
     dataset, records = _records(names[0] if names else None, results_dir, tracking_uri)
     if convention is not None:
         from .conventions import profile_keys
@@ -131,9 +213,15 @@ def report_command(ctx: click.Context, dataset, all_datasets, metrics, baseline,
 
         parse_conventions(convention)
         wanted = profile_keys(wanted or DEFAULT_METRICS, convention)
-    report = build_report(records, dataset=dataset, metrics=wanted,
-                          baseline=baseline, rankers=ranker_names, alpha=alpha,
-                          test=test)
+    report = build_report(
+        records,
+        dataset=dataset,
+        metrics=wanted,
+        baseline=baseline,
+        rankers=ranker_names,
+        alpha=alpha,
+        test=test,
+    )
     paths: list[Path] = []
     with tempfile.TemporaryDirectory(prefix="ltr-bench-plots-") as tmp:
         if plots_dir or fmt == "html":  # the HTML page embeds the figures
@@ -144,8 +232,11 @@ def report_command(ctx: click.Context, dataset, all_datasets, metrics, baseline,
                 if plots_dir:
                     from .plots import write_pareto_plots
 
-                    paths += write_pareto_plots(report, plots_dir, metric=(
-                        "ndcg@10" if "ndcg@10" in report.metrics else report.metrics[0]))
+                    paths += write_pareto_plots(
+                        report,
+                        plots_dir,
+                        metric=("ndcg@10" if "ndcg@10" in report.metrics else report.metrics[0]),
+                    )
             except (OSError, ValueError) as exc:
                 click.echo(f"Error: --plots {plots_dir}: {exc}", err=True)
                 ctx.exit(EXIT_FAILED)
@@ -167,16 +258,18 @@ def report_command(ctx: click.Context, dataset, all_datasets, metrics, baseline,
             try:
                 for pid in parents:
                     log_parent_artifacts(pid, paths, tracking_uri=tracking_uri)
-                click.echo(f"plots attached to {len(parents)} parent run(s) under report/",
-                           err=True)
+                click.echo(
+                    f"plots attached to {len(parents)} parent run(s) under report/", err=True
+                )
             except TrackingError as exc:
                 click.echo(f"Error: {exc} (the PNG files are written)", err=True)
                 code = EXIT_FAILED
     ctx.exit(code)
 
 
-def _multi(names, all_datasets, wanted, rankers, output, plots_dir, alpha, tracking_uri,
-           results_dir) -> int:
+def _multi(
+    names, all_datasets, wanted, rankers, output, plots_dir, alpha, tracking_uri, results_dir
+) -> int:
     """``report --dataset a,b,...`` / ``--all-datasets``: :mod:`ltr_bench.report_multi`.
     ``wanted`` and ``rankers``: the split ``--metric`` and ``--ranker`` names (or None)."""
     from .report import ReportError, build_report
@@ -197,15 +290,14 @@ def _multi(names, all_datasets, wanted, rankers, output, plots_dir, alpha, track
     wanted = wanted or []
     metric = wanted[0] if wanted else "ndcg@10"
     if len(wanted) > 1:
-        click.echo(f"note: across datasets only the first metric is ranked ({metric})",
-                   err=True)
+        click.echo(f"note: across datasets only the first metric is ranked ({metric})", err=True)
     reports = {}
     for name in names:
         dataset, records = _records(name, results_dir, tracking_uri)
-        reports[dataset] = build_report(records, dataset=dataset, metrics=[metric],
-                                        rankers=rankers, alpha=alpha)
-    multi = build_multi_report(reports, metric=reports[next(iter(reports))].metrics[0],
-                               alpha=alpha)
+        reports[dataset] = build_report(
+            records, dataset=dataset, metrics=[metric], rankers=rankers, alpha=alpha
+        )
+    multi = build_multi_report(reports, metric=reports[next(iter(reports))].metrics[0], alpha=alpha)
     text = format_multi(multi)
     if plots_dir:
         path = plot_cd_diagram(multi, Path(plots_dir) / "critical_difference.png")

@@ -23,57 +23,136 @@ from .errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 
 CONTEXT = options.CONTEXT
 
+
 def _err(message: str) -> None:
     click.echo(message, err=True)
 
 
 @click.command("tune", cls=options.Command, context_settings=CONTEXT)
-@click.option("--ranker", "rankers", multiple=True, metavar="NAME[,NAME...]|all",
-              help="Rankers to tune (comma list, repeatable, or 'all').")
-@click.option("--dataset", "datasets", multiple=True, metavar="NAME|PATH",
-              help="Dataset name or folder of LETOR files; comma list or repeatable.")
-@click.option("--trials", type=click.IntRange(min=1), default=None,
-              help="Budget: finished trials per ranker, fold and seed (the same for all).")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Budget: seconds of trial wall time per ranker, fold and seed.")
-@click.option("--objective", default="ndcg@10", show_default=True, metavar="METRIC",
-              help="Validation metric to maximise (empty queries = 1).")
-@click.option("--folds", default=None, metavar="all|1,3",
-              help="Folds to tune and test (1-based); each fold is tuned on its own.")
+@click.option(
+    "--ranker",
+    "rankers",
+    multiple=True,
+    metavar="NAME[,NAME...]|all",
+    help="Rankers to tune (comma list, repeatable, or 'all').",
+)
+@click.option(
+    "--dataset",
+    "datasets",
+    multiple=True,
+    metavar="NAME|PATH",
+    help="Dataset name or folder of LETOR files; comma list or repeatable.",
+)
+@click.option(
+    "--trials",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Budget: finished trials per ranker, fold and seed (the same for all).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Budget: seconds of trial wall time per ranker, fold and seed.",
+)
+@click.option(
+    "--objective",
+    default="ndcg@10",
+    show_default=True,
+    metavar="METRIC",
+    help="Validation metric to maximise (empty queries = 1).",
+)
+@click.option(
+    "--folds",
+    default=None,
+    metavar="all|1,3",
+    help="Folds to tune and test (1-based); each fold is tuned on its own.",
+)
 @options.data_dir
 @options.cache_dir
-@click.option("--param", "params", multiple=True, metavar="NAME.key=value",
-              help="Fix a hyper-parameter (it is then not searched). Repeatable.")
-@click.option("--dataset-option", "dataset_options", multiple=True,
-              metavar="[DATASET.]key=value", help="Option of a generated dataset.")
-@click.option("--seed", type=click.IntRange(min=0), default=None,
-              help="Seed of the data, the rankers and the TPE sampler (default 0).")
-@click.option("--seeds", default=None, metavar="0,1,2|N",
-              help="Tune and test once per seed.")
-@click.option("--threads", type=click.IntRange(min=1), default=None,
-              help="Threads per ranker (default 1).")
-@click.option("--metrics", default=None, metavar="M1,M2,...",
-              help="Test metrics recorded (default: run's defaults).")
-@click.option("--config", default=None, type=click.Path(dir_okay=False),
-              help="A TOML plan; its [tuning.LABEL] tables override search spaces.")
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="NAME.key=value",
+    help="Fix a hyper-parameter (it is then not searched). Repeatable.",
+)
+@click.option(
+    "--dataset-option",
+    "dataset_options",
+    multiple=True,
+    metavar="[DATASET.]key=value",
+    help="Option of a generated dataset.",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Seed of the data, the rankers and the TPE sampler (default 0).",
+)
+@click.option("--seeds", default=None, metavar="0,1,2|N", help="Tune and test once per seed.")
+@click.option(
+    "--threads", type=click.IntRange(min=1), default=None, help="Threads per ranker (default 1)."
+)
+@click.option(
+    "--metrics",
+    default=None,
+    metavar="M1,M2,...",
+    help="Test metrics recorded (default: run's defaults).",
+)
+@click.option(
+    "--config",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="A TOML plan; its [tuning.LABEL] tables override search spaces.",
+)
 @options.tracking_uri
 @click.option("--no-mlflow", is_flag=True, help="Only save results locally.")
 @options.results_dir
-@click.option("--optuna-storage", default=None, metavar="URL",
-              help="Optuna storage of the studies: a file ending in .journal (Optuna's "
-                   "journal file) or a storage URL such as sqlite:///path.db (default "
-                   "<results-dir>/../optuna.journal, i.e. mlflow_runs/optuna.journal).")
-@click.option("--force", is_flag=True,
-              help="Redo the final fit and test evaluation of finished tuned cells (the "
-                   "studies are kept; delete the Optuna database to re-tune).")
+@click.option(
+    "--optuna-storage",
+    default=None,
+    metavar="URL",
+    help="Optuna storage of the studies: a file ending in .journal (Optuna's "
+    "journal file) or a storage URL such as sqlite:///path.db (default "
+    "<results-dir>/../optuna.journal, i.e. mlflow_runs/optuna.journal).",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Redo the final fit and test evaluation of finished tuned cells (the "
+    "studies are kept; delete the Optuna database to re-tune).",
+)
 @options.workers("tuned cells (one whole study, then the final fit, per task)")
 @options.scheduler("the data home and the Optuna storage (or use an RDB --optuna-storage)")
 @click.option("--score-repeats", type=click.IntRange(min=1), default=5, show_default=True)
 @click.pass_context
-def tune_command(ctx, rankers, datasets, trials, timeout, objective, folds, data_dir,
-                 cache_dir, params, dataset_options, seed, seeds, threads, metrics, config,
-                 tracking_uri, no_mlflow, results_dir, optuna_storage, force, workers,
-                 scheduler, score_repeats) -> None:
+def tune_command(
+    ctx,
+    rankers,
+    datasets,
+    trials,
+    timeout,
+    objective,
+    folds,
+    data_dir,
+    cache_dir,
+    params,
+    dataset_options,
+    seed,
+    seeds,
+    threads,
+    metrics,
+    config,
+    tracking_uri,
+    no_mlflow,
+    results_dir,
+    optuna_storage,
+    force,
+    workers,
+    scheduler,
+    score_repeats,
+) -> None:
     """Tune each ranker's hyper-parameters with Optuna (TPE, seeded) on the VALIDATION split
     of each fold (datasets without one: 20% of the training queries, held out by a seeded
     GroupShuffleSplit), every ranker with the same budget; refit the best on the training
@@ -101,30 +180,62 @@ def tune_command(ctx, rankers, datasets, trials, timeout, objective, folds, data
         raise PlanError(f"--objective: {exc}") from None
     budget = Budget(trials, timeout)
     workers, scheduler = options.executor_choice(ctx, workers, scheduler)
-    plan = build_plan(CommandLine(config=config, rankers=rankers, datasets=datasets,
-                                  folds=folds, params=params, dataset_options=dataset_options,
-                                  seed=seed, seeds=seeds, threads=threads, metrics=metrics,
-                                  data_dir=data_dir, cache_dir=cache_dir),
-                      warn=lambda m: _err(f"warning: {m}"))
+    plan = build_plan(
+        CommandLine(
+            config=config,
+            rankers=rankers,
+            datasets=datasets,
+            folds=folds,
+            params=params,
+            dataset_options=dataset_options,
+            seed=seed,
+            seeds=seeds,
+            threads=threads,
+            metrics=metrics,
+            data_dir=data_dir,
+            cache_dir=cache_dir,
+        ),
+        warn=lambda m: _err(f"warning: {m}"),
+    )
     plan.command = shlex.join(["ltr-bench", *sys.argv[1:]])
     from .executors import make_executor
 
     executor = make_executor(workers=workers, scheduler=scheduler, threads=plan.threads)
     try:
         with options.sigterm_as_interrupt(), executor:
-            code = _tune(plan, budget=budget, objective=objective, tracking_uri=tracking_uri,
-                         no_mlflow=no_mlflow, results_dir=results_dir,
-                         optuna_storage=optuna_storage, force=force,
-                         score_repeats=score_repeats, executor=executor)
+            code = _tune(
+                plan,
+                budget=budget,
+                objective=objective,
+                tracking_uri=tracking_uri,
+                no_mlflow=no_mlflow,
+                results_dir=results_dir,
+                optuna_storage=optuna_storage,
+                force=force,
+                score_repeats=score_repeats,
+                executor=executor,
+            )
     except KeyboardInterrupt:
-        _err("\ninterrupted; finished trials and cells are saved; re-run the same command "
-             "to resume")
+        _err(
+            "\ninterrupted; finished trials and cells are saved; re-run the same command to resume"
+        )
         code = EXIT_INTERRUPTED
     ctx.exit(code)
 
 
-def _tune(plan, *, budget, objective, tracking_uri, no_mlflow, results_dir, optuna_storage,
-          force, score_repeats, executor=None) -> int:
+def _tune(
+    plan,
+    *,
+    budget,
+    objective,
+    tracking_uri,
+    no_mlflow,
+    results_dir,
+    optuna_storage,
+    force,
+    score_repeats,
+    executor=None,
+) -> int:
     """Tune every cell of ``plan`` not yet tuned (all with ``force``) on ``executor`` (in
     process when None; a Dask executor given here is left open, one made by the command is
     closed by it). Returns the exit code; Ctrl-C returns 130 with every finished cell saved."""
@@ -139,8 +250,9 @@ def _tune(plan, *, budget, objective, tracking_uri, no_mlflow, results_dir, optu
     console = Console()
     console.status("checking rankers and data ...", force=True)
     expanded = expand_plan(plan, score_repeats=score_repeats)
-    store = ResultStore(Path(results_dir) if results_dir else
-                        Path.cwd() / "mlflow_runs" / "results")
+    store = ResultStore(
+        Path(results_dir) if results_dir else Path.cwd() / "mlflow_runs" / "results"
+    )
     if optuna_storage is None:
         store.root.parent.mkdir(parents=True, exist_ok=True)
         # absolute: every local worker process opens this same file
@@ -153,13 +265,16 @@ def _tune(plan, *, budget, objective, tracking_uri, no_mlflow, results_dir, optu
     if unknown:
         from .plan import PlanError
 
-        raise PlanError(f"{where}.{unknown[0]}: not a ranker of this run (rankers: "
-                        f"{', '.join(r.display for r in plan.rankers)})")
+        raise PlanError(
+            f"{where}.{unknown[0]}: not a ranker of this run (rankers: "
+            f"{', '.join(r.display for r in plan.rankers)})"
+        )
     spaces = {}
     for r in plan.rankers:
         ranker = build_ranker(r.name, r.params, seed=plan.seed, threads=plan.threads)
-        spaces[r.display] = resolve_space(r.display, ranker, override=plan.tuning.get(r.display),
-                                          fixed=r.params, where=where)
+        spaces[r.display] = resolve_space(
+            r.display, ranker, override=plan.tuning.get(r.display), fixed=r.params, where=where
+        )
 
     headline = "ndcg@10" if "ndcg@10" in expanded.metrics else expanded.metrics[0]
     listeners = [ConsoleListener(console, headline=headline, failure_log=store.failure_log)]
@@ -172,8 +287,12 @@ def _tune(plan, *, budget, objective, tracking_uri, no_mlflow, results_dir, optu
         tracker = Tracker(tracking_uri)
         try:
             tracker.check()
-            mlflow_listener = MlflowListener(tracker, store, plan=plan.to_dict(),
-                                             on_error=lambda m: console.line(f"warning: {m}"))
+            mlflow_listener = MlflowListener(
+                tracker,
+                store,
+                plan=plan.to_dict(),
+                on_error=lambda m: console.line(f"warning: {m}"),
+            )
             listeners.append(mlflow_listener)
         except TrackingError as exc:
             tracking_error = str(exc)
@@ -181,13 +300,21 @@ def _tune(plan, *, budget, objective, tracking_uri, no_mlflow, results_dir, optu
 
     cells = expanded.cells
     total = len(cells)
-    console.line(f"tuning {total} cell(s) with a budget of {budget.text} each "
-                 f"(objective: validation {objective}); results in {store.root}; "
-                 f"studies in {optuna_storage}")
-    tcells = [tuned_cell(c, space=spaces[c.label or c.ranker], budget=budget,
-                         objective=objective) for c in cells]
-    job = TuneJob(spaces={t.key: spaces[c.label or c.ranker] for t, c in zip(tcells, cells)},
-                  budget=budget, storage=optuna_storage, objective=objective)
+    console.line(
+        f"tuning {total} cell(s) with a budget of {budget.text} each "
+        f"(objective: validation {objective}); results in {store.root}; "
+        f"studies in {optuna_storage}"
+    )
+    tcells = [
+        tuned_cell(c, space=spaces[c.label or c.ranker], budget=budget, objective=objective)
+        for c in cells
+    ]
+    job = TuneJob(
+        spaces={t.key: spaces[c.label or c.ranker] for t, c in zip(tcells, cells)},
+        budget=budget,
+        storage=optuna_storage,
+        objective=objective,
+    )
     records, failed = [], []
 
     def finish(tc, index: int) -> None:
@@ -201,8 +328,12 @@ def _tune(plan, *, budget, objective, tracking_uri, no_mlflow, results_dir, optu
             failed.append(rec)
         for x in listeners:
             x.cell_finished(rec, index, total, skipped=False)
-        if rec.ok and result is not None and mlflow_listener is not None \
-                and mlflow_listener.tracker is not None:
+        if (
+            rec.ok
+            and result is not None
+            and mlflow_listener is not None
+            and mlflow_listener.tracker is not None
+        ):
             from .tracking import TrackingError
             from .tracking.trials import log_trials
 
@@ -227,13 +358,15 @@ def _tune(plan, *, budget, objective, tracking_uri, no_mlflow, results_dir, optu
         if executor.in_process:
             _tune_here(pending, job, listeners, console, finish, total)
         elif pending:
-            console.status(f"starting Dask: tuned cells will run {executor.describe()} ...",
-                           force=True)
+            console.status(
+                f"starting Dask: tuned cells will run {executor.describe()} ...", force=True
+            )
             executor.client()  # an unreachable scheduler fails here, before any study
-            console.line(f"tuned cells run {executor.describe()}; studies in "
-                         f"{optuna_storage} (every worker must see it)")
-            _tune_remote(executor, pending, job, listeners, finish, total,
-                         status=console.status)
+            console.line(
+                f"tuned cells run {executor.describe()}; studies in "
+                f"{optuna_storage} (every worker must see it)"
+            )
+            _tune_remote(executor, pending, job, listeners, finish, total, status=console.status)
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -249,14 +382,18 @@ def _tune(plan, *, budget, objective, tracking_uri, no_mlflow, results_dir, optu
         click.echo(summary_table(records, expanded.metrics))
         click.echo(_chosen_table(records))
     if interrupted:
-        _err(f"interrupted; {len(records)} tuned cell(s) and every finished trial are saved; "
-             f"re-run the same command to resume")
+        _err(
+            f"interrupted; {len(records)} tuned cell(s) and every finished trial are saved; "
+            f"re-run the same command to resume"
+        )
         return EXIT_INTERRUPTED
     code = EXIT_OK
     if failed:
-        _err(f"{len(failed)} of {total} cell(s) failed: " + "; ".join(
-            f"{r.summary_line()} ({r.error_stage}: {r.error})" for r in failed[:5])
-             + f". Tracebacks: {store.failure_log}")
+        _err(
+            f"{len(failed)} of {total} cell(s) failed: "
+            + "; ".join(f"{r.summary_line()} ({r.error_stage}: {r.error})" for r in failed[:5])
+            + f". Tracebacks: {store.failure_log}"
+        )
         code = EXIT_FAILED
     if tracking_error:
         _err(f"MLflow logging failed: {tracking_error}; results are in {store.root}")
@@ -288,20 +425,31 @@ def _tune_here(pending, job, listeners, console, finish, total: int) -> None:
             continue
 
         def on_trial(t, n, _c=tcell, _i=i):
-            console.status(f"[{_i}/{total}] {_c.label} on {_c.dataset} fold {_c.fold}: "
-                           + trial_text(t, n, budget.n_trials))
+            console.status(
+                f"[{_i}/{total}] {_c.label} on {_c.dataset} fold {_c.fold}: "
+                + trial_text(t, n, budget.n_trials)
+            )
 
         def on_final(final, _i=i):
             for x in listeners:
                 x.cell_started(final, _i, total)
 
-        finish(tune_cell(tcell, space=job.spaces[tcell.key], budget=budget,
-                         storage=job.storage, objective=job.objective, fold=fold,
-                         on_trial=on_trial, on_final=on_final), i)
+        finish(
+            tune_cell(
+                tcell,
+                space=job.spaces[tcell.key],
+                budget=budget,
+                storage=job.storage,
+                objective=job.objective,
+                fold=fold,
+                on_trial=on_trial,
+                on_final=on_final,
+            ),
+            i,
+        )
 
 
-def _tune_remote(executor, pending, job, listeners, finish, total: int, *,
-                 status=None) -> None:
+def _tune_remote(executor, pending, job, listeners, finish, total: int, *, status=None) -> None:
     """On ``executor`` (Dask): one task per tuned cell runs ``job`` on a worker, which loads
     its fold itself; each result is finished here as it returns. Leaving early (Ctrl-C)
     cancels the tasks still out. ``status(text)`` shows each finished trial as the in-process
@@ -318,8 +466,13 @@ def _tune_remote(executor, pending, job, listeners, finish, total: int, *,
         c = tcells[k]
         status(f"[{pending[k][0]}/{total}] {c.label} on {c.dataset} fold {c.fold}: {message}")
 
-    results = executor.map_cells(tcells, started=started, fn=job, on_failure=TunedCell.failed,
-                                 progress=None if status is None else progress)
+    results = executor.map_cells(
+        tcells,
+        started=started,
+        fn=job,
+        on_failure=TunedCell.failed,
+        progress=None if status is None else progress,
+    )
     try:
         for k, tc in results:
             finish(tc, pending[k][0])
@@ -329,15 +482,21 @@ def _tune_remote(executor, pending, job, listeners, finish, total: int, *,
 
 def _chosen_table(records) -> str:
     """One line per tuned cell: the parameters chosen on validation and their value."""
-    lines = ["", "| configuration | dataset | fold | seed | trials (complete/pruned/failed) "
-                 "| validation | chosen parameters |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "",
+        "| configuration | dataset | fold | seed | trials (complete/pruned/failed) "
+        "| validation | chosen parameters |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in records:
         t = r.config.get("tuning", {})
         chosen = ", ".join(f"{k}={_fmt(v)}" for k, v in sorted(t.get("best_params", {}).items()))
-        lines.append(f"| {r.label} | {r.dataset} | {r.fold} | {r.seed} | "
-                     f"{t.get('trials_finished')} ({t.get('trials_complete')}/"
-                     f"{t.get('trials_pruned')}/{t.get('trials_failed')}) | "
-                     f"{t.get('best_value', float('nan')):.4f} | {chosen} |")
+        lines.append(
+            f"| {r.label} | {r.dataset} | {r.fold} | {r.seed} | "
+            f"{t.get('trials_finished')} ({t.get('trials_complete')}/"
+            f"{t.get('trials_pruned')}/{t.get('trials_failed')}) | "
+            f"{t.get('best_value', float('nan')):.4f} | {chosen} |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -16,8 +16,7 @@ class Console:
     def __init__(self, stream=None, *, min_interval: float | None = None):
         self.stream = stream or sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.min_interval = min_interval if min_interval is not None else (
-            0.1 if self.tty else 2.0)
+        self.min_interval = min_interval if min_interval is not None else (0.1 if self.tty else 2.0)
         self._last = 0.0
         self._open_line = False
 
@@ -60,20 +59,24 @@ class ConsoleListener:
     def fold_loading(self, dataset: str, fold: int) -> None:
         self.console.status(f"loading {dataset} fold {fold} ...", force=True)
 
-    def fold_progress(self, dataset: str, fold: int, done: int, total: int,
-                      message: str) -> None:
+    def fold_progress(self, dataset: str, fold: int, done: int, total: int, message: str) -> None:
         pct = f" {100.0 * done / total:5.1f}%" if total > 0 else ""
         self.console.status(f"loading {dataset} fold {fold}: {done}/{total}{pct} {message}")
 
     def cell_started(self, cell, index: int, total: int) -> None:
-        self.console.status(f"[{index}/{total}] {cell.label or cell.ranker} on {cell.dataset} "
-                            f"fold {cell.fold}: fitting ...", force=True)
+        self.console.status(
+            f"[{index}/{total}] {cell.label or cell.ranker} on {cell.dataset} "
+            f"fold {cell.fold}: fitting ...",
+            force=True,
+        )
 
     def cell_progress(self, cell, done: int, total: int, message: str) -> None:
         pct = f" {100.0 * done / total:5.1f}%" if total > 0 else ""
         extra = f" {message}" if message else ""
-        self.console.status(f"[{cell.label or cell.ranker} {cell.dataset} fold {cell.fold}] "
-                            f"{done}/{total}{pct}{extra}")
+        self.console.status(
+            f"[{cell.label or cell.ranker} {cell.dataset} fold {cell.fold}] "
+            f"{done}/{total}{pct}{extra}"
+        )
 
     def cell_finished(self, record, index: int, total: int, *, skipped: bool) -> None:
         head = f"[{index}/{total}] {record.summary_line().replace(' / ', ' on ')}"
@@ -84,9 +87,12 @@ class ConsoleListener:
             self.console.line(
                 f"{head}: {self.headline} {_fmt(m.get(self.headline))}  fit "
                 f"{record.fit_seconds:.2f} s  score {record.score_us_per_doc:.3g} us/doc  "
-                f"peak {record.peak_rss_mb:.0f} MiB")
+                f"peak {record.peak_rss_mb:.0f} MiB"
+            )
             for warning in record.warnings:
                 self.console.line(f"{head}: warning: {warning}")
         else:
-            self.console.line(f"{head}: FAILED in {record.error_stage}: {record.error} "
-                              f"(traceback in {self.failure_log})")
+            self.console.line(
+                f"{head}: FAILED in {record.error_stage}: {record.error} "
+                f"(traceback in {self.failure_log})"
+            )

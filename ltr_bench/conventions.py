@@ -37,8 +37,8 @@ files, a constant scorer beats real models under ``letor3`` (see the README).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 import numpy as np
 
@@ -49,21 +49,28 @@ __all__ = ["PROFILES", "Profile", "evaluate_profile", "profile_keys"]
 class Profile:
     name: str
     title: str
-    gain: str                # "exp" (2^rel - 1) or "linear" (rel)
-    discount: str            # "log2(r+1)" or "letor" (1 at ranks 1-2, then 1/log2(r))
-    short_ndcg_zero: bool    # NDCG@k = 0 when the query has fewer than k documents
-    short_p_zero: bool       # P@k = 0 when the query has fewer than k documents
-    ties: str                # "file", "docno_desc" or "expected"
-    empty: float             # value of NDCG/MAP/MRR/recall for a query without relevant docs
+    gain: str  # "exp" (2^rel - 1) or "linear" (rel)
+    discount: str  # "log2(r+1)" or "letor" (1 at ranks 1-2, then 1/log2(r))
+    short_ndcg_zero: bool  # NDCG@k = 0 when the query has fewer than k documents
+    short_p_zero: bool  # P@k = 0 when the query has fewer than k documents
+    ties: str  # "file", "docno_desc" or "expected"
+    empty: float  # value of NDCG/MAP/MRR/recall for a query without relevant docs
 
 
 PROFILES: dict[str, Profile] = {
     "letor4": Profile("letor4", "LETOR 4.0 script", "exp", "letor", True, False, "file", 0.0),
     "letor3": Profile("letor3", "LETOR 3.0 script", "exp", "letor", True, True, "file", 0.0),
-    "trec": Profile("trec", "trec_eval", "linear", "log2(r+1)", False, False, "docno_desc",
-                    0.0),
-    "nonempty": Profile("nonempty", "empty queries left out", "exp", "log2(r+1)", False, False,
-                        "expected", float("nan")),
+    "trec": Profile("trec", "trec_eval", "linear", "log2(r+1)", False, False, "docno_desc", 0.0),
+    "nonempty": Profile(
+        "nonempty",
+        "empty queries left out",
+        "exp",
+        "log2(r+1)",
+        False,
+        False,
+        "expected",
+        float("nan"),
+    ),
 }
 _SUPPORTED = {"ndcg", "map", "p", "mrr", "recall"}
 
@@ -142,8 +149,9 @@ def _query_values(labels: np.ndarray, prof: Profile, metrics) -> dict[str, float
     return out
 
 
-def evaluate_profile(y_true, scores, qid, metrics: Iterable[str], profile: str, *,
-                     max_label: int | None = None) -> tuple[dict[str, float], dict[str, list]]:
+def evaluate_profile(
+    y_true, scores, qid, metrics: Iterable[str], profile: str, *, max_label: int | None = None
+) -> tuple[dict[str, float], dict[str, list]]:
     """``(means, per_query)`` of ``metrics`` under ``profile``, keys as :func:`profile_keys`
     names them; queries in order of first appearance (the order of
     :func:`ltr_bench.metrics.query_ids`). Rows of a query are taken in file order (their
@@ -153,8 +161,7 @@ def evaluate_profile(y_true, scores, qid, metrics: Iterable[str], profile: str, 
     from .metrics import evaluate, query_ids
 
     if profile not in PROFILES:
-        raise ValueError(f"unknown convention profile {profile!r}; profiles: "
-                         f"{', '.join(PROFILES)}")
+        raise ValueError(f"unknown convention profile {profile!r}; profiles: {', '.join(PROFILES)}")
     prof = PROFILES[profile]
     keys = profile_keys(metrics, profile)
     y = np.asarray(y_true)
@@ -164,8 +171,15 @@ def evaluate_profile(y_true, scores, qid, metrics: Iterable[str], profile: str, 
     per_query: dict[str, list] = {}
     if prof.ties == "expected":  # ltr-bench's own definitions, empty queries as NaN
         bases = [MetricKey.parse(k).with_empty("1") for k in keys]
-        pq = evaluate(y, s, q, [b.base for b in bases], empty_query=float("nan"),
-                      per_query=True, max_label=max_label)
+        pq = evaluate(
+            y,
+            s,
+            q,
+            [b.base for b in bases],
+            empty_query=float("nan"),
+            per_query=True,
+            max_label=max_label,
+        )
         for text, b in zip(keys, bases):
             per_query[text] = np.asarray(pq[b.base], dtype=np.float64).tolist()
     else:
@@ -183,6 +197,8 @@ def evaluate_profile(y_true, scores, qid, metrics: Iterable[str], profile: str, 
             vals = _query_values(y[ranked].astype(np.int64), prof, parsed)
             for text in keys:
                 per_query[text].append(vals[text])
-    means = {k: (float(np.nanmean(v)) if np.any(~np.isnan(v)) else float("nan"))
-             for k, v in ((k, np.asarray(v, dtype=np.float64)) for k, v in per_query.items())}
+    means = {
+        k: (float(np.nanmean(v)) if np.any(~np.isnan(v)) else float("nan"))
+        for k, v in ((k, np.asarray(v, dtype=np.float64)) for k, v in per_query.items())
+    }
     return means, per_query

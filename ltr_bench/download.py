@@ -29,9 +29,9 @@ import tempfile
 import urllib.error
 import urllib.request
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from .data.specs import DatasetSpec, get_spec, resolve_data_dir
 from .errors import LtrBenchError, UsageError
@@ -70,31 +70,54 @@ _LETOR4 = "http://research.microsoft.com/en-us/um/beijing/projects/letor/LETOR4.
 #: (e.g. pytorchltr) verify against; LETOR 3.0/4.0 publish none, so only completeness is
 #: checked there.
 ARCHIVES: dict[str, Archive] = {
-    "mslr10k": Archive(_MSLR.format(share="s!AtsMfWUz5l8nbOIoJ6Ks0bEMp78"), "MSLR-WEB10K.zip",
-                       "zip", sha256="2902142ea33f18c59414f654212de5063033b707d5c3939556124b"
-                                     "1120d3a0ba"),
-    "mslr30k": Archive(_MSLR.format(share="s!AtsMfWUz5l8nbXGPBlwD1rnFdBY"), "MSLR-WEB30K.zip",
-                       "zip", sha256="08cb7977e1d5cbdeb57a9a2537a0923dbca6d46a76db9a6afc69e04"
-                                     "3c85341ae"),
+    "mslr10k": Archive(
+        _MSLR.format(share="s!AtsMfWUz5l8nbOIoJ6Ks0bEMp78"),
+        "MSLR-WEB10K.zip",
+        "zip",
+        sha256="2902142ea33f18c59414f654212de5063033b707d5c3939556124b1120d3a0ba",
+    ),
+    "mslr30k": Archive(
+        _MSLR.format(share="s!AtsMfWUz5l8nbXGPBlwD1rnFdBY"),
+        "MSLR-WEB30K.zip",
+        "zip",
+        sha256="08cb7977e1d5cbdeb57a9a2537a0923dbca6d46a76db9a6afc69e043c85341ae",
+    ),
     "mq2007": Archive(_LETOR4.format(name="MQ2007"), "MQ2007.rar", "rar"),
     "mq2008": Archive(_LETOR4.format(name="MQ2008"), "MQ2008.rar", "rar"),
-    "ohsumed": Archive("http://research.microsoft.com/en-us/um/beijing/projects/letor/LETOR3.0/"
-                       "OHSUMED.zip", "OHSUMED.zip", "zip"),
-    "yahoo-set1": Archive("", "ltrc_yahoo.tar.bz2", "tar", licence=(
-        "Yahoo! Webscope requires accepting its data licence: sign in at "
-        "https://webscope.sandbox.yahoo.com/catalog.php?datatype=c, request dataset C14 "
-        "(Learning to Rank Challenge), download the archive and unpack it so that "
-        "<data home>/ltrc_yahoo/set1.train.txt exists.")),
-    "istella-s": Archive("", "istella-s-letor.tar.gz", "tar", licence=(
-        "Istella's licence must be accepted on https://istella.ai/datasets/letor-dataset/ "
-        "(fill in the form; the download link is sent by e-mail). Unpack the archive into "
-        "<data home>/istella-s/ so that <data home>/istella-s/sample/train.txt exists.")),
+    "ohsumed": Archive(
+        "http://research.microsoft.com/en-us/um/beijing/projects/letor/LETOR3.0/OHSUMED.zip",
+        "OHSUMED.zip",
+        "zip",
+    ),
+    "yahoo-set1": Archive(
+        "",
+        "ltrc_yahoo.tar.bz2",
+        "tar",
+        licence=(
+            "Yahoo! Webscope requires accepting its data licence: sign in at "
+            "https://webscope.sandbox.yahoo.com/catalog.php?datatype=c, request dataset C14 "
+            "(Learning to Rank Challenge), download the archive and unpack it so that "
+            "<data home>/ltrc_yahoo/set1.train.txt exists."
+        ),
+    ),
+    "istella-s": Archive(
+        "",
+        "istella-s-letor.tar.gz",
+        "tar",
+        licence=(
+            "Istella's licence must be accepted on https://istella.ai/datasets/letor-dataset/ "
+            "(fill in the form; the download link is sent by e-mail). Unpack the archive into "
+            "<data home>/istella-s/ so that <data home>/istella-s/sample/train.txt exists."
+        ),
+    ),
 }
 ARCHIVES["yahoo-set2"] = ARCHIVES["yahoo-set1"]
 
-_RAR_TOOLS = (("unrar", ["unrar", "x", "-o+", "-idq", "{archive}", "{dest}/"]),
-              ("7z", ["7z", "x", "-y", "-o{dest}", "{archive}"]),
-              ("bsdtar", ["bsdtar", "-xf", "{archive}", "-C", "{dest}"]))
+_RAR_TOOLS = (
+    ("unrar", ["unrar", "x", "-o+", "-idq", "{archive}", "{dest}/"]),
+    ("7z", ["7z", "x", "-y", "-o{dest}", "{archive}"]),
+    ("bsdtar", ["bsdtar", "-xf", "{archive}", "-C", "{dest}"]),
+)
 
 
 def _rar_tool() -> list[str] | None:
@@ -110,8 +133,9 @@ def _expected_first_file(spec: DatasetSpec) -> Path:
     return rel / spec.split_files[0][1]
 
 
-def _fetch(url: str, part: Path, *, size: int | None,
-           progress: Callable[[int, int, str], None]) -> None:
+def _fetch(
+    url: str, part: Path, *, size: int | None, progress: Callable[[int, int, str], None]
+) -> None:
     """Download ``url`` into ``part``, resuming from its current length."""
     have = part.stat().st_size if part.exists() else 0
     if size is not None and have >= size:
@@ -137,14 +161,17 @@ def _fetch(url: str, part: Path, *, size: int | None,
     except urllib.error.HTTPError as exc:
         if exc.code == 416 and have:  # range past the end: the file is already complete
             return
-        raise DownloadError(f"{url}: HTTP {exc.code} {exc.reason}. The publisher may have moved "
-                            f"the file: download it by hand and put it at {part.with_suffix('')}"
-                            f", or give its new address with --url") from None
+        raise DownloadError(
+            f"{url}: HTTP {exc.code} {exc.reason}. The publisher may have moved "
+            f"the file: download it by hand and put it at {part.with_suffix('')}"
+            f", or give its new address with --url"
+        ) from None
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
-        raise DownloadError(f"{url}: {reason}; {part.stat().st_size if part.exists() else 0} "
-                            f"bytes kept in {part}: run the same command again to resume"
-                            ) from None
+        raise DownloadError(
+            f"{url}: {reason}; {part.stat().st_size if part.exists() else 0} "
+            f"bytes kept in {part}: run the same command again to resume"
+        ) from None
 
 
 def _sha256(path: Path) -> str:
@@ -169,16 +196,23 @@ def _unpack(archive: Path, kind: str, dest: Path) -> None:
             cmd = [part.format(archive=archive, dest=dest) for part in tool]
             done = subprocess.run(cmd, capture_output=True, text=True)
             if done.returncode != 0:
-                raise DownloadError(f"{archive}: {cmd[0]} failed: "
-                                    f"{(done.stderr or done.stdout).strip()[:300]}")
+                raise DownloadError(
+                    f"{archive}: {cmd[0]} failed: {(done.stderr or done.stdout).strip()[:300]}"
+                )
     except (zipfile.BadZipFile, tarfile.TarError, EOFError) as exc:
-        raise DownloadError(f"{archive} is damaged ({exc}); delete it and run the command "
-                            f"again") from None
+        raise DownloadError(
+            f"{archive} is damaged ({exc}); delete it and run the command again"
+        ) from None
 
 
-def download_dataset(name: str, *, data_dir=None, url: str | None = None,
-                     progress: Callable[[int, int, str], None] = lambda d, t, m: None,
-                     say: Callable[[str], None] = lambda m: None) -> Path:
+def download_dataset(
+    name: str,
+    *,
+    data_dir=None,
+    url: str | None = None,
+    progress: Callable[[int, int, str], None] = lambda d, t, m: None,
+    say: Callable[[str], None] = lambda m: None,
+) -> Path:
     """Download, check and unpack dataset ``name`` into the data home; returns its folder.
 
     Raises :class:`UsageError` for datasets that are generated, unknown, or need a licence
@@ -195,17 +229,24 @@ def download_dataset(name: str, *, data_dir=None, url: str | None = None,
     home = resolve_data_dir(data_dir)
     target = home / spec.root
     if archive.licence:
-        raise UsageError(f"{spec.name} cannot be downloaded automatically. "
-                         f"{archive.licence.replace('<data home>', str(home))}")
+        raise UsageError(
+            f"{spec.name} cannot be downloaded automatically. "
+            f"{archive.licence.replace('<data home>', str(home))}"
+        )
     if (target / _expected_first_file(spec)).exists() or any(
-            (target / _expected_first_file(spec)).with_name(
-                _expected_first_file(spec).name + s).exists() for s in (".gz", ".bz2", ".xz")):
+        (target / _expected_first_file(spec))
+        .with_name(_expected_first_file(spec).name + s)
+        .exists()
+        for s in (".gz", ".bz2", ".xz")
+    ):
         say(f"{spec.name} is already in place at {target}")
         return target
     if archive.kind == "rar" and _rar_tool() is None:
-        raise DownloadError(f"{archive.filename} is a RAR archive: install one of unrar, 7z "
-                            f"or bsdtar (Debian: apt-get install libarchive-tools) and run "
-                            f"the command again")
+        raise DownloadError(
+            f"{archive.filename} is a RAR archive: install one of unrar, 7z "
+            f"or bsdtar (Debian: apt-get install libarchive-tools) and run "
+            f"the command again"
+        )
     downloads = home / ".downloads"
     try:
         downloads.mkdir(parents=True, exist_ok=True)
@@ -217,31 +258,42 @@ def download_dataset(name: str, *, data_dir=None, url: str | None = None,
         say(f"downloading {url or archive.url} -> {part}")
         _fetch(url or archive.url, part, size=archive.size, progress=progress)
         if archive.size is not None and part.stat().st_size != archive.size:
-            raise DownloadError(f"{part}: {part.stat().st_size} bytes, expected "
-                                f"{archive.size}; run the command again to resume")
+            raise DownloadError(
+                f"{part}: {part.stat().st_size} bytes, expected "
+                f"{archive.size}; run the command again to resume"
+            )
         os.replace(part, final)
     if archive.sha256 is not None:
         say(f"checking the SHA-256 of {final}")
         got = _sha256(final)
         if got != archive.sha256:
             final.unlink()
-            raise DownloadError(f"{final}: SHA-256 {got} differs from the expected "
-                                f"{archive.sha256}; the damaged file was deleted, run the "
-                                f"command again")
+            raise DownloadError(
+                f"{final}: SHA-256 {got} differs from the expected "
+                f"{archive.sha256}; the damaged file was deleted, run the "
+                f"command again"
+            )
     say(f"unpacking {final}")
     with tempfile.TemporaryDirectory(prefix=".unpack-", dir=home) as tmp:
         _unpack(final, archive.kind, Path(tmp))
         marker = _expected_first_file(spec)
         found = sorted(Path(tmp).rglob(marker.name))
-        roots = [p.parents[len(marker.parts) - 1] for p in found
-                 if p.relative_to(tmp).as_posix().endswith(marker.as_posix())]
+        roots = [
+            p.parents[len(marker.parts) - 1]
+            for p in found
+            if p.relative_to(tmp).as_posix().endswith(marker.as_posix())
+        ]
         if not roots:
-            raise DownloadError(f"{final} does not contain {marker} in any folder; is it the "
-                                f"right archive? Expected layout: {spec.layout}")
+            raise DownloadError(
+                f"{final} does not contain {marker} in any folder; is it the "
+                f"right archive? Expected layout: {spec.layout}"
+            )
         target.parent.mkdir(parents=True, exist_ok=True)
         if target.exists():
             shutil.rmtree(target)  # an incomplete earlier unpacking
         os.replace(roots[0], target)
-    say(f"{spec.name} is ready at {target} (the archive stays in {downloads}; delete it to "
-        f"save space)")
+    say(
+        f"{spec.name} is ready at {target} (the archive stays in {downloads}; delete it to "
+        f"save space)"
+    )
     return target

@@ -22,14 +22,18 @@ __all__ = ["environment"]
 def _git_commit(path: Path) -> str | None:
     """Commit of the git work tree containing ``path`` (``+dirty`` if modified), else None."""
     try:
-        head = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"],
-                              capture_output=True, text=True, timeout=5)
+        head = subprocess.run(
+            ["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5
+        )
         if head.returncode != 0:
             return None
         commit = head.stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(path), "status", "--porcelain",
-                                "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(
+            ["git", "-C", str(path), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         if dirty.returncode == 0 and dirty.stdout.strip():
             commit += "+dirty"
         return commit
@@ -51,7 +55,7 @@ def _cpu_model() -> str:
 _VERSIONED = ("ltr-bench", "numpy", "scipy", "scikit-learn", "lightgbm", "xgboost", "mlflow")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def environment(cwd: str | None = None) -> dict[str, Any]:
     """Where a record was computed: package versions, git commits, CPU, thread count.
 
@@ -77,4 +81,3 @@ def environment(cwd: str | None = None) -> dict[str, Any]:
         "platform": platform.platform(),
         "hostname": platform.node(),
     }
-

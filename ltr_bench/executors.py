@@ -80,19 +80,31 @@ import threading
 import time
 import uuid
 from collections import deque
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from .cells import Cell
 from .errors import LtrBenchError, UsageError
 from .progress import progress_handler
 from .results import ResultRecord
 
-__all__ = ["DaskExecutor", "Executor", "ExecutorError", "InProcessExecutor", "WorkerDied",
-           "make_executor"]
+__all__ = [
+    "DaskExecutor",
+    "Executor",
+    "ExecutorError",
+    "InProcessExecutor",
+    "WorkerDied",
+    "make_executor",
+]
 
 #: environment variables that size the BLAS/OpenMP thread pools of a local worker
-THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-              "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
+THREAD_ENV = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+)
 
 #: the Dask resource a cell asks for, one unit per thread it uses
 CORES = "cores"
@@ -122,12 +134,15 @@ class Executor:
 
     in_process: bool = False
 
-    def map_cells(self, cells: Sequence[Cell], *,
-                  started: Callable[[int], None] | None = None,
-                  fn: Callable[[Cell], Any] | None = None,
-                  on_failure: Callable[[Cell, BaseException, str], Any] | None = None,
-                  progress: Callable[[int, int, int, str], None] | None = None,
-                  ) -> Iterator[tuple[int, Any]]:
+    def map_cells(
+        self,
+        cells: Sequence[Cell],
+        *,
+        started: Callable[[int], None] | None = None,
+        fn: Callable[[Cell], Any] | None = None,
+        on_failure: Callable[[Cell, BaseException, str], Any] | None = None,
+        progress: Callable[[int, int, int, str], None] | None = None,
+    ) -> Iterator[tuple[int, Any]]:
         """Run ``fn(cell)`` for each of ``cells``; yield ``(position in cells, result)`` as
         each one finishes (any order). ``started(position)`` is called when a cell starts.
         Closing the iterator early (an exception in the caller, Ctrl-C) cancels the cells
@@ -204,12 +219,20 @@ class DaskExecutor(Executor):
 
     in_process = False
 
-    def __init__(self, *, workers: int | None = None, scheduler: str | None = None,
-                 threads: int | None = None, retries: int = 2,
-                 memory_limit: str | float | int = "auto"):
+    def __init__(
+        self,
+        *,
+        workers: int | None = None,
+        scheduler: str | None = None,
+        threads: int | None = None,
+        retries: int = 2,
+        memory_limit: str | float | int = "auto",
+    ):
         if scheduler is None and workers is None:
-            raise UsageError("DaskExecutor needs workers=N (a local cluster) or "
-                             "scheduler=ADDRESS (an existing cluster)")
+            raise UsageError(
+                "DaskExecutor needs workers=N (a local cluster) or "
+                "scheduler=ADDRESS (an existing cluster)"
+            )
         if workers is not None and int(workers) < 1:
             raise UsageError(f"workers must be at least 1, got {workers}")
         if threads is not None and int(threads) < 1:
@@ -234,25 +257,39 @@ class DaskExecutor(Executor):
             import dask
             from distributed import Client, LocalCluster
         except ImportError as exc:  # pragma: no cover - a declared dependency
-            raise ExecutorError(f"the Dask executor needs dask[distributed] ({exc}); "
-                                "pip install 'dask[distributed]'") from None
+            raise ExecutorError(
+                f"the Dask executor needs dask[distributed] ({exc}); "
+                "pip install 'dask[distributed]'"
+            ) from None
         if self.scheduler is not None:
             try:
                 self._client = Client(self.scheduler, timeout="30s")
             except (OSError, TimeoutError) as exc:
                 raise ExecutorError(
                     f"cannot reach the Dask scheduler at {self.scheduler} ({exc}); is "
-                    "`dask scheduler` running there and the port open?") from None
+                    "`dask scheduler` running there and the port open?"
+                ) from None
             return self._client
-        env = {**dask.config.get("distributed.nanny.pre-spawn-environ", {}),
-               **{name: str(self.threads) for name in THREAD_ENV}}
+        env = {
+            **dask.config.get("distributed.nanny.pre-spawn-environ", {}),
+            **{name: str(self.threads) for name in THREAD_ENV},
+        }
         # allowed-failures is read by the scheduler when it starts, here in this process
-        with dask.config.set({"distributed.scheduler.allowed-failures": self.retries,
-                              "distributed.nanny.pre-spawn-environ": env}):
+        with dask.config.set(
+            {
+                "distributed.scheduler.allowed-failures": self.retries,
+                "distributed.nanny.pre-spawn-environ": env,
+            }
+        ):
             self._cluster = LocalCluster(
-                n_workers=self.workers, threads_per_worker=self.threads, processes=True,
-                resources={CORES: self.threads}, memory_limit=self.memory_limit,
-                dashboard_address=":0", silence_logs=logging.ERROR)
+                n_workers=self.workers,
+                threads_per_worker=self.threads,
+                processes=True,
+                resources={CORES: self.threads},
+                memory_limit=self.memory_limit,
+                dashboard_address=":0",
+                silence_logs=logging.ERROR,
+            )
             self._client = Client(self._cluster)
         return self._client
 
@@ -267,16 +304,17 @@ class DaskExecutor(Executor):
     def describe(self) -> str:
         if self.scheduler is not None:
             return f"on the Dask cluster at {self.scheduler}"
-        return (f"on a local Dask cluster of {self.workers} worker process(es) x "
-                f"{self.threads} thread(s)")
+        return (
+            f"on a local Dask cluster of {self.workers} worker process(es) x "
+            f"{self.threads} thread(s)"
+        )
 
     def _slots(self, client) -> tuple[int, dict[str, int] | None]:
         """(cells that can run at once, the resources each cell asks for or None)."""
         workers = client.scheduler_info(n_workers=-1).get("workers", {})
         cores = [(w.get("resources") or {}).get(CORES) for w in workers.values()]
         if workers and all(c is not None for c in cores):
-            return (max(1, sum(int(c) // self.threads for c in cores)),
-                    {CORES: self.threads})
+            return (max(1, sum(int(c) // self.threads for c in cores)), {CORES: self.threads})
         # no resources declared: one cell per Dask thread; with no worker yet, queue one
         return max(1, sum(int(w.get("nthreads", 1)) for w in workers.values())), None
 
@@ -329,8 +367,7 @@ class DaskExecutor(Executor):
                 except queue.Empty:
                     return
                 if event.get("position") in out:  # a cell yielded already: too late
-                    progress(event["position"], event["done"], event["total"],
-                             event["message"])
+                    progress(event["position"], event["done"], event["total"], event["message"])
 
         try:
             while waiting or running:
@@ -345,8 +382,7 @@ class DaskExecutor(Executor):
                     # a fresh key per submission: a re-run is not served from Dask's memory
                     key = f"ltr-bench-cell-{cell.key[:12]}-{uuid.uuid4().hex[:8]}"
                     task = fn if topic is None else _WithProgress(given, topic, i)
-                    future = client.submit(task, cell, key=key, pure=False,
-                                           resources=resources)
+                    future = client.submit(task, cell, key=key, pure=False, resources=resources)
                     running[future] = i
                     done.add(future)
                     if started is not None:
@@ -376,21 +412,26 @@ class DaskExecutor(Executor):
         if future.status == "finished":
             result = future.result()
             if check_record and not isinstance(result, ResultRecord):
-                return on_failure(cell, TypeError(
-                    f"the worker returned {type(result).__name__}, not a ResultRecord"),
-                    "executor")
+                return on_failure(
+                    cell,
+                    TypeError(f"the worker returned {type(result).__name__}, not a ResultRecord"),
+                    "executor",
+                )
             return result
         if future.status == "cancelled":
-            return on_failure(cell, WorkerDied(
-                "the cell was cancelled on the cluster (scheduler restarted or lost?)"),
-                "worker")
+            return on_failure(
+                cell,
+                WorkerDied("the cell was cancelled on the cluster (scheduler restarted or lost?)"),
+                "worker",
+            )
         exc = future.exception()
         if isinstance(exc, KilledWorker):
             reason = WorkerDied(
                 f"the worker running this cell died every time it was tried ({exc}); the "
                 "scheduler gave up after distributed.scheduler.allowed-failures reruns. "
                 "Usual causes: out of memory (the nanny restarts a worker at 95 % of its "
-                "memory limit), a crash in native code, or the process was killed")
+                "memory limit), a crash in native code, or the process was killed"
+            )
             return on_failure(cell, reason, "worker")
         return on_failure(cell, exc, "executor")
 
@@ -441,8 +482,12 @@ class _Publisher:
         self._lock = threading.Lock()  # a ranker may report from its own threads
 
     def __call__(self, done: int, total: int, message: str) -> None:
-        event = {"position": self.position, "done": int(done), "total": int(total),
-                 "message": str(message)}
+        event = {
+            "position": self.position,
+            "done": int(done),
+            "total": int(total),
+            "message": str(message),
+        }
         with self._lock:
             now = time.monotonic()
             if now - self._sent_at >= self.interval or (total > 0 and done >= total):
@@ -479,14 +524,17 @@ def _import_modules(modules: list[str]) -> None:
             pass
 
 
-def make_executor(*, workers: int | None = None, scheduler: str | None = None,
-                  threads: int | None = None) -> Executor:
+def make_executor(
+    *, workers: int | None = None, scheduler: str | None = None, threads: int | None = None
+) -> Executor:
     """The executor for ``ltr-bench run``: a cluster when ``scheduler`` (an address) or
     ``workers`` (a local cluster) is given, else in process. Both at once is a usage error
     (``workers`` of an existing cluster are the cluster's business)."""
     if scheduler is not None and workers is not None:
-        raise UsageError("give --workers (start a local Dask cluster) or --scheduler (use a "
-                         "running one), not both")
+        raise UsageError(
+            "give --workers (start a local Dask cluster) or --scheduler (use a "
+            "running one), not both"
+        )
     if scheduler is not None:
         scheduler = scheduler.strip()
         if not scheduler:

@@ -57,7 +57,7 @@ def fingerprint_arrays(X: np.ndarray, y: np.ndarray, qid: np.ndarray) -> str:
     h.update(f"{X.shape[0]}x{X.shape[1] if X.ndim == 2 else 0}".encode())
     step = max(1, (1 << 24) // max(1, X.shape[1] * 8))  # ~16 MiB at a time, bounded memory
     for start in range(0, X.shape[0], step):
-        h.update(np.ascontiguousarray(X[start:start + step], dtype=np.float64).tobytes())
+        h.update(np.ascontiguousarray(X[start : start + step], dtype=np.float64).tobytes())
     return h.hexdigest()
 
 

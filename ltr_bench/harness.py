@@ -42,19 +42,20 @@ from __future__ import annotations
 import functools
 import traceback
 import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
 from .cells import Cell, ExpandedPlan, build_ranker, ranker_tags
-from .environment import environment
 from .conventions import evaluate_profile
+from .environment import environment
+from .errors import LtrBenchError
 from .metrics import evaluate_conventions
 from .plan import canonical_json
 from .progress import progress_handler
-from .errors import LtrBenchError
 from .results import ResultRecord, ResultStore, ResultsWriteError, jsonable, now, trec_run_text
 from .timing import PeakMemory, Stopwatch, load_average, thread_limit, time_scoring
 
@@ -90,9 +91,15 @@ def _load_fold(cell: Cell, progress=None):
     if cell.dataset_identity.get("kind") == "path":
         source = Path(source)
     with Stopwatch() as sw:
-        fold = data.load_fold(source, cell.fold, data_dir=cell.data_dir,
-                              cache_dir=cell.cache_dir, seed=cell.seed,
-                              options=dict(cell.dataset_options) or None, progress=progress)
+        fold = data.load_fold(
+            source,
+            cell.fold,
+            data_dir=cell.data_dir,
+            cache_dir=cell.cache_dir,
+            seed=cell.seed,
+            options=dict(cell.dataset_options) or None,
+            progress=progress,
+        )
     fold.load_seconds = sw.seconds
     return fold
 
@@ -111,26 +118,41 @@ def freeze_fold(fold) -> None:
 def _check_scores(scores: Any, n: int, ranker: str) -> np.ndarray:
     arr = np.asarray(scores)
     if arr.shape != (n,):
-        raise ValueError(f"ranker {ranker!r} returned scores of shape {arr.shape}; expected "
-                         f"({n},), one score per test document")
+        raise ValueError(
+            f"ranker {ranker!r} returned scores of shape {arr.shape}; expected "
+            f"({n},), one score per test document"
+        )
     arr = arr.astype(np.float64, copy=False)
     if not np.isfinite(arr).all():
         bad = int(np.flatnonzero(~np.isfinite(arr))[0])
-        raise ValueError(f"ranker {ranker!r} returned a non-finite score ({arr[bad]}) at test "
-                         f"row {bad}")
+        raise ValueError(
+            f"ranker {ranker!r} returned a non-finite score ({arr[bad]}) at test row {bad}"
+        )
     return arr
 
 
 def new_record(cell: Cell) -> ResultRecord:
     """A record for ``cell`` with everything known before running it (status "ok")."""
     return ResultRecord(
-        key=cell.key, plan_key=cell.plan_key, config_key=cell.config_key, ranker=cell.ranker,
-        label=cell.label or cell.ranker, dataset=cell.dataset, fold=cell.fold, seed=cell.seed,
-        ranker_distribution=cell.ranker_distribution, ranker_version=cell.ranker_version,
-        params=jsonable(cell.params), user_params=jsonable(cell.user_params),
-        dataset_source=cell.dataset_source, dataset_options=jsonable(cell.dataset_options),
-        dataset_identity=jsonable(cell.dataset_identity), metrics_requested=list(cell.metrics),
-        n_threads=cell.threads, started=now(), environment=environment(),
+        key=cell.key,
+        plan_key=cell.plan_key,
+        config_key=cell.config_key,
+        ranker=cell.ranker,
+        label=cell.label or cell.ranker,
+        dataset=cell.dataset,
+        fold=cell.fold,
+        seed=cell.seed,
+        ranker_distribution=cell.ranker_distribution,
+        ranker_version=cell.ranker_version,
+        params=jsonable(cell.params),
+        user_params=jsonable(cell.user_params),
+        dataset_source=cell.dataset_source,
+        dataset_options=jsonable(cell.dataset_options),
+        dataset_identity=jsonable(cell.dataset_identity),
+        metrics_requested=list(cell.metrics),
+        n_threads=cell.threads,
+        started=now(),
+        environment=environment(),
         config=cell.config(),
     )
 
@@ -161,8 +183,12 @@ def _warning_text(w: warnings.WarningMessage) -> str:
     return f"{w.category.__name__}: {w.message}"
 
 
-def run_cell(cell: Cell, *, fold=None, progress: Callable[[int, int, str], None] | None = None,
-             ) -> ResultRecord:
+def run_cell(
+    cell: Cell,
+    *,
+    fold=None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> ResultRecord:
     """Fit on train (validation split as ``eval_set``), score test, evaluate: one record.
 
     ``fold``: the loaded fold when the caller has it (the harness shares one per fold among
@@ -187,8 +213,13 @@ def run_cell(cell: Cell, *, fold=None, progress: Callable[[int, int, str], None]
 
         stage = "setup"
         with Stopwatch() as setup:
-            ranker = build_ranker(cell.ranker, cell.user_params, seed=cell.seed,
-                                  threads=cell.threads, query_dim=fold.query_dim)
+            ranker = build_ranker(
+                cell.ranker,
+                cell.user_params,
+                seed=cell.seed,
+                threads=cell.threads,
+                query_dim=fold.query_dim,
+            )
             rec.params = jsonable(ranker.get_params(deep=False))
             tags = ranker_tags(ranker)
         rec.stage_seconds["setup"] = setup.seconds
@@ -198,15 +229,22 @@ def run_cell(cell: Cell, *, fold=None, progress: Callable[[int, int, str], None]
         eval_set = None if vali is None else (vali.X, vali.y, vali.qid)
         max_label = cell.max_label if cell.max_label is not None else fold.max_label
 
-        with thread_limit(cell.threads), PeakMemory() as mem, progress_handler(progress), \
-                warnings.catch_warnings(record=True) as caught:
+        with (
+            thread_limit(cell.threads),
+            PeakMemory() as mem,
+            progress_handler(progress),
+            warnings.catch_warnings(record=True) as caught,
+        ):
             warnings.simplefilter("always")
             stage = "fit"
             with Stopwatch() as sw:
                 ranker.fit(train.X, train.y, qid=train.qid, eval_set=eval_set)
             stage = "predict"
-            timing = time_scoring(lambda: ranker.predict(test.X, qid=test.qid), test.n_docs,
-                                  repeats=cell.score_repeats)
+            timing = time_scoring(
+                lambda: ranker.predict(test.X, qid=test.qid),
+                test.n_docs,
+                repeats=cell.score_repeats,
+            )
         for w in caught:
             text = _warning_text(w)
             if text not in rec.warnings:
@@ -227,16 +265,19 @@ def run_cell(cell: Cell, *, fold=None, progress: Callable[[int, int, str], None]
             rec.warnings.append(
                 "all test scores are equal: the fitted model is constant, so every metric is "
                 "the value of a random ranking (check the ranker's parameters, e.g. minimum "
-                "leaf sizes or hessians on small data)")
+                "leaf sizes or hessians on small data)"
+            )
         stage = "evaluate"
         with Stopwatch() as evaluation:
             rec.metrics, rec.per_query = evaluate_conventions(
-                test.y, scores, test.qid, cell.metrics, max_label=max_label)
+                test.y, scores, test.qid, cell.metrics, max_label=max_label
+            )
             if cell.save_scores:
                 rec.run_text = trec_run_text(test.qid, scores, tag=cell.label or cell.ranker)
             for profile in cell.conventions:  # the same scores as another tool scores them
-                means, per_query = evaluate_profile(test.y, scores, test.qid, cell.metrics,
-                                                    profile, max_label=max_label)
+                means, per_query = evaluate_profile(
+                    test.y, scores, test.qid, cell.metrics, profile, max_label=max_label
+                )
                 rec.metrics.update(means)
                 rec.per_query.update(per_query)
             extras = test.extras
@@ -245,7 +286,8 @@ def run_cell(cell: Cell, *, fold=None, progress: Callable[[int, int, str], None]
                 from .metrics import knn_error
 
                 rec.extra_metrics["knn_error"] = knn_error(
-                    scores, test.qid, extras["doc_class"], extras["query_class"], k=KNN_K)
+                    scores, test.qid, extras["doc_class"], extras["query_class"], k=KNN_K
+                )
         rec.stage_seconds["evaluate"] = evaluation.seconds
         rec.status = "ok"
     except Exception as exc:  # noqa: BLE001 - a failing ranker must not stop the benchmark
@@ -271,8 +313,7 @@ class Listener:
     def fold_loading(self, dataset: str, fold: int) -> None:
         """About to load (or generate) a fold."""
 
-    def fold_progress(self, dataset: str, fold: int, done: int, total: int,
-                      message: str) -> None:
+    def fold_progress(self, dataset: str, fold: int, done: int, total: int, message: str) -> None:
         """Progress of a long parse or generation (see :mod:`ltr_bench.progress`)."""
 
     def cell_started(self, cell: Cell, index: int, total: int) -> None:
@@ -281,8 +322,7 @@ class Listener:
     def cell_progress(self, cell: Cell, done: int, total: int, message: str) -> None:
         """The ranker reported progress (see :mod:`ltr_bench.progress`)."""
 
-    def cell_finished(self, record: ResultRecord, index: int, total: int, *,
-                      skipped: bool) -> None:
+    def cell_finished(self, record: ResultRecord, index: int, total: int, *, skipped: bool) -> None:
         """A cell finished (ok: already saved locally; failed: logged) or was skipped."""
 
 
@@ -293,13 +333,19 @@ class Listeners(Listener):
         self.listeners = [x for x in listeners if x is not None]
 
     def __getattribute__(self, name: str):
-        if name in ("fold_loading", "fold_progress", "cell_started", "cell_progress",
-                    "cell_finished"):
+        if name in (
+            "fold_loading",
+            "fold_progress",
+            "cell_started",
+            "cell_progress",
+            "cell_finished",
+        ):
             targets = object.__getattribute__(self, "listeners")
 
             def fan_out(*args, **kwargs):
                 for target in targets:
                     getattr(target, name)(*args, **kwargs)
+
             return fan_out
         return object.__getattribute__(self, name)
 
@@ -358,9 +404,15 @@ def _same_data(previous: ResultRecord, fold) -> bool:
     return bool(previous.fingerprints) and previous.fingerprints == dict(fold.fingerprints())
 
 
-def run_plan(expanded: ExpandedPlan, store: ResultStore, *, force: bool = False,
-             listener: Listener | None = None,
-             warn: Callable[[str], None] | None = None, executor=None) -> RunReport:
+def run_plan(
+    expanded: ExpandedPlan,
+    store: ResultStore,
+    *,
+    force: bool = False,
+    listener: Listener | None = None,
+    warn: Callable[[str], None] | None = None,
+    executor=None,
+) -> RunReport:
     """Run every cell not yet finished (all with ``force``), fold by fold.
 
     ``executor`` (:mod:`ltr_bench.executors`; default: in this process): when it is not an
@@ -404,8 +456,12 @@ def run_plan(expanded: ExpandedPlan, store: ResultStore, *, force: bool = False,
                 # said once per fold through ``warn``, not as Python warning text
                 warnings.simplefilter("always")
                 try:
-                    fold = _load_fold(first, progress=functools.partial(
-                        listener.fold_progress, first.dataset, first.fold))
+                    fold = _load_fold(
+                        first,
+                        progress=functools.partial(
+                            listener.fold_progress, first.dataset, first.fold
+                        ),
+                    )
                 except Exception as exc:  # noqa: BLE001 - reported per cell below
                     load_error = exc
             for text in dict.fromkeys(str(w.message) for w in caught):
@@ -416,8 +472,10 @@ def run_plan(expanded: ExpandedPlan, store: ResultStore, *, force: bool = False,
                     _reuse(report, listener, previous, i, len(cells))
                     continue
                 if previous is not None and fold is not None:
-                    warn(f"{previous.summary_line()}: the data differs from the data of the "
-                         "saved result (split fingerprints changed); recomputing it")
+                    warn(
+                        f"{previous.summary_line()}: the data differs from the data of the "
+                        "saved result (split fingerprints changed); recomputing it"
+                    )
                 pending.append((i, cell))
             if remote:
                 to_ship.extend(pending)
@@ -429,17 +487,48 @@ def run_plan(expanded: ExpandedPlan, store: ResultStore, *, force: bool = False,
                     deferred.append((i, cell))
                     continue
                 with claim:
-                    _run_claimed(report, store, listener, cell, i, len(cells), fold,
-                                 load_error, force=force, since=since)
+                    _run_claimed(
+                        report,
+                        store,
+                        listener,
+                        cell,
+                        i,
+                        len(cells),
+                        fold,
+                        load_error,
+                        force=force,
+                        since=since,
+                    )
             for i, cell in deferred:
-                warn(f"{cell.label or cell.ranker} / {cell.dataset} fold {cell.fold}: another "
-                     "process is computing this cell; waiting for it")
+                warn(
+                    f"{cell.label or cell.ranker} / {cell.dataset} fold {cell.fold}: another "
+                    "process is computing this cell; waiting for it"
+                )
                 with store.claim(cell.key, wait=True):
-                    _run_claimed(report, store, listener, cell, i, len(cells), fold,
-                                 load_error, force=force, since=since)
+                    _run_claimed(
+                        report,
+                        store,
+                        listener,
+                        cell,
+                        i,
+                        len(cells),
+                        fold,
+                        load_error,
+                        force=force,
+                        since=since,
+                    )
         if to_ship:
-            _run_on_executor(executor, to_ship, report, store, listener, len(cells),
-                             force=force, since=since, warn=warn)
+            _run_on_executor(
+                executor,
+                to_ship,
+                report,
+                store,
+                listener,
+                len(cells),
+                force=force,
+                since=since,
+                warn=warn,
+            )
     except KeyboardInterrupt:
         _plan_order(report, cells)
         raise HarnessInterrupted(report) from None
@@ -450,23 +539,33 @@ def run_plan(expanded: ExpandedPlan, store: ResultStore, *, force: bool = False,
     return report
 
 
-def _reuse(report: RunReport, listener: Listener, previous: ResultRecord, index: int,
-           total: int) -> None:
+def _reuse(
+    report: RunReport, listener: Listener, previous: ResultRecord, index: int, total: int
+) -> None:
     report.records.append(previous)
     report.n_skipped += 1
     listener.cell_finished(previous, index, total, skipped=True)
 
 
-def _run_claimed(report: RunReport, store: ResultStore, listener: Listener, cell: Cell,
-                 index: int, total: int, fold, load_error, *, force: bool,
-                 since: str) -> None:
+def _run_claimed(
+    report: RunReport,
+    store: ResultStore,
+    listener: Listener,
+    cell: Cell,
+    index: int,
+    total: int,
+    fold,
+    load_error,
+    *,
+    force: bool,
+    since: str,
+) -> None:
     """Compute a claimed cell, unless another process finished it on the same data while
     this one waited (then reuse that record; with ``force`` only a record finished after
     ``since``, the start of this run)."""
     if fold is not None:
         fresh = store.reload(cell.key)
-        if fresh is not None and _same_data(fresh, fold) and (
-                not force or fresh.finished >= since):
+        if fresh is not None and _same_data(fresh, fold) and (not force or fresh.finished >= since):
             _reuse(report, listener, fresh, index, total)
             return
     listener.cell_started(cell, index, total)
@@ -503,9 +602,18 @@ def _progress_for(listener: Listener, cell: Cell):
     return report
 
 
-def _run_on_executor(executor, todo: list[tuple[int, Cell]], report: RunReport,
-                     store: ResultStore, listener: Listener, total: int, *, force: bool,
-                     since: str, warn: Callable[[str], None]) -> None:
+def _run_on_executor(
+    executor,
+    todo: list[tuple[int, Cell]],
+    report: RunReport,
+    store: ResultStore,
+    listener: Listener,
+    total: int,
+    *,
+    force: bool,
+    since: str,
+    warn: Callable[[str], None],
+) -> None:
     """Run ``todo`` ((plan index, cell) pairs) on ``executor``; this process stays the only
     writer: each returned record is saved (or its failure logged) before ``listener`` hears
     of it, as in :func:`_run_claimed`. Every cell is claimed while it is out; a cell another
@@ -524,8 +632,10 @@ def _run_on_executor(executor, todo: list[tuple[int, Cell]], report: RunReport,
                 ready.append((i, cell))
         _ship(executor, ready, claims, report, store, listener, total)
         for i, cell in deferred:
-            warn(f"{cell.label or cell.ranker} / {cell.dataset} fold {cell.fold}: another "
-                 "process is computing this cell; waiting for it")
+            warn(
+                f"{cell.label or cell.ranker} / {cell.dataset} fold {cell.fold}: another "
+                "process is computing this cell; waiting for it"
+            )
             claims[cell.key] = store.claim(cell.key, wait=True)
             fresh = store.reload(cell.key)
             if fresh is not None and (not force or fresh.finished >= since):
@@ -538,16 +648,24 @@ def _run_on_executor(executor, todo: list[tuple[int, Cell]], report: RunReport,
             claim.release()
 
 
-def _ship(executor, batch: list[tuple[int, Cell]], claims: dict, report: RunReport,
-          store: ResultStore, listener: Listener, total: int) -> None:
+def _ship(
+    executor,
+    batch: list[tuple[int, Cell]],
+    claims: dict,
+    report: RunReport,
+    store: ResultStore,
+    listener: Listener,
+    total: int,
+) -> None:
     if not batch:
         return
     cells = [cell for _, cell in batch]
     results = executor.map_cells(
-        cells, started=lambda k: listener.cell_started(cells[k], batch[k][0], total),
+        cells,
+        started=lambda k: listener.cell_started(cells[k], batch[k][0], total),
         # the rankers' reports from the workers, as _progress_for passes them in process
-        progress=lambda k, done, n, message: listener.cell_progress(cells[k], done, n,
-                                                                    message))
+        progress=lambda k, done, n, message: listener.cell_progress(cells[k], done, n, message),
+    )
     try:
         for k, rec in results:
             _keep(report, store, rec)

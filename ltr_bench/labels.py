@@ -11,7 +11,7 @@ take ``NAME[,NAME...]`` (``run --ranker``, ``tune --ranker``, ``report --ranker`
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from .errors import UsageError
 
@@ -52,7 +52,7 @@ def label_sort_key(label: str) -> tuple:
     pos = 0
     for m in _NUMBER.finditer(label):
         if m.start() > pos:
-            parts.append((1, label[pos:m.start()].translate(_BRACKETS_FIRST)))
+            parts.append((1, label[pos : m.start()].translate(_BRACKETS_FIRST)))
         parts.append((0, float(m.group()), m.group()))
         pos = m.end()
     if pos < len(label):
@@ -79,15 +79,19 @@ def split_names(values: str | Iterable[str], *, option: str) -> list[str]:
             elif ch == "]":
                 depth -= 1
                 if depth < 0:
-                    raise UsageError(f"{option} {text}: ']' at position {i + 1} closes no "
-                                     f"'['; brackets must balance, as in "
-                                     f"lightgbm[num_leaves=63,learning_rate=0.05]")
+                    raise UsageError(
+                        f"{option} {text}: ']' at position {i + 1} closes no "
+                        f"'['; brackets must balance, as in "
+                        f"lightgbm[num_leaves=63,learning_rate=0.05]"
+                    )
             elif ch == "," and depth == 0:
                 name = text[start:i].strip()
                 if name:
                     out.append(name)
                 start = i + 1
         if depth > 0:
-            raise UsageError(f"{option} {text}: {depth} '[' not closed; brackets must "
-                             f"balance, as in lightgbm[num_leaves=63,learning_rate=0.05]")
+            raise UsageError(
+                f"{option} {text}: {depth} '[' not closed; brackets must "
+                f"balance, as in lightgbm[num_leaves=63,learning_rate=0.05]"
+            )
     return out

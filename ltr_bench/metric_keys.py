@@ -31,9 +31,9 @@ value (P@k counts hits: 0) have no second convention and a single key.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from numbers import Real
-from typing import Iterable
 
 __all__ = [
     "CONVENTIONS",
@@ -51,7 +51,14 @@ __all__ = [
 ]
 
 DEFAULT_METRICS: tuple[str, ...] = (
-    "ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "ndcg@20", "map", "mrr", "err@10",
+    "ndcg@1",
+    "ndcg@3",
+    "ndcg@5",
+    "ndcg@10",
+    "ndcg@20",
+    "map",
+    "mrr",
+    "err@10",
 )
 
 # The only place these spellings are written: everything else goes through MetricKey.
@@ -92,79 +99,114 @@ class MetricSpec:
     @property
     def forms(self) -> tuple[str, ...]:
         """The valid spellings with a placeholder ``k``: ``("map", "map@k")``."""
-        return {"required": (f"{self.name}@k",), "optional": (self.name, f"{self.name}@k"),
-                "forbidden": (self.name,)}[self.cutoff]
+        return {
+            "required": (f"{self.name}@k",),
+            "optional": (self.name, f"{self.name}@k"),
+            "forbidden": (self.name,),
+        }[self.cutoff]
 
     @property
     def definition(self) -> str:
         """Formula and edge cases in one line (a run's ``convention.<name>`` tag)."""
-        return (f"{self.formula}. Query without relevant documents: {self.empty_query}. "
-                f"Ties: {self.ties}. k beyond the query's length: {self.beyond_query}.")
+        return (
+            f"{self.formula}. Query without relevant documents: {self.empty_query}. "
+            f"Ties: {self.ties}. k beyond the query's length: {self.beyond_query}."
+        )
 
 
 _EXACT_TIES = "expected value over all orderings of equally scored documents (exact)"
 
-METRIC_TABLE: dict[str, MetricSpec] = {s.name: s for s in (
-    MetricSpec(
-        name="ndcg", display="NDCG", cutoff="required",
-        formula="NDCG@k = DCG@k / IDCG@k, DCG@k = sum over rank <= k of (2^rel - 1) / "
-                "log2(rank + 1), IDCG@k = DCG@k of the labels sorted descending",
-        empty_query="IDCG = 0, the ratio is 0/0: scores the convention's value",
-        ties=_EXACT_TIES + ": a tie group's mean gain on each rank it occupies "
-             "(sklearn.metrics.ndcg_score)",
-        beyond_query="sums over the documents the query has; IDCG truncated the same way",
-        follows_empty_query=True, kernel="ndcg"),
-    MetricSpec(
-        name="map", display="MAP", cutoff="optional",
-        formula="AP@k = (1/R) sum over relevant docs d with rank(d) <= k of P@rank(d), R = all "
-                "relevant docs of the query (trec_eval map_cut, ranx); no k: the whole list",
-        empty_query="R = 0, the ratio is 0/0: scores the convention's value",
-        ties=_EXACT_TIES,
-        beyond_query="sums over the documents the query has (R still counts all relevant)",
-        follows_empty_query=True, kernel="map"),
-    MetricSpec(
-        name="mrr", display="MRR", cutoff="optional",
-        formula="RR@k = 1 / rank of the first relevant document if that rank <= k, else 0; "
-                "no k: the whole list",
-        empty_query="every ranking scores 0, so the query says nothing about the ranker: "
-                    "scores the convention's value",
-        ties=_EXACT_TIES + " (hypergeometric position of the first relevant document)",
-        beyond_query="looks at the documents the query has",
-        follows_empty_query=True, kernel="mrr"),
-    MetricSpec(
-        name="err", display="ERR", cutoff="required",
-        formula="ERR@k = sum over rank r <= k of (R_r / r) prod_{i<r} (1 - R_i), "
-                "R = (2^g - 1) / 2^g_max, g_max = max_label (Chapelle et al. 2009)",
-        empty_query="every ranking scores 0: scores the convention's value (0 gives the "
-                    "Yahoo! challenge ERR; a real query scores at most 1 - 2^-g_max)",
-        ties=_EXACT_TIES,
-        beyond_query="sums over the documents the query has",
-        follows_empty_query=True, kernel="err"),
-    MetricSpec(
-        name="p", display="P", cutoff="required",
-        formula="P@k = (relevant docs among ranks 1..k) / k",
-        empty_query="0 (a count of hits, defined for every query; XGBoost's pre@k agrees): "
-                    "no second convention",
-        ties=_EXACT_TIES + ": a tie group with r relevant of m documents puts r/m on each "
-             "of its ranks",
-        beyond_query="still divides by k (trec_eval, ranx; XGBoost's pre@k by min(k, n))",
-        follows_empty_query=False, kernel="precision"),
-    MetricSpec(
-        name="recall", display="Recall", cutoff="required",
-        formula="Recall@k = (relevant docs among ranks 1..k) / R, R = all relevant docs of "
-                "the query",
-        empty_query="R = 0, the ratio is 0/0: scores the convention's value (trec_eval's "
-                    "recall_k scores 0)",
-        ties=_EXACT_TIES + ": a tie group with r relevant of m documents puts r/m on each "
-             "of its ranks",
-        beyond_query="counts the documents the query has: 1 once k >= its length "
-                     "(if it has a relevant document)",
-        follows_empty_query=True, kernel="recall"),
-)}
+METRIC_TABLE: dict[str, MetricSpec] = {
+    s.name: s
+    for s in (
+        MetricSpec(
+            name="ndcg",
+            display="NDCG",
+            cutoff="required",
+            formula="NDCG@k = DCG@k / IDCG@k, DCG@k = sum over rank <= k of (2^rel - 1) / "
+            "log2(rank + 1), IDCG@k = DCG@k of the labels sorted descending",
+            empty_query="IDCG = 0, the ratio is 0/0: scores the convention's value",
+            ties=_EXACT_TIES + ": a tie group's mean gain on each rank it occupies "
+            "(sklearn.metrics.ndcg_score)",
+            beyond_query="sums over the documents the query has; IDCG truncated the same way",
+            follows_empty_query=True,
+            kernel="ndcg",
+        ),
+        MetricSpec(
+            name="map",
+            display="MAP",
+            cutoff="optional",
+            formula="AP@k = (1/R) sum over relevant docs d with rank(d) <= k of P@rank(d), R = all "
+            "relevant docs of the query (trec_eval map_cut, ranx); no k: the whole list",
+            empty_query="R = 0, the ratio is 0/0: scores the convention's value",
+            ties=_EXACT_TIES,
+            beyond_query="sums over the documents the query has (R still counts all relevant)",
+            follows_empty_query=True,
+            kernel="map",
+        ),
+        MetricSpec(
+            name="mrr",
+            display="MRR",
+            cutoff="optional",
+            formula="RR@k = 1 / rank of the first relevant document if that rank <= k, else 0; "
+            "no k: the whole list",
+            empty_query="every ranking scores 0, so the query says nothing about the ranker: "
+            "scores the convention's value",
+            ties=_EXACT_TIES + " (hypergeometric position of the first relevant document)",
+            beyond_query="looks at the documents the query has",
+            follows_empty_query=True,
+            kernel="mrr",
+        ),
+        MetricSpec(
+            name="err",
+            display="ERR",
+            cutoff="required",
+            formula="ERR@k = sum over rank r <= k of (R_r / r) prod_{i<r} (1 - R_i), "
+            "R = (2^g - 1) / 2^g_max, g_max = max_label (Chapelle et al. 2009)",
+            empty_query="every ranking scores 0: scores the convention's value (0 gives the "
+            "Yahoo! challenge ERR; a real query scores at most 1 - 2^-g_max)",
+            ties=_EXACT_TIES,
+            beyond_query="sums over the documents the query has",
+            follows_empty_query=True,
+            kernel="err",
+        ),
+        MetricSpec(
+            name="p",
+            display="P",
+            cutoff="required",
+            formula="P@k = (relevant docs among ranks 1..k) / k",
+            empty_query="0 (a count of hits, defined for every query; XGBoost's pre@k agrees): "
+            "no second convention",
+            ties=_EXACT_TIES + ": a tie group with r relevant of m documents puts r/m on each "
+            "of its ranks",
+            beyond_query="still divides by k (trec_eval, ranx; XGBoost's pre@k by min(k, n))",
+            follows_empty_query=False,
+            kernel="precision",
+        ),
+        MetricSpec(
+            name="recall",
+            display="Recall",
+            cutoff="required",
+            formula="Recall@k = (relevant docs among ranks 1..k) / R, R = all relevant docs of "
+            "the query",
+            empty_query="R = 0, the ratio is 0/0: scores the convention's value (trec_eval's "
+            "recall_k scores 0)",
+            ties=_EXACT_TIES + ": a tie group with r relevant of m documents puts r/m on each "
+            "of its ranks",
+            beyond_query="counts the documents the query has: 1 once k >= its length "
+            "(if it has a relevant document)",
+            follows_empty_query=True,
+            kernel="recall",
+        ),
+    )
+}
 
 VALID_FORMS: tuple[str, ...] = tuple(f for s in METRIC_TABLE.values() for f in s.forms)
-_FOLLOWING = [s.display + ("@k" if s.cutoff == "required" else "")
-              for s in METRIC_TABLE.values() if s.follows_empty_query]
+_FOLLOWING = [
+    s.display + ("@k" if s.cutoff == "required" else "")
+    for s in METRIC_TABLE.values()
+    if s.follows_empty_query
+]
 _OWN_VALUE = [s.display + "@k" for s in METRIC_TABLE.values() if not s.follows_empty_query]
 
 #: Name -> text; logged as ``convention.<name>`` tags with every run.
@@ -175,10 +217,12 @@ CONVENTIONS: dict[str, str] = {
     "empty_query": (
         "a query with no document of label >= 1 scores 1 (LightGBM/XGBoost/allRank) in "
         f"{', '.join(_FOLLOWING)}, and 0 (trec_eval/ranx) under the keys ending "
-        f"{_EMPTY0_SUFFIX}; every run records both. {', '.join(_OWN_VALUE)} scores 0 (one key)"),
+        f"{_EMPTY0_SUFFIX}; every run records both. {', '.join(_OWN_VALUE)} scores 0 (one key)"
+    ),
     "ties": _EXACT_TIES,
-    "k_larger_than_query": "; ".join(f"{s.display}@k {s.beyond_query}"
-                                     for s in METRIC_TABLE.values()),
+    "k_larger_than_query": "; ".join(
+        f"{s.display}@k {s.beyond_query}" for s in METRIC_TABLE.values()
+    ),
     **{s.name: s.definition for s in METRIC_TABLE.values()},
 }
 
@@ -187,14 +231,26 @@ METRICS_HELP: str = (
     f"{', '.join(VALID_FORMS)} (k an integer >= 1, any letter case; ndcg_at_10 is also "
     f"accepted; the suffix {_EMPTY0_SUFFIX} selects the convention that scores a query "
     "without relevant documents 0 instead of 1; _letor4, _letor3, _trec or _nonempty select a "
-    "convention profile, see ltr_bench.conventions)")
+    "convention profile, see ltr_bench.conventions)"
+)
 
 _DISPLAY_RE = re.compile(re.escape(_DISPLAY_EMPTY0.strip()) + r"$")
 #: Convention profiles (:mod:`ltr_bench.conventions`): a key suffix each, e.g. ndcg@10_letor4.
-PROFILE_TITLES = {"letor4": "LETOR 4.0 script", "letor3": "LETOR 3.0 script",
-                  "trec": "trec_eval", "nonempty": "empty queries left out"}
-_NAME_RE = re.compile(r"^([a-z]+)(?:(?:@|" + _MLFLOW_CUTOFF + r")([^_\s]*))?("
-                      + _EMPTY0_SUFFIX + r")?(?:_(" + "|".join(PROFILE_TITLES) + r"))?$")
+PROFILE_TITLES = {
+    "letor4": "LETOR 4.0 script",
+    "letor3": "LETOR 3.0 script",
+    "trec": "trec_eval",
+    "nonempty": "empty queries left out",
+}
+_NAME_RE = re.compile(
+    r"^([a-z]+)(?:(?:@|"
+    + _MLFLOW_CUTOFF
+    + r")([^_\s]*))?("
+    + _EMPTY0_SUFFIX
+    + r")?(?:_("
+    + "|".join(PROFILE_TITLES)
+    + r"))?$"
+)
 
 
 @dataclass(frozen=True)
@@ -216,13 +272,15 @@ class MetricKey:
     def __post_init__(self):
         _check_fields(self.name, self.k, self.empty, repr(self.name))
         if self.profile and self.profile not in PROFILE_TITLES:
-            raise ValueError(f"metric {self.name!r}: unknown convention profile "
-                             f"{self.profile!r}; profiles: {', '.join(PROFILE_TITLES)}")
+            raise ValueError(
+                f"metric {self.name!r}: unknown convention profile "
+                f"{self.profile!r}; profiles: {', '.join(PROFILE_TITLES)}"
+            )
         if not self.spec.follows_empty_query or self.profile:
             object.__setattr__(self, "empty", "1")  # one convention only: one key
 
     @classmethod
-    def parse(cls, text: str) -> "MetricKey":
+    def parse(cls, text: str) -> MetricKey:
         """Read any spelling: ``ndcg@10``, ``NDCG@10``, ``ndcg@10_empty0``, ``ndcg_at_10``,
         ``ndcg_at_10_empty0``, ``NDCG@10 (empty query = 0)``, ``map``, ``map_empty0``,
         ``p@5``, ``recall@10``; surrounding spaces are ignored.
@@ -230,21 +288,25 @@ class MetricKey:
         Raises ValueError naming the text and listing the valid forms.
         """
         if not isinstance(text, str):
-            raise ValueError(f"metric name must be a string, got {type(text).__name__}: "
-                             f"{text!r}")
+            raise ValueError(f"metric name must be a string, got {type(text).__name__}: {text!r}")
         low = text.strip().lower()
         display_empty0 = _DISPLAY_RE.search(low)
         if display_empty0:
-            low = low[:display_empty0.start()].rstrip()
+            low = low[: display_empty0.start()].rstrip()
         match = _NAME_RE.match(low)
-        if (match is None or match.group(1) not in METRIC_TABLE
-                or (display_empty0 and match.group(3))
-                or (match.group(3) and match.group(4))):
+        if (
+            match is None
+            or match.group(1) not in METRIC_TABLE
+            or (display_empty0 and match.group(3))
+            or (match.group(3) and match.group(4))
+        ):
             raise ValueError(f"unknown metric {text!r}; valid forms: {METRICS_HELP}")
         name, k_text, suffix, profile = match.groups()
         if k_text is not None and not re.fullmatch(r"[0-9]+", k_text):  # "@x", "@-1", "@"
-            raise ValueError(f"metric {text!r}: the cutoff k must be an integer >= 1; "
-                             f"valid forms: {METRICS_HELP}")
+            raise ValueError(
+                f"metric {text!r}: the cutoff k must be an integer >= 1; "
+                f"valid forms: {METRICS_HELP}"
+            )
         k = None if k_text is None else int(k_text)
         empty = "0" if (suffix or display_empty0) else "1"
         _check_fields(name, k, empty, repr(text))
@@ -264,22 +326,33 @@ class MetricKey:
     @property
     def text(self) -> str:
         """Canonical CLI / report / record key: ``ndcg@10``, ``ndcg@10_empty0``, ``map``."""
-        return (self.base + (_EMPTY0_SUFFIX if self.empty == "0" else "")
-                + (f"_{self.profile}" if self.profile else ""))
+        return (
+            self.base
+            + (_EMPTY0_SUFFIX if self.empty == "0" else "")
+            + (f"_{self.profile}" if self.profile else "")
+        )
 
     @property
     def mlflow_key(self) -> str:
         """MLflow metric key (no ``@``): ``ndcg_at_10``, ``ndcg_at_10_empty0``, ``map``."""
         cut = "" if self.k is None else f"{_MLFLOW_CUTOFF}{self.k}"
-        return (self.name + cut + (_EMPTY0_SUFFIX if self.empty == "0" else "")
-                + (f"_{self.profile}" if self.profile else ""))
+        return (
+            self.name
+            + cut
+            + (_EMPTY0_SUFFIX if self.empty == "0" else "")
+            + (f"_{self.profile}" if self.profile else "")
+        )
 
     @property
     def display(self) -> str:
         """Name for tables and plots: ``NDCG@10``, ``MAP (empty query = 0)``, ``P@5``."""
         cut = "" if self.k is None else f"@{self.k}"
-        return (self.spec.display + cut + (_DISPLAY_EMPTY0 if self.empty == "0" else "")
-                + (f" ({PROFILE_TITLES[self.profile]})" if self.profile else ""))
+        return (
+            self.spec.display
+            + cut
+            + (_DISPLAY_EMPTY0 if self.empty == "0" else "")
+            + (f" ({PROFILE_TITLES[self.profile]})" if self.profile else "")
+        )
 
     @property
     def empty_query(self) -> float:
@@ -295,7 +368,7 @@ class MetricKey:
             return f"{self.spec.display}@k of a query without relevant documents = 0"
         return f"query without relevant documents = {self.empty}"
 
-    def with_empty(self, empty: str | int | float) -> "MetricKey":
+    def with_empty(self, empty: str | int | float) -> MetricKey:
         """The same metric under convention ``empty`` ("0"/"1", or 0/1 as a number)."""
         if isinstance(empty, Real) and not isinstance(empty, bool) and empty in (0, 1):
             empty = str(int(empty))
@@ -313,11 +386,14 @@ def _check_fields(name, k, empty, shown: str) -> None:
         raise ValueError(f"unknown metric {shown}; valid forms: {METRICS_HELP}")
     if k is None:
         if spec.cutoff == "required":
-            raise ValueError(f"metric {shown} needs a cutoff k, e.g. {name}@10; valid forms: "
-                             f"{METRICS_HELP}")
+            raise ValueError(
+                f"metric {shown} needs a cutoff k, e.g. {name}@10; valid forms: {METRICS_HELP}"
+            )
     elif isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"metric {shown}: the cutoff k must be an integer >= 1, got {k!r}; "
-                         f"valid forms: {METRICS_HELP}")
+        raise ValueError(
+            f"metric {shown}: the cutoff k must be an integer >= 1, got {k!r}; "
+            f"valid forms: {METRICS_HELP}"
+        )
     elif spec.cutoff == "forbidden":
         raise ValueError(f"metric {shown} takes no cutoff; valid forms: {METRICS_HELP}")
     if empty not in EMPTY_VALUES:

@@ -41,9 +41,9 @@ it), holds ``r`` relevant documents, and ``c`` relevant documents precede it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from numbers import Real
-from typing import Iterable
 
 import numpy as np
 
@@ -97,9 +97,16 @@ def query_ids(qid) -> np.ndarray:
     return qid[np.sort(first)]
 
 
-def evaluate(y_true, scores, qid, metrics: Iterable[str] | str = ("ndcg@10",), *,
-             empty_query: float = 1.0, per_query: bool = False,
-             max_label: int | None = None) -> dict[str, float | np.ndarray]:
+def evaluate(
+    y_true,
+    scores,
+    qid,
+    metrics: Iterable[str] | str = ("ndcg@10",),
+    *,
+    empty_query: float = 1.0,
+    per_query: bool = False,
+    max_label: int | None = None,
+) -> dict[str, float | np.ndarray]:
     """Evaluate a ranking: one value (mean over queries) or one value per query per metric.
 
     Parameters
@@ -152,9 +159,14 @@ def evaluate(y_true, scores, qid, metrics: Iterable[str] | str = ("ndcg@10",), *
     return out
 
 
-def evaluate_conventions(y_true, scores, qid, metrics: Iterable[str] | str, *,
-                         max_label: int | None = None,
-                         ) -> tuple[dict[str, float], dict[str, list]]:
+def evaluate_conventions(
+    y_true,
+    scores,
+    qid,
+    metrics: Iterable[str] | str,
+    *,
+    max_label: int | None = None,
+) -> tuple[dict[str, float], dict[str, list]]:
     """What a result record holds: every requested metric under both empty-query
     conventions, as means and per-query values.
 
@@ -201,24 +213,24 @@ def _segment_sum(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
 @dataclass
 class _RankedQueries:
     n_queries: int
-    qstart: np.ndarray      # (Q,) first sorted position of each query
-    qsize: np.ndarray       # (Q,) documents per query
-    rank: np.ndarray        # (n,) 1-based rank within the query, sorted order
-    label: np.ndarray       # (n,) float64 labels in score order
+    qstart: np.ndarray  # (Q,) first sorted position of each query
+    qsize: np.ndarray  # (Q,) documents per query
+    rank: np.ndarray  # (n,) 1-based rank within the query, sorted order
+    label: np.ndarray  # (n,) float64 labels in score order
     ideal_label: np.ndarray  # (n,) float64 labels sorted descending within each query
-    gstart: np.ndarray      # (G,) first sorted position of each tie group
-    gsize: np.ndarray       # (G,) m: documents in the group
-    gid: np.ndarray         # (n,) tie group of each position
-    gquery: np.ndarray      # (G,) query of each group
-    g_before: np.ndarray    # (G,) s: documents of the query ranked before the group
-    g_rel: np.ndarray       # (G,) r: relevant documents in the group
+    gstart: np.ndarray  # (G,) first sorted position of each tie group
+    gsize: np.ndarray  # (G,) m: documents in the group
+    gid: np.ndarray  # (n,) tie group of each position
+    gquery: np.ndarray  # (G,) query of each group
+    g_before: np.ndarray  # (G,) s: documents of the query ranked before the group
+    g_rel: np.ndarray  # (G,) r: relevant documents in the group
     g_rel_before: np.ndarray  # (G,) c: relevant documents of the query before the group
-    n_rel: np.ndarray       # (Q,) relevant documents per query
-    empty: np.ndarray       # (Q,) bool, no relevant document
+    n_rel: np.ndarray  # (Q,) relevant documents per query
+    empty: np.ndarray  # (Q,) bool, no relevant document
     max_label: float
 
     @classmethod
-    def build(cls, y_true, scores, qid, max_label) -> "_RankedQueries":
+    def build(cls, y_true, scores, qid, max_label) -> _RankedQueries:
         y = _check_1d("y_true", y_true, None)
         n = y.shape[0]
         s = _check_1d("scores", scores, n)
@@ -236,34 +248,44 @@ class _RankedQueries:
             i = _first_bad(bad)
             raise ValueError(
                 f"y_true must hold non-negative integer labels; row {i} has {y[i]!r} "
-                f"({int(bad.sum())} bad rows)")
+                f"({int(bad.sum())} bad rows)"
+            )
         if np.issubdtype(q.dtype, np.floating) and np.isnan(q).any():
             raise ValueError(f"qid contains NaN (first at row {_first_bad(np.isnan(q))})")
         nan = np.isnan(s)
         if nan.any():
-            raise ValueError(f"scores contain NaN (first at row {_first_bad(nan)}, "
-                             f"{int(nan.sum())} rows)")
+            raise ValueError(
+                f"scores contain NaN (first at row {_first_bad(nan)}, {int(nan.sum())} rows)"
+            )
         top = float(y.max())
         if top > _MAX_LABEL:
-            raise ValueError(f"labels above {_MAX_LABEL} are not supported (the gain 2^rel - 1 "
-                             f"overflows); y_true has {top:g} at row {int(np.argmax(y))}")
+            raise ValueError(
+                f"labels above {_MAX_LABEL} are not supported (the gain 2^rel - 1 "
+                f"overflows); y_true has {top:g} at row {int(np.argmax(y))}"
+            )
         if max_label is None:
             g_max = top
         else:
-            if (isinstance(max_label, bool) or not isinstance(max_label, Real)
-                    or not 0 <= max_label <= _MAX_LABEL):
-                raise ValueError(f"max_label must be a number in [0, {_MAX_LABEL}], "
-                                 f"got {max_label!r}")
+            if (
+                isinstance(max_label, bool)
+                or not isinstance(max_label, Real)
+                or not 0 <= max_label <= _MAX_LABEL
+            ):
+                raise ValueError(
+                    f"max_label must be a number in [0, {_MAX_LABEL}], got {max_label!r}"
+                )
             if max_label < top:
-                raise ValueError(f"max_label={max_label} is below the largest label {top:g} "
-                                 "in y_true; ERR needs max_label >= every label")
+                raise ValueError(
+                    f"max_label={max_label} is below the largest label {top:g} "
+                    "in y_true; ERR needs max_label >= every label"
+                )
             g_max = float(max_label)
 
         # Query block of each row, numbered by first appearance.
         change = np.r_[True, q[1:] != q[:-1]]
         starts = np.flatnonzero(change)
         heads = q[starts]
-        if np.unique(heads).size == heads.size:          # contiguous: no grouping sort
+        if np.unique(heads).size == heads.size:  # contiguous: no grouping sort
             n_queries = heads.size
             block = np.cumsum(change) - 1
         else:
@@ -284,7 +306,7 @@ class _RankedQueries:
         ys, ss = y[order], s[order]
         qsize = np.bincount(block, minlength=n_queries)
         qstart = np.r_[0, np.cumsum(qsize)[:-1]].astype(np.int64)
-        qof = np.repeat(np.arange(n_queries), qsize)     # query of each sorted position
+        qof = np.repeat(np.arange(n_queries), qsize)  # query of each sorted position
         rank = np.arange(n) - qstart[qof] + 1
 
         # Ideal order: labels descending within each block (stable integer sort).
@@ -299,14 +321,27 @@ class _RankedQueries:
         gquery = qof[gstart]
         rel = (ys >= 1).astype(np.int64)
         g_rel = np.add.reduceat(rel, gstart)
-        cum_rel = np.r_[0, np.cumsum(rel)]              # cum_rel[p] = relevant before p
+        cum_rel = np.r_[0, np.cumsum(rel)]  # cum_rel[p] = relevant before p
         g_rel_before = cum_rel[gstart] - cum_rel[qstart[gquery]]
         n_rel = np.add.reduceat(rel, qstart)
-        return cls(n_queries=n_queries, qstart=qstart, qsize=qsize, rank=rank, label=ys,
-                   ideal_label=ideal_label, gstart=gstart, gsize=gsize, gid=gid,
-                   gquery=gquery, g_before=rank[gstart] - 1, g_rel=g_rel,
-                   g_rel_before=g_rel_before, n_rel=n_rel, empty=n_rel == 0,
-                   max_label=g_max)
+        return cls(
+            n_queries=n_queries,
+            qstart=qstart,
+            qsize=qsize,
+            rank=rank,
+            label=ys,
+            ideal_label=ideal_label,
+            gstart=gstart,
+            gsize=gsize,
+            gid=gid,
+            gquery=gquery,
+            g_before=rank[gstart] - 1,
+            g_rel=g_rel,
+            g_rel_before=g_rel_before,
+            n_rel=n_rel,
+            empty=n_rel == 0,
+            max_label=g_max,
+        )
 
     # ---- shared pieces, computed on first use ---------------------------------------
     def _cached(self, key, make):
@@ -335,6 +370,7 @@ class _RankedQueries:
         DCG@k of the labels sorted descending (no ties matter there). A one-document query
         scores 1 if relevant. IDCG = 0 exactly when no label is >= 1 (empty query).
         """
+
         def dcg_terms():
             gain = np.exp2(self.label) - 1.0
             mean_gain = _segment_sum(gain, self.gstart) / self.gsize
@@ -389,10 +425,11 @@ class _RankedQueries:
         linearity the group adds (r/m) sum_{j: s+j <= k} (c + 1 + (j-1)(r-1)/(m-1)) / (s+j)
         (exact; the (r-1)/(m-1) term is 0 when m = 1). R = 0 is an empty query.
         """
+
         def terms():
             m, r, c = self.gsize, self.g_rel, self.g_rel_before
             slope = np.where(m > 1, (r - 1) / np.maximum(m - 1, 1), 0.0)
-            j = self.rank - self.g_before[self.gid]          # 1-based rank within group
+            j = self.rank - self.g_before[self.gid]  # 1-based rank within group
             g = self.gid
             return (r / m)[g] * (c[g] + 1 + (j - 1) * slope[g]) / self.rank
 
@@ -409,7 +446,7 @@ class _RankedQueries:
         document); E[RR@k] = sum_{j: s+j <= k} (P(J > j-1) - P(J > j)) / (s + j). Exact.
         No relevant document is an empty query.
         """
-        first = (self.g_rel > 0) & (self.g_rel_before == 0)     # one group per query
+        first = (self.g_rel > 0) & (self.g_rel_before == 0)  # one group per query
         groups = np.flatnonzero(first)
         m, r = self.gsize[groups], self.g_rel[groups]
         s, q = self.g_before[groups], self.gquery[groups]
@@ -430,12 +467,12 @@ class _RankedQueries:
         # the factor is 0 at j = m - r + 1 and handled separately (no log 0).
         positive = j <= mg - rg
         ratio = np.where(positive, (mg - rg - j + 1) / (mg - j + 1), 1.0)
-        log_f = np.log(ratio)                                  # 0 where not positive
+        log_f = np.log(ratio)  # 0 where not positive
         csum = np.cumsum(log_f)
         base = csum[seg_start] - log_f[seg_start]
-        surv = np.where(positive, np.exp(csum - base[seg]), 0.0)           # P(J > j)
+        surv = np.where(positive, np.exp(csum - base[seg]), 0.0)  # P(J > j)
         surv_prev = np.r_[1.0, surv[:-1]]
-        surv_prev[seg_start] = 1.0                                           # P(J > 0) = 1
+        surv_prev[seg_start] = 1.0  # P(J > 0) = 1
         terms = (surv_prev - surv) / (s[seg] + j)
         return np.bincount(q[seg], weights=terms, minlength=self.n_queries)
 
@@ -462,10 +499,10 @@ class _RankedQueries:
         inside = cols[None, :] < self.qsize[:, None]
         pos = np.where(inside, self.qstart[:, None] + cols[None, :], 0)
         x_top = np.where(inside, x[pos], 1.0)
-        survive = np.cumprod(x_top, axis=1)                  # survive[q, t]: past ranks 1..t+1
-        survive = np.hstack([np.ones((n_q, 1)), survive])    # survive[q, t]: past ranks 1..t
+        survive = np.cumprod(x_top, axis=1)  # survive[q, t]: past ranks 1..t+1
+        survive = np.hstack([np.ones((n_q, 1)), survive])  # survive[q, t]: past ranks 1..t
 
-        active = np.flatnonzero(self.g_before < k)           # groups that reach the top k
+        active = np.flatnonzero(self.g_before < k)  # groups that reach the top k
         s = self.g_before[active]
         m = self.gsize[active]
         q = self.gquery[active]
@@ -482,12 +519,12 @@ class _RankedQueries:
             tied = tied[np.argsort(-m[tied], kind="stable")]
             tm, ts, tq = m[tied], s[tied], q[tied]
             tstart = self.gstart[active[tied]]
-            n_t = np.minimum(tm, k - ts)                     # group ranks inside the top k
+            n_t = np.minimum(tm, k - ts)  # group ranks inside the top k
             T = int(n_t.max())
             t = np.arange(1, T + 1, dtype=np.float64)
             E = np.zeros((tied.size, T + 1))
             E[:, 0] = 1.0
-            counts = np.bincount(tm)                          # how many groups have size >= i
+            counts = np.bincount(tm)  # how many groups have size >= i
             still = tied.size - np.r_[0, np.cumsum(counts)]
             for i in range(1, int(tm[0]) + 1):
                 a = still[i]  # groups with m >= i
@@ -526,7 +563,7 @@ def knn_error(scores, qid, doc_class, query_class, *, k: int = 3) -> float:
     bounds = np.r_[starts, n]
     wrong = 0
     for i in range(qs.size):
-        rows = order[bounds[i]:bounds[i + 1]]
+        rows = order[bounds[i] : bounds[i + 1]]
         top = rows[np.argsort(-scores[rows], kind="stable")[: int(k)]]
         classes, first, votes = np.unique(doc_class[top], return_index=True, return_counts=True)
         best = votes == votes.max()

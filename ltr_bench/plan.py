@@ -80,8 +80,20 @@ __all__ = [
     "plan_from_dict",
 ]
 
-TOP_LEVEL_KEYS = ("seed", "seeds", "folds", "threads", "metrics", "conventions", "data_dir",
-                  "cache_dir", "rankers", "datasets", "sweep", "tuning")
+TOP_LEVEL_KEYS = (
+    "seed",
+    "seeds",
+    "folds",
+    "threads",
+    "metrics",
+    "conventions",
+    "data_dir",
+    "cache_dir",
+    "rankers",
+    "datasets",
+    "sweep",
+    "tuning",
+)
 RANKER_KEY = "ranker"  # inside [rankers.LABEL]: the registered name of a labelled configuration
 
 
@@ -137,7 +149,7 @@ class Plan:
     command: str | None = None  # the command line that made the plan (provenance only)
     conventions: tuple[str, ...] = ()  # extra convention profiles (ltr_bench.conventions)
     sweeps: dict[str, dict[str, list]] = field(default_factory=dict)  # label -> key -> values
-    tuning: dict[str, dict[str, Any]] = field(default_factory=dict)   # label -> search space
+    tuning: dict[str, dict[str, Any]] = field(default_factory=dict)  # label -> search space
 
     def all_seeds(self) -> tuple[int, ...]:
         return tuple(self.seeds) if self.seeds else (self.seed,)
@@ -150,8 +162,11 @@ class Plan:
         each key is left out when it is empty."""
         rankers = {}
         for r in self.rankers:
-            rankers[r.display] = ({RANKER_KEY: r.name, **r.params} if r.label and r.label != r.name
-                                  else dict(r.params))
+            rankers[r.display] = (
+                {RANKER_KEY: r.name, **r.params}
+                if r.label and r.label != r.name
+                else dict(r.params)
+            )
         seeds = {"seeds": list(self.seeds)} if self.seeds else {"seed": self.seed}
         return {
             **seeds,
@@ -187,7 +202,7 @@ def _check_folds(value: Any, where: str) -> list[int] | None:
         if len(set(folds)) != len(folds):
             raise PlanError(f"{where}: fold numbers repeat: {value!r}")
         return folds
-    raise PlanError(f"{where}: expected \"all\" or a non-empty list of fold numbers, got {value!r}")
+    raise PlanError(f'{where}: expected "all" or a non-empty list of fold numbers, got {value!r}')
 
 
 def _check_table(value: Any, where: str) -> dict[str, Any]:
@@ -215,8 +230,10 @@ def _ranker_choice(label: str, table: dict[str, Any], source: str | None) -> Ran
         return RankerChoice(label, table)
     name = table.pop(RANKER_KEY)
     if not isinstance(name, str) or not name:
-        raise PlanError(f"{_where(source, f'rankers.{label}.{RANKER_KEY}')}: expected the "
-                        f"registered name of a ranker (see `ltr-bench rankers`), got {name!r}")
+        raise PlanError(
+            f"{_where(source, f'rankers.{label}.{RANKER_KEY}')}: expected the "
+            f"registered name of a ranker (see `ltr-bench rankers`), got {name!r}"
+        )
     return RankerChoice(name, table, label=label)
 
 
@@ -224,8 +241,9 @@ def _check_seeds(value: Any, where: str) -> tuple[int, ...]:
     if isinstance(value, int) and not isinstance(value, bool):
         value = list(range(_check_int(value, where, minimum=1)))
     if not isinstance(value, list) or not value:
-        raise PlanError(f"{where}: expected a list of seeds like [0, 1, 2] or a count, "
-                        f"got {value!r}")
+        raise PlanError(
+            f"{where}: expected a list of seeds like [0, 1, 2] or a count, got {value!r}"
+        )
     seeds = [_check_int(v, where, minimum=0) for v in value]
     if len(set(seeds)) != len(seeds):
         raise PlanError(f"{where}: a seed is listed twice: {value!r}")
@@ -239,11 +257,12 @@ def parse_conventions(value, *, where: str = "--convention") -> tuple[str, ...]:
 
     names = [v.strip() for v in value.split(",")] if isinstance(value, str) else value
     if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
-        raise PlanError(f"{where}: expected profile names such as [\"letor4\"], got {value!r}")
+        raise PlanError(f'{where}: expected profile names such as ["letor4"], got {value!r}')
     for n in names:
         if n not in PROFILES:
-            raise PlanError(f"{where}: unknown convention profile {n!r}; profiles: "
-                            f"{', '.join(PROFILES)}")
+            raise PlanError(
+                f"{where}: unknown convention profile {n!r}; profiles: {', '.join(PROFILES)}"
+            )
     if len(set(names)) != len(names):
         raise PlanError(f"{where}: a profile is listed twice: {value!r}")
     return tuple(names)
@@ -273,11 +292,14 @@ def plan_from_dict(doc: dict[str, Any], *, source: str | None = None) -> Plan:
     for required in ("rankers", "datasets"):
         if required not in doc:
             raise PlanError(f"{source + ': ' if source else ''}missing [{required}]")
-    rankers = [_ranker_choice(n, p, source) for n, p in
-               _named_tables(doc["rankers"], _where(source, "rankers"), "ranker")]
-    datasets = [DatasetChoice(n, o) for n, o in _named_tables(doc["datasets"],
-                                                              _where(source, "datasets"),
-                                                              "dataset")]
+    rankers = [
+        _ranker_choice(n, p, source)
+        for n, p in _named_tables(doc["rankers"], _where(source, "rankers"), "ranker")
+    ]
+    datasets = [
+        DatasetChoice(n, o)
+        for n, o in _named_tables(doc["datasets"], _where(source, "datasets"), "dataset")
+    ]
     plan = Plan(rankers=rankers, datasets=datasets, source=source)
     if "seed" in doc and "seeds" in doc:
         raise PlanError(f"{source + ': ' if source else ''}give either seed or seeds, not both")
@@ -293,12 +315,15 @@ def plan_from_dict(doc: dict[str, Any], *, source: str | None = None) -> Plan:
     if "metrics" in doc:
         m = doc["metrics"]
         if not isinstance(m, list) or not m or not all(isinstance(x, str) for x in m):
-            raise PlanError(f"{_where(source, 'metrics')}: expected a non-empty list of metric "
-                            f"names such as [\"ndcg@10\", \"map\"], got {m!r}")
+            raise PlanError(
+                f"{_where(source, 'metrics')}: expected a non-empty list of metric "
+                f'names such as ["ndcg@10", "map"], got {m!r}'
+            )
         plan.metrics = tuple(m)
     if "conventions" in doc:
-        plan.conventions = parse_conventions(doc["conventions"], where=_where(source,
-                                                                            "conventions"))
+        plan.conventions = parse_conventions(
+            doc["conventions"], where=_where(source, "conventions")
+        )
     for key in ("data_dir", "cache_dir"):
         if key in doc:
             if not isinstance(doc[key], str) or not doc[key]:
@@ -309,12 +334,16 @@ def plan_from_dict(doc: dict[str, Any], *, source: str | None = None) -> Plan:
             for key, values in table.items():
                 where = _where(source, f"sweep.{label}.{key}")
                 if not isinstance(values, list) or not values:
-                    raise PlanError(f"{where}: expected a non-empty list of values to sweep, "
-                                    f"e.g. [7, 31, 127], got {values!r}")
+                    raise PlanError(
+                        f"{where}: expected a non-empty list of values to sweep, "
+                        f"e.g. [7, 31, 127], got {values!r}"
+                    )
                 plan.sweeps.setdefault(label, {})[key] = _check_sweep_values(values, where)
     if "tuning" in doc:
-        plan.tuning = {label: table for label, table in
-                       _named_tables(doc["tuning"], _where(source, "tuning"), "ranker")}
+        plan.tuning = {
+            label: table
+            for label, table in _named_tables(doc["tuning"], _where(source, "tuning"), "ranker")
+        }
     return plan
 
 
@@ -354,8 +383,10 @@ def expand_sweeps(plan: Plan) -> Plan:
     labels = [r.display for r in plan.rankers]
     for label in plan.sweeps:
         if label not in labels:
-            raise PlanError(f"sweep of {label!r}: that ranker is not part of this run "
-                            f"(rankers: {', '.join(labels) or 'none'}); add it to --ranker")
+            raise PlanError(
+                f"sweep of {label!r}: that ranker is not part of this run "
+                f"(rankers: {', '.join(labels) or 'none'}); add it to --ranker"
+            )
     out: list[RankerChoice] = []
     for r in plan.rankers:
         grid = plan.sweeps.get(r.display)
@@ -366,8 +397,7 @@ def expand_sweeps(plan: Plan) -> Plan:
         for point in itertools.product(*(grid[k] for k in keys)):
             setting = dict(zip(keys, point))
             text = ",".join(f"{k}={_value_text(v)}" for k, v in setting.items())
-            out.append(RankerChoice(r.name, {**r.params, **setting},
-                                    label=f"{r.display}[{text}]"))
+            out.append(RankerChoice(r.name, {**r.params, **setting}, label=f"{r.display}[{text}]"))
     plan.rankers = out
     plan.sweeps = {}
     return plan
@@ -409,8 +439,11 @@ def parse_value(text: str) -> Any:
         value = tomllib.loads(f"v = {stripped}")["v"]
     except tomllib.TOMLDecodeError:
         return text
-    if isinstance(value, float) and not math.isfinite(value) and low not in (
-            "inf", "+inf", "-inf", "nan", "+nan", "-nan"):
+    if (
+        isinstance(value, float)
+        and not math.isfinite(value)
+        and low not in ("inf", "+inf", "-inf", "nan", "+nan", "-nan")
+    ):
         return text
     if hasattr(value, "isoformat"):
         return text  # dates are not parameter values; keep the text
@@ -434,8 +467,9 @@ def parse_assignment(text: str, *, option: str, scoped: bool = True) -> tuple[st
     else:
         name, key = None, left
     if scoped and not name:
-        raise PlanError(f"{option} {text!r}: expected NAME.key=value, e.g. "
-                        f"{option} lightgbm.num_leaves=31")
+        raise PlanError(
+            f"{option} {text!r}: expected NAME.key=value, e.g. {option} lightgbm.num_leaves=31"
+        )
     if not key or not key.isidentifier():
         raise PlanError(f"{option} {text!r}: {key!r} is not a valid parameter name")
     return name, key, parse_value(value)
@@ -450,7 +484,7 @@ def parse_folds(text: str, *, where: str = "--folds") -> list[int] | None:
     for part in text.split(","):
         part = part.strip()
         if not part.isdigit() or int(part) < 1:
-            raise PlanError(f"{where}: expected \"all\" or fold numbers like 1,3; got {text!r}")
+            raise PlanError(f'{where}: expected "all" or fold numbers like 1,3; got {text!r}')
         if int(part) in folds:
             raise PlanError(f"{where}: fold {part} is listed twice in {text!r}")
         folds.append(int(part))
@@ -459,5 +493,4 @@ def parse_folds(text: str, *, where: str = "--folds") -> list[int] | None:
 
 def canonical_json(obj: Any) -> str:
     """Deterministic JSON (sorted keys, no spaces); non-JSON values fall back to ``repr``."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=repr,
-                      allow_nan=True)
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=repr, allow_nan=True)

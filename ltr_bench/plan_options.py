@@ -13,7 +13,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .labels import split_names
-from .plan import (DatasetChoice, Plan, PlanError, RankerChoice, expand_sweeps, load_plan, parse_assignment, parse_conventions, parse_folds, parse_seeds, parse_sweep)
+from .plan import (
+    DatasetChoice,
+    Plan,
+    PlanError,
+    RankerChoice,
+    expand_sweeps,
+    load_plan,
+    parse_assignment,
+    parse_conventions,
+    parse_folds,
+    parse_seeds,
+    parse_sweep,
+)
 
 __all__ = ["CommandLine", "build_plan"]
 
@@ -77,8 +89,12 @@ def build_plan(cl: CommandLine, *, warn=lambda message: None) -> Plan:
         if len(set(names)) != len(names):
             raise PlanError(f"--ranker: a ranker is listed twice: {','.join(names)}")
         old = {r.display: r for r in plan.rankers}
-        plan.rankers = [RankerChoice(old[n].name, dict(old[n].params), old[n].label)
-                        if n in old else RankerChoice(n) for n in names]
+        plan.rankers = [
+            RankerChoice(old[n].name, dict(old[n].params), old[n].label)
+            if n in old
+            else RankerChoice(n)
+            for n in names
+        ]
     for name in [r.name for r in plan.rankers]:
         get_entry(name)  # unknown name -> UnknownRankerError with close matches
     by_name = {r.display: dict(r.params) for r in plan.rankers}
@@ -89,8 +105,10 @@ def build_plan(cl: CommandLine, *, warn=lambda message: None) -> Plan:
             if name not in known:
                 err = UnknownRankerError(name, known)
                 raise PlanError(f"--param {text}: {err}")
-            raise PlanError(f"--param {text}: ranker {name!r} is not part of this run "
-                            f"(rankers: {', '.join(by_name) or 'none'}); add it to --ranker")
+            raise PlanError(
+                f"--param {text}: ranker {name!r} is not part of this run "
+                f"(rankers: {', '.join(by_name) or 'none'}); add it to --ranker"
+            )
         by_name[name][key] = value
     plan.rankers = [RankerChoice(r.name, by_name[r.display], r.label) for r in plan.rankers]
 
@@ -123,11 +141,14 @@ def build_plan(cl: CommandLine, *, warn=lambda message: None) -> Plan:
     if cl.cache_dir is not None:
         plan.cache_dir = cl.cache_dir
     if not plan.rankers:
-        raise PlanError("no ranker given: use --ranker NAME[,NAME...|all] or --config FILE "
-                        "(see `ltr-bench rankers`)")
+        raise PlanError(
+            "no ranker given: use --ranker NAME[,NAME...|all] or --config FILE "
+            "(see `ltr-bench rankers`)"
+        )
     if not plan.datasets:
-        raise PlanError("no dataset given: use --dataset NAME|PATH or --config FILE "
-                        "(see `ltr-bench datasets`)")
+        raise PlanError(
+            "no dataset given: use --dataset NAME|PATH or --config FILE (see `ltr-bench datasets`)"
+        )
     for text in cl.sweeps:
         name, key, values = parse_sweep(text)
         plan.sweeps.setdefault(name, {})[key] = values
@@ -135,9 +156,8 @@ def build_plan(cl: CommandLine, *, warn=lambda message: None) -> Plan:
 
 
 def _apply_dataset_options(plan: Plan, assignments: tuple[str, ...]) -> None:
-    from .data import get_spec
-    from .data import UnknownDatasetError
     from .cells import PATH_DATASET_OPTIONS
+    from .data import UnknownDatasetError, get_spec
 
     def allowed(name: str) -> set[str]:
         try:
@@ -150,18 +170,19 @@ def _apply_dataset_options(plan: Plan, assignments: tuple[str, ...]) -> None:
         target, key, value = parse_assignment(text, option="--dataset-option", scoped=False)
         if target is not None:
             if target not in opts:
-                raise PlanError(f"--dataset-option {text}: dataset {target!r} is not part of "
-                                f"this run (datasets: {', '.join(opts) or 'none'})")
+                raise PlanError(
+                    f"--dataset-option {text}: dataset {target!r} is not part of "
+                    f"this run (datasets: {', '.join(opts) or 'none'})"
+                )
             targets = [target]
         else:
             targets = [n for n in opts if key in allowed(n)]
             if not targets:
-                raise PlanError(f"--dataset-option {text}: no dataset of this run has an option "
-                                f"{key!r}; options: " + "; ".join(
-                                    f"{n}: {', '.join(sorted(allowed(n))) or 'none'}"
-                                    for n in opts))
+                raise PlanError(
+                    f"--dataset-option {text}: no dataset of this run has an option "
+                    f"{key!r}; options: "
+                    + "; ".join(f"{n}: {', '.join(sorted(allowed(n))) or 'none'}" for n in opts)
+                )
         for n in targets:
             opts[n][key] = value
     plan.datasets = [DatasetChoice(n, o) for n, o in opts.items()]
-
-

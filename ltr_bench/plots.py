@@ -24,8 +24,15 @@ import numpy as np
 from .metrics import MetricKey, metric_key_or_none
 from .report import Report, Row, _value
 
-__all__ = ["pareto_front", "plot_accuracy_vs_time", "plot_metric_per_fold", "plot_ndcg_at_k",
-           "plot_pareto", "write_pareto_plots", "write_plots"]
+__all__ = [
+    "pareto_front",
+    "plot_accuracy_vs_time",
+    "plot_metric_per_fold",
+    "plot_ndcg_at_k",
+    "plot_pareto",
+    "write_pareto_plots",
+    "write_plots",
+]
 
 _MARKERS = "osD^v<>pP*hX"
 
@@ -42,8 +49,10 @@ def _plt():
 def _style(report: Report) -> dict[str, tuple]:
     plt = _plt()
     colours = plt.get_cmap("tab10").colors
-    return {row.label: (colours[i % len(colours)], _MARKERS[i % len(_MARKERS)])
-            for i, row in enumerate(report.rows)}
+    return {
+        row.label: (colours[i % len(colours)], _MARKERS[i % len(_MARKERS)])
+        for i, row in enumerate(report.rows)
+    }
 
 
 def _name(row: Row) -> str:
@@ -84,8 +93,9 @@ def _bounded(ax, metric: str) -> None:
 
 def _legend_outside(ax) -> None:
     """The legend beside the axes, where it cannot hide data."""
-    ax.legend(title="ranker", fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
-              borderaxespad=0.0)
+    ax.legend(
+        title="ranker", fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0
+    )
 
 
 def _finish_time_plot(fig, ax, path: str | Path, metric: str) -> Path:
@@ -113,8 +123,15 @@ def ndcg_cutoffs(report: Report, empty: str = "1") -> list[int]:
     sets = []
     for row in report.rows:
         for run in row.runs.values():
-            sets.append({key.k for name in run.metrics if (key := metric_key_or_none(name))
-                         and key.name == "ndcg" and key.empty == empty})
+            sets.append(
+                {
+                    key.k
+                    for name in run.metrics
+                    if (key := metric_key_or_none(name))
+                    and key.name == "ndcg"
+                    and key.empty == empty
+                }
+            )
     return sorted(set.intersection(*sets)) if sets else []
 
 
@@ -126,8 +143,9 @@ def plot_ndcg_at_k(report: Report, path: str | Path, *, empty: str = "1") -> Pat
     ks = ndcg_cutoffs(report, empty)
     keys = [MetricKey("ndcg", k, empty) for k in ks]
     if len(ks) < 2:
-        raise ValueError(f"NDCG@k needs at least two cutoffs recorded for every ranker; "
-                         f"found {ks or 'none'}")
+        raise ValueError(
+            f"NDCG@k needs at least two cutoffs recorded for every ranker; found {ks or 'none'}"
+        )
     plt = _plt()
     style = _style(report)
     fig, ax = plt.subplots(figsize=(9.0, 4.8))
@@ -138,21 +156,36 @@ def plot_ndcg_at_k(report: Report, path: str | Path, *, empty: str = "1") -> Pat
         stats = [_mean_std(row, key.text) for key in keys]
         x = np.array(ks, dtype=float) + (i - (n - 1) / 2) * width
         colour, marker = style[row.label]
-        ax.errorbar(x, [s[0] for s in stats], yerr=[s[1] for s in stats], color=colour,
-                    marker=marker, capsize=3, linewidth=1.5, label=_name(row))
+        ax.errorbar(
+            x,
+            [s[0] for s in stats],
+            yerr=[s[1] for s in stats],
+            color=colour,
+            marker=marker,
+            capsize=3,
+            linewidth=1.5,
+            label=_name(row),
+        )
     ax.set_xticks(ks)
     ax.set_xlabel("cutoff k (number of top-ranked documents evaluated)")
     ax.set_ylabel("NDCG@k on test queries")
-    ax.set_title(f"{report.dataset}: NDCG@k, mean ± 1 std over {_folds_text(report)}\n"
-                 f"({keys[0].convention})", fontsize=10)
+    ax.set_title(
+        f"{report.dataset}: NDCG@k, mean ± 1 std over {_folds_text(report)}\n"
+        f"({keys[0].convention})",
+        fontsize=10,
+    )
     ax.grid(True, alpha=0.3)
     _bounded(ax, "ndcg@10")
     _legend_outside(ax)
     return _save(fig, path)
 
 
-def plot_accuracy_vs_time(report: Report, path: str | Path, *, metric: str = "ndcg@10",
-                          ) -> Path:
+def plot_accuracy_vs_time(
+    report: Report,
+    path: str | Path,
+    *,
+    metric: str = "ndcg@10",
+) -> Path:
     """``metric`` (mean ± std over folds) against fit time per fold (median; the bar spans
     the fastest to the slowest fold, since timings are skewed: a cold first fold, a busy
     machine), one point per ranker, labelled with its name."""
@@ -170,26 +203,45 @@ def plot_accuracy_vs_time(report: Report, path: str | Path, *, metric: str = "nd
         lows.append(float(t.min()))
         highs.append(float(t.max()))
         colour, marker = style[row.label]
-        ax.errorbar([med], [y], xerr=[[med - t.min()], [t.max() - med]], yerr=[y_sd],
-                    color=colour, marker=marker, markersize=7, capsize=3, linestyle="none",
-                    label=_name(row))
+        ax.errorbar(
+            [med],
+            [y],
+            xerr=[[med - t.min()], [t.max() - med]],
+            yerr=[y_sd],
+            color=colour,
+            marker=marker,
+            markersize=7,
+            capsize=3,
+            linestyle="none",
+            label=_name(row),
+        )
     if not lows:
         plt.close(fig)
         raise ValueError(f"no ranker has both {metric} and fit_seconds")
     log = min(lows) > 0 and max(highs) / min(lows) > 20
     if log:
         ax.set_xscale("log")
-    ax.set_xlabel("training (fit) time per fold, seconds: median, bar = fastest to slowest "
-                  "fold" + (" (log scale)" if log else ""), fontsize=9)
+    ax.set_xlabel(
+        "training (fit) time per fold, seconds: median, bar = fastest to slowest "
+        "fold" + (" (log scale)" if log else ""),
+        fontsize=9,
+    )
     ax.set_ylabel(f"{pretty(metric)} on test queries (mean ± 1 std)")
-    ax.set_title(f"{report.dataset}: {pretty(metric)} against training time over "
-                 f"{_folds_text(report)}\n(better: up and to the left; wall-clock times "
-                 f"depend on the machine and its load)", fontsize=10)
+    ax.set_title(
+        f"{report.dataset}: {pretty(metric)} against training time over "
+        f"{_folds_text(report)}\n(better: up and to the left; wall-clock times "
+        f"depend on the machine and its load)",
+        fontsize=10,
+    )
     return _finish_time_plot(fig, ax, path, metric)
 
 
-def plot_metric_per_fold(report: Report, path: str | Path, *, metric: str = "ndcg@10",
-                         ) -> Path:
+def plot_metric_per_fold(
+    report: Report,
+    path: str | Path,
+    *,
+    metric: str = "ndcg@10",
+) -> Path:
     """``metric`` on each fold's test queries, one line per ranker."""
     plt = _plt()
     style = _style(report)
@@ -200,13 +252,22 @@ def plot_metric_per_fold(report: Report, path: str | Path, *, metric: str = "ndc
         colour, marker = style[row.label]
         # folds are separate experiments: points side by side, never joined by lines
         x = np.array(list(vals), dtype=float) + (i - (n - 1) / 2) * min(0.6 / max(n, 1), 0.15)
-        ax.plot(x, list(vals.values()), color=colour, marker=marker, linestyle="none",
-                markersize=7, label=_name(row))
+        ax.plot(
+            x,
+            list(vals.values()),
+            color=colour,
+            marker=marker,
+            linestyle="none",
+            markersize=7,
+            label=_name(row),
+        )
     ax.set_xticks(report.folds)
     ax.set_xlabel("fold (same train / validation / test split for every ranker)")
     ax.set_ylabel(f"{pretty(metric)} on the fold's test queries")
-    ax.set_title(f"{report.dataset}: {pretty(metric)} per fold, mean over seeds "
-                 f"({_convention(metric)})", fontsize=10)
+    ax.set_title(
+        f"{report.dataset}: {pretty(metric)} per fold, mean over seeds ({_convention(metric)})",
+        fontsize=10,
+    )
     ax.grid(True, alpha=0.3, axis="y")
     _bounded(ax, metric)
     _legend_outside(ax)
@@ -217,8 +278,12 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("._") or "dataset"
 
 
-def write_plots(report: Report, out_dir: str | Path, *, metric: str | None = None,
-                ) -> list[Path]:
+def write_plots(
+    report: Report,
+    out_dir: str | Path,
+    *,
+    metric: str | None = None,
+) -> list[Path]:
     """The three figures as ``<out_dir>/<dataset>_{ndcg_at_k,<metric>_vs_fit_time,
     <metric>_per_fold}.png``; ``metric`` defaults to ``ndcg@10`` when every ranker has it,
     else the report's first metric. The NDCG@k figure is left out when fewer than two
@@ -233,10 +298,10 @@ def write_plots(report: Report, out_dir: str | Path, *, metric: str | None = Non
     paths = []
     if len(ndcg_cutoffs(report)) >= 2:
         paths.append(plot_ndcg_at_k(report, out / f"{base}_ndcg_at_k.png"))
-    paths.append(plot_accuracy_vs_time(report, out / f"{base}_{mname}_vs_fit_time.png",
-                                       metric=metric))
-    paths.append(plot_metric_per_fold(report, out / f"{base}_{mname}_per_fold.png",
-                                      metric=metric))
+    paths.append(
+        plot_accuracy_vs_time(report, out / f"{base}_{mname}_vs_fit_time.png", metric=metric)
+    )
+    paths.append(plot_metric_per_fold(report, out / f"{base}_{mname}_per_fold.png", metric=metric))
     return paths
 
 
@@ -252,8 +317,9 @@ def pareto_front(points: list[tuple[float, float]]) -> list[int]:
     return front
 
 
-def plot_pareto(report: Report, path: str | Path, *, metric: str = "ndcg@10",
-                time_key: str = "score_us_per_doc") -> Path:
+def plot_pareto(
+    report: Report, path: str | Path, *, metric: str = "ndcg@10", time_key: str = "score_us_per_doc"
+) -> Path:
     """``metric`` (mean over units) against ``time_key`` (``score_us_per_doc`` or
     ``fit_seconds``, mean over units; log axis), one point per row; each ranker's Pareto
     front over its configurations (sweep values, tuned, defaults) is joined by a line."""
@@ -268,36 +334,62 @@ def plot_pareto(report: Report, path: str | Path, *, metric: str = "ndcg@10",
             continue
         by_ranker.setdefault(row.ranker, []).append((t, y, row))
         colour, marker = style[row.label]
-        ax.plot([t], [y], color=colour, marker=marker, markersize=7, linestyle="none",
-                label=_name(row))
+        ax.plot(
+            [t], [y], color=colour, marker=marker, markersize=7, linestyle="none", label=_name(row)
+        )
     if not by_ranker:
         plt.close(fig)
         raise ValueError(f"no ranker has both {metric} and {time_key}")
-    for ranker, pts in by_ranker.items():
+    for pts in by_ranker.values():
         front = [pts[i] for i in pareto_front([(t, y) for t, y, _ in pts])]
         if len(front) > 1:
             colour = style[front[0][2].label][0]
-            ax.plot([p[0] for p in front], [p[1] for p in front], color=colour, alpha=0.6,
-                    drawstyle="steps-post", linewidth=1.2)
+            ax.plot(
+                [p[0] for p in front],
+                [p[1] for p in front],
+                color=colour,
+                alpha=0.6,
+                drawstyle="steps-post",
+                linewidth=1.2,
+            )
     ax.set_xscale("log")
-    what = {"score_us_per_doc": "scoring time, µs per document",
-            "fit_seconds": "training (fit) time per fold, seconds"}.get(time_key, time_key)
+    what = {
+        "score_us_per_doc": "scoring time, µs per document",
+        "fit_seconds": "training (fit) time per fold, seconds",
+    }.get(time_key, time_key)
     ax.set_xlabel(f"{what} (mean; log scale)", fontsize=9)
     ax.set_ylabel(f"{pretty(metric)} on test queries (mean)")
-    ax.set_title(f"{report.dataset}: {pretty(metric)} against {what.split(',')[0]} over "
-                 f"{_folds_text(report)}\n(lines: each ranker's Pareto front over its "
-                 f"configurations; better: up and to the left)", fontsize=10)
+    ax.set_title(
+        f"{report.dataset}: {pretty(metric)} against {what.split(',')[0]} over "
+        f"{_folds_text(report)}\n(lines: each ranker's Pareto front over its "
+        f"configurations; better: up and to the left)",
+        fontsize=10,
+    )
     return _finish_time_plot(fig, ax, path, metric)
 
 
-def write_pareto_plots(report: Report, out_dir: str | Path, *, metric: str = "ndcg@10",
-                       ) -> list[Path]:
+def write_pareto_plots(
+    report: Report,
+    out_dir: str | Path,
+    *,
+    metric: str = "ndcg@10",
+) -> list[Path]:
     """``<out_dir>/<dataset>_<metric>_pareto_{score,fit}_time.png``."""
     out = Path(out_dir)
     key = metric_key_or_none(metric)
     mname = _safe(metric if key is None else key.mlflow_key)
     base = _safe(report.dataset)
-    return [plot_pareto(report, out / f"{base}_{mname}_pareto_score_time.png", metric=metric,
-                        time_key="score_us_per_doc"),
-            plot_pareto(report, out / f"{base}_{mname}_pareto_fit_time.png", metric=metric,
-                        time_key="fit_seconds")]
+    return [
+        plot_pareto(
+            report,
+            out / f"{base}_{mname}_pareto_score_time.png",
+            metric=metric,
+            time_key="score_us_per_doc",
+        ),
+        plot_pareto(
+            report,
+            out / f"{base}_{mname}_pareto_fit_time.png",
+            metric=metric,
+            time_key="fit_seconds",
+        ),
+    ]

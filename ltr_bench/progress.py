@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 ProgressHandler = Callable[[int, int, str], None]
 

@@ -30,8 +30,9 @@ data only; its default must mean "no query block") and splits rows with
 from __future__ import annotations
 
 import numbers
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -97,10 +98,15 @@ class RankerTags:
 
     def declared_params(self) -> dict[str, str]:
         """``{tag name: parameter name}`` of the ``*_param`` tags that are set."""
-        return {tag: value for tag, value in (("thread_param", self.thread_param),
-                                              ("seed_param", self.seed_param),
-                                              ("query_dim_param", self.query_dim_param))
-                if value is not None}
+        return {
+            tag: value
+            for tag, value in (
+                ("thread_param", self.thread_param),
+                ("seed_param", self.seed_param),
+                ("query_dim_param", self.query_dim_param),
+            )
+            if value is not None
+        }
 
 
 try:  # typing.Protocol for static checkers; the harness only relies on duck typing.
@@ -141,8 +147,15 @@ def query_boundaries(qid: np.ndarray) -> np.ndarray:
     return np.r_[starts, qid.size].astype(np.int64)
 
 
-def check_ranking_input(X, y=None, qid=None, *, n_features: int | None = None,
-                        require_qid: bool = True, dtype=np.float64):
+def check_ranking_input(
+    X,
+    y=None,
+    qid=None,
+    *,
+    n_features: int | None = None,
+    require_qid: bool = True,
+    dtype=np.float64,
+):
     """Validate and convert ``X`` (and ``y``, ``qid``) to the contract's shapes.
 
     Returns ``(X, y, qid)`` with X a C-contiguous 2-D array of ``dtype``, y int64 (or None),
@@ -154,18 +167,22 @@ def check_ranking_input(X, y=None, qid=None, *, n_features: int | None = None,
     if hasattr(X, "tocsr") or hasattr(X, "toarray"):  # scipy.sparse: refuse, do not densify
         raise RankerInputError(
             f"X is a sparse matrix ({type(X).__name__}); rankers take dense arrays: pass "
-            "X.toarray() (LETOR data is dense, see ltr_bench.data)")
+            "X.toarray() (LETOR data is dense, see ltr_bench.data)"
+        )
     X = np.asarray(X)
     if X.ndim != 2:
         raise RankerInputError(f"X must be 2-D (n_docs, n_features), got shape {X.shape}")
     if np.issubdtype(X.dtype, np.complexfloating):
-        raise RankerInputError(f"X must be real, got complex dtype {X.dtype} (the imaginary "
-                               "part would be dropped silently)")
+        raise RankerInputError(
+            f"X must be real, got complex dtype {X.dtype} (the imaginary "
+            "part would be dropped silently)"
+        )
     if not np.issubdtype(X.dtype, np.number) or X.dtype == np.bool_:
         raise RankerInputError(f"X must be numeric, got dtype {X.dtype}")
     if X.shape[1] == 0:
-        raise RankerInputError(f"X has no features (shape {X.shape}); every document needs "
-                               "at least one feature")
+        raise RankerInputError(
+            f"X has no features (shape {X.shape}); every document needs at least one feature"
+        )
     X = np.ascontiguousarray(X, dtype=dtype)
     if not np.isfinite(X).all():
         raise RankerInputError("X contains NaN or infinite values")
@@ -195,8 +212,9 @@ def check_ranking_input(X, y=None, qid=None, *, n_features: int | None = None,
     return X, y, qid
 
 
-def split_query_document(X: np.ndarray, query_dim: int | None, *,
-                         param: str = "query_dim") -> tuple[np.ndarray | None, np.ndarray]:
+def split_query_document(
+    X: np.ndarray, query_dim: int | None, *, param: str = "query_dim"
+) -> tuple[np.ndarray | None, np.ndarray]:
     """``(Q, D)``: the query block and the document block of query-by-example rows.
 
     ``X`` (n_rows, 2 * query_dim) holds rows ``[query (query_dim), document (query_dim)]``;
@@ -208,8 +226,7 @@ def split_query_document(X: np.ndarray, query_dim: int | None, *,
     """
     if query_dim is None:
         return None, X
-    if (not isinstance(query_dim, numbers.Integral) or isinstance(query_dim, bool)
-            or query_dim < 1):
+    if not isinstance(query_dim, numbers.Integral) or isinstance(query_dim, bool) or query_dim < 1:
         raise RankerInputError(f"{param} must be a positive integer or None, got {query_dim!r}")
     qd = int(query_dim)
     width = X.shape[1] if getattr(X, "ndim", 0) == 2 else None
@@ -237,8 +254,14 @@ def tags_of(ranker) -> RankerTags:
     return tags
 
 
-def apply_run_settings(ranker, *, seed: int | None, threads: int | None,
-                       query_dim: int | None, user_params: Iterable[str] = ()) -> dict[str, Any]:
+def apply_run_settings(
+    ranker,
+    *,
+    seed: int | None,
+    threads: int | None,
+    query_dim: int | None,
+    user_params: Iterable[str] = (),
+) -> dict[str, Any]:
     """Give ``ranker`` a run's seed, thread count and query-block width through its tags.
 
     Each setting goes to the parameter its tag declares (``seed`` -> ``seed_param``,
@@ -257,9 +280,11 @@ def apply_run_settings(ranker, *, seed: int | None, threads: int | None,
     params = ranker.get_params(deep=False)
     explicit = set(user_params)
     updates: dict[str, Any] = {}
-    for tag, param, value in (("seed_param", tags.seed_param, seed),
-                              ("thread_param", tags.thread_param, threads),
-                              ("query_dim_param", tags.query_dim_param, query_dim)):
+    for tag, param, value in (
+        ("seed_param", tags.seed_param, seed),
+        ("thread_param", tags.thread_param, threads),
+        ("query_dim_param", tags.query_dim_param, query_dim),
+    ):
         if param is None or value is None:
             continue
         if param not in params:

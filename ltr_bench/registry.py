@@ -179,8 +179,12 @@ def get_entry(name: str) -> RankerEntry:
     """
     if ":" in name:
         module, _, attr = name.partition(":")
-        if not module or not attr or not all(p.isidentifier() for p in module.split(".")) \
-                or not attr.isidentifier():
+        if (
+            not module
+            or not attr
+            or not all(p.isidentifier() for p in module.split("."))
+            or not attr.isidentifier()
+        ):
             raise UnknownRankerError(name, [e.name for e in _entry_points()])
         return RankerEntry(name, name, "(import path)", "-")
     entries = {e.name: e for e in _entry_points()}

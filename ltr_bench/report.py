@@ -11,7 +11,8 @@ Rows
     for it (``ResultRecord.label``). When one label stands for several configurations, the
     label names the parameters that differ, e.g. ``lightgbm[num_leaves=31]`` (a short key
     hash when nothing printable differs). Rows are in natural order of their labels
-    (:func:`ltr_bench.labels.label_sort_key`: ``lgmml[n_metrics=2]`` before ``lgmml[n_metrics=10]``), the
+    (:func:`ltr_bench.labels.label_sort_key`: ``lgmml[n_metrics=2]`` before
+    ``lgmml[n_metrics=10]``), the
     baseline first. Lists of names and labels (``--ranker a,b``) are split by
     :func:`ltr_bench.labels.split_names`, which keeps the commas inside ``[...]``.
 
@@ -45,8 +46,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -55,8 +57,7 @@ from .labels import label_sort_key
 from .results import ResultRecord, group_flags
 from .stats import holm, paired_pvalues
 
-__all__ = ["Comparison", "Report", "ReportError", "Row", "Stat", "build_report",
-           "normalise_metric"]
+__all__ = ["Comparison", "Report", "ReportError", "Row", "Stat", "build_report", "normalise_metric"]
 
 WIN, LOSS = "\u25b2", "\u25bc"  # ▲ ▼
 TESTS = ("both", "ttest", "wilcoxon")
@@ -97,7 +98,7 @@ class Stat:
     seed_std: float = float("nan")
 
     @classmethod
-    def of(cls, values: dict[Unit, float] | Iterable[float]) -> "Stat":
+    def of(cls, values: dict[Unit, float] | Iterable[float]) -> Stat:
         by_seed: dict[int, list[float]] = {}
         if isinstance(values, dict):
             for (_, seed), v in values.items():
@@ -122,14 +123,13 @@ class Row:
     ranker: str
     config_key: str
     params: dict[str, Any]
-    runs: dict[Unit, ResultRecord]      # the used units only
-    cells: dict[str, Stat]              # metric -> over units; also the TIMING_KEYS
+    runs: dict[Unit, ResultRecord]  # the used units only
+    cells: dict[str, Stat]  # metric -> over units; also the TIMING_KEYS
     is_baseline: bool = False
 
     @property
     def parent_run_ids(self) -> list[str]:
-        return sorted({(r.mlflow or {}).get("parent_run_id") for r in self.runs.values()}
-                      - {None})
+        return sorted({(r.mlflow or {}).get("parent_run_id") for r in self.runs.values()} - {None})
 
     def fold_values(self, metric: str) -> dict[int, float]:
         """fold -> the metric, averaged over the seeds of that fold."""
@@ -144,12 +144,12 @@ class Comparison:
     label: str
     metric: str
     n_pairs: int
-    mean_diff: float                    # candidate - baseline, per query, pooled
+    mean_diff: float  # candidate - baseline, per query, pooled
     p_ttest: float
     p_wilcoxon: float
     p_ttest_holm: float = float("nan")
     p_wilcoxon_holm: float = float("nan")
-    mark: str = ""                      # "win", "loss" or ""
+    mark: str = ""  # "win", "loss" or ""
 
 
 @dataclass
@@ -207,6 +207,7 @@ def _labels(groups: dict[str, list[ResultRecord]]) -> dict[str, str]:
             s = {k: _text(v) for k, v in r.params.items()}
             s.update({f"dataset_option.{k}": _text(v) for k, v in r.dataset_options.items()})
             return s
+
         all_s = {ck: settings(ck) for ck in cks}
         keys = sorted({k for s in all_s.values() for k in s})
         differing = [k for k in keys if len({s.get(k) for s in all_s.values()}) > 1]
@@ -221,35 +222,43 @@ def _labels(groups: dict[str, list[ResultRecord]]) -> dict[str, str]:
     return out
 
 
-def _select(groups: dict[str, list[ResultRecord]], labels: dict[str, str],
-            rankers: Sequence[str] | None) -> list[str]:
+def _select(
+    groups: dict[str, list[ResultRecord]], labels: dict[str, str], rankers: Sequence[str] | None
+) -> list[str]:
     if not rankers:
         return sorted(groups, key=lambda ck: label_sort_key(labels[ck]))
     chosen: list[str] = []
     for name in rankers:
-        hits = [ck for ck in groups if name in (labels[ck], groups[ck][0].ranker,
-                                                groups[ck][0].label)]
+        hits = [
+            ck for ck in groups if name in (labels[ck], groups[ck][0].ranker, groups[ck][0].label)
+        ]
         if not hits:
             known = ", ".join(sorted(labels.values(), key=label_sort_key))
-            raise ReportError(f"--ranker {name}: no results for it in this dataset; rankers "
-                              f"with results: {known}", usage=True)
-        chosen.extend(ck for ck in sorted(hits, key=lambda ck: label_sort_key(labels[ck]))
-                      if ck not in chosen)
+            raise ReportError(
+                f"--ranker {name}: no results for it in this dataset; rankers "
+                f"with results: {known}",
+                usage=True,
+            )
+        chosen.extend(
+            ck for ck in sorted(hits, key=lambda ck: label_sort_key(labels[ck])) if ck not in chosen
+        )
     return chosen
 
 
-def _pairs(cand: ResultRecord, base: ResultRecord, metric: str, c_label: str,
-           b_label: str) -> tuple[np.ndarray, np.ndarray] | None:
+def _pairs(
+    cand: ResultRecord, base: ResultRecord, metric: str, c_label: str, b_label: str
+) -> tuple[np.ndarray, np.ndarray] | None:
     pc, pb = cand.per_query, base.per_query
     if not pc or not pb or metric not in pc or metric not in pb:
         return None
     bq = {q: i for i, q in enumerate(pb["qid"])}
     if len(bq) != len(pb["qid"]) or set(bq) != set(pc["qid"]) or len(pc["qid"]) != len(bq):
-        raise ReportError(f"per-query results of {c_label} and {b_label} on fold {cand.fold} "
-                          f"seed {cand.seed} do not cover the same query ids; cannot pair them")
+        raise ReportError(
+            f"per-query results of {c_label} and {b_label} on fold {cand.fold} "
+            f"seed {cand.seed} do not cover the same query ids; cannot pair them"
+        )
     idx = np.array([bq[q] for q in pc["qid"]], dtype=np.int64)
-    return (np.asarray(pc[metric], dtype=np.float64),
-            np.asarray(pb[metric], dtype=np.float64)[idx])
+    return (np.asarray(pc[metric], dtype=np.float64), np.asarray(pb[metric], dtype=np.float64)[idx])
 
 
 def _pick_baseline(chosen: list[str], labels: dict[str, str], groups, baseline) -> str:
@@ -259,17 +268,26 @@ def _pick_baseline(chosen: list[str], labels: dict[str, str], groups, baseline) 
     if not hits:
         hits = [ck for ck in chosen if baseline in (groups[ck][0].ranker, groups[ck][0].label)]
     if len(hits) != 1:
-        what = ("is ambiguous: pick one of " + ", ".join(labels[ck] for ck in hits)
-                if hits else "has no results among the selected rankers; choose one of "
-                + ", ".join(labels[ck] for ck in chosen))
+        what = (
+            "is ambiguous: pick one of " + ", ".join(labels[ck] for ck in hits)
+            if hits
+            else "has no results among the selected rankers; choose one of "
+            + ", ".join(labels[ck] for ck in chosen)
+        )
         raise ReportError(f"--baseline {baseline} {what}", usage=True)
     return hits[0]
 
 
-def build_report(records: Iterable[ResultRecord], *, dataset: str,
-                 metrics: Sequence[str] | None = None, baseline: str | None = None,
-                 rankers: Sequence[str] | None = None, alpha: float = 0.05,
-                 test: str = "both") -> Report:
+def build_report(
+    records: Iterable[ResultRecord],
+    *,
+    dataset: str,
+    metrics: Sequence[str] | None = None,
+    baseline: str | None = None,
+    rankers: Sequence[str] | None = None,
+    alpha: float = 0.05,
+    test: str = "both",
+) -> Report:
     """Rows x metrics table and paired tests against ``baseline`` (see the module docstring).
 
     ``metrics``: names like ``ndcg@10`` (default: every metric of the default list that
@@ -299,8 +317,10 @@ def build_report(records: Iterable[ResultRecord], *, dataset: str,
         for r in groups[ck]:
             unit = (int(r.fold), int(r.seed))
             if unit in d:
-                raise ReportError(f"{labels[ck]} has two finished results for fold {r.fold} "
-                                  f"seed {r.seed} (keys {d[unit].key[:12]}, {r.key[:12]})")
+                raise ReportError(
+                    f"{labels[ck]} has two finished results for fold {r.fold} "
+                    f"seed {r.seed} (keys {d[unit].key[:12]}, {r.key[:12]})"
+                )
             d[unit] = r
         by_unit[ck] = d
     base_ck = _pick_baseline(chosen, labels, groups, baseline)
@@ -308,6 +328,7 @@ def build_report(records: Iterable[ResultRecord], *, dataset: str,
     # same data: a unit's fingerprints must agree with the baseline's
     def data_of(ck: str) -> dict[Unit, tuple]:
         return {u: tuple(sorted(r.fingerprints.items())) for u, r in by_unit[ck].items()}
+
     base_data = data_of(base_ck)
     for ck in list(chosen):
         if ck == base_ck:
@@ -316,49 +337,71 @@ def build_report(records: Iterable[ResultRecord], *, dataset: str,
         clash = [u for u in set(mine) & set(base_data) if mine[u] != base_data[u]]
         if clash:
             u = sorted(clash)[0]
-            notes.append(f"{labels[ck]} left out: it was run on other data than "
-                         f"{labels[base_ck]} (fold {u[0]} seed {u[1]} fingerprints differ)")
+            notes.append(
+                f"{labels[ck]} left out: it was run on other data than "
+                f"{labels[base_ck]} (fold {u[0]} seed {u[1]} fingerprints differ)"
+            )
             chosen.remove(ck)
 
     unit_sets = {ck: set(by_unit[ck]) for ck in chosen}
     units = sorted(set.intersection(*unit_sets.values()))
     if not units:
-        raise ReportError("the selected rankers share no fold and seed: " + "; ".join(
-            f"{labels[ck]}: " + ",".join(f"{f}/{s}" for f, s in sorted(us))
-            for ck, us in unit_sets.items()) + " (fold/seed). Pick rankers with --ranker.")
+        raise ReportError(
+            "the selected rankers share no fold and seed: "
+            + "; ".join(
+                f"{labels[ck]}: " + ",".join(f"{f}/{s}" for f, s in sorted(us))
+                for ck, us in unit_sets.items()
+            )
+            + " (fold/seed). Pick rankers with --ranker."
+        )
     for ck, s in unit_sets.items():
         extra = sorted(s - set(units))
         if extra:
-            notes.append(f"{labels[ck]}: fold/seed " + ",".join(f"{f}/{sd}" for f, sd in extra)
-                         + " left out (not every ranker has them)")
+            notes.append(
+                f"{labels[ck]}: fold/seed "
+                + ",".join(f"{f}/{sd}" for f, sd in extra)
+                + " left out (not every ranker has them)"
+            )
 
     # metrics
     def have(m: str) -> bool:
         return all(m in by_unit[ck][u].all_metrics() for ck in chosen for u in units)
 
-    common = sorted(set.intersection(*(set(by_unit[ck][u].all_metrics()) for ck in chosen
-                                       for u in units)))
+    common = sorted(
+        set.intersection(*(set(by_unit[ck][u].all_metrics()) for ck in chosen for u in units))
+    )
     if metrics:
         wanted = [normalise_metric(m) for m in metrics]
         missing = [m for m in wanted if not have(m)]
         if missing:
-            raise ReportError(f"--metric {', '.join(missing)}: not recorded for every selected "
-                              f"run; available: {', '.join(common) or 'none'}", usage=True)
+            raise ReportError(
+                f"--metric {', '.join(missing)}: not recorded for every selected "
+                f"run; available: {', '.join(common) or 'none'}",
+                usage=True,
+            )
     else:
         wanted = [m for m in (*DEFAULT_METRICS, "knn_error") if have(m)] or common[:6]
     if len(set(wanted)) != len(wanted):
-        raise ReportError(f"--metric: a metric is listed twice: {', '.join(wanted)}",
-                          usage=True)
+        raise ReportError(f"--metric: a metric is listed twice: {', '.join(wanted)}", usage=True)
 
     rows: list[Row] = []
     for ck in chosen:
         used = {u: by_unit[ck][u] for u in units}
-        cells = {m: Stat.of({u: _value(r, m) for u, r in used.items()}) for m in
-                 [*wanted, *TIMING_KEYS]}
+        cells = {
+            m: Stat.of({u: _value(r, m) for u, r in used.items()}) for m in [*wanted, *TIMING_KEYS]
+        }
         first = used[units[0]]
-        rows.append(Row(label=labels[ck], ranker=first.ranker, config_key=ck,
-                        params=dict(first.params), runs=used, cells=cells,
-                        is_baseline=ck == base_ck))
+        rows.append(
+            Row(
+                label=labels[ck],
+                ranker=first.ranker,
+                config_key=ck,
+                params=dict(first.params),
+                runs=used,
+                cells=cells,
+                is_baseline=ck == base_ck,
+            )
+        )
     rows.sort(key=lambda r: (not r.is_baseline, label_sort_key(r.label)))
     for row in rows:
         notes += [f"{row.label}: {flag}" for flag in group_flags(row.runs.values())]
@@ -366,24 +409,41 @@ def build_report(records: Iterable[ResultRecord], *, dataset: str,
         for run in row.runs.values():  # the ranker's own warnings, once each with a count
             for w in run.warnings:
                 said[w] = said.get(w, 0) + 1
-        notes += [f"{row.label}: warning in {n}/{len(row.runs)} unit(s): {w[:300]}"
-                  for w, n in said.items() if not w.startswith("all test scores are equal")]
+        notes += [
+            f"{row.label}: warning in {n}/{len(row.runs)} unit(s): {w[:300]}"
+            for w, n in said.items()
+            if not w.startswith("all test scores are equal")
+        ]
     comparisons, no_pq = _compare(rows, wanted, units)
     if no_pq:
-        notes.append(f"no per-query values to test for {', '.join(sorted(no_pq))} (or for the "
-                     f"baseline): those cells are not tested")
+        notes.append(
+            f"no per-query values to test for {', '.join(sorted(no_pq))} (or for the "
+            f"baseline): those cells are not tested"
+        )
     comps = list(comparisons.values())
     for attr in ("p_ttest", "p_wilcoxon"):
         adj = holm([getattr(c, attr) for c in comps])
         for c, a in zip(comps, adj):
             setattr(c, attr + "_holm", float(a))
     for c in comps:
-        ps = {"both": (c.p_ttest_holm, c.p_wilcoxon_holm), "ttest": (c.p_ttest_holm,),
-              "wilcoxon": (c.p_wilcoxon_holm,)}[test]
+        ps = {
+            "both": (c.p_ttest_holm, c.p_wilcoxon_holm),
+            "ttest": (c.p_ttest_holm,),
+            "wilcoxon": (c.p_wilcoxon_holm,),
+        }[test]
         if all(p < alpha for p in ps) and c.mean_diff != 0:  # NaN compares False
             c.mark = "win" if c.mean_diff > 0 else "loss"
-    return Report(dataset=dataset, metrics=list(wanted), baseline=rows[0].label, alpha=alpha,
-                  test=test, units=units, rows=rows, comparisons=comparisons, notes=notes)
+    return Report(
+        dataset=dataset,
+        metrics=list(wanted),
+        baseline=rows[0].label,
+        alpha=alpha,
+        test=test,
+        units=units,
+        rows=rows,
+        comparisons=comparisons,
+        notes=notes,
+    )
 
 
 def _compare(rows: list[Row], wanted: list[str], units: list[Unit]):
@@ -402,10 +462,12 @@ def _compare(rows: list[Row], wanted: list[str], units: list[Unit]):
             else:
                 x, y = np.concatenate(xs), np.concatenate(ys)
                 p_t, p_w = paired_pvalues(x, y)
-                comparisons[(row.label, m)] = Comparison(row.label, m, int(x.size),
-                                                         float(np.mean(x - y)), p_t, p_w)
+                comparisons[(row.label, m)] = Comparison(
+                    row.label, m, int(x.size), float(np.mean(x - y)), p_t, p_w
+                )
                 continue
             no_pq.add(row.label)
-            comparisons[(row.label, m)] = Comparison(row.label, m, 0, float("nan"),
-                                                     float("nan"), float("nan"))
+            comparisons[(row.label, m)] = Comparison(
+                row.label, m, 0, float("nan"), float("nan"), float("nan")
+            )
     return comparisons, no_pq

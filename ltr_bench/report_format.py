@@ -9,8 +9,15 @@ import math
 
 from .report import LOSS, TIMING_KEYS, TIMING_LABELS, WIN, Report, ReportError, Stat
 
-__all__ = ["FORMATS", "format_report", "legend", "summary_table", "to_csv", "to_html",
-           "to_markdown"]
+__all__ = [
+    "FORMATS",
+    "format_report",
+    "legend",
+    "summary_table",
+    "to_csv",
+    "to_html",
+    "to_markdown",
+]
 
 FORMATS = ("md", "csv", "html")
 
@@ -62,33 +69,57 @@ def _table(report: Report) -> tuple[list[str], list[list[str]]]:
 
 
 def _test_header(report: Report) -> list[str]:
-    return ["ranker", "metric", "pairs", "mean diff", "p t-test", "p t-test (Holm)",
-            "p Wilcoxon", "p Wilcoxon (Holm)", "result"]
+    return [
+        "ranker",
+        "metric",
+        "pairs",
+        "mean diff",
+        "p t-test",
+        "p t-test (Holm)",
+        "p Wilcoxon",
+        "p Wilcoxon (Holm)",
+        "result",
+    ]
 
 
 def _test_rows(report: Report) -> list[list[str]]:
     out = []
     for (label, m), c in report.comparisons.items():
-        out.append([label, m, str(c.n_pairs), _num(c.mean_diff, 4), _p(c.p_ttest),
-                    _p(c.p_ttest_holm), _p(c.p_wilcoxon), _p(c.p_wilcoxon_holm),
-                    {"win": f"{WIN} better", "loss": f"{LOSS} worse"}.get(c.mark, "n.s.")])
+        out.append(
+            [
+                label,
+                m,
+                str(c.n_pairs),
+                _num(c.mean_diff, 4),
+                _p(c.p_ttest),
+                _p(c.p_ttest_holm),
+                _p(c.p_wilcoxon),
+                _p(c.p_wilcoxon_holm),
+                {"win": f"{WIN} better", "loss": f"{LOSS} worse"}.get(c.mark, "n.s."),
+            ]
+        )
     return out
 
 
 def legend(report: Report) -> list[str]:
     """Sentences explaining the table (printed under it in md/html)."""
     n_comp = len(report.comparisons)
-    which = {"both": "both the paired t-test and the Wilcoxon signed-rank test",
-             "ttest": "the paired t-test", "wilcoxon": "the Wilcoxon signed-rank test"}[
-        report.test]
+    which = {
+        "both": "both the paired t-test and the Wilcoxon signed-rank test",
+        "ttest": "the paired t-test",
+        "wilcoxon": "the Wilcoxon signed-rank test",
+    }[report.test]
     folds = ",".join(map(str, report.folds))
     seeds = ",".join(map(str, report.seeds))
     lines = [
         f"Dataset {report.dataset}, folds {folds}, seeds {seeds} ({len(report.units)} units "
         f"= fold x seed). Each cell: mean ± sample standard deviation (ddof=1) over the units "
         f"of the unit's mean over its test queries"
-        + ("; [s ...]: standard deviation over seeds of the per-seed means." if
-           len(report.seeds) > 1 else "."),
+        + (
+            "; [s ...]: standard deviation over seeds of the per-seed means."
+            if len(report.seeds) > 1
+            else "."
+        ),
         f"{WIN} / {LOSS}: significantly better / worse than the baseline "
         f"{report.baseline}: per-query values paired by (fold, seed, query id) and pooled "
         f"over the units, {which} two-sided with Holm-adjusted p < {report.alpha:g} (Holm over the "
@@ -103,28 +134,41 @@ def legend(report: Report) -> list[str]:
     ]
     multi = [r for r in report.rows if r.label != r.ranker]
     if multi:
-        lines.append("Rows with [..]: the same ranker with different settings; the brackets "
-                     "show what differs (or a short key of the MLflow parent run).")
+        lines.append(
+            "Rows with [..]: the same ranker with different settings; the brackets "
+            "show what differs (or a short key of the MLflow parent run)."
+        )
     return lines + [f"Note: {n}" for n in report.notes]
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> str:
     def esc(s: str) -> str:
         return s.replace("|", "\\|")
-    lines = ["| " + " | ".join(map(esc, header)) + " |",
-             "|" + "|".join("---" if i < 1 else "---:" for i in range(len(header))) + "|"]
+
+    lines = [
+        "| " + " | ".join(map(esc, header)) + " |",
+        "|" + "|".join("---" if i < 1 else "---:" for i in range(len(header))) + "|",
+    ]
     lines += ["| " + " | ".join(map(esc, r)) + " |" for r in rows]
     return "\n".join(lines)
 
 
 def to_markdown(report: Report) -> str:
     header, body = _table(report)
-    parts = [f"## {report.dataset}: {len(report.rows)} ranker(s), baseline {report.baseline}",
-             "", _md_table(header, body), ""]
+    parts = [
+        f"## {report.dataset}: {len(report.rows)} ranker(s), baseline {report.baseline}",
+        "",
+        _md_table(header, body),
+        "",
+    ]
     parts += [f"- {s}" for s in legend(report)]
     if report.comparisons:
-        parts += ["", f"### Paired tests against {report.baseline}", "",
-                  _md_table(_test_header(report), _test_rows(report))]
+        parts += [
+            "",
+            f"### Paired tests against {report.baseline}",
+            "",
+            _md_table(_test_header(report), _test_rows(report)),
+        ]
     return "\n".join(parts) + "\n"
 
 
@@ -133,9 +177,29 @@ def to_csv(report: Report) -> str:
     keys; test columns are empty for the baseline and the timings."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["dataset", "ranker", "ranker_name", "baseline", "quantity", "mean", "std",
-                "n_folds", "folds", "n_pairs", "mean_diff", "p_ttest", "p_ttest_holm",
-                "p_wilcoxon", "p_wilcoxon_holm", "result", "alpha", "test", "parent_run_ids"])
+    w.writerow(
+        [
+            "dataset",
+            "ranker",
+            "ranker_name",
+            "baseline",
+            "quantity",
+            "mean",
+            "std",
+            "n_folds",
+            "folds",
+            "n_pairs",
+            "mean_diff",
+            "p_ttest",
+            "p_ttest_holm",
+            "p_wilcoxon",
+            "p_wilcoxon_holm",
+            "result",
+            "alpha",
+            "test",
+            "parent_run_ids",
+        ]
+    )
     folds = ";".join(f"{f}/{sd}" for f, sd in report.units)
     for row in report.rows:
         for q in [*report.metrics, *TIMING_KEYS]:
@@ -143,11 +207,32 @@ def to_csv(report: Report) -> str:
             c = report.comparisons.get((row.label, q))
             tests = ["", "", "", "", "", "", ""]
             if c is not None:
-                tests = [c.n_pairs, repr(c.mean_diff), repr(c.p_ttest), repr(c.p_ttest_holm),
-                         repr(c.p_wilcoxon), repr(c.p_wilcoxon_holm), c.mark or "ns"]
-            w.writerow([report.dataset, row.label, row.ranker, int(row.is_baseline), q,
-                        repr(s.mean), repr(s.std), s.n, folds, *tests, report.alpha,
-                        report.test, ";".join(row.parent_run_ids)])
+                tests = [
+                    c.n_pairs,
+                    repr(c.mean_diff),
+                    repr(c.p_ttest),
+                    repr(c.p_ttest_holm),
+                    repr(c.p_wilcoxon),
+                    repr(c.p_wilcoxon_holm),
+                    c.mark or "ns",
+                ]
+            w.writerow(
+                [
+                    report.dataset,
+                    row.label,
+                    row.ranker,
+                    int(row.is_baseline),
+                    q,
+                    repr(s.mean),
+                    repr(s.std),
+                    s.n,
+                    folds,
+                    *tests,
+                    report.alpha,
+                    report.test,
+                    ";".join(row.parent_run_ids),
+                ]
+            )
     return buf.getvalue()
 
 
@@ -166,8 +251,9 @@ def format_report(report: Report, fmt: str = "md", *, plots=()) -> str:
     try:
         return {"md": to_markdown, "csv": to_csv, "html": to_html}[fmt](report)
     except KeyError:
-        raise ReportError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}",
-                          usage=True) from None
+        raise ReportError(
+            f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}", usage=True
+        ) from None
 
 
 def summary_table(records, metrics, *, convention: str | None = None) -> str:
@@ -204,12 +290,18 @@ def summary_table(records, metrics, *, convention: str | None = None) -> str:
         if len(seeds) > 1:
             folds += f" x {len(seeds)} seeds"
         flags = group_flags(recs)
-        rows.append([dataset, label + (" (!)" if flags else ""), folds]
-                    + [cell(m, 4) for m in wanted]
-                    + [cell("fit_seconds", 2), cell("score_us_per_doc", 3)])
+        rows.append(
+            [dataset, label + (" (!)" if flags else ""), folds]
+            + [cell(m, 4) for m in wanted]
+            + [cell("fit_seconds", 2), cell("score_us_per_doc", 3)]
+        )
         notes += [f"(!) {label} on {dataset}: {f}" for f in flags]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in
-                       enumerate(zip(row, widths))).rstrip() for row in rows]
+    lines = [
+        "  ".join(
+            c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))
+        ).rstrip()
+        for row in rows
+    ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines + notes)

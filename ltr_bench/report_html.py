@@ -13,8 +13,8 @@ import base64
 import datetime as _dt
 import html
 import math
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from .report import LOSS, TIMING_KEYS, TIMING_LABELS, WIN, Report
 
@@ -68,24 +68,30 @@ def _best(report: Report, metric: str) -> float | None:
 def _results_table(report: Report) -> str:
     quantities = [*report.metrics, *TIMING_KEYS]
     head = "".join(f"<th>{_e(TIMING_LABELS.get(q, q))}</th>" for q in quantities)
-    out = ['<div class="scroll">', f'<table class="results"><thead><tr><th>ranker</th><th>units</th>{head}</tr>'
-           "</thead><tbody>"]
+    out = [
+        '<div class="scroll">',
+        f'<table class="results"><thead><tr><th>ranker</th><th>units</th>{head}</tr>'
+        "</thead><tbody>",
+    ]
     best = {q: _best(report, q) for q in quantities}
     for row in report.rows:
-        cells = [f"<td>{_e(row.label)}"
-                 + (' <span class="baseline">(baseline)</span>' if row.is_baseline else "")
-                 + f"</td><td>{len(row.runs)}</td>"]
+        cells = [
+            f"<td>{_e(row.label)}"
+            + (' <span class="baseline">(baseline)</span>' if row.is_baseline else "")
+            + f"</td><td>{len(row.runs)}</td>"
+        ]
         for q in quantities:
             s = row.cells[q]
             fmt = _sig if q in TIMING_KEYS else _num
-            text = "-" if s.n == 0 else fmt(s.mean) + (
-                "" if math.isnan(s.std) else f" ± {fmt(s.std)}")
+            text = (
+                "-" if s.n == 0 else fmt(s.mean) + ("" if math.isnan(s.std) else f" ± {fmt(s.std)}")
+            )
             c = report.comparisons.get((row.label, q))
             if c is not None and c.mark:
                 cls = "win" if c.mark == "win" else "loss"
                 text += f' <span class="{cls}">{WIN if c.mark == "win" else LOSS}</span>'
             is_best = best[q] is not None and s.n and s.mean == best[q]
-            cells.append(f'<td{" class=best" if is_best else ""}>{text}</td>')
+            cells.append(f"<td{' class=best' if is_best else ''}>{text}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table></div>")
     return "\n".join(out)
@@ -94,23 +100,31 @@ def _results_table(report: Report) -> str:
 def _tests_table(report: Report) -> str:
     rows = []
     for (label, m), c in report.comparisons.items():
-        result = {"win": f'<span class="win">{WIN} better</span>',
-                  "loss": f'<span class="loss">{LOSS} worse</span>'}.get(c.mark, "n.s.")
-        rows.append(f"<tr><td>{_e(label)}</td><td>{_e(m)}</td><td>{c.n_pairs}</td>"
-                    f"<td>{_num(c.mean_diff)}</td><td>{_sig(c.p_ttest)}</td>"
-                    f"<td>{_sig(c.p_ttest_holm)}</td><td>{_sig(c.p_wilcoxon)}</td>"
-                    f"<td>{_sig(c.p_wilcoxon_holm)}</td><td>{result}</td></tr>")
-    return ("<table><thead><tr><th>ranker</th><th>metric</th><th>pairs</th><th>mean diff</th>"
-            "<th>p t-test</th><th>Holm</th><th>p Wilcoxon</th><th>Holm</th><th>result</th>"
-            "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+        result = {
+            "win": f'<span class="win">{WIN} better</span>',
+            "loss": f'<span class="loss">{LOSS} worse</span>',
+        }.get(c.mark, "n.s.")
+        rows.append(
+            f"<tr><td>{_e(label)}</td><td>{_e(m)}</td><td>{c.n_pairs}</td>"
+            f"<td>{_num(c.mean_diff)}</td><td>{_sig(c.p_ttest)}</td>"
+            f"<td>{_sig(c.p_ttest_holm)}</td><td>{_sig(c.p_wilcoxon)}</td>"
+            f"<td>{_sig(c.p_wilcoxon_holm)}</td><td>{result}</td></tr>"
+        )
+    return (
+        "<table><thead><tr><th>ranker</th><th>metric</th><th>pairs</th><th>mean diff</th>"
+        "<th>p t-test</th><th>Holm</th><th>p Wilcoxon</th><th>Holm</th><th>result</th>"
+        "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+    )
 
 
 def _figures(plots: Iterable[Path]) -> str:
     out = []
     for p in plots:
         data = base64.b64encode(Path(p).read_bytes()).decode("ascii")
-        out.append(f'<figure><img alt="{_e(Path(p).stem)}" src="data:image/png;base64,{data}">'
-                   f"<figcaption>{_e(Path(p).stem.replace('_', ' '))}</figcaption></figure>")
+        out.append(
+            f'<figure><img alt="{_e(Path(p).stem)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{_e(Path(p).stem.replace('_', ' '))}</figcaption></figure>"
+        )
     return "\n".join(out)
 
 
@@ -124,9 +138,11 @@ def _provenance(report: Report) -> str:
     out = []
     if commands:
         out.append("<p>Produced by:</p><pre>" + "\n".join(_e(c) for c in commands) + "</pre>")
-    out.append(f"<p>Versions: {_e(versions or 'unknown')}. Machine: "
-               f"{_e(env.get('cpu_model', '?'))}, {_e(env.get('cpu_count', '?'))} CPUs. "
-               f"ltr-bench commit {_e(env.get('ltr_bench_git_commit') or 'unknown')}.</p>")
+    out.append(
+        f"<p>Versions: {_e(versions or 'unknown')}. Machine: "
+        f"{_e(env.get('cpu_model', '?'))}, {_e(env.get('cpu_count', '?'))} CPUs. "
+        f"ltr-bench commit {_e(env.get('ltr_bench_git_commit') or 'unknown')}.</p>"
+    )
     threads = sorted({str(r.n_threads) for r in records})
     out.append(f"<p>Threads per ranker: {_e(', '.join(threads))}.</p>")
     conv = "".join(f"<li><b>{_e(k)}</b>: {_e(v)}</li>" for k, v in CONVENTIONS.items())
@@ -134,13 +150,20 @@ def _provenance(report: Report) -> str:
     base = next((r for r in report.rows if r.is_baseline), report.rows[0])
     fps = "".join(
         f"<tr><td>{f}</td><td>{s}</td>"
-        + "".join(f"<td><code>{_e(str(rec.fingerprints.get(split, '-'))[:16])}</code></td>"
-                  for split in ("train", "vali", "test")) + "</tr>"
-        for (f, s), rec in sorted(base.runs.items()))
-    out.append("<details><summary>Split fingerprints (sha256, first 16 hex digits; every row "
-               "was checked to have the same)</summary><table><thead><tr><th>fold</th>"
-               "<th>seed</th><th>train</th><th>vali</th><th>test</th></tr></thead><tbody>"
-               + fps + "</tbody></table></details>")
+        + "".join(
+            f"<td><code>{_e(str(rec.fingerprints.get(split, '-'))[:16])}</code></td>"
+            for split in ("train", "vali", "test")
+        )
+        + "</tr>"
+        for (f, s), rec in sorted(base.runs.items())
+    )
+    out.append(
+        "<details><summary>Split fingerprints (sha256, first 16 hex digits; every row "
+        "was checked to have the same)</summary><table><thead><tr><th>fold</th>"
+        "<th>seed</th><th>train</th><th>vali</th><th>test</th></tr></thead><tbody>"
+        + fps
+        + "</tbody></table></details>"
+    )
     return "\n".join(out)
 
 
@@ -151,7 +174,8 @@ def to_html(report: Report, *, plots: Iterable[Path] = ()) -> str:
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     notes = "".join(f"<li>{_e(s)}</li>" for s in legend(report))
     parts = [
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>ltr-bench report: {_e(report.dataset)}</title>",
         f"<style>{_CSS}</style></head><body>",
@@ -159,9 +183,10 @@ def to_html(report: Report, *, plots: Iterable[Path] = ()) -> str:
         f'<p class="sub">Baseline {_e(report.baseline)} · folds '
         f"{_e(', '.join(map(str, report.folds)))} · seeds "
         f"{_e(', '.join(map(str, report.seeds)))} · generated {stamp} by ltr-bench</p>",
-        "<h2>Results</h2>", _results_table(report),
+        "<h2>Results</h2>",
+        _results_table(report),
         '<p class="sub">Bold: the best mean of the column (highest; lowest for times and '
-        f'kNN error). {WIN} / {LOSS}: significantly better / worse than the baseline.</p>',
+        f"kNN error). {WIN} / {LOSS}: significantly better / worse than the baseline.</p>",
         f'<ul class="notes">{notes}</ul>',
     ]
     figures = _figures(plots)

@@ -25,9 +25,10 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -85,8 +86,9 @@ def check_writable_dir(folder: Path, what: str) -> None:
         reason = exc.strerror or str(exc)
         if exc.errno == errno.ENOSPC:
             reason = "no space left on the device"
-        raise UsageError(f"{what} {folder} is not usable: {reason}. Choose a writable folder "
-                         "with free space.") from None
+        raise UsageError(
+            f"{what} {folder} is not usable: {reason}. Choose a writable folder with free space."
+        ) from None
 
 
 def now() -> str:
@@ -196,8 +198,7 @@ class ResultRecord:
         return self.status == "ok"
 
     def to_dict(self, *, per_query: bool = False) -> dict[str, Any]:
-        d = {k: v for k, v in self.__dict__.items()
-             if k not in ("per_query", "mlflow", "run_text")}
+        d = {k: v for k, v in self.__dict__.items() if k not in ("per_query", "mlflow", "run_text")}
         if self.mlflow:
             d["mlflow"] = self.mlflow
         d = jsonable(d)
@@ -206,7 +207,7 @@ class ResultRecord:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "ResultRecord":
+    def from_dict(cls, d: dict[str, Any]) -> ResultRecord:
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in d.items() if k in known})
 
@@ -308,7 +309,7 @@ class ResultStore:
     def claims_dir(self) -> Path:
         return self.root / ".claims"
 
-    def claim(self, key: str, *, wait: bool = False) -> "CellClaim | None":
+    def claim(self, key: str, *, wait: bool = False) -> CellClaim | None:
         """Claim cell ``key`` for this process (an exclusive ``flock`` on
         ``<root>/.claims/<key>.lock``, released by :meth:`CellClaim.release` or when the
         process ends, however it ends). None when another process holds it (with ``wait``:
@@ -376,8 +377,7 @@ class ResultStore:
         try:
             return self._save(record, per_query=per_query)
         except OSError as exc:
-            raise ResultsWriteError(Path(exc.filename or self.json_path(record.key)),
-                                    exc) from None
+            raise ResultsWriteError(Path(exc.filename or self.json_path(record.key)), exc) from None
 
     def _save(self, record: ResultRecord, *, per_query: bool = True) -> Path:
         """Write a finished record (and, with ``per_query``, its per-query CSV) atomically;
@@ -392,8 +392,9 @@ class ResultStore:
             atomic_write_text(run_path, record.run_text)
             record.run_file = str(run_path.resolve())
         path = self.json_path(record.key)
-        atomic_write_text(path, json.dumps(record.to_dict(), indent=1, sort_keys=True,
-                                       allow_nan=True) + "\n")
+        atomic_write_text(
+            path, json.dumps(record.to_dict(), indent=1, sort_keys=True, allow_nan=True) + "\n"
+        )
         self._index()[record.key] = record
         return path
 
@@ -411,8 +412,10 @@ class ResultStore:
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             with open(self.failure_log, "a", encoding="utf-8") as fh:
-                fh.write(f"=== {record.finished} {record.summary_line()} (key {record.key}, "
-                         f"stage {record.error_stage})\n")
+                fh.write(
+                    f"=== {record.finished} {record.summary_line()} (key {record.key}, "
+                    f"stage {record.error_stage})\n"
+                )
                 fh.write((record.traceback or record.error or "").rstrip() + "\n\n")
         except OSError as exc:
             raise ResultsWriteError(self.failure_log, exc) from None
@@ -430,7 +433,7 @@ class CellClaim:
             os.close(self._fd)  # closing the descriptor drops the flock
             self._fd = None
 
-    def __enter__(self) -> "CellClaim":
+    def __enter__(self) -> CellClaim:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -445,8 +448,12 @@ def aggregate(records: list[ResultRecord]) -> dict[str, tuple[float, float, int]
     for r in records:
         items = dict(r.metrics)
         items.update(r.extra_metrics)
-        items.update(fit_seconds=r.fit_seconds, score_us_per_doc=r.score_us_per_doc,
-                     peak_rss_mb=r.peak_rss_mb, ranker_peak_mb=r.ranker_peak_mb)
+        items.update(
+            fit_seconds=r.fit_seconds,
+            score_us_per_doc=r.score_us_per_doc,
+            peak_rss_mb=r.peak_rss_mb,
+            ranker_peak_mb=r.ranker_peak_mb,
+        )
         for k, v in items.items():
             if v is not None and not (isinstance(v, float) and math.isnan(v)):
                 values.setdefault(k, []).append(float(v))
@@ -471,15 +478,20 @@ def trec_run_text(qid, scores, *, tag: str) -> str:
         rows = np.flatnonzero(qid == q)
         order = sorted(rows.tolist(), key=lambda i: str(i), reverse=True)
         order.sort(key=lambda i: -scores[i])
-        lines += [f"{q} Q0 {i} {r} {float(scores[i])!r} {tag}"
-                  for r, i in enumerate(order, start=1)]
+        lines += [
+            f"{q} Q0 {i} {r} {float(scores[i])!r} {tag}" for r, i in enumerate(order, start=1)
+        ]
     return "\n".join(lines) + "\n"
 
 
 def records_json(records: Iterable[ResultRecord]) -> str:
     """The CLI's ``--output`` document: a JSON list of :meth:`ResultRecord.to_dict`."""
-    return json.dumps([r.to_dict() for r in records], indent=1, sort_keys=True,
-                      allow_nan=True, default=repr) + "\n"
+    return (
+        json.dumps(
+            [r.to_dict() for r in records], indent=1, sort_keys=True, allow_nan=True, default=repr
+        )
+        + "\n"
+    )
 
 
 FLAG_TEXT = {
@@ -500,6 +512,7 @@ def group_flags(records: Iterable[ResultRecord]) -> list[str]:
             out.append(f"{text}: {n}/{len(records)}")
     fits = np.array([r.fit_seconds for r in records if r.fit_seconds == r.fit_seconds])
     if fits.size >= 2 and np.median(fits) > 0.05 and fits.max() > 2 * np.median(fits):
-        out.append(f"fit time spread {fits.max() / np.median(fits):.1f}x the median "
-                   f"(machine disturbed?)")
+        out.append(
+            f"fit time spread {fits.max() / np.median(fits):.1f}x the median (machine disturbed?)"
+        )
     return out

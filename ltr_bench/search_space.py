@@ -19,12 +19,20 @@ these names, so ``from ltr_bench.tuning import parse_spec`` keeps working.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .plan import PlanError, canonical_json
 
-__all__ = ["SPACE_ATTR", "SPEC_KEYS", "SearchSpaceError", "parse_spec", "resolve_space",
-           "search_space_of", "suggest"]
+__all__ = [
+    "SPACE_ATTR",
+    "SPEC_KEYS",
+    "SearchSpaceError",
+    "parse_spec",
+    "resolve_space",
+    "search_space_of",
+    "suggest",
+]
 
 #: the class attribute a ranker declares its search space in
 SPACE_ATTR = "SEARCH_SPACE"
@@ -34,7 +42,6 @@ SPEC_KEYS = ("low", "high", "log", "step", "choices")
 
 class SearchSpaceError(PlanError):
     """A search space (declared or given in a plan) is unusable; names the place (exit 2)."""
-
 
 
 def parse_spec(name: str, spec: Any, *, where: str):
@@ -56,20 +63,26 @@ def parse_spec(name: str, spec: Any, *, where: str):
     if isinstance(spec, list):
         spec = {"choices": spec}
     if not isinstance(spec, Mapping):
-        raise SearchSpaceError(f"{here}: expected a range like {{low = 7, high = 255}} or "
-                               f"{{choices = [...]}}, got {spec!r}")
+        raise SearchSpaceError(
+            f"{here}: expected a range like {{low = 7, high = 255}} or "
+            f"{{choices = [...]}}, got {spec!r}"
+        )
     unknown = [k for k in spec if k not in SPEC_KEYS]
     if unknown:
-        raise SearchSpaceError(f"{here}: unknown key {unknown[0]!r}; keys: "
-                               f"{', '.join(SPEC_KEYS)}")
+        raise SearchSpaceError(f"{here}: unknown key {unknown[0]!r}; keys: {', '.join(SPEC_KEYS)}")
     if "choices" in spec:
         if set(spec) != {"choices"}:
             raise SearchSpaceError(f"{here}: choices cannot be combined with low/high/log/step")
         choices = spec["choices"]
-        if (not isinstance(choices, (list, tuple)) or not choices or not all(
-                c is None or isinstance(c, (str, int, float, bool)) for c in choices)):
-            raise SearchSpaceError(f"{here}: choices must be a non-empty list of numbers, "
-                                   f"strings, booleans or none, got {choices!r}")
+        if (
+            not isinstance(choices, (list, tuple))
+            or not choices
+            or not all(c is None or isinstance(c, (str, int, float, bool)) for c in choices)
+        ):
+            raise SearchSpaceError(
+                f"{here}: choices must be a non-empty list of numbers, "
+                f"strings, booleans or none, got {choices!r}"
+            )
         if len({canonical_json(c) for c in choices}) != len(choices):
             raise SearchSpaceError(f"{here}: a choice is listed twice: {list(choices)!r}")
         return od.CategoricalDistribution(list(choices))
@@ -85,8 +98,9 @@ def parse_spec(name: str, spec: Any, *, where: str):
         raise SearchSpaceError(f"{here}: low ({low}) is above high ({high})")
     if log and low <= 0:
         raise SearchSpaceError(f"{here}: a log range needs low > 0, got {low}")
-    if step is not None and (isinstance(step, bool) or not isinstance(step, (int, float))
-                             or step <= 0):
+    if step is not None and (
+        isinstance(step, bool) or not isinstance(step, (int, float)) or step <= 0
+    ):
         raise SearchSpaceError(f"{here}: step must be a positive number, got {step!r}")
     if log and step is not None:
         raise SearchSpaceError(f"{here}: give log or step, not both")
@@ -107,13 +121,20 @@ def search_space_of(ranker) -> dict[str, Any]:
         return {}
     if not isinstance(space, Mapping):
         name = getattr(ranker, "__name__", type(ranker).__name__)
-        raise SearchSpaceError(f"{name}.{SPACE_ATTR} must be a dict {{parameter: spec}}, "
-                               f"got {type(space).__name__}")
+        raise SearchSpaceError(
+            f"{name}.{SPACE_ATTR} must be a dict {{parameter: spec}}, got {type(space).__name__}"
+        )
     return dict(space)
 
 
-def resolve_space(label: str, ranker, *, override: Mapping[str, Any] | None = None,
-                  fixed: Mapping[str, Any] = (), where: str = "tuning") -> dict[str, Any]:
+def resolve_space(
+    label: str,
+    ranker,
+    *,
+    override: Mapping[str, Any] | None = None,
+    fixed: Mapping[str, Any] = (),
+    where: str = "tuning",
+) -> dict[str, Any]:
     """``{parameter: spec}`` to search for one ranker configuration: its declared space,
     updated by ``override`` (a plan's ``[tuning.LABEL]`` table; a spec ``false`` removes a
     parameter), minus the parameters the user ``fixed``. Every spec is checked
@@ -128,17 +149,24 @@ def resolve_space(label: str, ranker, *, override: Mapping[str, Any] | None = No
             space[name] = spec
     for name in space:
         if name not in params:
-            src = f"{where}.{label}" if name in (override or {}) else \
-                f"{type(ranker).__name__}.{SPACE_ATTR}"
-            raise SearchSpaceError(f"{src}: {name!r} is not a parameter of {label}; "
-                                   f"parameters: {', '.join(sorted(params))}")
+            src = (
+                f"{where}.{label}"
+                if name in (override or {})
+                else f"{type(ranker).__name__}.{SPACE_ATTR}"
+            )
+            raise SearchSpaceError(
+                f"{src}: {name!r} is not a parameter of {label}; "
+                f"parameters: {', '.join(sorted(params))}"
+            )
     out = {k: v for k, v in space.items() if k not in set(fixed)}
     for name, spec in out.items():
         parse_spec(name, spec, where=f"{where}.{label}")
     if not out:
-        raise SearchSpaceError(f"{where}.{label}: nothing to tune: the ranker declares no "
-                               f"search space (or every parameter in it is fixed); give one "
-                               f"in a plan as [tuning.{label}]")
+        raise SearchSpaceError(
+            f"{where}.{label}: nothing to tune: the ranker declares no "
+            f"search space (or every parameter in it is fixed); give one "
+            f"in a plan as [tuning.{label}]"
+        )
     return out
 
 

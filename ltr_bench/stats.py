@@ -6,7 +6,7 @@ Pure numpy/scipy; see :mod:`ltr_bench.report` for how pairs are formed.
 from __future__ import annotations
 
 import warnings
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

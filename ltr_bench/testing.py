@@ -77,7 +77,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import joblib
 import numpy as np
@@ -91,8 +91,14 @@ __all__ = ["check_ranker", "make_check_data", "parametrize_with_checks", "ranker
 _SEED = 20240531  # the one seed of the suite; every array below flows from it
 
 
-def make_check_data(seed: int = _SEED, *, n_queries: int = 8, n_features: int = 5,
-                    min_docs: int = 4, max_docs: int = 12):
+def make_check_data(
+    seed: int = _SEED,
+    *,
+    n_queries: int = 8,
+    n_features: int = 5,
+    min_docs: int = 4,
+    max_docs: int = 12,
+):
     """A small random ranking problem: ``(X, y, qid)`` with contiguous, unsorted query ids.
 
     X ~ N(0, 1) (continuous, so no two documents tie), labels ``y`` in 0..3 from a linear
@@ -199,8 +205,11 @@ class _Context:
             self.tags = _tags(ranker)
         except Exception:  # reported by the "tags" check
             self.tags = RankerTags()
-        size = dict(n_queries=8, n_features=5, max_docs=12) if quick else dict(
-            n_queries=30, n_features=10, max_docs=30)
+        size = (
+            dict(n_queries=8, n_features=5, max_docs=12)
+            if quick
+            else dict(n_queries=30, n_features=10, max_docs=30)
+        )
         self._train = make_check_data(_SEED, **size)
         self._val = make_check_data(_SEED + 1, **size)
         X_test, _, qid_test = make_check_data(_SEED + 2, **size)
@@ -282,15 +291,13 @@ def _check_params_round_trip(ctx: _Context):
     assert set(after) == set(params), f"get_params keys changed: {sorted(after)}"
     for key in params:
         assert _same_param(after[key], params[key]), (
-            f"set_params/get_params round trip changed {key!r}: {params[key]!r} -> "
-            f"{after[key]!r}"
+            f"set_params/get_params round trip changed {key!r}: {params[key]!r} -> {after[key]!r}"
         )
     seed_param = ctx.tags.seed_param
     if seed_param in params:
         copy.set_params(**{seed_param: 12345})
         assert copy.get_params(deep=False)[seed_param] == 12345, (
-            f"set_params({seed_param}=12345) (the tags' seed_param) is not reflected by "
-            "get_params"
+            f"set_params({seed_param}=12345) (the tags' seed_param) is not reflected by get_params"
         )
 
 
@@ -312,16 +319,15 @@ def _check_predict_before_fit_raises(ctx: _Context):
 def _check_fit_returns_self(ctx: _Context):
     ranker = ctx.fresh()
     returned = ranker.fit(ctx.X, ctx.y, qid=ctx.qid)
-    assert returned is ranker, (
-        f"fit returned {type(returned).__name__} {returned!r:.80}, not self"
-    )
+    assert returned is ranker, f"fit returned {type(returned).__name__} {returned!r:.80}, not self"
 
 
 def _check_predict_output(ctx: _Context):
     ranker = ctx.fitted()
     _assert_scores(ranker.predict(ctx.X, qid=ctx.qid), len(ctx.X), "predict on training X")
-    _assert_scores(ranker.predict(ctx.X_test, qid=ctx.qid_test), len(ctx.X_test),
-                   "predict on new X")
+    _assert_scores(
+        ranker.predict(ctx.X_test, qid=ctx.qid_test), len(ctx.X_test), "predict on new X"
+    )
 
 
 def _check_learned_attributes(ctx: _Context):
@@ -333,8 +339,11 @@ def _check_learned_attributes(ctx: _Context):
     bad = [a for a in new if not a.endswith("_")]
     assert not bad, f"fit set public attributes that do not end in '_': {bad}"
     assert new, "fit set no learned attribute ending in '_' (e.g. n_features_in_)"
-    changed = sorted(k for k, v in ranker.get_params(deep=False).items()
-                     if joblib.hash(v) != before_params.get(k))
+    changed = sorted(
+        k
+        for k, v in ranker.get_params(deep=False).items()
+        if joblib.hash(v) != before_params.get(k)
+    )
     assert not changed, f"fit changed parameters {changed}; learned state belongs in attr_"
 
 
@@ -346,8 +355,16 @@ def _check_no_input_mutation(ctx: _Context):
     X, y, qid, Xt, qt = ctx.X, ctx.y, ctx.qid, ctx.X_test, ctx.qid_test
     Xv, yv, qv = ctx.eval_set
     originals = _copies(X, y, qid, Xv, yv, qv, Xt, qt)
-    names = ["X", "y", "qid", "eval_set X", "eval_set y", "eval_set qid", "predict X",
-             "predict qid"]
+    names = [
+        "X",
+        "y",
+        "qid",
+        "eval_set X",
+        "eval_set y",
+        "eval_set qid",
+        "predict X",
+        "predict qid",
+    ]
     ranker = ctx.fresh().fit(X, y, qid=qid, eval_set=(Xv, yv, qv))
     ranker.predict(Xt, qid=qt)
     for name, now, orig in zip(names, (X, y, qid, Xv, yv, qv, Xt, qt), originals):
@@ -383,7 +400,8 @@ def _check_row_order(ctx: _Context):
             perm = _block_permutation(qid, rng)
             permuted = ranker.predict(np.ascontiguousarray(X[perm]), qid=qid[perm])
             _assert_same_scores(
-                permuted, scores[perm],
+                permuted,
+                scores[perm],
                 "scores are not in input row order (shuffling the query blocks and the rows "
                 "inside them did not shuffle the scores the same way)",
             )
@@ -394,9 +412,11 @@ def _check_predict_without_qid(ctx: _Context):
     with_qid = ranker.predict(ctx.X_test, qid=ctx.qid_test)
     without = ranker.predict(ctx.X_test)
     _assert_scores(without, len(ctx.X_test), "predict without qid")
-    _assert_same_scores(without, with_qid,
-                        "tags say requires_qid_at_predict=False, but predict(X) differs "
-                        "from predict(X, qid=qid)")
+    _assert_same_scores(
+        without,
+        with_qid,
+        "tags say requires_qid_at_predict=False, but predict(X) differs from predict(X, qid=qid)",
+    )
 
 
 def _check_fitted_info(ctx: _Context):
@@ -430,8 +450,7 @@ def _check_deterministic(ctx: _Context):
     other.fit(ctx.X, ctx.y, qid=ctx.qid)
     third = other.predict(ctx.X_test, qid=ctx.qid_test)
     assert np.array_equal(first, third), (
-        "fitting the same ranker a second time gave different scores (state leaks between "
-        "fits)"
+        "fitting the same ranker a second time gave different scores (state leaks between fits)"
     )
 
 
@@ -439,11 +458,17 @@ def _check_degenerate_queries(ctx: _Context):
     X, y, qid = _with_degenerate_queries(ctx.X, ctx.y, ctx.qid, _SEED + 4)
     Xv, yv, qv = _with_degenerate_queries(*ctx.eval_set, _SEED + 5)
     ranker = ctx.fresh().fit(X, y, qid=qid)
-    _assert_scores(ranker.predict(X, qid=qid), len(X),
-                   "predict after training with one-document and all-zero-label queries")
+    _assert_scores(
+        ranker.predict(X, qid=qid),
+        len(X),
+        "predict after training with one-document and all-zero-label queries",
+    )
     ranker = ctx.fresh().fit(X, y, qid=qid, eval_set=(Xv, yv, qv))
-    _assert_scores(ranker.predict(Xv, qid=qv), len(Xv),
-                   "predict after training with degenerate queries in eval_set")
+    _assert_scores(
+        ranker.predict(Xv, qid=qv),
+        len(Xv),
+        "predict after training with degenerate queries in eval_set",
+    )
     _assert_scores(ranker.predict(Xv[-7:-6], qid=qv[-7:-6]), 1, "predict on one row")
 
 
@@ -451,8 +476,11 @@ def _check_eval_set_accepted(ctx: _Context):
     ranker = ctx.fresh()
     returned = ranker.fit(ctx.X, ctx.y, qid=ctx.qid, eval_set=ctx.eval_set)
     assert returned is ranker, "fit with eval_set did not return self"
-    _assert_scores(ranker.predict(ctx.X_test, qid=ctx.qid_test), len(ctx.X_test),
-                   "predict after fit with eval_set")
+    _assert_scores(
+        ranker.predict(ctx.X_test, qid=ctx.qid_test),
+        len(ctx.X_test),
+        "predict after fit with eval_set",
+    )
 
 
 def _check_query_dependent_rows(ctx: _Context):
@@ -470,16 +498,21 @@ def _check_query_dependent_rows(ctx: _Context):
     scores = ranker.predict(Xt, qid=qt)
     _assert_scores(scores, len(Xt), "predict on [query, document] rows")
     perm = _block_permutation(qt, np.random.default_rng(_SEED + 8))
-    _assert_same_scores(ranker.predict(np.ascontiguousarray(Xt[perm]), qid=qt[perm]),
-                        scores[perm], "[query, document] scores are not in input row order")
+    _assert_same_scores(
+        ranker.predict(np.ascontiguousarray(Xt[perm]), qid=qt[perm]),
+        scores[perm],
+        "[query, document] scores are not in input row order",
+    )
 
 
 def _check_eval_set_ignored(ctx: _Context):
     without = ctx.fitted().predict(ctx.X_test, qid=ctx.qid_test)
     ranker = ctx.fresh().fit(ctx.X, ctx.y, qid=ctx.qid, eval_set=ctx.eval_set)
-    _assert_same_scores(ranker.predict(ctx.X_test, qid=ctx.qid_test), without,
-                        "tags say uses_eval_set=False, but fitting with eval_set changed the "
-                        "scores")
+    _assert_same_scores(
+        ranker.predict(ctx.X_test, qid=ctx.qid_test),
+        without,
+        "tags say uses_eval_set=False, but fitting with eval_set changed the scores",
+    )
 
 
 def ranker_checks(ranker, *, quick: bool = True) -> list[tuple[str, Callable[[], None]]]:

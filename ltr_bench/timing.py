@@ -36,8 +36,8 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 import numpy as np
 
@@ -60,7 +60,7 @@ class Stopwatch:
         self.seconds = float("nan")
         self._start = 0.0
 
-    def __enter__(self) -> "Stopwatch":
+    def __enter__(self) -> Stopwatch:
         self._start = time.perf_counter()
         return self
 
@@ -88,8 +88,9 @@ class ScoreTiming:
         return len(self.seconds)
 
 
-def time_scoring(predict: Callable[[], np.ndarray], n_docs: int, *, repeats: int = 5,
-                 max_seconds: float = 30.0) -> ScoreTiming:
+def time_scoring(
+    predict: Callable[[], np.ndarray], n_docs: int, *, repeats: int = 5, max_seconds: float = 30.0
+) -> ScoreTiming:
     """Time ``predict()`` (a closure over the test split): warm-up, then ``repeats`` timed calls.
 
     The number of timed calls is ``min(repeats, max(1, floor(max_seconds / warmup_seconds)))``
@@ -110,8 +111,9 @@ def time_scoring(predict: Callable[[], np.ndarray], n_docs: int, *, repeats: int
         seconds.append(time.perf_counter() - t0)
     med = statistics.median(seconds)
     per_doc = med / n_docs * 1e6 if n_docs > 0 else float("nan")
-    return ScoreTiming(scores=scores, warmup_seconds=warm, seconds=seconds, median_seconds=med,
-                       us_per_doc=per_doc)
+    return ScoreTiming(
+        scores=scores, warmup_seconds=warm, seconds=seconds, median_seconds=med, us_per_doc=per_doc
+    )
 
 
 def _read_vm_hwm() -> int | None:
@@ -185,15 +187,14 @@ class PeakMemory:
             if rss > self.peak_bytes:
                 self.peak_bytes = rss
 
-    def __enter__(self) -> "PeakMemory":
+    def __enter__(self) -> PeakMemory:
         self._hwm = _reset_vm_hwm() and _read_vm_hwm() is not None
         self.method = "vmhwm" if self._hwm else "sampling"
         self.peak_bytes = self.entry_bytes = _current_rss()
         self._stop.clear()
         self._thread = None
         if not self._hwm:  # the kernel mark sees every spike; sample only without it
-            self._thread = threading.Thread(target=self._sample, name="ltr-bench-rss",
-                                            daemon=True)
+            self._thread = threading.Thread(target=self._sample, name="ltr-bench-rss", daemon=True)
             self._thread.start()
         return self
 

@@ -61,9 +61,10 @@ import dataclasses
 import hashlib
 import time
 import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -73,10 +74,10 @@ from .folds import Split
 from .plan import canonical_json
 from .progress import current_handler, progress_handler
 from .results import jsonable
+
 # SearchSpaceError, resolve_space, search_space_of and parse_spec are also re-exported
 # (__all__): tests, plugins and older docs import them from ltr_bench.tuning
-from .search_space import (SearchSpaceError, parse_spec, resolve_space, search_space_of,
-                           suggest)
+from .search_space import SearchSpaceError, parse_spec, resolve_space, search_space_of, suggest
 from .timing import thread_limit
 
 __all__ = [
@@ -161,14 +162,14 @@ def tuning_split(fold, seed: int) -> tuple[Split, Split, str]:
 
     train = fold.train
     if train.n_queries < 2:
-        raise ValueError("cannot tune without a validation split on fewer than 2 training "
-                         "queries")
+        raise ValueError("cannot tune without a validation split on fewer than 2 training queries")
     gss = GroupShuffleSplit(n_splits=1, test_size=HOLDOUT_FRACTION, random_state=seed)
     fit_idx, eval_idx = next(gss.split(train.X, train.y, groups=train.qid))
-    return (_subset(train, np.sort(fit_idx), "tune-train"),
-            _subset(train, np.sort(eval_idx), "tune-holdout"),
-            f"{HOLDOUT_FRACTION:.0%} of training queries held out "
-            f"(GroupShuffleSplit, seed {seed})")
+    return (
+        _subset(train, np.sort(fit_idx), "tune-train"),
+        _subset(train, np.sort(eval_idx), "tune-holdout"),
+        f"{HOLDOUT_FRACTION:.0%} of training queries held out (GroupShuffleSplit, seed {seed})",
+    )
 
 
 # ------------------------------------------------------------------------------ pruning
@@ -197,34 +198,43 @@ def _sha256(obj: Any) -> str:
     return hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()
 
 
-def tuned_cell(cell: Cell, *, space: Mapping[str, Any], budget: Budget,
-               objective: str) -> Cell:
+def tuned_cell(cell: Cell, *, space: Mapping[str, Any], budget: Budget, objective: str) -> Cell:
     """The cell of ``cell``'s configuration tuned with ``budget``: label
     ``<label>[tuned,<budget>]``, keys from what decides the tuning (ranker, fixed
     parameters, space, budget, objective, dataset, metrics), not from the parameters it will
     choose -- so every fold's tuned result is one configuration (one report row), and a
     finished one is found before tuning again. ``params`` are filled by
     :func:`finalize_cell`."""
-    ident = {"ranker": cell.ranker, "fixed": jsonable(cell.user_params),
-             "space": jsonable(dict(space)), "budget": dataclasses.asdict(budget),
-             "objective": objective, "metrics": list(cell.metrics),
-             "conventions": list(cell.conventions),
-             "dataset": {k: v for k, v in cell.dataset_identity.items() if k != "seed"},
-             "tuning": "per-fold/v2"}
+    ident = {
+        "ranker": cell.ranker,
+        "fixed": jsonable(cell.user_params),
+        "space": jsonable(dict(space)),
+        "budget": dataclasses.asdict(budget),
+        "objective": objective,
+        "metrics": list(cell.metrics),
+        "conventions": list(cell.conventions),
+        "dataset": {k: v for k, v in cell.dataset_identity.items() if k != "seed"},
+        "tuning": "per-fold/v2",
+    }
     config_key = _sha256(ident)
     plan_key = _sha256({**ident, "dataset": cell.dataset_identity, "seed": cell.seed})
-    key = _sha256({**ident, "dataset": cell.dataset_identity, "seed": cell.seed,
-                   "fold": cell.fold})
-    return dataclasses.replace(cell, key=key, plan_key=plan_key, config_key=config_key,
-                               label=f"{cell.label or cell.ranker}[tuned,{budget.text}]")
+    key = _sha256({**ident, "dataset": cell.dataset_identity, "seed": cell.seed, "fold": cell.fold})
+    return dataclasses.replace(
+        cell,
+        key=key,
+        plan_key=plan_key,
+        config_key=config_key,
+        label=f"{cell.label or cell.ranker}[tuned,{budget.text}]",
+    )
 
 
 def finalize_cell(tcell: Cell, best_params: Mapping[str, Any]) -> Cell:
     """``tcell`` with the chosen parameters added to the user's and resolved."""
     user = {**tcell.user_params, **best_params}
     ranker = build_ranker(tcell.ranker, user, seed=tcell.seed, threads=tcell.threads)
-    return dataclasses.replace(tcell, user_params=user,
-                               params=jsonable(ranker.get_params(deep=False)))
+    return dataclasses.replace(
+        tcell, user_params=user, params=jsonable(ranker.get_params(deep=False))
+    )
 
 
 @dataclass
@@ -246,13 +256,21 @@ class TuningResult:
 
     def summary(self, budget: Budget, objective: str) -> dict[str, Any]:
         """JSON-able, stored as ``record.config["tuning"]``."""
-        return {"budget": dataclasses.asdict(budget), "objective": objective,
-                "objective_data": self.split, "sampler": "TPE, seeded per trial",
-                "study": self.study_name,
-                "best_params": jsonable(self.best_params), "best_value": self.best_value,
-                "best_trial": self.best_trial, "trials_finished": self.n_finished,
-                "trials_complete": self.n_complete, "trials_pruned": self.n_pruned,
-                "trials_failed": self.n_failed, "tuning_seconds": self.seconds}
+        return {
+            "budget": dataclasses.asdict(budget),
+            "objective": objective,
+            "objective_data": self.split,
+            "sampler": "TPE, seeded per trial",
+            "study": self.study_name,
+            "best_params": jsonable(self.best_params),
+            "best_value": self.best_value,
+            "best_trial": self.best_trial,
+            "trials_finished": self.n_finished,
+            "trials_complete": self.n_complete,
+            "trials_pruned": self.n_pruned,
+            "trials_failed": self.n_failed,
+            "tuning_seconds": self.seconds,
+        }
 
 
 def _finished_states():
@@ -263,8 +281,11 @@ def _finished_states():
 
 def _counted(study) -> list:
     """The trials that used budget: finished, and not ones an interruption cut short."""
-    return [t for t in study.get_trials(deepcopy=False, states=_finished_states())
-            if not t.user_attrs.get("interrupted")]
+    return [
+        t
+        for t in study.get_trials(deepcopy=False, states=_finished_states())
+        if not t.user_attrs.get("interrupted")
+    ]
 
 
 def _discard_stale(study) -> None:
@@ -291,7 +312,7 @@ def open_storage(spec: str):
         from optuna.storages import JournalStorage
         from optuna.storages.journal import JournalFileBackend
 
-        path = spec[len("journal:"):] if spec.startswith("journal:") else spec
+        path = spec[len("journal:") :] if spec.startswith("journal:") else spec
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         return JournalStorage(JournalFileBackend(str(path)))
     return spec
@@ -317,10 +338,17 @@ def trial_sampler(seed: int, n_finished: int):
     return optuna.samplers.TPESampler(seed=derived)
 
 
-def tune(tcell: Cell, fold, *, space: Mapping[str, Any], budget: Budget,
-         storage: str, objective: str = "ndcg@10",
-         on_trial: Callable[[Any, int], None] | None = None,
-         should_stop: Callable[[], bool] | None = None) -> TuningResult:
+def tune(
+    tcell: Cell,
+    fold,
+    *,
+    space: Mapping[str, Any],
+    budget: Budget,
+    storage: str,
+    objective: str = "ndcg@10",
+    on_trial: Callable[[Any, int], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> TuningResult:
     """Run (or resume) the study of tuned cell ``tcell`` on ``fold`` (see the module).
 
     ``space``: ``{parameter: spec}`` (:func:`resolve_space`); ``storage``: an Optuna storage
@@ -341,16 +369,24 @@ def tune(tcell: Cell, fold, *, space: Mapping[str, Any], budget: Budget,
     eval_set = (eval_split.X, eval_split.y, eval_split.qid)
     name = f"{tcell.label}|{tcell.dataset}|fold{tcell.fold}|seed{tcell.seed}|{tcell.key[:16]}"
     study = optuna.create_study(
-        study_name=name, storage=open_storage(storage) if isinstance(storage, str) else storage,
-        direction="maximize", load_if_exists=True,
+        study_name=name,
+        storage=open_storage(storage) if isinstance(storage, str) else storage,
+        direction="maximize",
+        load_if_exists=True,
         sampler=trial_sampler(tcell.seed, 0),  # replaced before every ask, see below
-        pruner=optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=10))
+        pruner=optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=10),
+    )
     _discard_stale(study)
 
     def run_trial(trial) -> float:
         params = {n: suggest(trial, n, d) for n, d in dists.items()}
-        ranker = build_ranker(tcell.ranker, {**tcell.user_params, **params}, seed=tcell.seed,
-                              threads=tcell.threads, query_dim=fold.query_dim)
+        ranker = build_ranker(
+            tcell.ranker,
+            {**tcell.user_params, **params},
+            seed=tcell.seed,
+            threads=tcell.threads,
+            query_dim=fold.query_dim,
+        )
         token = _TRIAL.set(trial)
         t0 = time.perf_counter()
         try:
@@ -358,8 +394,9 @@ def tune(tcell: Cell, fold, *, space: Mapping[str, Any], budget: Budget,
                 warnings.simplefilter("ignore")  # the final fit records the ranker's warnings
                 ranker.fit(fit_split.X, fit_split.y, qid=fit_split.qid, eval_set=eval_set)
                 t1 = time.perf_counter()
-                scores = np.asarray(ranker.predict(eval_split.X, qid=eval_split.qid),
-                                    dtype=np.float64)
+                scores = np.asarray(
+                    ranker.predict(eval_split.X, qid=eval_split.qid), dtype=np.float64
+                )
                 t2 = time.perf_counter()
         except optuna.TrialPruned:
             # a pruned fit is still fitting time (not loop overhead): record it
@@ -376,8 +413,11 @@ def tune(tcell: Cell, fold, *, space: Mapping[str, Any], budget: Budget,
         trial.set_user_attr("score_seconds", t2 - t1)
         if not np.isfinite(scores).all():
             raise ValueError("non-finite validation scores")
-        return float(evaluate(eval_split.y, scores, eval_split.qid, (objective,),
-                              max_label=max_label)[objective])
+        return float(
+            evaluate(eval_split.y, scores, eval_split.qid, (objective,), max_label=max_label)[
+                objective
+            ]
+        )
 
     counted0 = _counted(study)
     done = len(counted0)
@@ -417,17 +457,25 @@ def tune(tcell: Cell, fold, *, space: Mapping[str, Any], budget: Budget,
     complete = [t for t in counted if t.state == TrialState.COMPLETE]
     if not complete:
         errors = {t.user_attrs.get("error", "") for t in counted} - {""}
-        raise RuntimeError(f"tuning {tcell.label} on {tcell.dataset} fold {tcell.fold}: no "
-                           f"trial completed ({len(counted)} failed or pruned)"
-                           + (f"; e.g. {sorted(errors)[0][:300]}" if errors else ""))
+        raise RuntimeError(
+            f"tuning {tcell.label} on {tcell.dataset} fold {tcell.fold}: no "
+            f"trial completed ({len(counted)} failed or pruned)"
+            + (f"; e.g. {sorted(errors)[0][:300]}" if errors else "")
+        )
     best = max(complete, key=lambda t: (t.value, -t.number))
     return TuningResult(
-        study_name=name, best_params=dict(best.params), best_value=float(best.value),
-        best_trial=best.number, n_finished=len(counted), n_complete=len(complete),
+        study_name=name,
+        best_params=dict(best.params),
+        best_value=float(best.value),
+        best_trial=best.number,
+        n_finished=len(counted),
+        n_complete=len(complete),
         n_pruned=sum(t.state == TrialState.PRUNED for t in counted),
         n_failed=sum(t.state == TrialState.FAIL for t in counted),
-        seconds=sum(t.duration.total_seconds() for t in counted if t.duration), split=how,
-        trials=counted)
+        seconds=sum(t.duration.total_seconds() for t in counted if t.duration),
+        split=how,
+        trials=counted,
+    )
 
 
 # ------------------------------------------------------------------------ unit of work
@@ -443,18 +491,25 @@ class TunedCell:
     result: TuningResult | None = None
 
     @classmethod
-    def failed(cls, tcell: Cell, exc: BaseException, stage: str) -> "TunedCell":
+    def failed(cls, tcell: Cell, exc: BaseException, stage: str) -> TunedCell:
         """A failed record for ``tcell`` (the signature of ``map_cells``' ``on_failure``)."""
         from .harness import failed_record
 
         return cls(failed_record(tcell, exc, stage))
 
 
-def tune_cell(tcell: Cell, *, space: Mapping[str, Any], budget: Budget, storage: str,
-              objective: str = "ndcg@10", fold=None,
-              on_trial: Callable[[Any, int], None] | None = None,
-              on_final: Callable[[Cell], None] | None = None,
-              should_stop: Callable[[], bool] | None = None) -> TunedCell:
+def tune_cell(
+    tcell: Cell,
+    *,
+    space: Mapping[str, Any],
+    budget: Budget,
+    storage: str,
+    objective: str = "ndcg@10",
+    fold=None,
+    on_trial: Callable[[Any, int], None] | None = None,
+    on_final: Callable[[Cell], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> TunedCell:
     """Tune one cell and evaluate its choice: :func:`tune`, then :func:`finalize_cell` and
     :func:`ltr_bench.harness.run_cell` on the same fold, the study's summary put in
     ``record.config["tuning"]``.
@@ -473,8 +528,16 @@ def tune_cell(tcell: Cell, *, space: Mapping[str, Any], budget: Budget, storage:
         except Exception as exc:  # noqa: BLE001 - a failed record, like run_cell's
             return TunedCell.failed(tcell, exc, "load")
     try:
-        result = tune(tcell, fold, space=space, budget=budget, storage=storage,
-                      objective=objective, on_trial=on_trial, should_stop=should_stop)
+        result = tune(
+            tcell,
+            fold,
+            space=space,
+            budget=budget,
+            storage=storage,
+            objective=objective,
+            on_trial=on_trial,
+            should_stop=should_stop,
+        )
     except (RuntimeError, ValueError) as exc:
         return TunedCell.failed(tcell, exc, "tune")
     final = finalize_cell(tcell, result.best_params)
@@ -510,17 +573,26 @@ class TuneJob:
                 report(n, n_trials or 0, trial_text(trial, n, n_trials))
 
         with progress_handler(None):
-            return tune_cell(tcell, space=self.spaces[tcell.key], budget=self.budget,
-                             storage=self.storage, objective=self.objective,
-                             on_trial=on_trial, should_stop=_task_cancelled)
+            return tune_cell(
+                tcell,
+                space=self.spaces[tcell.key],
+                budget=self.budget,
+                storage=self.storage,
+                objective=self.objective,
+                on_trial=on_trial,
+                should_stop=_task_cancelled,
+            )
 
 
 def trial_text(trial, n_finished: int, n_trials: int | None) -> str:
     """The console's words for a finished trial: ``"trial 3/30 complete 0.4781"`` (``"trial
     3 pruned -"`` without a trial budget or a value)."""
     value = "-" if trial.value is None else f"{trial.value:.4f}"
-    return (f"trial {n_finished}" + (f"/{n_trials}" if n_trials else "")
-            + f" {trial.state.name.lower()} {value}")
+    return (
+        f"trial {n_finished}"
+        + (f"/{n_trials}" if n_trials else "")
+        + f" {trial.state.name.lower()} {value}"
+    )
 
 
 def _task_cancelled() -> bool:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
 import ltrb_fake_rankers as fakes
+import pytest
 
 
 @pytest.fixture
@@ -42,4 +41,3 @@ def chromium():
             pytest.fail("LTR_BENCH_REQUIRE_BROWSER=1 but no chromium on PATH")
         pytest.skip("no chromium on PATH (Debian package: chromium)")
     return path
-

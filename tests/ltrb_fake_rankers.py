@@ -73,10 +73,17 @@ class LinearRanker(BaseRanker):
 
     def fit(self, X, y, *, qid, eval_set=None):
         X, y, qid = check_ranking_input(X, y, qid)
-        FITS.append({"ranker": type(self).__name__, "n": X.shape[0],
-                     "sum": float(np.sum(X)), "random_state": self.random_state,
-                     "n_jobs": self.n_jobs, "eval_set": eval_set is not None,
-                     "params": self.get_params()})
+        FITS.append(
+            {
+                "ranker": type(self).__name__,
+                "n": X.shape[0],
+                "sum": float(np.sum(X)),
+                "random_state": self.random_state,
+                "n_jobs": self.n_jobs,
+                "eval_set": eval_set is not None,
+                "params": self.get_params(),
+            }
+        )
         if INTERRUPT_AT_FIT is not None and len(FITS) == INTERRUPT_AT_FIT:
             raise KeyboardInterrupt
         for i in range(3):
@@ -127,8 +134,12 @@ class QueryDimRanker(LinearRanker):
         self.query_dim = query_dim
 
     def ranker_tags(self) -> RankerTags:
-        return RankerTags(uses_eval_set=False, thread_param="n_jobs", seed_param="random_state",
-                          query_dim_param="query_dim")
+        return RankerTags(
+            uses_eval_set=False,
+            thread_param="n_jobs",
+            seed_param="random_state",
+            query_dim_param="query_dim",
+        )
 
     def fitted_info(self) -> dict:
         return {"query_dim_seen": self.query_dim}

@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import json
 
+import ltrb_fake_rankers as fakes
 import pytest
 from click.testing import CliRunner
 
-import ltrb_fake_rankers as fakes
 from ltr_bench.cli import main
 
-TINY = ["--dataset-option", "n_queries=30", "--dataset-option", "docs_per_query=6",
-        "--dataset-option", "n_features=5", "--dataset-option", "n_informative=3"]
+TINY = [
+    "--dataset-option",
+    "n_queries=30",
+    "--dataset-option",
+    "docs_per_query=6",
+    "--dataset-option",
+    "n_features=5",
+    "--dataset-option",
+    "n_informative=3",
+]
 
 
 @pytest.fixture
@@ -52,7 +60,11 @@ def test_output_json_has_one_record_per_ranker_and_fold(cli):
     assert result.exit_code == 0, result.output
     records = json.loads((cli.work / "out.json").read_text())
     assert [(r["ranker"], r["fold"]) for r in records] == [
-        ("fake-linear", 1), ("fake-other", 1), ("fake-linear", 2), ("fake-other", 2)]
+        ("fake-linear", 1),
+        ("fake-other", 1),
+        ("fake-linear", 2),
+        ("fake-other", 2),
+    ]
     for r in records:
         assert {"ranker", "fold", "metrics", "fit_seconds", "score_us_per_doc"} <= set(r)
         assert {"ndcg@10", "ndcg@10_empty0", "map", "mrr", "err@10"} <= set(r["metrics"])
@@ -72,11 +84,23 @@ def test_second_run_resumes_and_force_recomputes(cli):
 
 
 def test_params_and_seed_reach_the_ranker(cli):
-    result = _run(cli, "--ranker", "fake-linear", "--param", "fake-linear.scale=0.25",
-                  "--seed", "11", "--threads", "1", "--output", "o.json")
+    result = _run(
+        cli,
+        "--ranker",
+        "fake-linear",
+        "--param",
+        "fake-linear.scale=0.25",
+        "--seed",
+        "11",
+        "--threads",
+        "1",
+        "--output",
+        "o.json",
+    )
     assert result.exit_code == 0, result.output
     assert {(f["params"]["scale"], f["random_state"], f["n_jobs"]) for f in fakes.FITS} == {
-        (0.25, 11, 1)}
+        (0.25, 11, 1)
+    }
 
 
 def test_a_failing_ranker_exits_1_after_the_other_cells_finish(cli):
@@ -87,8 +111,11 @@ def test_a_failing_ranker_exits_1_after_the_other_cells_finish(cli):
     assert "Traceback (most recent" not in result.output
     records = json.loads((cli.work / "o.json").read_text())
     assert sorted((r["ranker"], r["status"]) for r in records) == [
-        ("fake-failing", "failed"), ("fake-failing", "failed"),
-        ("fake-linear", "ok"), ("fake-linear", "ok")]
+        ("fake-failing", "failed"),
+        ("fake-failing", "failed"),
+        ("fake-linear", "ok"),
+        ("fake-linear", "ok"),
+    ]
     log = cli.work / "mlflow_runs" / "results" / "failures.log"
     assert "Traceback" in log.read_text()
 
@@ -105,26 +132,45 @@ def test_ctrl_c_exits_130_with_a_resume_message_and_the_rerun_resumes(cli):
     assert result.exit_code == 0 and len(fakes.FITS) == 1
 
 
-@pytest.mark.parametrize("args, code, message", [
-    (["--ranker", "fake-lineer"], 2, "unknown ranker 'fake-lineer'. Did you mean: fake-linear"),
-    (["--ranker", "fake-linear", "--param", "fake-linear.depth=3"], 2,
-     "--param: ranker 'fake-linear' has no parameter(s) depth"),
-    (["--ranker", "fake-linear", "--param", "fake-linear.scale"], 2,
-     "--param 'fake-linear.scale': expected NAME.key=value"),
-    (["--ranker", "fake-linear", "--param", "fake-other.scale=1"], 2,
-     "ranker 'fake-other' is not part of this run"),
-    (["--ranker", "fake-linear", "--param", "nosuch.scale=1"], 2, "unknown ranker 'nosuch'"),
-    (["--ranker", "fake-linear", "--folds", "1,x"], 2, "--folds"),
-    (["--ranker", "fake-linear", "--folds", "7"], 2, "has no fold 7"),
-    (["--ranker", "fake-linear", "--metrics", "ndcg@10,auc"], 2, "unknown metric 'auc'"),
-    (["--ranker", "fake-linear", "--dataset-option", "colour=red"], 2,
-     "no dataset of this run has an option 'colour'"),
-    (["--dataset", "synthetic"], 2, "no ranker given"),
-    (["--ranker", "fake-broken"], 1, "could not be loaded"),
-])
+@pytest.mark.parametrize(
+    "args, code, message",
+    [
+        (["--ranker", "fake-lineer"], 2, "unknown ranker 'fake-lineer'. Did you mean: fake-linear"),
+        (
+            ["--ranker", "fake-linear", "--param", "fake-linear.depth=3"],
+            2,
+            "--param: ranker 'fake-linear' has no parameter(s) depth",
+        ),
+        (
+            ["--ranker", "fake-linear", "--param", "fake-linear.scale"],
+            2,
+            "--param 'fake-linear.scale': expected NAME.key=value",
+        ),
+        (
+            ["--ranker", "fake-linear", "--param", "fake-other.scale=1"],
+            2,
+            "ranker 'fake-other' is not part of this run",
+        ),
+        (["--ranker", "fake-linear", "--param", "nosuch.scale=1"], 2, "unknown ranker 'nosuch'"),
+        (["--ranker", "fake-linear", "--folds", "1,x"], 2, "--folds"),
+        (["--ranker", "fake-linear", "--folds", "7"], 2, "has no fold 7"),
+        (["--ranker", "fake-linear", "--metrics", "ndcg@10,auc"], 2, "unknown metric 'auc'"),
+        (
+            ["--ranker", "fake-linear", "--dataset-option", "colour=red"],
+            2,
+            "no dataset of this run has an option 'colour'",
+        ),
+        (["--dataset", "synthetic"], 2, "no ranker given"),
+        (["--ranker", "fake-broken"], 1, "could not be loaded"),
+    ],
+)
 def test_bad_invocations_give_one_clear_message_and_no_traceback(cli, args, code, message):
-    result = cli("run", "--no-mlflow", *(["--dataset", "synthetic"] if "--dataset" not in args
-                                         else []), *args)
+    result = cli(
+        "run",
+        "--no-mlflow",
+        *(["--dataset", "synthetic"] if "--dataset" not in args else []),
+        *args,
+    )
     assert result.exit_code == code, result.output
     assert message in result.stderr
     assert "Traceback (most recent" not in result.output
@@ -141,8 +187,16 @@ def test_unknown_dataset_exits_2_with_suggestions(cli):
 def test_missing_downloaded_data_exits_1_saying_where_to_get_it(cli, tmp_path):
     empty = tmp_path / "no-data"
     empty.mkdir()
-    result = cli("run", "--no-mlflow", "--ranker", "fake-linear", "--dataset", "ohsumed",
-                 "--data-dir", str(empty))
+    result = cli(
+        "run",
+        "--no-mlflow",
+        "--ranker",
+        "fake-linear",
+        "--dataset",
+        "ohsumed",
+        "--data-dir",
+        str(empty),
+    )
     assert result.exit_code == 1
     assert str(empty) in result.stderr and "Traceback (most recent" not in result.output
     assert "microsoft.com" in result.stderr.lower() or "download" in result.stderr.lower()
@@ -150,9 +204,11 @@ def test_missing_downloaded_data_exits_1_saying_where_to_get_it(cli, tmp_path):
 
 def test_config_file_runs_and_unknown_keys_exit_2_naming_key_and_file(cli):
     good = cli.work / "plan.toml"
-    good.write_text('seed = 5\nfolds = [2]\n[rankers.fake-linear]\nscale = 2.0\n'
-                    '[datasets.synthetic]\nn_queries = 30\ndocs_per_query = 6\n'
-                    'n_features = 5\nn_informative = 3\n')
+    good.write_text(
+        "seed = 5\nfolds = [2]\n[rankers.fake-linear]\nscale = 2.0\n"
+        "[datasets.synthetic]\nn_queries = 30\ndocs_per_query = 6\n"
+        "n_features = 5\nn_informative = 3\n"
+    )
     result = cli("run", "--no-mlflow", "--config", str(good), "--output", "o.json")
     assert result.exit_code == 0, result.output
     records = json.loads((cli.work / "o.json").read_text())
@@ -162,18 +218,19 @@ def test_config_file_runs_and_unknown_keys_exit_2_naming_key_and_file(cli):
     assert json.loads((cli.work / "o.json").read_text())[0]["seed"] == 6
 
     bad = cli.work / "bad.toml"
-    bad.write_text('seed = 1\nfold = [1]\n[rankers.fake-linear]\n[datasets.synthetic]\n')
+    bad.write_text("seed = 1\nfold = [1]\n[rankers.fake-linear]\n[datasets.synthetic]\n")
     result = cli("run", "--config", str(bad))
     assert result.exit_code == 2
     assert "bad.toml: key 'fold' is not a plan setting" in result.stderr
-    bad.write_text('[rankers.fake-linear]\ndepth = 3\n[datasets.synthetic]\n')
+    bad.write_text("[rankers.fake-linear]\ndepth = 3\n[datasets.synthetic]\n")
     result = cli("run", "--no-mlflow", "--config", str(bad))
     assert result.exit_code == 2 and "[rankers.fake-linear]" in result.stderr
     assert "depth" in result.stderr
-    bad.write_text('[rankers.fake-linear]\n[datasets.synthetic]\ncolour = 1\n')
+    bad.write_text("[rankers.fake-linear]\n[datasets.synthetic]\ncolour = 1\n")
     result = cli("run", "--no-mlflow", "--config", str(bad))
-    assert result.exit_code == 2 and "[datasets.synthetic]: unknown option(s) colour" in \
-        result.stderr
+    assert (
+        result.exit_code == 2 and "[datasets.synthetic]: unknown option(s) colour" in result.stderr
+    )
     result = cli("run", "--config", str(cli.work / "missing.toml"))
     assert result.exit_code == 2 and "does not exist" in result.stderr
     assert fakes.FITS and all(f["random_state"] in (5, 6) for f in fakes.FITS)
@@ -219,19 +276,32 @@ def _write_letor(path, rows):
 def test_a_folder_of_letor_files_is_a_dataset(cli):
     folder = cli.work / "MyData"
     folder.mkdir()
-    _write_letor(folder / "train.txt", [(2, 1, 0.5, 1.0), (0, 1, 0.1, 0.2), (1, 2, 0.3, 0.3),
-                                        (0, 2, 0.0, 0.9)])
+    _write_letor(
+        folder / "train.txt",
+        [(2, 1, 0.5, 1.0), (0, 1, 0.1, 0.2), (1, 2, 0.3, 0.3), (0, 2, 0.0, 0.9)],
+    )
     _write_letor(folder / "vali.txt", [(1, 3, 0.2, 0.1), (0, 3, 0.4, 0.4)])
-    _write_letor(folder / "test.txt", [(1, 4, 0.9, 0.1), (0, 4, 0.1, 0.8), (2, 5, 0.7, 0.7),
-                                       (0, 5, 0.2, 0.3), (1, 5, 0.5, 0.5)])
-    result = cli("run", "--no-mlflow", "--ranker", "fake-linear", "--dataset", str(folder),
-                 "--output", "o.json")
+    _write_letor(
+        folder / "test.txt",
+        [(1, 4, 0.9, 0.1), (0, 4, 0.1, 0.8), (2, 5, 0.7, 0.7), (0, 5, 0.2, 0.3), (1, 5, 0.5, 0.5)],
+    )
+    result = cli(
+        "run",
+        "--no-mlflow",
+        "--ranker",
+        "fake-linear",
+        "--dataset",
+        str(folder),
+        "--output",
+        "o.json",
+    )
     assert result.exit_code == 0, result.output
     (rec,) = json.loads((cli.work / "o.json").read_text())
     assert rec["dataset"] == "MyData" and rec["fold"] == 1
     assert fakes.FITS[0]["n"] == 4 and fakes.FITS[0]["eval_set"]
-    missing = cli("run", "--no-mlflow", "--ranker", "fake-linear", "--dataset",
-                  str(cli.work / "Nope"))
+    missing = cli(
+        "run", "--no-mlflow", "--ranker", "fake-linear", "--dataset", str(cli.work / "Nope")
+    )
     assert missing.exit_code == 1 and "does not exist" in missing.stderr
 
 

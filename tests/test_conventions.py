@@ -21,8 +21,7 @@ Q = np.array([7, 7, 7, 7])
 def test_letor4_matches_the_script_worked_by_hand():
     # ranked (ties in file order): rows 2, 0, 1, 3 -> labels 1 0 2 0, gains 1 0 3 0;
     # discounts 1, 1, 1/log2(3), 1/log2(4); ideal gains 3 1 0 0
-    means, _ = evaluate_profile(Y, S, Q, ["ndcg@2", "ndcg@3", "ndcg@5", "p@5", "map"],
-                                "letor4")
+    means, _ = evaluate_profile(Y, S, Q, ["ndcg@2", "ndcg@3", "ndcg@5", "p@5", "map"], "letor4")
     assert means["ndcg@2_letor4"] == pytest.approx(1 / 4)
     assert means["ndcg@3_letor4"] == pytest.approx((1 + 3 / math.log2(3)) / 4)
     assert means["ndcg@5_letor4"] == 0.0  # fewer than 5 documents
@@ -68,8 +67,7 @@ def test_nonempty_leaves_queries_without_relevant_documents_out_of_the_mean():
 
 
 def test_err_is_only_offered_where_it_is_defined():
-    assert profile_keys(["ndcg@10", "err@10", "map"], "letor4") == ["ndcg@10_letor4",
-                                                                     "map_letor4"]
+    assert profile_keys(["ndcg@10", "err@10", "map"], "letor4") == ["ndcg@10_letor4", "map_letor4"]
     assert "err@10_nonempty" in profile_keys(["err@10"], "nonempty")
 
 
@@ -92,16 +90,24 @@ def test_trec_matches_trec_eval_including_its_tie_rule(tied):
         run.setdefault(str(q[i]), {})[str(i)] = float(s[i])
     measures = {"ndcg_cut.5,10", "P.5,20", "map", "recip_rank", "recall.10"}
     got = pytrec_eval.RelevanceEvaluator(qrel, measures).evaluate(run)
-    names = {"ndcg@5": "ndcg_cut_5", "ndcg@10": "ndcg_cut_10", "p@5": "P_5", "p@20": "P_20",
-             "map": "map", "mrr": "recip_rank", "recall@10": "recall_10"}
+    names = {
+        "ndcg@5": "ndcg_cut_5",
+        "ndcg@10": "ndcg_cut_10",
+        "p@5": "P_5",
+        "p@20": "P_20",
+        "map": "map",
+        "mrr": "recip_rank",
+        "recall@10": "recall_10",
+    }
     for key, measure in names.items():
         ours = np.asarray(pq[f"{key}_trec"])
         theirs = np.array([got[str(i)][measure] for i in range(n_q)])
         np.testing.assert_allclose(ours, theirs, atol=1e-12, err_msg=key)
 
 
-def test_run_records_profiles_and_a_trec_run_file_that_trec_eval_reads_the_same(tmp_path,
-                                                                                 monkeypatch):
+def test_run_records_profiles_and_a_trec_run_file_that_trec_eval_reads_the_same(
+    tmp_path, monkeypatch
+):
     """``run --convention trec --save-scores``: the run file holds exactly the evaluated
     predictions; trec_eval on it reproduces the recorded trec-profile values."""
     import json
@@ -115,10 +121,29 @@ def test_run_records_profiles_and_a_trec_run_file_that_trec_eval_reads_the_same(
 
     monkeypatch.chdir(tmp_path)
     opts = ["--dataset-option", "n_queries=40", "--dataset-option", "docs_per_query=8"]
-    result = CliRunner().invoke(main, [
-        "run", "--ranker", "lightgbm", "--dataset", "synthetic", *opts, "--folds", "1",
-        "--param", "lightgbm.n_estimators=20", "--convention", "trec,letor4",
-        "--save-scores", "--no-mlflow", "--results-dir", "res", "--metrics", "ndcg@10,map"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--ranker",
+            "lightgbm",
+            "--dataset",
+            "synthetic",
+            *opts,
+            "--folds",
+            "1",
+            "--param",
+            "lightgbm.n_estimators=20",
+            "--convention",
+            "trec,letor4",
+            "--save-scores",
+            "--no-mlflow",
+            "--results-dir",
+            "res",
+            "--metrics",
+            "ndcg@10,map",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "ndcg@10_trec" in result.stdout  # the summary shows the first profile
     (path,) = (tmp_path / "res").glob("*[0-9a-f].json")
@@ -135,6 +160,8 @@ def test_run_records_profiles_and_a_trec_run_file_that_trec_eval_reads_the_same(
         qrel.setdefault(str(q), {})[str(i)] = int(y)
     got = pytrec_eval.RelevanceEvaluator(qrel, {"ndcg_cut.10", "map"}).evaluate(run)
     assert np.mean([v["ndcg_cut_10"] for v in got.values()]) == pytest.approx(
-        rec["metrics"]["ndcg@10_trec"], abs=1e-12)
+        rec["metrics"]["ndcg@10_trec"], abs=1e-12
+    )
     assert np.mean([v["map"] for v in got.values()]) == pytest.approx(
-        rec["metrics"]["map_trec"], abs=1e-12)
+        rec["metrics"]["map_trec"], abs=1e-12
+    )

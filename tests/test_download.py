@@ -8,7 +8,6 @@ import http.server
 import io
 import threading
 import zipfile
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -67,7 +66,7 @@ class _Server:
                 self.end_headers()
                 payload = body[start:]
                 if outer.cut is not None and not rng:
-                    payload, outer.cut = payload[:outer.cut], None
+                    payload, outer.cut = payload[: outer.cut], None
                 self.wfile.write(payload)
 
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -85,9 +84,17 @@ def server(monkeypatch):
     body = _mslr_zip()
     srv = _Server({"MSLR-WEB30K.zip": body})
     archive = download.ARCHIVES["mslr30k"]
-    monkeypatch.setitem(download.ARCHIVES, "mslr30k", download.Archive(
-        f"{srv.url}/MSLR-WEB30K.zip", archive.filename, "zip",
-        sha256=hashlib.sha256(body).hexdigest(), size=len(body)))
+    monkeypatch.setitem(
+        download.ARCHIVES,
+        "mslr30k",
+        download.Archive(
+            f"{srv.url}/MSLR-WEB30K.zip",
+            archive.filename,
+            "zip",
+            sha256=hashlib.sha256(body).hexdigest(),
+            size=len(body),
+        ),
+    )
     yield srv
     srv.close()
 
@@ -116,8 +123,11 @@ def test_an_interrupted_download_resumes_with_a_range_request(server, tmp_path):
 
 def test_a_wrong_checksum_deletes_the_file_and_says_so(server, tmp_path, monkeypatch):
     a = download.ARCHIVES["mslr30k"]
-    monkeypatch.setitem(download.ARCHIVES, "mslr30k", download.Archive(
-        a.url, a.filename, "zip", sha256="0" * 64, size=a.size))
+    monkeypatch.setitem(
+        download.ARCHIVES,
+        "mslr30k",
+        download.Archive(a.url, a.filename, "zip", sha256="0" * 64, size=a.size),
+    )
     result = CliRunner().invoke(main, ["download", "mslr30k", "--data-dir", str(tmp_path)])
     assert result.exit_code == 1 and "differs from the expected" in result.stderr
     assert not (tmp_path / ".downloads" / "MSLR-WEB30K.zip").exists()
@@ -130,8 +140,11 @@ def test_an_archive_without_the_expected_layout_is_refused(tmp_path, monkeypatch
         zf.writestr("README.txt", "not a dataset")
     srv = _Server({"x.zip": buf.getvalue()})
     try:
-        monkeypatch.setitem(download.ARCHIVES, "mslr10k", download.Archive(
-            f"{srv.url}/x.zip", "MSLR-WEB10K.zip", "zip"))
+        monkeypatch.setitem(
+            download.ARCHIVES,
+            "mslr10k",
+            download.Archive(f"{srv.url}/x.zip", "MSLR-WEB10K.zip", "zip"),
+        )
         result = CliRunner().invoke(main, ["download", "mslr10k", "--data-dir", str(tmp_path)])
     finally:
         srv.close()
@@ -141,20 +154,25 @@ def test_an_archive_without_the_expected_layout_is_refused(tmp_path, monkeypatch
 def test_a_missing_file_on_the_server_names_the_url_and_the_fix(tmp_path):
     srv = _Server({})
     try:
-        result = CliRunner().invoke(main, ["download", "mslr10k", "--data-dir", str(tmp_path),
-                                           "--url", f"{srv.url}/gone.zip"])
+        result = CliRunner().invoke(
+            main,
+            ["download", "mslr10k", "--data-dir", str(tmp_path), "--url", f"{srv.url}/gone.zip"],
+        )
     finally:
         srv.close()
     assert result.exit_code == 1 and "HTTP 404" in result.stderr and "--url" in result.stderr
 
 
-@pytest.mark.parametrize("name, code, message", [
-    ("yahoo-set1", 2, "requires accepting its data licence"),
-    ("istella-s", 2, "licence must be accepted"),
-    ("synthetic", 2, "generated on the fly"),
-    ("lightgbm-example", 2, "ships with ltr-bench"),
-    ("mslr31k", 2, "unknown dataset"),
-])
+@pytest.mark.parametrize(
+    "name, code, message",
+    [
+        ("yahoo-set1", 2, "requires accepting its data licence"),
+        ("istella-s", 2, "licence must be accepted"),
+        ("synthetic", 2, "generated on the fly"),
+        ("lightgbm-example", 2, "ships with ltr-bench"),
+        ("mslr31k", 2, "unknown dataset"),
+    ],
+)
 def test_datasets_that_cannot_be_downloaded_say_why(name, code, message, tmp_path):
     result = CliRunner().invoke(main, ["download", name, "--data-dir", str(tmp_path)])
     assert result.exit_code == code, result.output

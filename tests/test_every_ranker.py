@@ -27,12 +27,20 @@ WINE_WIDTH = 13  # wine rows: [query (13 features), document (13 features)]
 # Parameters that make the slow rankers fast on this data (only speed, and leaf sizes the
 # tiny data can split). A ranker not listed here runs with its defaults.
 SPEED_PARAMS: dict[str, dict] = {
-    "lightgbm": {"n_estimators": 20, "num_leaves": 7, "min_sum_hessian_in_leaf": 1e-3,
-                 "min_data_in_leaf": 2},
+    "lightgbm": {
+        "n_estimators": 20,
+        "num_leaves": 7,
+        "min_sum_hessian_in_leaf": 1e-3,
+        "min_data_in_leaf": 2,
+    },
     "xgboost-gbrt": {"n_estimators": 20, "max_leaves": 7, "min_child_weight": 1.0},
     "xgboost-lambdamart": {"n_estimators": 20, "max_leaves": 7, "min_child_weight": 1e-3},
-    "lightgbm-dask": {"n_estimators": 20, "num_leaves": 7, "min_sum_hessian_in_leaf": 1e-3,
-                      "min_data_in_leaf": 2},
+    "lightgbm-dask": {
+        "n_estimators": 20,
+        "num_leaves": 7,
+        "min_sum_hessian_in_leaf": 1e-3,
+        "min_data_in_leaf": 2,
+    },
     "xgboost-dask": {"n_estimators": 20, "max_leaves": 7, "min_child_weight": 1e-3},
     "mlr": {"max_iter": 20, "admm_max_iter": 200},
     "rmlr": {"max_iter": 20, "admm_max_iter": 200},
@@ -43,8 +51,13 @@ RANKERS = [entry.name for entry in list_rankers()]
 
 
 def _run(name: str, dataset: DatasetChoice, folds: list[int], tmp_path):
-    plan = Plan(rankers=[RankerChoice(name, dict(SPEED_PARAMS.get(name, {})))],
-                datasets=[dataset], folds=folds, seed=SEED, threads=1)
+    plan = Plan(
+        rankers=[RankerChoice(name, dict(SPEED_PARAMS.get(name, {})))],
+        datasets=[dataset],
+        folds=folds,
+        seed=SEED,
+        threads=1,
+    )
     return run_plan(expand_plan(plan, score_repeats=1), ResultStore(tmp_path / "results"))
 
 

@@ -34,8 +34,9 @@ def _write_letor(path: Path, n_queries: int, seed: int) -> None:
 def test_generated_data_examples_run_and_report(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     results = tmp_path / "results"
-    result = _run("run", "--config", str(EXAMPLES / name), "--no-mlflow",
-                  "--results-dir", str(results))
+    result = _run(
+        "run", "--config", str(EXAMPLES / name), "--no-mlflow", "--results-dir", str(results)
+    )
     assert result.exit_code == 0, result.output
     report = _run("report", "--results-dir", str(results))
     assert report.exit_code == 0, report.output
@@ -45,10 +46,18 @@ def test_generated_data_examples_run_and_report(name, tmp_path, monkeypatch):
 def test_compare_settings_gives_one_row_per_labelled_configuration(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     results = tmp_path / "results"
-    assert _run("run", "--config", str(EXAMPLES / "compare_settings.toml"), "--no-mlflow",
-                "--results-dir", str(results)).exit_code == 0
-    report = _run("report", "--results-dir", str(results), "--format", "csv",
-                  "--metric", "ndcg@10")
+    assert (
+        _run(
+            "run",
+            "--config",
+            str(EXAMPLES / "compare_settings.toml"),
+            "--no-mlflow",
+            "--results-dir",
+            str(results),
+        ).exit_code
+        == 0
+    )
+    report = _run("report", "--results-dir", str(results), "--format", "csv", "--metric", "ndcg@10")
     assert report.exit_code == 0, report.output
     import csv
     import io

@@ -80,16 +80,27 @@ class InterruptAfter(Listener):
 
 
 def _plan(rankers, folds=(1, 2)) -> Plan:
-    return Plan(rankers=list(rankers), datasets=[DatasetChoice("synthetic", dict(TINY))],
-                folds=list(folds), seed=0, threads=1)
+    return Plan(
+        rankers=list(rankers),
+        datasets=[DatasetChoice("synthetic", dict(TINY))],
+        folds=list(folds),
+        seed=0,
+        threads=1,
+    )
 
 
 def _comparable(record) -> dict:
     """What must not depend on where a cell ran (timings, host and dates may)."""
-    return {"key": record.key, "status": record.status, "metrics": record.metrics,
-            "per_query": record.per_query, "fingerprints": record.fingerprints,
-            "params": record.params, "model_info": record.model_info,
-            "n_test_docs": record.n_test_docs}
+    return {
+        "key": record.key,
+        "status": record.status,
+        "metrics": record.metrics,
+        "per_query": record.per_query,
+        "fingerprints": record.fingerprints,
+        "params": record.params,
+        "model_info": record.model_info,
+        "n_test_docs": record.n_test_docs,
+    }
 
 
 def _without_per_query(fields: dict) -> dict:
@@ -114,25 +125,27 @@ def in_process_records(tmp_path_factory):
 
 @pytest.mark.slow
 def test_local_cluster_records_equal_the_in_process_records_to_the_last_digit(
-        dask_executor, in_process_records, tmp_path):
+    dask_executor, in_process_records, tmp_path
+):
     store = ResultStore(tmp_path / "results")
     report = run_plan(expand_plan(_plan(REAL)), store, executor=dask_executor)
     assert report.n_run == 4 and not report.failed
     assert [_comparable(r) for r in report.records] == in_process_records
     # the client saved them: read back from disk, equal (per-query values live in a CSV
     # beside the JSON and are not part of the reloaded record)
-    assert [_without_per_query(_comparable(store.reload(r["key"])))
-            for r in in_process_records] == [_without_per_query(r) for r in in_process_records]
+    assert [
+        _without_per_query(_comparable(store.reload(r["key"]))) for r in in_process_records
+    ] == [_without_per_query(r) for r in in_process_records]
 
 
 @pytest.mark.slow
-def test_a_worker_killed_mid_cell_costs_only_that_cell_which_is_rerun(dask_executor,
-                                                                       tmp_path):
+def test_a_worker_killed_mid_cell_costs_only_that_cell_which_is_rerun(dask_executor, tmp_path):
     marker = tmp_path / "killed_once"
     killer = RankerChoice("test_executors:ExitOnceRanker", {"marker": str(marker)})
     rankers = (killer, RankerChoice("ridge", {}))
-    report = run_plan(expand_plan(_plan(rankers, folds=(1,))), ResultStore(tmp_path / "r"),
-                      executor=dask_executor)
+    report = run_plan(
+        expand_plan(_plan(rankers, folds=(1,))), ResultStore(tmp_path / "r"), executor=dask_executor
+    )
     assert marker.exists()  # a worker did die in fit
     assert not report.failed and report.n_run == 2
     assert {r.ranker for r in report.records} == {"test_executors:ExitOnceRanker", "ridge"}
@@ -143,10 +156,13 @@ def test_a_worker_killed_mid_cell_costs_only_that_cell_which_is_rerun(dask_execu
 
 @pytest.mark.slow
 def test_a_cell_that_keeps_killing_workers_is_recorded_as_failed_with_the_reason(
-        dask_executor, tmp_path):
+    dask_executor, tmp_path
+):
     deaths = tmp_path / "deaths"
-    rankers = (RankerChoice("test_executors:AlwaysExitRanker", {"marker": str(deaths)}),
-               RankerChoice("ridge", {}))
+    rankers = (
+        RankerChoice("test_executors:AlwaysExitRanker", {"marker": str(deaths)}),
+        RankerChoice("ridge", {}),
+    )
     store = ResultStore(tmp_path / "r")
     report = run_plan(expand_plan(_plan(rankers, folds=(1,))), store, executor=dask_executor)
     assert [r.ranker for r in report.records] == ["ridge"]
@@ -161,19 +177,25 @@ def test_a_cell_that_keeps_killing_workers_is_recorded_as_failed_with_the_reason
 
 @pytest.mark.slow
 def test_client_interrupted_keeps_finished_cells_and_the_rerun_resumes_identically(
-        dask_executor, in_process_records, tmp_path):
+    dask_executor, in_process_records, tmp_path
+):
     plan = _plan(REAL)
     with pytest.raises(HarnessInterrupted) as info:
-        run_plan(expand_plan(plan), ResultStore(tmp_path / "r"), listener=InterruptAfter(1),
-                 executor=dask_executor)
+        run_plan(
+            expand_plan(plan),
+            ResultStore(tmp_path / "r"),
+            listener=InterruptAfter(1),
+            executor=dask_executor,
+        )
     [kept] = info.value.report.records
     assert [p.stem for p in (tmp_path / "r").glob("*.json")] == [kept.key]
     # the cancelled cells left no claim behind: the resumed run computes them at once
     report = run_plan(expand_plan(plan), ResultStore(tmp_path / "r"), executor=dask_executor)
     assert report.n_skipped == 1 and report.n_run == 3 and not report.failed
     # (a skipped cell's record is read from disk, without its per-query values)
-    assert [_without_per_query(_comparable(r)) for r in report.records] == \
-        [_without_per_query(r) for r in in_process_records]
+    assert [_without_per_query(_comparable(r)) for r in report.records] == [
+        _without_per_query(r) for r in in_process_records
+    ]
 
 
 def test_make_executor_chooses_in_process_a_local_cluster_or_a_scheduler():
@@ -201,9 +223,23 @@ def test_cli_refuses_workers_and_scheduler_together_before_loading_anything(tmp_
 
     from ltr_bench.cli import main
 
-    result = CliRunner().invoke(main, [
-        "run", "--ranker", "ridge", "--dataset", "synthetic", "--workers", "2",
-        "--scheduler", "tcp://127.0.0.1:1", "--no-mlflow", "--results-dir", str(tmp_path)])
+    result = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--ranker",
+            "ridge",
+            "--dataset",
+            "synthetic",
+            "--workers",
+            "2",
+            "--scheduler",
+            "tcp://127.0.0.1:1",
+            "--no-mlflow",
+            "--results-dir",
+            str(tmp_path),
+        ],
+    )
     assert result.exit_code == 2
     assert "not both" in result.output
     assert not any(tmp_path.iterdir())
@@ -238,11 +274,17 @@ def test_warm_up_imports_the_rankers_modules_on_every_worker(dask_executor):
     cells = expand_plan(_plan(REAL)).cells
     dask_executor.warm_up(cells)
     loaded = dask_executor.client().run(
-        lambda: sorted(m for m in ("ltr_bench.harness", "ltr_bench_baselines.gbdt",
-                                   "ltr_bench_baselines.linear") if m in __import__("sys").modules))
+        lambda: sorted(
+            m
+            for m in ("ltr_bench.harness", "ltr_bench_baselines.gbdt", "ltr_bench_baselines.linear")
+            if m in __import__("sys").modules
+        )
+    )
     assert len(loaded) == 2
-    assert all(mods == ["ltr_bench.harness", "ltr_bench_baselines.gbdt",
-                        "ltr_bench_baselines.linear"] for mods in loaded.values())
+    assert all(
+        mods == ["ltr_bench.harness", "ltr_bench_baselines.gbdt", "ltr_bench_baselines.linear"]
+        for mods in loaded.values()
+    )
 
 
 # --------------------------------------------------------------------------------- tuning
@@ -282,26 +324,39 @@ def _tuned(rankers, storage, folds=(1,), n_trials=TUNE_BUDGET_TRIALS):
 
     budget = Budget(n_trials=n_trials)
     cells = expand_plan(_plan(rankers, folds=folds)).cells
-    spaces = {r.display: resolve_space(r.display, make_ranker(r.name, r.params), fixed=r.params)
-              for r in rankers}
-    tcells = [tuned_cell(c, space=spaces[c.label or c.ranker], budget=budget,
-                         objective="ndcg@10") for c in cells]
-    job = TuneJob(spaces={t.key: spaces[c.label or c.ranker] for t, c in zip(tcells, cells)},
-                  budget=budget, storage=str(storage), objective="ndcg@10")
+    spaces = {
+        r.display: resolve_space(r.display, make_ranker(r.name, r.params), fixed=r.params)
+        for r in rankers
+    }
+    tcells = [
+        tuned_cell(c, space=spaces[c.label or c.ranker], budget=budget, objective="ndcg@10")
+        for c in cells
+    ]
+    job = TuneJob(
+        spaces={t.key: spaces[c.label or c.ranker] for t, c in zip(tcells, cells)},
+        budget=budget,
+        storage=str(storage),
+        objective="ndcg@10",
+    )
     return tcells, job
 
 
 def _tuning_outcome(tc) -> dict:
     """What tuning on a cluster must reproduce exactly: the trials, the choice, the test."""
-    summary = {k: v for k, v in tc.record.config["tuning"].items()
-               if k not in ("tuning_seconds", "study")}
-    return {"record": _comparable(tc.record), "summary": summary,
-            "trials": [(t.number, t.state.name, t.params, t.value) for t in tc.result.trials]}
+    summary = {
+        k: v for k, v in tc.record.config["tuning"].items() if k not in ("tuning_seconds", "study")
+    }
+    return {
+        "record": _comparable(tc.record),
+        "summary": summary,
+        "trials": [(t.number, t.state.name, t.params, t.value) for t in tc.result.trials],
+    }
 
 
 @pytest.mark.slow
-def test_tuning_on_a_local_cluster_chooses_and_scores_exactly_as_in_process(dask_executor,
-                                                                             tmp_path):
+def test_tuning_on_a_local_cluster_chooses_and_scores_exactly_as_in_process(
+    dask_executor, tmp_path
+):
     tcells, job = _tuned(REAL, tmp_path / "here" / "optuna.journal")
     here = [job(t) for t in tcells]  # in this process: the same unit of work
     assert all(tc.record.ok and tc.result.n_complete == TUNE_BUDGET_TRIALS for tc in here)
@@ -329,13 +384,20 @@ def _describe_or_die(cell):
 
 @pytest.mark.slow
 def test_map_cells_passes_a_functions_results_through_and_on_failure_makes_a_death_an_item(
-        dask_executor, tmp_path):
-    rankers = (RankerChoice("test_executors:AlwaysExitRanker",
-                            {"marker": str(tmp_path / "deaths")}), RankerChoice("ridge", {}))
+    dask_executor, tmp_path
+):
+    rankers = (
+        RankerChoice("test_executors:AlwaysExitRanker", {"marker": str(tmp_path / "deaths")}),
+        RankerChoice("ridge", {}),
+    )
     cells = expand_plan(_plan(rankers, folds=(1,))).cells
-    out = dict(dask_executor.map_cells(
-        cells, fn=_describe_or_die,
-        on_failure=lambda cell, exc, stage: ("failed", cell.key, type(exc).__name__, stage)))
+    out = dict(
+        dask_executor.map_cells(
+            cells,
+            fn=_describe_or_die,
+            on_failure=lambda cell, exc, stage: ("failed", cell.key, type(exc).__name__, stage),
+        )
+    )
     dying, ridge = (0, 1) if cells[0].ranker.endswith("AlwaysExitRanker") else (1, 0)
     assert out[dying] == ("failed", cells[dying].key, "WorkerDied", "worker")
     assert out[ridge][:2] == ("ran", cells[ridge].key) and out[ridge][2] != os.getpid()
@@ -349,22 +411,25 @@ def test_the_in_process_executor_takes_the_same_fn_and_on_failure():
             raise ValueError("no fold 2 today")
         return cell.fold
 
-    out = list(InProcessExecutor().map_cells(
-        cells, fn=fn, on_failure=lambda cell, exc, stage: (stage, str(exc))))
+    out = list(
+        InProcessExecutor().map_cells(
+            cells, fn=fn, on_failure=lambda cell, exc, stage: (stage, str(exc))
+        )
+    )
     assert out == [(0, 1), (1, ("executor", "no fold 2 today"))]
 
 
 @pytest.mark.slow
-def test_a_cancelled_tuning_task_stops_its_study_before_the_next_trial(dask_executor,
-                                                                      tmp_path):
+def test_a_cancelled_tuning_task_stops_its_study_before_the_next_trial(dask_executor, tmp_path):
     import time
 
     import optuna
 
     from ltr_bench.tuning import open_storage
 
-    tcells, job = _tuned((RankerChoice("test_executors:SlowRidge", {}),),
-                         tmp_path / "optuna.journal", n_trials=40)
+    tcells, job = _tuned(
+        (RankerChoice("test_executors:SlowRidge", {}),), tmp_path / "optuna.journal", n_trials=40
+    )
     client = dask_executor.client()
     future = client.submit(job, tcells[0], pure=False)
 
@@ -388,16 +453,24 @@ def test_a_cancelled_tuning_task_stops_its_study_before_the_next_trial(dask_exec
 
 @pytest.mark.slow
 def test_tune_on_dask_interrupted_keeps_finished_cells_and_the_rerun_resumes(
-        dask_executor, tmp_path, monkeypatch):
+    dask_executor, tmp_path, monkeypatch
+):
     from ltr_bench.cli_tune import _tune
     from ltr_bench.errors import EXIT_INTERRUPTED, EXIT_OK
     from ltr_bench.tuning import Budget
 
     plan = _plan(REAL)
-    kwargs = dict(budget=Budget(n_trials=2), objective="ndcg@10", tracking_uri=None,
-                  no_mlflow=True, results_dir=str(tmp_path / "results"),
-                  optuna_storage=str(tmp_path / "optuna.journal"), force=False,
-                  score_repeats=1, executor=dask_executor)
+    kwargs = dict(
+        budget=Budget(n_trials=2),
+        objective="ndcg@10",
+        tracking_uri=None,
+        no_mlflow=True,
+        results_dir=str(tmp_path / "results"),
+        optuna_storage=str(tmp_path / "optuna.journal"),
+        force=False,
+        score_repeats=1,
+        executor=dask_executor,
+    )
     save = ResultStore.save
 
     def save_then_interrupt(self, record):
@@ -449,8 +522,7 @@ class ProgressLog(Listener):
     def cell_progress(self, cell, done, total, message):
         import threading
 
-        self.heard.append(("progress", cell.key, done, total, message,
-                           threading.get_ident()))
+        self.heard.append(("progress", cell.key, done, total, message, threading.get_ident()))
 
     def cell_finished(self, record, index, total, *, skipped):
         self.heard.append(("finished", record.key))
@@ -458,15 +530,17 @@ class ProgressLog(Listener):
 
 @pytest.mark.slow
 def test_a_rankers_progress_on_a_worker_reaches_the_listener_in_order_before_its_record(
-        dask_executor, tmp_path):
+    dask_executor, tmp_path
+):
     import threading
 
     # pause 0.6 s > PROGRESS_INTERVAL: the throttle lets every one of the 5 reports through
     ranker = RankerChoice("test_executors:ReportingRanker", {"pause": 0.6})
     expanded = expand_plan(_plan((ranker,)))
     log = ProgressLog()
-    report = run_plan(expanded, ResultStore(tmp_path / "results"), listener=log,
-                      executor=dask_executor)
+    report = run_plan(
+        expanded, ResultStore(tmp_path / "results"), listener=log, executor=dask_executor
+    )
     assert report.n_run == 2 and not report.failed
     assert all(r.model_info["pid"] != os.getpid() for r in report.records)  # on a worker
     for cell in expanded.cells:
@@ -479,17 +553,21 @@ def test_a_rankers_progress_on_a_worker_reaches_the_listener_in_order_before_its
 
 @pytest.mark.slow
 def test_map_cells_progress_is_throttled_per_cell_and_always_ends_with_the_last_report(
-        dask_executor):
+    dask_executor,
+):
     # 300 reports in no time: a handful of events, the last one always among them, both when
     # done reaches a known total and when the total is unknown (0: held back, then flushed)
-    rankers = (RankerChoice("test_executors:ReportingRanker", {"steps": 300, "total": 300},
-                            label="known"),
-               RankerChoice("test_executors:ReportingRanker", {"steps": 300, "total": 0},
-                            label="unknown"))
+    rankers = (
+        RankerChoice("test_executors:ReportingRanker", {"steps": 300, "total": 300}, label="known"),
+        RankerChoice("test_executors:ReportingRanker", {"steps": 300, "total": 0}, label="unknown"),
+    )
     cells = expand_plan(_plan(rankers, folds=(1,))).cells
     heard: dict[int, list] = {0: [], 1: []}
-    out = dict(dask_executor.map_cells(
-        cells, progress=lambda k, done, total, msg: heard[k].append((done, total, msg))))
+    out = dict(
+        dask_executor.map_cells(
+            cells, progress=lambda k, done, total, msg: heard[k].append((done, total, msg))
+        )
+    )
     assert all(out[k].ok for k in (0, 1))
     for k, cell in enumerate(cells):
         steps = [h for h in heard[k] if h[2].startswith("step")]
@@ -503,8 +581,11 @@ def test_the_in_process_executor_hands_progress_with_the_cells_position():
     rankers = (RankerChoice("test_executors:ReportingRanker", {"steps": 3, "total": 3}),)
     cells = expand_plan(_plan(rankers)).cells
     heard = []
-    out = list(InProcessExecutor().map_cells(
-        cells, progress=lambda k, done, total, msg: heard.append((k, done, total, msg))))
+    out = list(
+        InProcessExecutor().map_cells(
+            cells, progress=lambda k, done, total, msg: heard.append((k, done, total, msg))
+        )
+    )
     assert all(r.ok for _, r in out)
     steps = [h for h in heard if h[3].startswith("step")]  # the fold's generation reports too
     assert steps == [(k, d, 3, f"step {d}") for k in (0, 1) for d in (1, 2, 3)]
@@ -512,24 +593,34 @@ def test_the_in_process_executor_hands_progress_with_the_cells_position():
 
 @pytest.mark.slow
 def test_tuning_on_dask_reports_each_cells_trials_to_the_clients_status_line(
-        dask_executor, tmp_path):
+    dask_executor, tmp_path
+):
     import re
 
     from ltr_bench.cli_tune import _tune_remote
 
     # SlowRidge (0.3 s a fit): trials often far enough apart to pass the throttle one by one
-    tcells, job = _tuned((RankerChoice("test_executors:SlowRidge", {}),),
-                         tmp_path / "optuna.journal", folds=(1, 2))
+    tcells, job = _tuned(
+        (RankerChoice("test_executors:SlowRidge", {}),), tmp_path / "optuna.journal", folds=(1, 2)
+    )
     lines, finished = [], []
     pending = [(i, t) for i, t in enumerate(tcells, 1)]
-    _tune_remote(dask_executor, pending, job, [], lambda tc, i: finished.append(i),
-                 len(tcells), status=lines.append)
+    _tune_remote(
+        dask_executor,
+        pending,
+        job,
+        [],
+        lambda tc, i: finished.append(i),
+        len(tcells),
+        status=lines.append,
+    )
     assert sorted(finished) == [1, 2]
     n = TUNE_BUDGET_TRIALS
     for i, t in enumerate(tcells, 1):
         head = f"[{i}/2] {t.label} on {t.dataset} fold {t.fold}: trial "
-        mine = [int(re.match(r"(\d+)/", s[len(head):]).group(1))
-                for s in lines if s.startswith(head)]
+        mine = [
+            int(re.match(r"(\d+)/", s[len(head) :]).group(1)) for s in lines if s.startswith(head)
+        ]
         assert mine and mine == sorted(mine) and mine[-1] == n
         last = [s for s in lines if s.startswith(head)][-1]
         assert re.fullmatch(re.escape(head) + rf"{n}/{n} complete \d\.\d{{4}}", last)

@@ -43,12 +43,20 @@ def ohsumed_home(shared_data, tmp_path) -> Path:
 
 def test_there_are_plans_for_every_reproduced_table():
     names = {p.stem for p in PLANS}
-    assert {"paper_fig2", "paper_fig3", "paper_table3_ohsumed", "paper_table4", "paper_table5",
-            "lgmml_ohsumed", "mlr_table2", "mlr_noise", "mlr_ohsumed"} <= names
+    assert {
+        "paper_fig2",
+        "paper_fig3",
+        "paper_table3_ohsumed",
+        "paper_table4",
+        "paper_table5",
+        "lgmml_ohsumed",
+        "mlr_table2",
+        "mlr_noise",
+        "mlr_ohsumed",
+    } <= names
 
 
-@pytest.mark.parametrize("path", [p for p in PLANS if not _needs_ohsumed(p)],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [p for p in PLANS if not _needs_ohsumed(p)], ids=lambda p: p.name)
 def test_generated_data_plan_expands_with_one_thread_and_its_run_command(path):
     _check_plan(path, data_dir=None)
 
@@ -68,8 +76,9 @@ def _check_plan(path: Path, data_dir):
     assert plan.data_dir is None and plan.cache_dir is None
     text = path.read_text(encoding="utf-8")
     assert "shared" not in text
-    assert f"ltr-bench run --config experiments/{path.name}" in text, \
+    assert f"ltr-bench run --config experiments/{path.name}" in text, (
         "the plan's header must say how to run it"
+    )
     assert re.search(r"ltr-bench report .*--dataset", text), "the header must say how to report"
     plan.data_dir = None if data_dir is None else str(data_dir)
     expanded = expand_plan(plan)
@@ -78,12 +87,16 @@ def _check_plan(path: Path, data_dir):
     return expanded
 
 
-@pytest.mark.parametrize("ranker", [
-    EuclideanRanker(),
-    MLRWithCV(C_grid=[1.0, 10.0], max_iter=15, admm_max_iter=15),
-    MLRWithCV(C_grid=[1.0, 10.0], lam_ratios=[0.1, 1.0], max_iter=15, admm_max_iter=15),
-    MLRWithValidation(C_grid=[1.0, 10.0], max_iter=15, admm_max_iter=15),
-], ids=["euclidean", "mlr-cv", "rmlr-cv", "mlr-validation"])
+@pytest.mark.parametrize(
+    "ranker",
+    [
+        EuclideanRanker(),
+        MLRWithCV(C_grid=[1.0, 10.0], max_iter=15, admm_max_iter=15),
+        MLRWithCV(C_grid=[1.0, 10.0], lam_ratios=[0.1, 1.0], max_iter=15, admm_max_iter=15),
+        MLRWithValidation(C_grid=[1.0, 10.0], max_iter=15, admm_max_iter=15),
+    ],
+    ids=["euclidean", "mlr-cv", "rmlr-cv", "mlr-validation"],
+)
 def test_experiment_ranker_follows_the_ranker_contract(ranker):
     check_ranker(ranker)
 
@@ -120,25 +133,43 @@ def test_validation_wrapper_keeps_the_grid_point_with_the_best_validation_ndcg()
     ranker.fit(X, y, qid=qid, eval_set=(Xv, yv, qv))
     from ltr_bench_baselines.mlr import MLRRanker
 
-    vali = [evaluate(yv, MLRRanker(loss="ndcg", C=c, max_iter=30, admm_max_iter=30)
-                     .fit(X, y, qid=qid).predict(Xv), qv, ("ndcg@10",))["ndcg@10"]
-            for c in grid]
+    vali = [
+        evaluate(
+            yv,
+            MLRRanker(loss="ndcg", C=c, max_iter=30, admm_max_iter=30)
+            .fit(X, y, qid=qid)
+            .predict(Xv),
+            qv,
+            ("ndcg@10",),
+        )["ndcg@10"]
+        for c in grid
+    ]
     assert ranker.chosen_params_["C"] == grid[int(np.argmax(vali))]
     assert ranker.fitted_info()["selection_score"] == pytest.approx(max(vali))
 
 
 def test_tiny_plan_runs_and_euclidean_knn_error_matches_sklearn(tmp_path):
-    plan = plan_from_dict({
-        "seed": 0, "folds": [1], "threads": 1, "metrics": ["map"],
-        "rankers": {
-            "Euclidean": {"ranker": "experiments.paper:EuclideanRanker"},
-            "MLR": {"ranker": "experiments.mlr:MLRWithCV", "C_grid": [1.0, 10.0],
-                    "max_iter": 20, "admm_max_iter": 20, "scaling": "none"},
-            "L-GMML m=2": {"ranker": "lgmml", "n_metrics": 2},
-        },
-        # two classes: a 3-NN vote cannot tie, so the tie rules of the two k-NN codes agree
-        "datasets": {"gauss-10": {"n_classes": 2, "n_per_class": 15}},
-    })
+    plan = plan_from_dict(
+        {
+            "seed": 0,
+            "folds": [1],
+            "threads": 1,
+            "metrics": ["map"],
+            "rankers": {
+                "Euclidean": {"ranker": "experiments.paper:EuclideanRanker"},
+                "MLR": {
+                    "ranker": "experiments.mlr:MLRWithCV",
+                    "C_grid": [1.0, 10.0],
+                    "max_iter": 20,
+                    "admm_max_iter": 20,
+                    "scaling": "none",
+                },
+                "L-GMML m=2": {"ranker": "lgmml", "n_metrics": 2},
+            },
+            # two classes: a 3-NN vote cannot tie, so the tie rules of the two k-NN codes agree
+            "datasets": {"gauss-10": {"n_classes": 2, "n_per_class": 15}},
+        }
+    )
     report = run_plan(expand_plan(plan), ResultStore(tmp_path / "results"))
     assert not report.failed, [r.error for r in report.failed]
     by_label = {r.label: r for r in report.records}
@@ -158,15 +189,24 @@ def test_tiny_plan_runs_and_euclidean_knn_error_matches_sklearn(tmp_path):
 def test_gbdt_presets_experiment_scores_the_validation_split():
     from experiments import gbdt_presets_vali as exp
 
-    fold = load_fold("synthetic", 1, options={"n_queries": 40, "docs_per_query": 8,
-                                              "n_features": 5, "n_informative": 3})
+    fold = load_fold(
+        "synthetic",
+        1,
+        options={"n_queries": 40, "docs_per_query": 8, "n_features": 5, "n_informative": 3},
+    )
     value = exp.validation_ndcg("xgboost-gbrt", "auto", fold)
     assert 0.0 <= value <= 1.0
     # the same number as evaluating the ranker on the validation split by hand
     from ltr_bench.cells import build_ranker
+
     r = build_ranker("xgboost-gbrt", {"preset": "auto"}, seed=0, threads=1)
-    r.fit(fold.train.X, fold.train.y, qid=fold.train.qid,
-          eval_set=(fold.vali.X, fold.vali.y, fold.vali.qid))
-    want = evaluate(fold.vali.y, r.predict(fold.vali.X), fold.vali.qid, ("ndcg@10",),
-                    max_label=fold.max_label)["ndcg@10"]
+    r.fit(
+        fold.train.X,
+        fold.train.y,
+        qid=fold.train.qid,
+        eval_set=(fold.vali.X, fold.vali.y, fold.vali.qid),
+    )
+    want = evaluate(
+        fold.vali.y, r.predict(fold.vali.X), fold.vali.qid, ("ndcg@10",), max_label=fold.max_label
+    )["ndcg@10"]
     assert value == want

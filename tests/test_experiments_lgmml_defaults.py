@@ -31,7 +31,7 @@ def test_lightgbm_example_validation_is_a_seeded_query_split_of_training_only(sh
     root = shared_data / "LightGBM-lambdarank-example"
     a = load_validation_sets("lgbm-example", ohsumed=None, lgbm_example=root)
     b = load_validation_sets("lgbm-example", ohsumed=None, lgbm_example=root)
-    (_, tr, va), = a
+    ((_, tr, va),) = a
     assert not set(tr[2]) & set(va[2])
     assert np.array_equal(va[2], b[0][2][2])  # deterministic
     assert len(set(va[2])) == len(set(tr[2]) | set(va[2])) // 4

@@ -4,25 +4,29 @@ from __future__ import annotations
 
 import json
 
+import ltrb_fake_rankers as fakes
 import numpy as np
 import pytest
 
-import ltrb_fake_rankers as fakes
-from ltr_bench.data import load_fold
 from ltr_bench.cells import expand_plan
+from ltr_bench.data import load_fold
 from ltr_bench.harness import HarnessInterrupted, Listener, run_plan
-from ltr_bench.results import ResultStore, read_per_query_csv
 from ltr_bench.metrics import evaluate
 from ltr_bench.plan import DatasetChoice, Plan, PlanError, RankerChoice
 from ltr_bench.registry import BadParameterError, UnknownRankerError
+from ltr_bench.results import ResultStore, read_per_query_csv
 
 TINY = {"n_queries": 30, "docs_per_query": 6, "n_features": 5, "n_informative": 3}
 
 
 def _plan(rankers=("fake-linear", "fake-other"), folds=(1, 2), seed=0, **kw) -> Plan:
-    return Plan(rankers=[RankerChoice(r, {}) if isinstance(r, str) else r for r in rankers],
-                datasets=[DatasetChoice("synthetic", dict(TINY))],
-                folds=list(folds) if folds is not None else None, seed=seed, **kw)
+    return Plan(
+        rankers=[RankerChoice(r, {}) if isinstance(r, str) else r for r in rankers],
+        datasets=[DatasetChoice("synthetic", dict(TINY))],
+        folds=list(folds) if folds is not None else None,
+        seed=seed,
+        **kw,
+    )
 
 
 class Recorder(Listener):
@@ -65,22 +69,25 @@ def test_every_ranker_sees_the_same_fingerprinted_splits(fake_rankers, tmp_path)
 
 
 def test_seed_reaches_every_rankers_random_state_and_threads_their_thread_param(
-        fake_rankers, tmp_path):
+    fake_rankers, tmp_path
+):
     run_plan(expand_plan(_plan(seed=7, threads=1)), ResultStore(tmp_path / "r"))
     assert {f["random_state"] for f in fakes.FITS} == {7}
     assert {f["n_jobs"] for f in fakes.FITS} == {1}
 
 
 def test_user_parameters_win_over_seed_and_threads(fake_rankers, tmp_path):
-    plan = _plan(rankers=[RankerChoice("fake-linear", {"random_state": 3, "n_jobs": 2,
-                                                      "scale": 0.5})], seed=7, threads=1)
+    plan = _plan(
+        rankers=[RankerChoice("fake-linear", {"random_state": 3, "n_jobs": 2, "scale": 0.5})],
+        seed=7,
+        threads=1,
+    )
     report = run_plan(expand_plan(plan), ResultStore(tmp_path / "r"))
     assert {(f["random_state"], f["n_jobs"]) for f in fakes.FITS} == {(3, 2)}
     assert report.records[0].params["scale"] == 0.5
 
 
-def test_record_metrics_equal_an_independent_evaluation_of_the_same_scores(
-        fake_rankers, tmp_path):
+def test_record_metrics_equal_an_independent_evaluation_of_the_same_scores(fake_rankers, tmp_path):
     store = ResultStore(tmp_path / "r")
     report = run_plan(expand_plan(_plan(rankers=("fake-linear",), folds=(2,), seed=4)), store)
     rec = report.records[0]
@@ -89,8 +96,9 @@ def test_record_metrics_equal_an_independent_evaluation_of_the_same_scores(
     scores = fold.test.X @ w
     metrics = ("ndcg@1", "ndcg@10", "map", "err@10")
     one = evaluate(fold.test.y, scores, fold.test.qid, metrics, max_label=fold.max_label)
-    zero = evaluate(fold.test.y, scores, fold.test.qid, metrics, empty_query=0.0,
-                    max_label=fold.max_label)
+    zero = evaluate(
+        fold.test.y, scores, fold.test.qid, metrics, empty_query=0.0, max_label=fold.max_label
+    )
     for m in metrics:
         assert rec.metrics[m] == pytest.approx(one[m], abs=1e-12)
         assert rec.metrics[m + "_empty0"] == pytest.approx(zero[m], abs=1e-12)
@@ -132,7 +140,8 @@ def test_results_are_saved_as_json_before_the_listener_hears_of_them(fake_ranker
 
 
 def test_rerun_skips_finished_cells_without_fitting_but_loads_to_check_the_data(
-        fake_rankers, tmp_path):
+    fake_rankers, tmp_path
+):
     plan = _plan(folds=(1, 2))
     first = run_plan(expand_plan(plan), ResultStore(tmp_path / "r"))
     assert len(fakes.FITS) == 4
@@ -158,24 +167,33 @@ def test_changed_parameters_or_seed_are_new_cells(fake_rankers, tmp_path):
     store_dir = tmp_path / "r"
     run_plan(expand_plan(_plan(rankers=("fake-linear",), folds=(1,))), ResultStore(store_dir))
     fakes.FITS.clear()
-    run_plan(expand_plan(_plan(rankers=[RankerChoice("fake-linear", {"scale": 2.0})],
-                               folds=(1,))), ResultStore(store_dir))
-    run_plan(expand_plan(_plan(rankers=("fake-linear",), folds=(1,), seed=1)),
-             ResultStore(store_dir))
+    run_plan(
+        expand_plan(_plan(rankers=[RankerChoice("fake-linear", {"scale": 2.0})], folds=(1,))),
+        ResultStore(store_dir),
+    )
+    run_plan(
+        expand_plan(_plan(rankers=("fake-linear",), folds=(1,), seed=1)), ResultStore(store_dir)
+    )
     assert len(fakes.FITS) == 2
-    keys = {c.key for p in (_plan(rankers=("fake-linear",), folds=(1,)),
-                            _plan(rankers=("fake-linear",), folds=(1,), seed=1))
-            for c in expand_plan(p).cells}
+    keys = {
+        c.key
+        for p in (
+            _plan(rankers=("fake-linear",), folds=(1,)),
+            _plan(rankers=("fake-linear",), folds=(1,), seed=1),
+        )
+        for c in expand_plan(p).cells
+    }
     assert len(keys) == 2
 
 
 def test_a_failing_ranker_is_recorded_and_the_other_cells_finish(fake_rankers, tmp_path):
     store = ResultStore(tmp_path / "r")
     report = run_plan(expand_plan(_plan(rankers=("fake-linear", "fake-failing"))), store)
-    assert [(r.ranker, r.fold) for r in report.records] == [("fake-linear", 1),
-                                                             ("fake-linear", 2)]
+    assert [(r.ranker, r.fold) for r in report.records] == [("fake-linear", 1), ("fake-linear", 2)]
     assert [(r.ranker, r.fold, r.error_stage) for r in report.failed] == [
-        ("fake-failing", 1, "fit"), ("fake-failing", 2, "fit")]
+        ("fake-failing", 1, "fit"),
+        ("fake-failing", 2, "fit"),
+    ]
     assert "fake failure: this ranker always breaks" in report.failed[0].error
     log = store.failure_log.read_text()
     assert "Traceback" in log and "fake-failing / synthetic fold 2" in log
@@ -203,8 +221,9 @@ def test_ctrl_c_keeps_finished_cells_and_the_rerun_resumes(fake_rankers, tmp_pat
 
 def test_unreadable_or_partial_result_files_count_as_not_finished(fake_rankers, tmp_path):
     store_dir = tmp_path / "r"
-    report = run_plan(expand_plan(_plan(rankers=("fake-linear",), folds=(1,))),
-                      ResultStore(store_dir))
+    report = run_plan(
+        expand_plan(_plan(rankers=("fake-linear",), folds=(1,))), ResultStore(store_dir)
+    )
     path = ResultStore(store_dir).json_path(report.records[0].key)
     path.write_text(path.read_text()[:40])  # truncated, e.g. by a full disk
     (store_dir / ".junk.json.tmp").write_text("{")
@@ -215,9 +234,11 @@ def test_unreadable_or_partial_result_files_count_as_not_finished(fake_rankers, 
 
 
 def test_query_dim_is_set_on_query_by_example_data(fake_rankers, tmp_path):
-    plan = Plan(rankers=[RankerChoice("fake-qbe", {}), RankerChoice("fake-linear", {})],
-                datasets=[DatasetChoice("gauss-10", {"n_per_class": 8, "n_features": 3})],
-                folds=[1])
+    plan = Plan(
+        rankers=[RankerChoice("fake-qbe", {}), RankerChoice("fake-linear", {})],
+        datasets=[DatasetChoice("gauss-10", {"n_per_class": 8, "n_features": 3})],
+        folds=[1],
+    )
     report = run_plan(expand_plan(plan), ResultStore(tmp_path / "r"))
     qbe, linear = report.records
     assert qbe.params["query_dim"] == 3 and "query_dim" not in linear.params
@@ -225,21 +246,28 @@ def test_query_dim_is_set_on_query_by_example_data(fake_rankers, tmp_path):
     assert fakes.FITS[0]["eval_set"] is False  # gauss data has no validation split
 
 
-def test_query_by_example_records_carry_the_knn_error_of_their_test_scores(fake_rankers,
-                                                                            tmp_path):
+def test_query_by_example_records_carry_the_knn_error_of_their_test_scores(fake_rankers, tmp_path):
     from ltr_bench.harness import KNN_K
     from ltr_bench.metrics import knn_error
 
-    plan = Plan(rankers=[RankerChoice("fake-linear", {})],
-                datasets=[DatasetChoice("gauss-10", {"n_per_class": 8, "n_features": 3})],
-                folds=[1])
+    plan = Plan(
+        rankers=[RankerChoice("fake-linear", {})],
+        datasets=[DatasetChoice("gauss-10", {"n_per_class": 8, "n_features": 3})],
+        folds=[1],
+    )
     (rec,) = run_plan(expand_plan(plan), ResultStore(tmp_path / "r")).records
     fold = load_fold("gauss-10", 1, options={"n_per_class": 8, "n_features": 3})
-    ranker = fakes.LinearRanker().set_params(**{
-        k: v for k, v in rec.params.items() if k in fakes.LinearRanker().get_params()})
+    ranker = fakes.LinearRanker().set_params(
+        **{k: v for k, v in rec.params.items() if k in fakes.LinearRanker().get_params()}
+    )
     ranker.fit(fold.train.X, fold.train.y, qid=fold.train.qid)
-    expected = knn_error(ranker.predict(fold.test.X), fold.test.qid,
-                         fold.test.extras["doc_class"], fold.test.extras["query_class"], k=KNN_K)
+    expected = knn_error(
+        ranker.predict(fold.test.X),
+        fold.test.qid,
+        fold.test.extras["doc_class"],
+        fold.test.extras["query_class"],
+        k=KNN_K,
+    )
     assert rec.extra_metrics["knn_error"] == pytest.approx(expected)
 
 
@@ -252,8 +280,9 @@ def test_plan_errors_are_raised_before_anything_runs(fake_rankers, tmp_path):
     with pytest.raises(PlanError, match="no fold 9"):
         expand_plan(_plan(folds=(1, 9)))
     with pytest.raises(PlanError, match="unknown option"):
-        expand_plan(Plan([RankerChoice("fake-linear")], [DatasetChoice("synthetic",
-                                                                     {"n_qeuries": 3})]))
+        expand_plan(
+            Plan([RankerChoice("fake-linear")], [DatasetChoice("synthetic", {"n_qeuries": 3})])
+        )
     with pytest.raises(PlanError, match="unknown metric"):
         expand_plan(_plan(metrics=("ndcg@10", "auc")))
     assert fakes.FITS == []
@@ -273,10 +302,11 @@ def test_a_cell_is_a_picklable_unit_of_work_that_reproduces_its_record(fake_rank
     assert alone.metrics == report.records[0].metrics
 
 
-def test_constant_scores_are_flagged_and_evaluated_as_one_big_tie(fake_rankers,
-                                                                 tmp_path):
-    report = run_plan(expand_plan(_plan(rankers=("fake-constant", "fake-linear"), folds=(1,))),
-                      ResultStore(tmp_path / "r"))
+def test_constant_scores_are_flagged_and_evaluated_as_one_big_tie(fake_rankers, tmp_path):
+    report = run_plan(
+        expand_plan(_plan(rankers=("fake-constant", "fake-linear"), folds=(1,))),
+        ResultStore(tmp_path / "r"),
+    )
     constant, linear = report.records
     assert constant.warnings and "all test scores are equal" in constant.warnings[0]
     assert linear.warnings == []
@@ -287,8 +317,10 @@ def test_constant_scores_are_flagged_and_evaluated_as_one_big_tie(fake_rankers,
 
 
 def test_a_ranker_cannot_change_the_data_the_next_ranker_sees(fake_rankers, tmp_path):
-    report = run_plan(expand_plan(_plan(rankers=("fake-mutating", "fake-linear"), folds=(1,))),
-                      ResultStore(tmp_path / "r"))
+    report = run_plan(
+        expand_plan(_plan(rankers=("fake-mutating", "fake-linear"), folds=(1,))),
+        ResultStore(tmp_path / "r"),
+    )
     (failed,) = report.failed
     assert failed.ranker == "fake-mutating" and "read-only" in failed.error
     (ok,) = report.records

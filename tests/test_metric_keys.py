@@ -16,47 +16,83 @@ from ltr_bench.metrics import (
     METRICS_HELP,
     VALID_FORMS,
     MetricKey,
+    _RankedQueries,
     evaluate_conventions,
     metric_display,
     metric_key_or_none,
     parse_metric,
     record_metric_keys,
 )
-from ltr_bench.metrics import _RankedQueries
 
 # (spelling, name, k, empty, canonical text, MLflow key, display)
 SPELLINGS = [
     ("ndcg@10", "ndcg", 10, "1", "ndcg@10", "ndcg_at_10", "NDCG@10"),
     ("NDCG@10", "ndcg", 10, "1", "ndcg@10", "ndcg_at_10", "NDCG@10"),
     (" Ndcg@10 ", "ndcg", 10, "1", "ndcg@10", "ndcg_at_10", "NDCG@10"),
-    ("ndcg@10_empty0", "ndcg", 10, "0", "ndcg@10_empty0", "ndcg_at_10_empty0",
-     "NDCG@10 (empty query = 0)"),
+    (
+        "ndcg@10_empty0",
+        "ndcg",
+        10,
+        "0",
+        "ndcg@10_empty0",
+        "ndcg_at_10_empty0",
+        "NDCG@10 (empty query = 0)",
+    ),
     ("ndcg_at_10", "ndcg", 10, "1", "ndcg@10", "ndcg_at_10", "NDCG@10"),
-    ("ndcg_at_10_empty0", "ndcg", 10, "0", "ndcg@10_empty0", "ndcg_at_10_empty0",
-     "NDCG@10 (empty query = 0)"),
-    ("NDCG@10 (empty query = 0)", "ndcg", 10, "0", "ndcg@10_empty0", "ndcg_at_10_empty0",
-     "NDCG@10 (empty query = 0)"),
+    (
+        "ndcg_at_10_empty0",
+        "ndcg",
+        10,
+        "0",
+        "ndcg@10_empty0",
+        "ndcg_at_10_empty0",
+        "NDCG@10 (empty query = 0)",
+    ),
+    (
+        "NDCG@10 (empty query = 0)",
+        "ndcg",
+        10,
+        "0",
+        "ndcg@10_empty0",
+        "ndcg_at_10_empty0",
+        "NDCG@10 (empty query = 0)",
+    ),
     ("map", "map", None, "1", "map", "map", "MAP"),
     ("MAP", "map", None, "1", "map", "map", "MAP"),
     ("map_empty0", "map", None, "0", "map_empty0", "map_empty0", "MAP (empty query = 0)"),
     ("map@5", "map", 5, "1", "map@5", "map_at_5", "MAP@5"),
     ("mrr", "mrr", None, "1", "mrr", "mrr", "MRR"),
-    ("mrr_at_3_empty0", "mrr", 3, "0", "mrr@3_empty0", "mrr_at_3_empty0",
-     "MRR@3 (empty query = 0)"),
+    (
+        "mrr_at_3_empty0",
+        "mrr",
+        3,
+        "0",
+        "mrr@3_empty0",
+        "mrr_at_3_empty0",
+        "MRR@3 (empty query = 0)",
+    ),
     ("err@10", "err", 10, "1", "err@10", "err_at_10", "ERR@10"),
     ("p@5", "p", 5, "1", "p@5", "p_at_5", "P@5"),
     ("P_AT_5", "p", 5, "1", "p@5", "p_at_5", "P@5"),
     ("p@5_empty0", "p", 5, "1", "p@5", "p_at_5", "P@5"),  # P@k has one convention only
     ("recall@10", "recall", 10, "1", "recall@10", "recall_at_10", "Recall@10"),
     ("Recall@10", "recall", 10, "1", "recall@10", "recall_at_10", "Recall@10"),
-    ("recall_at_10_empty0", "recall", 10, "0", "recall@10_empty0", "recall_at_10_empty0",
-     "Recall@10 (empty query = 0)"),
+    (
+        "recall_at_10_empty0",
+        "recall",
+        10,
+        "0",
+        "recall@10_empty0",
+        "recall_at_10_empty0",
+        "Recall@10 (empty query = 0)",
+    ),
 ]
 
 
 @pytest.mark.parametrize("spelling, name, k, empty, text, mlflow, display", SPELLINGS)
-def test_parse_reads_every_spelling_and_prints_each_canonical_form(spelling, name, k, empty,
-                                                                   text, mlflow, display):
+def test_parse_reads_every_spelling_and_prints_each_canonical_form(
+    spelling, name, k, empty, text, mlflow, display
+):
     key = MetricKey.parse(spelling)
     assert (key.name, key.k, key.empty) == (name, k, empty)
     assert (key.text, key.mlflow_key, key.display, str(key)) == (text, mlflow, display, text)
@@ -76,23 +112,51 @@ def every_key():
 
 @pytest.mark.parametrize("key", sorted(set(every_key()), key=str), ids=str)
 def test_every_spelling_of_every_key_parses_back_to_the_same_key(key):
-    for spelling in (key.text, key.mlflow_key, key.display, key.text.upper(),
-                     key.mlflow_key.upper(), f"  {key.display}  "):
+    for spelling in (
+        key.text,
+        key.mlflow_key,
+        key.display,
+        key.text.upper(),
+        key.mlflow_key.upper(),
+        f"  {key.display}  ",
+    ):
         assert MetricKey.parse(spelling) == key, spelling
     assert MetricKey.parse(key.base) == key.with_empty("1")
     assert key.with_empty("0").with_empty(1) == key.with_empty(1.0) == key.with_empty("1")
     assert hash(MetricKey.parse(key.text)) == hash(key)
 
 
-@pytest.mark.parametrize("junk", [
-    "ndcg", "err", "p", "recall", "ndcg@0", "ndcg@x", "auc", "ndcg@-1", "map@", "", "   ",
-    "ndcg@10_empty1", "ndcg@10_empty0_empty0", "ndcg@ 10", "ndcg@10 (empty query = 0)_empty0",
-    "ndcg_at_", "ndcg@1.5", "ndcg@10_", "recall_empty0", "ndcg@10 (empty query = 1)",
-    "knn_error", "fit_seconds",
-])
+@pytest.mark.parametrize(
+    "junk",
+    [
+        "ndcg",
+        "err",
+        "p",
+        "recall",
+        "ndcg@0",
+        "ndcg@x",
+        "auc",
+        "ndcg@-1",
+        "map@",
+        "",
+        "   ",
+        "ndcg@10_empty1",
+        "ndcg@10_empty0_empty0",
+        "ndcg@ 10",
+        "ndcg@10 (empty query = 0)_empty0",
+        "ndcg_at_",
+        "ndcg@1.5",
+        "ndcg@10_",
+        "recall_empty0",
+        "ndcg@10 (empty query = 1)",
+        "knn_error",
+        "fit_seconds",
+    ],
+)
 def test_parse_rejects_junk_naming_it_and_listing_the_valid_forms(junk):
-    with pytest.raises(ValueError, match="ndcg@k, map, map@k, mrr, mrr@k, err@k, p@k, "
-                                         "recall@k") as info:
+    with pytest.raises(
+        ValueError, match="ndcg@k, map, map@k, mrr, mrr@k, err@k, p@k, recall@k"
+    ) as info:
         MetricKey.parse(junk)
     assert repr(junk) in str(info.value)
     assert metric_key_or_none(junk) is None
@@ -104,15 +168,18 @@ def test_parse_rejects_non_strings_naming_the_type(not_text):
         MetricKey.parse(not_text)
 
 
-@pytest.mark.parametrize("fields, message", [
-    (("auc", 3), "unknown metric 'auc'"),
-    (("ndcg",), "needs a cutoff k, e.g. ndcg@10"),
-    (("ndcg", 0), "k must be an integer >= 1, got 0"),
-    (("ndcg", True), "k must be an integer >= 1, got True"),
-    (("ndcg", 2.0), "k must be an integer >= 1, got 2.0"),
-    (("ndcg", 10, "2"), r"empty must be one of \('1', '0'\)"),
-    (("ndcg", 10, 0), r"empty must be one of \('1', '0'\)"),
-])
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        (("auc", 3), "unknown metric 'auc'"),
+        (("ndcg",), "needs a cutoff k, e.g. ndcg@10"),
+        (("ndcg", 0), "k must be an integer >= 1, got 0"),
+        (("ndcg", True), "k must be an integer >= 1, got True"),
+        (("ndcg", 2.0), "k must be an integer >= 1, got 2.0"),
+        (("ndcg", 10, "2"), r"empty must be one of \('1', '0'\)"),
+        (("ndcg", 10, 0), r"empty must be one of \('1', '0'\)"),
+    ],
+)
 def test_constructor_rejects_fields_the_table_does_not_allow(fields, message):
     with pytest.raises(ValueError, match=message):
         MetricKey(*fields)
@@ -138,8 +205,15 @@ def test_empty_query_is_the_value_evaluate_needs_for_the_key():
 # ---- the keys a record holds ---------------------------------------------------------
 def test_record_metric_keys_lists_default_convention_first_and_folds_duplicates():
     got = record_metric_keys(["NDCG@10", "p@5", "ndcg_at_10", "map_empty0", "recall@3"])
-    assert got == ("ndcg@10", "p@5", "map", "recall@3",
-                   "ndcg@10_empty0", "map_empty0", "recall@3_empty0")
+    assert got == (
+        "ndcg@10",
+        "p@5",
+        "map",
+        "recall@3",
+        "ndcg@10_empty0",
+        "map_empty0",
+        "recall@3_empty0",
+    )
     assert record_metric_keys("mrr") == ("mrr", "mrr_empty0")
 
 
@@ -154,8 +228,9 @@ def test_every_key_a_record_holds_parses_to_itself_and_has_its_mlflow_twin():
     requested = (*DEFAULT_METRICS, "p@5", "recall@10", "map@10", "mrr@5")
     keys = record_metric_keys(requested)
     assert len(keys) == len(set(keys))
-    means, per_query = evaluate_conventions([2, 0, 1, 0, 0, 1], [0.9, 0.8, 0.1, 0.4, 0.3, 0.3],
-                                            [1, 1, 1, 2, 2, 2], requested)
+    means, per_query = evaluate_conventions(
+        [2, 0, 1, 0, 0, 1], [0.9, 0.8, 0.1, 0.4, 0.3, 0.3], [1, 1, 1, 2, 2, 2], requested
+    )
     assert tuple(means) == keys and tuple(per_query) == ("qid", *keys)
     mlflow_keys = set()
     for text in keys:
@@ -171,8 +246,7 @@ def test_every_key_a_record_holds_parses_to_itself_and_has_its_mlflow_twin():
 # ---- the table and what derives from it ----------------------------------------------
 def test_every_table_row_has_a_kernel_forms_a_convention_text_and_a_parsable_display():
     assert list(METRIC_TABLE) == ["ndcg", "map", "mrr", "err", "p", "recall"]
-    assert VALID_FORMS == ("ndcg@k", "map", "map@k", "mrr", "mrr@k", "err@k", "p@k",
-                           "recall@k")
+    assert VALID_FORMS == ("ndcg@k", "map", "map@k", "mrr", "mrr@k", "err@k", "p@k", "recall@k")
     for name, spec in METRIC_TABLE.items():
         assert spec.name == name and spec.cutoff in ("required", "optional", "forbidden")
         assert callable(getattr(_RankedQueries, spec.kernel)), spec.kernel
@@ -180,7 +254,7 @@ def test_every_table_row_has_a_kernel_forms_a_convention_text_and_a_parsable_dis
         for field in (spec.formula, spec.empty_query, spec.ties, spec.beyond_query):
             assert field and field in CONVENTIONS[name]
         assert spec.beyond_query in CONVENTIONS["k_larger_than_query"]
-        assert (spec.display in CONVENTIONS["empty_query"])
+        assert spec.display in CONVENTIONS["empty_query"]
         assert spec.display.lower() == name  # so the display spelling parses
 
 

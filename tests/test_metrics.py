@@ -29,7 +29,7 @@ log2 = math.log2
 
 # ---- independent reference: one fixed ordering, plain Python ------------------------
 def ref_dcg(labels, k):
-    return sum((2 ** l - 1) / log2(i + 2) for i, l in enumerate(labels[:k]))
+    return sum((2**l - 1) / log2(i + 2) for i, l in enumerate(labels[:k]))
 
 
 def ref_ndcg(labels, k, empty):
@@ -63,7 +63,7 @@ def ref_err(labels, k, g_max, empty):
         return empty
     p_reach, total = 1.0, 0.0
     for i, l in enumerate(labels[:k]):
-        R = (2 ** l - 1) / 2 ** g_max
+        R = (2**l - 1) / 2**g_max
         total += p_reach * R / (i + 1)
         p_reach *= 1 - R
     return total
@@ -103,14 +103,31 @@ def tie_orderings(scores):
 
 
 def brute_force(name, labels, scores, empty, g_max):
-    values = [ref_metric(name, [labels[i] for i in order], empty, g_max)
-              for order in tie_orderings(scores)]
+    values = [
+        ref_metric(name, [labels[i] for i in order], empty, g_max)
+        for order in tie_orderings(scores)
+    ]
     return sum(values) / len(values)
 
 
-ALL_FORMS = ("ndcg@1", "ndcg@3", "ndcg@10", "map", "map@2", "mrr", "mrr@2",
-             "err@1", "err@3", "err@10", "p@1", "p@3", "p@10", "recall@1", "recall@3",
-             "recall@10")
+ALL_FORMS = (
+    "ndcg@1",
+    "ndcg@3",
+    "ndcg@10",
+    "map",
+    "map@2",
+    "mrr",
+    "mrr@2",
+    "err@1",
+    "err@3",
+    "err@10",
+    "p@1",
+    "p@3",
+    "p@10",
+    "recall@1",
+    "recall@3",
+    "recall@10",
+)
 
 
 # ---- hand-worked values -------------------------------------------------------------
@@ -119,9 +136,26 @@ def test_hand_worked_values_without_ties():
     y = [0, 3, 2, 1, 0]
     s = [0.4, 0.9, 0.1, 0.6, 0.8]
     q = [7] * 5
-    got = evaluate(y, s, q, ("ndcg@3", "ndcg@10", "map", "map@3", "mrr", "err@3", "p@3",
-                             "p@10", "recall@1", "recall@3", "recall@4", "recall@10"),
-                   max_label=3)
+    got = evaluate(
+        y,
+        s,
+        q,
+        (
+            "ndcg@3",
+            "ndcg@10",
+            "map",
+            "map@3",
+            "mrr",
+            "err@3",
+            "p@3",
+            "p@10",
+            "recall@1",
+            "recall@3",
+            "recall@4",
+            "recall@10",
+        ),
+        max_label=3,
+    )
     ideal3 = 7 / log2(2) + 3 / log2(3) + 1 / log2(4)
     assert got["ndcg@3"] == pytest.approx((7 / log2(2) + 1 / log2(4)) / ideal3, abs=1e-12)
     ideal5 = ideal3
@@ -146,8 +180,13 @@ def test_hand_worked_values_with_ties():
     y = [2, 0, 1]
     s = [1.0, 1.0, 0.5]
     q = [1, 1, 1]
-    got = evaluate(y, s, q, ("ndcg@1", "ndcg@2", "map", "mrr", "err@2", "p@1", "recall@1",
-                             "recall@2"), max_label=2)
+    got = evaluate(
+        y,
+        s,
+        q,
+        ("ndcg@1", "ndcg@2", "map", "mrr", "err@2", "p@1", "recall@1", "recall@2"),
+        max_label=2,
+    )
     ideal1 = 3.0
     assert got["ndcg@1"] == pytest.approx((3 + 0) / 2 / ideal1)  # mean gain on rank 1
     ideal2 = 3 + 1 / log2(3)
@@ -176,8 +215,15 @@ def test_one_document_queries_and_k_beyond_query_length():
     y = [2, 0, 1, 0, 3]
     s = [0.5, 0.1, 0.2, 0.9, 0.3]
     q = [1, 2, 3, 3, 4]  # four queries: sizes 1, 1, 2, 1
-    got = evaluate(y, s, q, ("ndcg@10", "map", "mrr", "err@10", "p@5", "recall@1"),
-                   per_query=True, empty_query=1.0, max_label=3)
+    got = evaluate(
+        y,
+        s,
+        q,
+        ("ndcg@10", "map", "mrr", "err@10", "p@5", "recall@1"),
+        per_query=True,
+        empty_query=1.0,
+        max_label=3,
+    )
     np.testing.assert_allclose(got["ndcg@10"], [1.0, 1.0, (1 / log2(3)) / 1.0, 1.0])
     np.testing.assert_allclose(got["map"], [1.0, 1.0, 1 / 2, 1.0])
     np.testing.assert_allclose(got["mrr"], [1.0, 1.0, 1 / 2, 1.0])
@@ -246,12 +292,14 @@ def test_ndcg_matches_sklearn_ndcg_score_per_query(n_score_values):
     q = np.repeat(np.arange(sizes.size), sizes)
     y = rng.integers(0, 5, q.size)
     y[q % 9 == 0] = 0
-    s = (rng.normal(size=q.size) if n_score_values is None
-         else rng.integers(0, n_score_values, q.size).astype(float))
+    s = (
+        rng.normal(size=q.size)
+        if n_score_values is None
+        else rng.integers(0, n_score_values, q.size).astype(float)
+    )
     for k in (1, 3, 5, 10, 50):
         got = evaluate(y, s, q, (f"ndcg@{k}",), per_query=True, empty_query=0.0)[f"ndcg@{k}"]
-        want = [ndcg_score([2.0 ** y[q == i] - 1], [s[q == i]], k=k)
-                for i in range(sizes.size)]
+        want = [ndcg_score([2.0 ** y[q == i] - 1], [s[q == i]], k=k) for i in range(sizes.size)]
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-12, err_msg=f"k={k}")
 
 
@@ -280,14 +328,29 @@ def test_ndcg_matches_lightgbm_own_eval_including_empty_queries():
     empty = np.array([yv[qv == i].max() == 0 for i in range(80)])
     assert empty.sum() >= 10 and (sizes_v < 10).any()  # the cases under test are present
     eval_at = [1, 3, 5, 10]
-    params = dict(objective="lambdarank", metric="ndcg", eval_at=eval_at, num_leaves=31,
-                  min_data_in_leaf=2, learning_rate=0.1, num_threads=1, deterministic=True,
-                  seed=3, verbosity=-1)
+    params = dict(
+        objective="lambdarank",
+        metric="ndcg",
+        eval_at=eval_at,
+        num_leaves=31,
+        min_data_in_leaf=2,
+        learning_rate=0.1,
+        num_threads=1,
+        deterministic=True,
+        seed=3,
+        verbosity=-1,
+    )
     train = lgb.Dataset(X, y, group=sizes)
     valid = lgb.Dataset(Xv, yv, group=sizes_v, reference=train)
     record = {}
-    booster = lgb.train(params, train, num_boost_round=40, valid_sets=[valid],
-                        valid_names=["valid"], callbacks=[lgb.record_evaluation(record)])
+    booster = lgb.train(
+        params,
+        train,
+        num_boost_round=40,
+        valid_sets=[valid],
+        valid_names=["valid"],
+        callbacks=[lgb.record_evaluation(record)],
+    )
     pred = booster.predict(Xv)
     assert_no_ties_within_queries(pred, qv)
     ours = evaluate(yv, pred, qv, [f"ndcg@{k}" for k in eval_at], empty_query=1.0)
@@ -303,11 +366,24 @@ def fit_xgboost(xgb, y_train, y_valid, eval_metric):
     Xv, _, qv, _ = letor_like(4, 80)
     dtrain = xgb.DMatrix(X, label=y_train, qid=q)
     dvalid = xgb.DMatrix(Xv, label=y_valid, qid=qv)
-    params = {"objective": "rank:ndcg", "eval_metric": eval_metric, "max_depth": 6,
-              "min_child_weight": 0, "eta": 0.3, "nthread": 1, "seed": 5}
+    params = {
+        "objective": "rank:ndcg",
+        "eval_metric": eval_metric,
+        "max_depth": 6,
+        "min_child_weight": 0,
+        "eta": 0.3,
+        "nthread": 1,
+        "seed": 5,
+    }
     record = {}
-    booster = xgb.train(params, dtrain, num_boost_round=40, evals=[(dvalid, "valid")],
-                        evals_result=record, verbose_eval=False)
+    booster = xgb.train(
+        params,
+        dtrain,
+        num_boost_round=40,
+        evals=[(dvalid, "valid")],
+        evals_result=record,
+        verbose_eval=False,
+    )
     pred = booster.predict(dvalid).astype(np.float64)
     assert_no_ties_within_queries(pred, qv)
     return pred, qv, {name: values[-1] for name, values in record["valid"].items()}
@@ -357,18 +433,25 @@ def test_recall_precision_map_mrr_match_trec_eval_per_query():
         qrel[f"q{q[row]}"][f"d{row}"] = int(y[row])
         run[f"q{q[row]}"][f"d{row}"] = float(s[row])
     cutoffs = (1, 3, 5, 10, 50)
-    measures = {"map", "recip_rank", "recall." + ",".join(map(str, cutoffs)),
-                "P." + ",".join(map(str, cutoffs)), "map_cut." + ",".join(map(str, cutoffs))}
+    measures = {
+        "map",
+        "recip_rank",
+        "recall." + ",".join(map(str, cutoffs)),
+        "P." + ",".join(map(str, cutoffs)),
+        "map_cut." + ",".join(map(str, cutoffs)),
+    }
     theirs = pytrec_eval.RelevanceEvaluator(qrel, measures).evaluate(run)
     pairs = [("map", "map"), ("mrr", "recip_rank")]
     for k in cutoffs:
-        pairs += [(f"recall@{k}", f"recall_{k}"), (f"p@{k}", f"P_{k}"),
-                  (f"map@{k}", f"map_cut_{k}")]
+        pairs += [
+            (f"recall@{k}", f"recall_{k}"),
+            (f"p@{k}", f"P_{k}"),
+            (f"map@{k}", f"map_cut_{k}"),
+        ]
     ours = evaluate(y, s, q, [m for m, _ in pairs], per_query=True, empty_query=0.0)
     for ours_name, trec_name in pairs:
         want = [theirs[f"q{i}"][trec_name] for i in range(sizes.size)]
-        np.testing.assert_allclose(ours[ours_name], want, rtol=0, atol=1e-12,
-                                   err_msg=ours_name)
+        np.testing.assert_allclose(ours[ours_name], want, rtol=0, atol=1e-12, err_msg=ours_name)
 
 
 # ---- conventions, grouping, output shape --------------------------------------------
@@ -431,8 +514,14 @@ def test_mean_is_the_mean_of_per_query_values_and_keys_are_given_strings():
 def test_evaluate_uses_zero_for_names_with_the_empty0_suffix_whatever_empty_query_says():
     y, s, q = [0, 0, 1, 0], [0.2, 0.1, 0.1, 0.9], [1, 1, 2, 2]
     for empty in (1.0, float("nan")):
-        got = evaluate(y, s, q, ("ndcg@5", "ndcg@5_empty0", "NDCG_AT_5_EMPTY0"),
-                       per_query=True, empty_query=empty)
+        got = evaluate(
+            y,
+            s,
+            q,
+            ("ndcg@5", "ndcg@5_empty0", "NDCG_AT_5_EMPTY0"),
+            per_query=True,
+            empty_query=empty,
+        )
         np.testing.assert_array_equal(got["ndcg@5_empty0"], [0.0, got["ndcg@5"][1]])
         np.testing.assert_array_equal(got["NDCG_AT_5_EMPTY0"], got["ndcg@5_empty0"])
         assert got["ndcg@5"][0] == empty or np.isnan(empty) and np.isnan(got["ndcg@5"][0])
@@ -444,14 +533,37 @@ def test_evaluate_conventions_equals_evaluate_under_each_convention():
     q = q + 100  # ids unlike row positions, so the qid column is checked for real
     requested = ("NDCG@10", "map", "p@3", "recall_at_5", "err@5_empty0")
     means, per_query = evaluate_conventions(y, s, q, requested, max_label=3)
-    one = evaluate(y, s, q, ("ndcg@10", "map", "p@3", "recall@5", "err@5"),
-                   per_query=True, empty_query=1.0, max_label=3)
-    zero = evaluate(y, s, q, ("ndcg@10", "map", "recall@5", "err@5"),
-                    per_query=True, empty_query=0.0, max_label=3)
+    one = evaluate(
+        y,
+        s,
+        q,
+        ("ndcg@10", "map", "p@3", "recall@5", "err@5"),
+        per_query=True,
+        empty_query=1.0,
+        max_label=3,
+    )
+    zero = evaluate(
+        y,
+        s,
+        q,
+        ("ndcg@10", "map", "recall@5", "err@5"),
+        per_query=True,
+        empty_query=0.0,
+        max_label=3,
+    )
     expected = {**one, **{f"{m}_empty0": v for m, v in zero.items()}}
-    assert list(per_query) == ["qid", "ndcg@10", "map", "p@3", "recall@5", "err@5",
-                               "ndcg@10_empty0", "map_empty0", "recall@5_empty0",
-                               "err@5_empty0"]
+    assert list(per_query) == [
+        "qid",
+        "ndcg@10",
+        "map",
+        "p@3",
+        "recall@5",
+        "err@5",
+        "ndcg@10_empty0",
+        "map_empty0",
+        "recall@5_empty0",
+        "err@5_empty0",
+    ]
     assert per_query["qid"] == list(range(100, 125))
     assert list(means) == list(per_query)[1:]
     for key, values in expected.items():
@@ -476,17 +588,27 @@ def test_default_metrics_and_conventions_are_usable():
 
 
 # ---- parsing and bad input ----------------------------------------------------------
-@pytest.mark.parametrize("name, parsed", [
-    ("ndcg@10", ("ndcg", 10)), ("NDCG@3", ("ndcg", 3)), ("map", ("map", None)),
-    ("map@5", ("map", 5)), ("mrr", ("mrr", None)), ("MRR@1", ("mrr", 1)),
-    ("err@10", ("err", 10)), ("p@5", ("p", 5)), (" ndcg@20 ", ("ndcg", 20)),
-])
+@pytest.mark.parametrize(
+    "name, parsed",
+    [
+        ("ndcg@10", ("ndcg", 10)),
+        ("NDCG@3", ("ndcg", 3)),
+        ("map", ("map", None)),
+        ("map@5", ("map", 5)),
+        ("mrr", ("mrr", None)),
+        ("MRR@1", ("mrr", 1)),
+        ("err@10", ("err", 10)),
+        ("p@5", ("p", 5)),
+        (" ndcg@20 ", ("ndcg", 20)),
+    ],
+)
 def test_parse_metric_accepts_valid_forms(name, parsed):
     assert parse_metric(name) == parsed
 
 
-@pytest.mark.parametrize("name", ["ndcg", "err", "p", "ndcg@0", "ndcg@x", "auc", "ndcg@-1",
-                                  "map@", ""])
+@pytest.mark.parametrize(
+    "name", ["ndcg", "err", "p", "ndcg@0", "ndcg@x", "auc", "ndcg@-1", "map@", ""]
+)
 def test_parse_metric_rejects_bad_names_listing_valid_forms(name):
     with pytest.raises(ValueError, match=r"ndcg@k.*map.*mrr.*err@k.*p@k"):
         parse_metric(name)
@@ -497,18 +619,21 @@ def test_bad_metric_name_in_evaluate_raises_before_any_work():
         evaluate([1], [0.5], [1], ("ndcg@10", "ndgc@10"))
 
 
-@pytest.mark.parametrize("y, s, q, message", [
-    ([1, 0], [0.5], [1, 1], "scores has 1 entries but y_true has 2"),
-    ([1, 0], [0.5, 0.4], [1], "qid has 1 entries but y_true has 2"),
-    ([], [], [], "no documents"),
-    ([1, -1], [0.5, 0.4], [1, 1], "row 1"),
-    ([1, 0.5], [0.5, 0.4], [1, 1], "non-negative integer"),
-    ([1, 0], [0.5, np.nan], [1, 1], "NaN.*row 1"),
-    ([1, 0], [0.5, 0.4], [1, np.nan], "qid contains NaN"),
-    ([[1, 0]], [[0.5, 0.4]], [[1, 1]], "one-dimensional"),
-    ([1, 2000], [0.5, 0.4], [1, 1], "labels above 1000.*row 1"),
-    ([1, 0], ["a", "b"], [1, 1], "scores must be real numbers"),
-])
+@pytest.mark.parametrize(
+    "y, s, q, message",
+    [
+        ([1, 0], [0.5], [1, 1], "scores has 1 entries but y_true has 2"),
+        ([1, 0], [0.5, 0.4], [1], "qid has 1 entries but y_true has 2"),
+        ([], [], [], "no documents"),
+        ([1, -1], [0.5, 0.4], [1, 1], "row 1"),
+        ([1, 0.5], [0.5, 0.4], [1, 1], "non-negative integer"),
+        ([1, 0], [0.5, np.nan], [1, 1], "NaN.*row 1"),
+        ([1, 0], [0.5, 0.4], [1, np.nan], "qid contains NaN"),
+        ([[1, 0]], [[0.5, 0.4]], [[1, 1]], "one-dimensional"),
+        ([1, 2000], [0.5, 0.4], [1, 1], "labels above 1000.*row 1"),
+        ([1, 0], ["a", "b"], [1, 1], "scores must be real numbers"),
+    ],
+)
 def test_bad_input_raises_value_error_saying_what_is_wrong(y, s, q, message):
     with pytest.raises(ValueError, match=message):
         evaluate(y, s, q, ("ndcg@10",))

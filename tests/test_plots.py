@@ -17,15 +17,25 @@ def _report(ks=(1, 3, 5, 10, 20), n_folds=3):
     runs = []
     for i, name in enumerate(["lightgbm", "xgboost-gbrt", "lgmml"]):
         for f in range(1, n_folds + 1):
-            metrics = {f"ndcg@{k}": 0.4 + 0.1 * i + 0.01 * k + rng.normal(0, 0.01)
-                       for k in ks}
+            metrics = {f"ndcg@{k}": 0.4 + 0.1 * i + 0.01 * k + rng.normal(0, 0.01) for k in ks}
             v = rng.uniform(size=10)
-            runs.append(ResultRecord(
-                key=f"{name}{f}", plan_key=name, config_key=name, ranker=name, label=name,
-                dataset="toy", fold=f, seed=0, metrics=metrics,
-                per_query={"qid": list(range(10)), **{m: v.tolist() for m in metrics}},
-                fit_seconds=10.0 ** i * (1 + 0.1 * f), score_us_per_doc=1.0 + i,
-                fingerprints={"test": f"t{f}"}))
+            runs.append(
+                ResultRecord(
+                    key=f"{name}{f}",
+                    plan_key=name,
+                    config_key=name,
+                    ranker=name,
+                    label=name,
+                    dataset="toy",
+                    fold=f,
+                    seed=0,
+                    metrics=metrics,
+                    per_query={"qid": list(range(10)), **{m: v.tolist() for m in metrics}},
+                    fit_seconds=10.0**i * (1 + 0.1 * f),
+                    score_us_per_doc=1.0 + i,
+                    fingerprints={"test": f"t{f}"},
+                )
+            )
     return build_report(runs, dataset="toy")
 
 
@@ -33,8 +43,11 @@ def test_write_plots_makes_three_valid_non_trivial_pngs(tmp_path):
     import matplotlib.image
 
     paths = plots.write_plots(_report(), tmp_path / "out")
-    assert [p.name for p in paths] == ["toy_ndcg_at_k.png", "toy_ndcg_at_10_vs_fit_time.png",
-                                       "toy_ndcg_at_10_per_fold.png"]
+    assert [p.name for p in paths] == [
+        "toy_ndcg_at_k.png",
+        "toy_ndcg_at_10_vs_fit_time.png",
+        "toy_ndcg_at_10_per_fold.png",
+    ]
     for p in paths:
         data = p.read_bytes()
         assert data[:8] == PNG_SIGNATURE
@@ -51,10 +64,16 @@ def captured(monkeypatch):
     real = plots._save
 
     def keep(fig, path):
-        figs.append({"title": fig.axes[0].get_title(), "x": fig.axes[0].get_xlabel(),
-                     "y": fig.axes[0].get_ylabel(), "xscale": fig.axes[0].get_xscale(),
-                     "legend": [t.get_text() for t in fig.axes[0].get_legend().get_texts()],
-                     "xticks": list(fig.axes[0].get_xticks())})
+        figs.append(
+            {
+                "title": fig.axes[0].get_title(),
+                "x": fig.axes[0].get_xlabel(),
+                "y": fig.axes[0].get_ylabel(),
+                "xscale": fig.axes[0].get_xscale(),
+                "legend": [t.get_text() for t in fig.axes[0].get_legend().get_texts()],
+                "xticks": list(fig.axes[0].get_xticks()),
+            }
+        )
         return real(fig, path)
 
     monkeypatch.setattr(plots, "_save", keep)
@@ -79,7 +98,9 @@ def test_ndcg_at_k_figure_is_skipped_with_fewer_than_two_cutoffs(tmp_path):
     with pytest.raises(ValueError, match="at least two cutoffs"):
         plots.plot_ndcg_at_k(rep, tmp_path / "x.png")
     assert [p.name for p in plots.write_plots(rep, tmp_path)] == [
-        "toy_ndcg_at_10_vs_fit_time.png", "toy_ndcg_at_10_per_fold.png"]
+        "toy_ndcg_at_10_vs_fit_time.png",
+        "toy_ndcg_at_10_per_fold.png",
+    ]
 
 
 def test_metric_names_are_spelled_for_readers():

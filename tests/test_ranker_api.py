@@ -19,8 +19,15 @@ from ltr_bench.ranker import (
 class Declared(BaseRanker):
     """Seed, threads and query-block width under names no guesser would pick."""
 
-    def __init__(self, rng_seed=None, workers=None, block=None, random_state=None,
-                 n_jobs=None, query_dim=None):
+    def __init__(
+        self,
+        rng_seed=None,
+        workers=None,
+        block=None,
+        random_state=None,
+        n_jobs=None,
+        query_dim=None,
+    ):
         self.rng_seed = rng_seed
         self.workers = workers
         self.block = block
@@ -60,22 +67,25 @@ def test_undeclared_ranker_gets_nothing_even_with_conventional_parameter_names()
 
 def test_parameters_the_user_set_are_not_overridden():
     ranker = Declared(rng_seed=3, workers=4)
-    updates = apply_run_settings(ranker, seed=7, threads=2, query_dim=13,
-                                 user_params={"rng_seed": 3, "workers": 4})
+    updates = apply_run_settings(
+        ranker, seed=7, threads=2, query_dim=13, user_params={"rng_seed": 3, "workers": 4}
+    )
     assert updates == {"block": 13}
     assert ranker.get_params()["rng_seed"] == 3 and ranker.get_params()["workers"] == 4
     # a plain collection of names works too
     other = Declared(block=5)
-    assert apply_run_settings(other, seed=1, threads=None, query_dim=13,
-                              user_params=["block"]) == {"rng_seed": 1}
+    assert apply_run_settings(other, seed=1, threads=None, query_dim=13, user_params=["block"]) == {
+        "rng_seed": 1
+    }
     assert other.block == 5
 
 
 def test_settings_that_are_none_are_skipped():
     ranker = Declared(workers=4)
     # no query block (plain LETOR data), library-default threads
-    assert apply_run_settings(ranker, seed=0, threads=None, query_dim=None,
-                              user_params={}) == {"rng_seed": 0}
+    assert apply_run_settings(ranker, seed=0, threads=None, query_dim=None, user_params={}) == {
+        "rng_seed": 0
+    }
     assert ranker.workers == 4 and ranker.block is None
 
 
@@ -86,8 +96,9 @@ class NamesAMissingParameter(Declared):
 
 def test_a_tag_naming_a_missing_parameter_is_an_error_naming_the_tag():
     with pytest.raises(ValueError, match=r"RankerTags.seed_param='seed' is not a parameter"):
-        apply_run_settings(NamesAMissingParameter(), seed=0, threads=None, query_dim=None,
-                           user_params={})
+        apply_run_settings(
+            NamesAMissingParameter(), seed=0, threads=None, query_dim=None, user_params={}
+        )
 
 
 class BadTags(Declared):
@@ -118,13 +129,20 @@ def test_query_dependent_is_derived_from_query_dim_param():
     assert RankerTags(query_dim_param="block").query_dependent is True
     assert RankerTags().query_dependent is False
     assert RankerTags(seed_param="s", query_dim_param="q").declared_params() == {
-        "seed_param": "s", "query_dim_param": "q"}
+        "seed_param": "s",
+        "query_dim_param": "q",
+    }
 
 
 def test_default_tags_and_fitted_info_declare_nothing():
     assert RankerTags() == RankerTags(
-        requires_qid_at_predict=False, uses_eval_set=False, deterministic=True,
-        thread_param=None, seed_param=None, query_dim_param=None)
+        requires_qid_at_predict=False,
+        uses_eval_set=False,
+        deterministic=True,
+        thread_param=None,
+        seed_param=None,
+        query_dim_param=None,
+    )
     assert BaseRanker().ranker_tags() == RankerTags()
     assert BaseRanker().fitted_info() == {}
 
@@ -146,15 +164,22 @@ def test_split_without_query_dim_returns_no_query_block():
     assert Q is None and D is X
 
 
-@pytest.mark.parametrize("X, query_dim, message", [
-    (np.ones((4, 6)), 4, r"query_dim=4 means rows \[query \(4\), document \(4\)\] of width 8, "
-                         r"but X has 6 columns"),
-    (np.ones((4, 7)), 3, "width 6, but X has 7 columns"),
-    (np.ones(6), 3, "X has no columns"),
-    (np.ones((4, 6)), 0, "query_dim must be a positive integer or None, got 0"),
-    (np.ones((4, 6)), 1.5, "query_dim must be a positive integer"),
-    (np.ones((4, 6)), True, "query_dim must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    "X, query_dim, message",
+    [
+        (
+            np.ones((4, 6)),
+            4,
+            r"query_dim=4 means rows \[query \(4\), document \(4\)\] of width 8, "
+            r"but X has 6 columns",
+        ),
+        (np.ones((4, 7)), 3, "width 6, but X has 7 columns"),
+        (np.ones(6), 3, "X has no columns"),
+        (np.ones((4, 6)), 0, "query_dim must be a positive integer or None, got 0"),
+        (np.ones((4, 6)), 1.5, "query_dim must be a positive integer"),
+        (np.ones((4, 6)), True, "query_dim must be a positive integer"),
+    ],
+)
 def test_split_errors_name_query_dim_and_the_width(X, query_dim, message):
     with pytest.raises(RankerInputError, match=message):
         split_query_document(X, query_dim)

@@ -67,8 +67,9 @@ def test_listing_rankers_imports_no_ranker_module():
         print(json.dumps({"names": [e.name for e in entries], "new": new,
                           "targets": targets, "all": sorted(sys.modules)}))
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
     result = json.loads(out.stdout)
     assert BUILT_IN <= set(result["names"])
     loaded = set(result["all"])
@@ -110,10 +111,13 @@ def test_unknown_ranker_error_survives_pickling():
 
 def test_broken_plugin_is_listed_and_its_load_error_carries_the_original_error(plugin_dir):
     _fake_distribution(
-        plugin_dir, "fake-plugin",
+        plugin_dir,
+        "fake-plugin",
         {"broken": "fake_plugin_broken:Ranker", "notaranker": "fake_plugin_ok:CONSTANT"},
-        {"fake_plugin_broken": "raise ImportError('needs the missing package zzz_tensorlib')\n",
-         "fake_plugin_ok": "CONSTANT = 3\n"},
+        {
+            "fake_plugin_broken": "raise ImportError('needs the missing package zzz_tensorlib')\n",
+            "fake_plugin_ok": "CONSTANT = 3\n",
+        },
     )
     entries = {e.name: e for e in list_rankers()}
     assert entries["broken"].distribution == "fake-plugin"
@@ -174,7 +178,6 @@ def test_make_ranker_applies_parameters_and_rejects_unknown_ones_listing_valid_o
     assert "n_estimators" in message and "num_leaves" in message
     with pytest.raises(UnknownRankerError):
         make_ranker("lightgmb")
-
 
 
 def test_a_misspelt_parameter_gets_a_close_match_suggestion():

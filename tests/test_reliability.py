@@ -24,11 +24,11 @@ import threading
 import time
 from pathlib import Path
 
+import ltrb_fake_rankers as fakes
 import numpy as np
 import pytest
 from click.testing import CliRunner
 
-import ltrb_fake_rankers as fakes
 from ltr_bench.cli import main
 from ltr_bench.ranker import RankerInputError, check_ranking_input
 
@@ -91,8 +91,17 @@ def env(tmp_path, monkeypatch, fake_rankers):
 
         @staticmethod
         def run_fake(*extra, dataset=None):
-            return Env.run("run", "--ranker", FAKE, "--dataset", str(dataset or Env.data),
-                           "--no-mlflow", "--metrics", "ndcg@10,err@10", *extra)
+            return Env.run(
+                "run",
+                "--ranker",
+                FAKE,
+                "--dataset",
+                str(dataset or Env.data),
+                "--no-mlflow",
+                "--metrics",
+                "ndcg@10,err@10",
+                *extra,
+            )
 
     return Env
 
@@ -101,15 +110,18 @@ def env(tmp_path, monkeypatch, fake_rankers):
 # Each case: (name, setup(env) -> argv or None for the default fake run, exit code, fragment).
 # ``{data}`` in a fragment is the data folder.
 
+
 def _edit(split: str, lineno: int, text: str):
     def setup(e):
         _set_line(e.data / f"{split}.txt", lineno, text)
+
     return setup
 
 
 def _replace_file(split: str, content: bytes):
     def setup(e):
         (e.data / f"{split}.txt").write_bytes(content)
+
     return setup
 
 
@@ -117,7 +129,7 @@ def _gz_damaged(e):
     raw = (e.data / "train.txt").read_bytes() * 40
     blob = bytearray(gzip.compress(raw))
     mid = len(blob) // 2
-    blob[mid:mid + 64] = bytes(64)
+    blob[mid : mid + 64] = bytes(64)
     (e.data / "train.txt").unlink()
     (e.data / "train.txt.gz").write_bytes(bytes(blob))
 
@@ -144,8 +156,10 @@ def _no_test(e):
 def _query_files(bad_line: bool):
     def setup(e):
         for split, nq in (("train", 8), ("test", 4)):
-            lines = [" ".join(t for t in l.split() if not t.startswith("qid:"))
-                     for l in (e.data / f"{split}.txt").read_text().splitlines()]
+            lines = [
+                " ".join(t for t in l.split() if not t.startswith("qid:"))
+                for l in (e.data / f"{split}.txt").read_text().splitlines()
+            ]
             (e.data / f"{split}.txt").unlink()
             _write(e.data / f"rank.{split}", lines)
             sizes = ["5"] * nq
@@ -155,6 +169,7 @@ def _query_files(bad_line: bool):
                 sizes[-1] = "4"  # one row short of the data file
             _write(e.data / f"rank.{split}.query", sizes)
         (e.data / "vali.txt").unlink()
+
     return setup
 
 
@@ -250,6 +265,7 @@ def _cache_damage(how: str):
             elif how == "truncate":
                 (entry / "X.f8").write_bytes(b"\0" * 8)
         return ["--results-dir", "res"]
+
     return setup
 
 
@@ -257,67 +273,191 @@ PARAM = "--param"
 
 CASES = [
     # bad data: a message naming file and line, exit 1
-    ("test label outside the training range", _edit("test", 3, "7 qid:200 1:0.1 2:0.2 3:0.3"),
-     1, "test.txt:3: the label 7 is outside"),
-    ("vali label outside the training range", _edit("vali", 2, "3 qid:100 1:0.1 2:0.2 3:0.3"),
-     1, "vali.txt:2: the label 3 is outside"),
-    ("training label 5000", _edit("train", 4, "5000 qid:1 1:0.1 2:0.2 3:0.3"),
-     1, "train.txt:4: the label 5000 is outside"),
-    ("negative label", _edit("train", 1, "-1 qid:1 1:0.1 2:0.2 3:0.3"),
-     1, "train.txt:1: the label -1 is outside"),
-    ("label is text", _edit("train", 2, "abc qid:1 1:0.1"), 1, "train.txt:2: cannot parse the label"),
+    (
+        "test label outside the training range",
+        _edit("test", 3, "7 qid:200 1:0.1 2:0.2 3:0.3"),
+        1,
+        "test.txt:3: the label 7 is outside",
+    ),
+    (
+        "vali label outside the training range",
+        _edit("vali", 2, "3 qid:100 1:0.1 2:0.2 3:0.3"),
+        1,
+        "vali.txt:2: the label 3 is outside",
+    ),
+    (
+        "training label 5000",
+        _edit("train", 4, "5000 qid:1 1:0.1 2:0.2 3:0.3"),
+        1,
+        "train.txt:4: the label 5000 is outside",
+    ),
+    (
+        "negative label",
+        _edit("train", 1, "-1 qid:1 1:0.1 2:0.2 3:0.3"),
+        1,
+        "train.txt:1: the label -1 is outside",
+    ),
+    (
+        "label is text",
+        _edit("train", 2, "abc qid:1 1:0.1"),
+        1,
+        "train.txt:2: cannot parse the label",
+    ),
     ("label is nan", _edit("test", 2, "nan qid:200 1:0.1"), 1, "test.txt:2: the label is 'nan'"),
-    ("label is fractional", _edit("train", 2, "1.5 qid:1 1:0.1"), 1, "train.txt:2: the label '1.5' is not an integer"),
+    (
+        "label is fractional",
+        _edit("train", 2, "1.5 qid:1 1:0.1"),
+        1,
+        "train.txt:2: the label '1.5' is not an integer",
+    ),
     ("label 1e400", _edit("train", 2, "1e400 qid:1 1:0.1"), 1, "train.txt:2: the label is '1e400'"),
     ("missing qid", _edit("train", 5, "1 1:0.1 2:0.2"), 1, "train.txt:5: the line has no qid"),
     ("qid is text", _edit("train", 5, "1 qid:abc 1:0.1"), 1, "train.txt:5: the query id 'abc'"),
     ("qid beyond int64", _edit("train", 5, f"1 qid:{2**64} 1:0.1"), 1, "train.txt:5: the query id"),
     ("qid after features", _edit("train", 5, "1 1:0.1 qid:1"), 1, "train.txt:5:"),
     ("feature index 0", _edit("train", 6, "1 qid:2 0:0.1"), 1, "train.txt:6: feature index '0'"),
-    ("feature indices decreasing", _edit("train", 6, "1 qid:2 2:0.1 1:0.3"), 1,
-     "train.txt:6: feature index 1 comes after index 2"),
-    ("feature index 2^40", _edit("train", 6, f"1 qid:2 {2**40}:0.1"), 1,
-     f"train.txt:6: feature index {2**40} is beyond 65536"),
-    ("feature index 10^9", _edit("test", 6, "1 qid:201 1000000000:0.1"), 1,
-     "test.txt:6: feature index 1000000000 is beyond 65536"),
-    ("feature index beyond int64", _edit("test", 6, f"1 qid:201 {2**70}:0.1"), 1, "test.txt:6: feature index"),
-    ("feature value nan", _edit("train", 7, "1 qid:2 1:nan"), 1, "train.txt:7: feature 1 has the value 'nan'"),
-    ("feature value inf", _edit("vali", 7, "1 qid:101 1:inf"), 1, "vali.txt:7: feature 1 has the value 'inf'"),
-    ("feature value text", _edit("train", 7, "1 qid:2 1:abc"), 1, "train.txt:7: cannot parse the value of feature 1"),
-    ("token without colon", _edit("train", 7, "1 qid:2 12"), 1, "train.txt:7: cannot parse '12' as index:value"),
+    (
+        "feature indices decreasing",
+        _edit("train", 6, "1 qid:2 2:0.1 1:0.3"),
+        1,
+        "train.txt:6: feature index 1 comes after index 2",
+    ),
+    (
+        "feature index 2^40",
+        _edit("train", 6, f"1 qid:2 {2**40}:0.1"),
+        1,
+        f"train.txt:6: feature index {2**40} is beyond 65536",
+    ),
+    (
+        "feature index 10^9",
+        _edit("test", 6, "1 qid:201 1000000000:0.1"),
+        1,
+        "test.txt:6: feature index 1000000000 is beyond 65536",
+    ),
+    (
+        "feature index beyond int64",
+        _edit("test", 6, f"1 qid:201 {2**70}:0.1"),
+        1,
+        "test.txt:6: feature index",
+    ),
+    (
+        "feature value nan",
+        _edit("train", 7, "1 qid:2 1:nan"),
+        1,
+        "train.txt:7: feature 1 has the value 'nan'",
+    ),
+    (
+        "feature value inf",
+        _edit("vali", 7, "1 qid:101 1:inf"),
+        1,
+        "vali.txt:7: feature 1 has the value 'inf'",
+    ),
+    (
+        "feature value text",
+        _edit("train", 7, "1 qid:2 1:abc"),
+        1,
+        "train.txt:7: cannot parse the value of feature 1",
+    ),
+    (
+        "token without colon",
+        _edit("train", 7, "1 qid:2 12"),
+        1,
+        "train.txt:7: cannot parse '12' as index:value",
+    ),
     ("1 MiB garbage token", _garbage_token, 1, "characters)"),
     ("binary garbage file", _replace_file("train", bytes(range(256)) * 50), 1, "train.txt:"),
     ("empty test file", _replace_file("test", b""), 1, "test.txt: the file has no data lines"),
-    ("comments only", _replace_file("vali", b"# nothing\n# here\n"), 1, "vali.txt: the file has no data lines"),
+    (
+        "comments only",
+        _replace_file("vali", b"# nothing\n# here\n"),
+        1,
+        "vali.txt: the file has no data lines",
+    ),
     ("gzip damaged mid-stream", _gz_damaged, 1, "train.txt.gz: the compressed file is damaged"),
-    ("gzip truncated", _gz_truncated, 1, "test.txt.gz: the compressed file is damaged or truncated"),
+    (
+        "gzip truncated",
+        _gz_truncated,
+        1,
+        "test.txt.gz: the compressed file is damaged or truncated",
+    ),
     ("test.txt is a folder", _folder_as_file, 1, "test.txt: is a folder"),
     ("train.txt and train.txt.gz", _two_trains, 1, "keep only one"),
     ("no test file", _no_test, 1, "no test file"),
-    ("query file does not add up", _query_files(False), 1, "rank.train.query: the group sizes add up to"),
+    (
+        "query file does not add up",
+        _query_files(False),
+        1,
+        "rank.train.query: the group sizes add up to",
+    ),
     ("query file bad line", _query_files(True), 1, "rank.train.query:1: cannot parse 'five'"),
-    ("label above label_max option", lambda e: ["--dataset-option", "label_max=1"], 1,
-     "the label 2 is outside"),
-    ("feature beyond n_features option", lambda e: ["--dataset-option", "n_features=2"], 1,
-     "feature index 3 is beyond the 2 features"),
-    ("dataset folder missing", lambda e: ["--dataset", str(e.root / "nowhere")], 1, "does not exist"),
+    (
+        "label above label_max option",
+        lambda e: ["--dataset-option", "label_max=1"],
+        1,
+        "the label 2 is outside",
+    ),
+    (
+        "feature beyond n_features option",
+        lambda e: ["--dataset-option", "n_features=2"],
+        1,
+        "feature index 3 is beyond the 2 features",
+    ),
+    (
+        "dataset folder missing",
+        lambda e: ["--dataset", str(e.root / "nowhere")],
+        1,
+        "does not exist",
+    ),
     # bad invocations: exit 2 naming the option and what is allowed
-    ("lightgbm num_leaves=abc", lambda e: ["--ranker", "lightgbm", PARAM, "lightgbm.num_leaves=abc"],
-     2, "'num_leaves' parameter of LightGBMRanker must be an int in the range [2, inf)"),
-    ("lightgbm n_estimators=-5", lambda e: ["--ranker", "lightgbm", PARAM, "lightgbm.n_estimators=-5"],
-     2, "'n_estimators' parameter"),
-    ("lightgbm learning_rate=0", lambda e: ["--ranker", "lightgbm", PARAM, "lightgbm.learning_rate=0"],
-     2, "'learning_rate' parameter"),
-    ("lightgbm preset=foo", lambda e: ["--ranker", "lightgbm", PARAM, "lightgbm.preset=foo"],
-     2, "'preset' parameter of LightGBMRanker must be a str among"),
-    ("lightgbm unknown parameter", lambda e: ["--ranker", "lightgbm", PARAM, "lightgbm.num_leafs=3"],
-     2, "num_leafs"),
-    ("xgboost max_depth=-1", lambda e: ["--ranker", "xgboost-gbrt", PARAM, "xgboost-gbrt.max_depth=-1"],
-     2, "'max_depth' parameter of XGBoostGBRTRanker"),
-    ("xgboost eval_at=0", lambda e: ["--ranker", "xgboost-lambdamart", PARAM, "xgboost-lambdamart.eval_at=0"],
-     2, "'eval_at' parameter"),
+    (
+        "lightgbm num_leaves=abc",
+        lambda e: ["--ranker", "lightgbm", PARAM, "lightgbm.num_leaves=abc"],
+        2,
+        "'num_leaves' parameter of LightGBMRanker must be an int in the range [2, inf)",
+    ),
+    (
+        "lightgbm n_estimators=-5",
+        lambda e: ["--ranker", "lightgbm", PARAM, "lightgbm.n_estimators=-5"],
+        2,
+        "'n_estimators' parameter",
+    ),
+    (
+        "lightgbm learning_rate=0",
+        lambda e: ["--ranker", "lightgbm", PARAM, "lightgbm.learning_rate=0"],
+        2,
+        "'learning_rate' parameter",
+    ),
+    (
+        "lightgbm preset=foo",
+        lambda e: ["--ranker", "lightgbm", PARAM, "lightgbm.preset=foo"],
+        2,
+        "'preset' parameter of LightGBMRanker must be a str among",
+    ),
+    (
+        "lightgbm unknown parameter",
+        lambda e: ["--ranker", "lightgbm", PARAM, "lightgbm.num_leafs=3"],
+        2,
+        "num_leafs",
+    ),
+    (
+        "xgboost max_depth=-1",
+        lambda e: ["--ranker", "xgboost-gbrt", PARAM, "xgboost-gbrt.max_depth=-1"],
+        2,
+        "'max_depth' parameter of XGBoostGBRTRanker",
+    ),
+    (
+        "xgboost eval_at=0",
+        lambda e: ["--ranker", "xgboost-lambdamart", PARAM, "xgboost-lambdamart.eval_at=0"],
+        2,
+        "'eval_at' parameter",
+    ),
     ("mlr k=0", lambda e: ["--ranker", "mlr", PARAM, "mlr.k=0"], 2, "k must be an integer >= 1"),
-    ("mlr loss=foo", lambda e: ["--ranker", "mlr", PARAM, "mlr.loss=foo"], 2, "loss must be one of"),
+    (
+        "mlr loss=foo",
+        lambda e: ["--ranker", "mlr", PARAM, "mlr.loss=foo"],
+        2,
+        "loss must be one of",
+    ),
     ("unknown ranker", lambda e: ["--ranker", "lightgbn"], 2, "lightgbm"),
     ("unknown dataset", lambda e: ["--dataset", "ohsumd"], 2, "ohsumed"),
     ("fold that does not exist", lambda e: ["--folds", "9"], 2, "has no fold 9"),
@@ -325,10 +465,18 @@ CASES = [
     ("unknown metric", lambda e: ["--metrics", "ndcg@x"], 2, "ndcg@x"),
     ("negative seed", lambda e: ["--seed", "-1"], 2, "--seed"),
     ("zero threads", lambda e: ["--threads", "0"], 2, "--threads"),
-    ("tracking uri nonsense://x", lambda e: ["MLFLOW", "--tracking-uri", "nonsense://x"], 2,
-     "unknown scheme 'nonsense'"),
-    ("tracking uri sqlite with two slashes", lambda e: ["MLFLOW", "--tracking-uri", "sqlite://x.db"],
-     2, "three slashes"),
+    (
+        "tracking uri nonsense://x",
+        lambda e: ["MLFLOW", "--tracking-uri", "nonsense://x"],
+        2,
+        "unknown scheme 'nonsense'",
+    ),
+    (
+        "tracking uri sqlite with two slashes",
+        lambda e: ["MLFLOW", "--tracking-uri", "sqlite://x.db"],
+        2,
+        "three slashes",
+    ),
     ("results dir is a file", _results_is_file, 2, "'--results-dir': Directory 'res' is a file"),
     ("results dir under a file", _results_under_file, 2, "--results-dir res/sub is not usable"),
     ("output is a folder", _output_is_folder, 2, "'--output': File 'out' is a directory"),
@@ -349,8 +497,9 @@ CASES = [
 
 
 @pytest.mark.parametrize("name,setup,code,fragment", CASES, ids=[c[0] for c in CASES])
-def test_corpus_case_exits_with_its_code_and_message_and_no_traceback(env, name, setup, code,
-                                                                       fragment):
+def test_corpus_case_exits_with_its_code_and_message_and_no_traceback(
+    env, name, setup, code, fragment
+):
     args = list(setup(env) or [])
     mlflow = bool(args) and args[0] == "MLFLOW"
     if mlflow:
@@ -359,22 +508,36 @@ def test_corpus_case_exits_with_its_code_and_message_and_no_traceback(env, name,
     if "--dataset" in args:
         i = args.index("--dataset")
         dataset = args[i + 1]
-        del args[i:i + 2]
+        del args[i : i + 2]
     ranker = FAKE
     if "--ranker" in args:
         i = args.index("--ranker")
         ranker = args[i + 1]
-        del args[i:i + 2]
-    argv = ["run", "--ranker", ranker, "--dataset", dataset or str(env.data),
-            "--metrics", "ndcg@10,err@10", *([] if mlflow else ["--no-mlflow"]), *args]
+        del args[i : i + 2]
+    argv = [
+        "run",
+        "--ranker",
+        ranker,
+        "--dataset",
+        dataset or str(env.data),
+        "--metrics",
+        "ndcg@10,err@10",
+        *([] if mlflow else ["--no-mlflow"]),
+        *args,
+    ]
     t0 = time.monotonic()
     exit_code, out = env.run(*argv)
     seconds = time.monotonic() - t0
     table = os.environ.get("LTRB_CORPUS_TABLE")
     if table:
-        msg = next((l for l in out.splitlines()
-                    if l.startswith(("Error", "warning", "stopped"))
-                    or "FAILED" in l or "failed" in l), out.strip().splitlines()[-1:] or [""])
+        msg = next(
+            (
+                l
+                for l in out.splitlines()
+                if l.startswith(("Error", "warning", "stopped")) or "FAILED" in l or "failed" in l
+            ),
+            out.strip().splitlines()[-1:] or [""],
+        )
         with open(table, "a") as fh:
             fh.write(json.dumps([name, exit_code, msg[:300]]) + "\n")
     assert exit_code == code, out
@@ -390,6 +553,7 @@ def test_corpus_has_at_least_sixty_cases():
 
 # ------------------------------------------------------------------------- labels and ERR
 
+
 def test_err_top_grade_comes_from_the_training_split_not_the_test_split(env, tmp_path):
     code, out = env.run_fake("--output", "a.json", "--results-dir", "ra")
     assert code == 0, out
@@ -403,6 +567,7 @@ def test_err_top_grade_comes_from_the_training_split_not_the_test_split(env, tmp
 
 # ----------------------------------------------------------------------- content-tied resume
 
+
 def test_edit_keeping_size_and_mtime_is_found_by_cache_verify_and_then_recomputed(env):
     big = env.data / "train.txt"
     _write(big, _rows(n_queries=13000, docs=5, n_features=3))  # > 2 MiB: middle not hashed
@@ -412,7 +577,7 @@ def test_edit_keeping_size_and_mtime_is_found_by_cache_verify_and_then_recompute
     st = big.stat()
     data = bytearray(big.read_bytes())
     mid = data.index(b"\n", len(data) // 2) + 1
-    data[mid:mid + 1] = b"2" if data[mid:mid + 1] != b"2" else b"1"
+    data[mid : mid + 1] = b"2" if data[mid : mid + 1] != b"2" else b"1"
     big.write_bytes(bytes(data))
     os.utime(big, ns=(st.st_atime_ns, st.st_mtime_ns))
     code, out = env.run("cache", "verify")
@@ -442,6 +607,7 @@ def test_damaged_cache_entry_is_reparsed_and_gives_the_numbers_of_the_clean_data
 
 # --------------------------------------------------------------------------------- disk full
 
+
 def test_full_disk_mid_run_stops_cleanly_and_keeps_the_saved_cells(env, monkeypatch):
     import ltr_bench.results as results
 
@@ -456,13 +622,29 @@ def test_full_disk_mid_run_stops_cleanly_and_keeps_the_saved_cells(env, monkeypa
         return real(path, text)
 
     monkeypatch.setattr(results, "atomic_write_text", failing)
-    code, out = env.run("run", "--ranker", "fake-linear,fake-other", "--dataset",
-                        str(env.data), "--no-mlflow", "--results-dir", "res")
+    code, out = env.run(
+        "run",
+        "--ranker",
+        "fake-linear,fake-other",
+        "--dataset",
+        str(env.data),
+        "--no-mlflow",
+        "--results-dir",
+        "res",
+    )
     assert code == 1 and "stopped: cannot write" in out and "no space left" in out, out
     assert "1 cell(s) finished and saved" in out and "most recent call" not in out
     monkeypatch.setattr(results, "atomic_write_text", real)
-    code, out = env.run("run", "--ranker", "fake-linear,fake-other", "--dataset",
-                        str(env.data), "--no-mlflow", "--results-dir", "res")
+    code, out = env.run(
+        "run",
+        "--ranker",
+        "fake-linear,fake-other",
+        "--dataset",
+        str(env.data),
+        "--no-mlflow",
+        "--results-dir",
+        "res",
+    )
     assert code == 0 and "finished earlier, skipped" in out, out
 
 
@@ -488,8 +670,12 @@ def tiny_tmpfs(tmp_path):
     """A 1 MiB tmpfs, filled to the last block (skips when mounting is not allowed)."""
     mnt = tmp_path / "full"
     mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)],
-                      capture_output=True).returncode != 0:
+    if (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True
+        ).returncode
+        != 0
+    ):
         pytest.skip("cannot mount a tmpfs here (needs root)")
     try:
         fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT)
@@ -513,6 +699,7 @@ def test_full_disk_for_results_fails_before_any_fit(env, tiny_tmpfs):
 
 
 # ------------------------------------------------------------------------------ claims
+
 
 def test_a_cell_claimed_by_another_process_is_waited_for_and_not_computed_twice(env, tmp_path):
     from ltr_bench.cells import expand_plan
@@ -544,9 +731,16 @@ def test_a_cell_claimed_by_another_process_is_waited_for_and_not_computed_twice(
 
 
 def test_a_claim_left_by_a_dead_process_does_not_block(env, tmp_path):
-    code = subprocess.run([sys.executable, "-c", (
-        "import os,sys; from ltr_bench.results import ResultStore;"
-        f"c = ResultStore({str(tmp_path / 'res')!r}).claim('k'); os._exit(0)")]).returncode
+    code = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import os,sys; from ltr_bench.results import ResultStore;"
+                f"c = ResultStore({str(tmp_path / 'res')!r}).claim('k'); os._exit(0)"
+            ),
+        ]
+    ).returncode
     assert code == 0
     from ltr_bench.results import ResultStore
 
@@ -557,11 +751,16 @@ def test_a_claim_left_by_a_dead_process_does_not_block(env, tmp_path):
 
 # -------------------------------------------------------------------- ranker input contract
 
-@pytest.mark.parametrize("X,fragment", [
-    (np.ones((4, 2)) + 1j, "complex"),
-    (np.ones((4, 0)), "no features"),
-    (np.array([[True], [False], [True], [True]]), "numeric"),
-], ids=["complex", "zero features", "boolean"])
+
+@pytest.mark.parametrize(
+    "X,fragment",
+    [
+        (np.ones((4, 2)) + 1j, "complex"),
+        (np.ones((4, 0)), "no features"),
+        (np.array([[True], [False], [True], [True]]), "numeric"),
+    ],
+    ids=["complex", "zero features", "boolean"],
+)
 def test_check_ranking_input_rejects_what_would_be_silently_wrong(X, fragment):
     with pytest.raises(RankerInputError, match=fragment):
         check_ranking_input(X, np.zeros(4), np.zeros(4))
@@ -576,7 +775,7 @@ def test_check_ranking_input_names_sparse_input():
 
 # ------------------------------------------------------------ subprocesses: kill, term, store
 
-SLOW_RANKER = '''
+SLOW_RANKER = """
 import time
 from ltrb_fake_rankers import LinearRanker
 
@@ -584,15 +783,19 @@ class SlowRanker(LinearRanker):
     def fit(self, X, y, *, qid, eval_set=None):
         time.sleep(0.7)
         return super().fit(X, y, qid=qid, eval_set=eval_set)
-'''
+"""
 
 
 def _subprocess_env(tmp_path):
     mod = tmp_path / "mods"
     mod.mkdir(exist_ok=True)
     (mod / "ltrb_slow.py").write_text(SLOW_RANKER)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(mod), str(TESTS)]),
-               LTR_BENCH_CACHE=str(tmp_path / "cache"), OMP_NUM_THREADS="1")
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(mod), str(TESTS)]),
+        LTR_BENCH_CACHE=str(tmp_path / "cache"),
+        OMP_NUM_THREADS="1",
+    )
     env.pop("MLFLOW_TRACKING_URI", None)
     return env
 
@@ -604,10 +807,22 @@ def _folds(root: Path, n: int) -> Path:
 
 
 def _slow_cmd(data, tmp_path):
-    return [sys.executable, "-m", "ltr_bench.cli", "run", "--ranker", "ltrb_slow:SlowRanker",
-            "--dataset", str(data), "--results-dir", str(tmp_path / "res"),
-            "--tracking-uri", f"sqlite:///{tmp_path / 'ml' / 'mlflow.db'}",
-            "--metrics", "ndcg@10"]
+    return [
+        sys.executable,
+        "-m",
+        "ltr_bench.cli",
+        "run",
+        "--ranker",
+        "ltrb_slow:SlowRanker",
+        "--dataset",
+        str(data),
+        "--results-dir",
+        str(tmp_path / "res"),
+        "--tracking-uri",
+        f"sqlite:///{tmp_path / 'ml' / 'mlflow.db'}",
+        "--metrics",
+        "ndcg@10",
+    ]
 
 
 def _wait_for_results(folder: Path, n: int, proc, timeout=90.0):
@@ -625,22 +840,30 @@ def _wait_for_results(folder: Path, n: int, proc, timeout=90.0):
 def test_sigkill_mid_run_then_resume_keeps_finished_cells_and_closes_the_parent(tmp_path):
     data = _folds(tmp_path / "data", 4)
     env = _subprocess_env(tmp_path)
-    proc = subprocess.Popen(_slow_cmd(data, tmp_path), env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        _slow_cmd(data, tmp_path),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     _wait_for_results(tmp_path / "res", 2, proc)
     proc.kill()  # SIGKILL: no handler runs; the parent run stays RUNNING in the store
     proc.communicate()
     saved = {p.name for p in (tmp_path / "res").glob("*.json")}
     assert 2 <= len(saved) < 4
-    done = subprocess.run(_slow_cmd(data, tmp_path), env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        _slow_cmd(data, tmp_path), env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     assert "most recent call" not in done.stderr + done.stdout
     assert done.stderr.count("finished earlier, skipped") == len(saved)
     assert len(list((tmp_path / "res").glob("*.json"))) == 4
     con = sqlite3.connect(tmp_path / "ml" / "mlflow.db")
-    statuses = con.execute("select r.status from runs r join tags t on t.run_uuid = r.run_uuid"
-                           " where t.key = 'ltr_bench_role' and t.value = 'parent'").fetchall()
+    statuses = con.execute(
+        "select r.status from runs r join tags t on t.run_uuid = r.run_uuid"
+        " where t.key = 'ltr_bench_role' and t.value = 'parent'"
+    ).fetchall()
     con.close()
     assert statuses == [("FINISHED",)]
 
@@ -650,16 +873,17 @@ def test_sigterm_stops_like_ctrl_c_and_keeps_finished_cells(tmp_path):
     data = _folds(tmp_path / "data", 4)
     env = _subprocess_env(tmp_path)
     cmd = _slow_cmd(data, tmp_path)  # 4 folds of 0.7 s: time to stop it half-way
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_for_results(tmp_path / "res", 2, proc)  # the first fold is logged by then
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "interrupted" in err and "most recent call" not in out + err
     con = sqlite3.connect(tmp_path / "ml" / "mlflow.db")
-    statuses = con.execute("select r.status from runs r join tags t on t.run_uuid = r.run_uuid"
-                           " where t.key = 'ltr_bench_role' and t.value = 'parent'").fetchall()
+    statuses = con.execute(
+        "select r.status from runs r join tags t on t.run_uuid = r.run_uuid"
+        " where t.key = 'ltr_bench_role' and t.value = 'parent'"
+    ).fetchall()
     con.close()
     assert statuses == [("KILLED",)]
 
@@ -667,11 +891,19 @@ def test_sigterm_stops_like_ctrl_c_and_keeps_finished_cells(tmp_path):
 @pytest.mark.slow
 def test_two_processes_creating_one_new_store_both_succeed(tmp_path):
     uri = f"sqlite:///{tmp_path / 'ml' / 'mlflow.db'}"
-    code = ("import sys; from ltr_bench.tracking import Tracker; t = Tracker(sys.argv[1]); "
-            "t.check(); t.experiment_id('ds' + sys.argv[2]); print('ok')")
-    procs = [subprocess.Popen([sys.executable, "-c", code, uri, str(i)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for i in range(2)]
+    code = (
+        "import sys; from ltr_bench.tracking import Tracker; t = Tracker(sys.argv[1]); "
+        "t.check(); t.experiment_id('ds' + sys.argv[2]); print('ok')"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, uri, str(i)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(2)
+    ]
     outs = [p.communicate(timeout=180) for p in procs]
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0 and out.strip() == "ok", err

@@ -12,11 +12,11 @@ import io
 import json
 from html.parser import HTMLParser
 
+import ltrb_fake_rankers as fakes
 import numpy as np
 import pytest
 from click.testing import CliRunner
 
-import ltrb_fake_rankers as fakes
 from ltr_bench.cli import main
 from ltr_bench.cli_report import report_command
 from ltr_bench.report import ReportError, build_report
@@ -25,8 +25,16 @@ from ltr_bench.results import ResultRecord, ResultStore
 from ltr_bench.stats import holm
 from ltr_bench.tracking import default_tracking_uri, fetch_fold_results
 
-TINY = ["--dataset-option", "n_queries=30", "--dataset-option", "docs_per_query=6",
-        "--dataset-option", "n_features=5", "--dataset-option", "n_informative=3"]
+TINY = [
+    "--dataset-option",
+    "n_queries=30",
+    "--dataset-option",
+    "docs_per_query=6",
+    "--dataset-option",
+    "n_features=5",
+    "--dataset-option",
+    "n_informative=3",
+]
 RUN = ["run", "--dataset", "synthetic", *TINY, "--folds", "1,2,3"]
 
 
@@ -38,8 +46,10 @@ def store(tmp_path_factory):
     work = tmp_path_factory.mktemp("report")
     with pytest.MonkeyPatch.context() as mp:
         fakes.use_workdir(work, mp)
-        for extra in (["--ranker", "fake-linear,fake-other"],
-                      ["--ranker", "fake-linear", "--param", "fake-linear.scale=2"]):
+        for extra in (
+            ["--ranker", "fake-linear,fake-other"],
+            ["--ranker", "fake-linear", "--param", "fake-linear.scale=2"],
+        ):
             result = CliRunner().invoke(main, [*RUN, *extra], catch_exceptions=False)
             assert result.exit_code == 0, result.output
         runs = fetch_fold_results("synthetic")
@@ -64,24 +74,41 @@ def _runs(values: dict[str, list[np.ndarray]], fit=None) -> list[ResultRecord]:
     for name, folds in values.items():
         for f, v in enumerate(folds, start=1):
             v = np.asarray(v, dtype=float)
-            out.append(ResultRecord(
-                key=f"{name}-{f}", plan_key=f"pk-{name}", config_key=f"ck-{name}",
-                ranker=name, label=name, dataset="toy", fold=f, seed=0,
-                metrics={"ndcg@10": float(v.mean()), "ndcg@5": float(v.mean() * 0.9)},
-                per_query={"qid": list(range(v.size)), "ndcg@10": v.tolist(),
-                           "ndcg@5": (v * 0.9).tolist()},
-                fit_seconds=1.0 + f, score_us_per_doc=2.0,
-                fingerprints={"train": f"tr{f}", "test": f"te{f}"}))
+            out.append(
+                ResultRecord(
+                    key=f"{name}-{f}",
+                    plan_key=f"pk-{name}",
+                    config_key=f"ck-{name}",
+                    ranker=name,
+                    label=name,
+                    dataset="toy",
+                    fold=f,
+                    seed=0,
+                    metrics={"ndcg@10": float(v.mean()), "ndcg@5": float(v.mean() * 0.9)},
+                    per_query={
+                        "qid": list(range(v.size)),
+                        "ndcg@10": v.tolist(),
+                        "ndcg@5": (v * 0.9).tolist(),
+                    },
+                    fit_seconds=1.0 + f,
+                    score_us_per_doc=2.0,
+                    fingerprints={"train": f"tr{f}", "test": f"te{f}"},
+                )
+            )
     return out
 
 
 def test_better_on_every_query_is_a_win_worse_is_a_loss_equal_is_unmarked():
     rng = np.random.default_rng(0)
     base = [rng.uniform(0.2, 0.8, size=15) for _ in range(3)]
-    runs = _runs({"lightgbm": base,
-                  "better": [b + rng.uniform(0.01, 0.1, size=b.size) for b in base],
-                  "worse": [b - rng.uniform(0.01, 0.1, size=b.size) for b in base],
-                  "same": [b.copy() for b in base]})
+    runs = _runs(
+        {
+            "lightgbm": base,
+            "better": [b + rng.uniform(0.01, 0.1, size=b.size) for b in base],
+            "worse": [b - rng.uniform(0.01, 0.1, size=b.size) for b in base],
+            "same": [b.copy() for b in base],
+        }
+    )
     rep = build_report(runs, dataset="toy")
     assert rep.baseline == "lightgbm" and rep.metrics == ["ndcg@5", "ndcg@10"]
     for m in rep.metrics:
@@ -101,22 +128,30 @@ def test_better_on_every_query_is_a_win_worse_is_a_loss_equal_is_unmarked():
 def test_holm_is_applied_over_rankers_times_metrics():
     rng = np.random.default_rng(1)
     base = [rng.uniform(0.2, 0.8, size=12) for _ in range(2)]
-    runs = _runs({"lightgbm": base, "a": [b + rng.normal(0.02, 0.05, b.size) for b in base],
-                  "b": [b + rng.normal(0.0, 0.05, b.size) for b in base]})
+    runs = _runs(
+        {
+            "lightgbm": base,
+            "a": [b + rng.normal(0.02, 0.05, b.size) for b in base],
+            "b": [b + rng.normal(0.0, 0.05, b.size) for b in base],
+        }
+    )
     rep = build_report(runs, dataset="toy")
     comps = list(rep.comparisons.values())
     assert len(comps) == 4
-    np.testing.assert_allclose([c.p_ttest_holm for c in comps],
-                               holm([c.p_ttest for c in comps]))
-    np.testing.assert_allclose([c.p_wilcoxon_holm for c in comps],
-                               holm([c.p_wilcoxon for c in comps]))
+    np.testing.assert_allclose([c.p_ttest_holm for c in comps], holm([c.p_ttest for c in comps]))
+    np.testing.assert_allclose(
+        [c.p_wilcoxon_holm for c in comps], holm([c.p_wilcoxon for c in comps])
+    )
 
 
 def test_folds_not_shared_by_every_ranker_are_left_out_with_a_note():
     rng = np.random.default_rng(2)
     base = [rng.uniform(size=8) for _ in range(3)]
-    runs = [r for r in _runs({"lightgbm": base, "other": base})
-            if not (r.ranker == "other" and r.fold == 3)]
+    runs = [
+        r
+        for r in _runs({"lightgbm": base, "other": base})
+        if not (r.ranker == "other" and r.fold == 3)
+    ]
     rep = build_report(runs, dataset="toy")
     assert rep.folds == [1, 2]
     assert rep.row("lightgbm").cells["ndcg@10"].n == 2
@@ -131,6 +166,7 @@ def test_query_ids_that_do_not_match_are_refused():
 
 
 # ------------------------------------------------------------------ from a real MLflow store
+
 
 def test_fetched_fold_runs_carry_metrics_timings_and_per_query_values(ctx):
     runs = ctx["runs"]
@@ -176,7 +212,10 @@ def test_table_rows_match_the_local_result_records(ctx):
 def test_the_same_ranker_with_two_parameter_sets_gets_two_labelled_rows(ctx):
     rep = build_report(ctx["runs"], dataset="synthetic")
     assert sorted(r.label for r in rep.rows) == [
-        "fake-linear[scale=1.0]", "fake-linear[scale=2]", "fake-other"]
+        "fake-linear[scale=1.0]",
+        "fake-linear[scale=2]",
+        "fake-other",
+    ]
     only = build_report(ctx["runs"], dataset="synthetic", rankers=["fake-linear[scale=2]"])
     assert [r.label for r in only.rows] == ["fake-linear[scale=2]"]
 
@@ -194,14 +233,24 @@ def test_runs_on_other_data_are_left_out_with_a_note_naming_them(ctx):
     victim.fingerprints["test"] = "0" * 64
     rep = build_report(runs, dataset="synthetic", baseline="fake-linear[scale=2]")
     assert "fake-other" not in [r.label for r in rep.rows] and len(rep.rows) == 2
-    assert any(n.startswith("fake-other left out: it was run on other data") and
-               "fold 2 seed 0" in n for n in rep.notes)
+    assert any(
+        n.startswith("fake-other left out: it was run on other data") and "fold 2 seed 0" in n
+        for n in rep.notes
+    )
 
 
 @pytest.mark.parametrize("fmt", ["md", "csv", "html"])
 def test_every_format_parses(ctx, fmt):
-    result = invoke("--dataset", "synthetic", "--metric", "ndcg@10,map", "--format", fmt,
-                    "--baseline", "fake-other")
+    result = invoke(
+        "--dataset",
+        "synthetic",
+        "--metric",
+        "ndcg@10,map",
+        "--format",
+        fmt,
+        "--baseline",
+        "fake-other",
+    )
     assert result.exit_code == 0, result.stderr
     out = result.stdout
     if fmt == "csv":
@@ -212,6 +261,7 @@ def test_every_format_parses(ctx, fmt):
         tested = [r for r in rows if r["quantity"] == "ndcg@10" and r["baseline"] == "0"]
         assert all(r["result"] == "ns" and float(r["p_ttest_holm"]) == 1.0 for r in tested)
     elif fmt == "html":
+
         class Cells(HTMLParser):
             tables, cells = 0, []
 
@@ -220,6 +270,7 @@ def test_every_format_parses(ctx, fmt):
 
             def handle_data(self, data):
                 self.cells.append(data)
+
         p = Cells()
         p.feed(out)
         # results, paired tests, split fingerprints
@@ -253,15 +304,19 @@ def test_output_file_and_plots_are_written_and_attached_to_the_parent_runs(ctx, 
     from mlflow.tracking import MlflowClient
 
     out = tmp_path / "report.md"
-    result = invoke("--dataset", "synthetic", "--output", str(out), "--plots",
-                    str(tmp_path / "plots"))
+    result = invoke(
+        "--dataset", "synthetic", "--output", str(out), "--plots", str(tmp_path / "plots")
+    )
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "" and out.read_text().startswith("## synthetic")
     pngs = sorted(p.name for p in (tmp_path / "plots").glob("*.png"))
-    assert pngs == ["synthetic_ndcg_at_10_pareto_fit_time.png",
-                    "synthetic_ndcg_at_10_pareto_score_time.png",
-                    "synthetic_ndcg_at_10_per_fold.png", "synthetic_ndcg_at_10_vs_fit_time.png",
-                    "synthetic_ndcg_at_k.png"]
+    assert pngs == [
+        "synthetic_ndcg_at_10_pareto_fit_time.png",
+        "synthetic_ndcg_at_10_pareto_score_time.png",
+        "synthetic_ndcg_at_10_per_fold.png",
+        "synthetic_ndcg_at_10_vs_fit_time.png",
+        "synthetic_ndcg_at_k.png",
+    ]
     client = MlflowClient(default_tracking_uri(ctx["work"]))
     for pid in {r.mlflow["parent_run_id"] for r in ctx["runs"]}:
         names = {a.path for a in client.list_artifacts(pid, "report")}
@@ -283,13 +338,16 @@ def test_unknown_dataset_exits_1_naming_the_datasets_with_results(ctx):
     assert "datasets with results: synthetic" in result.stderr
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--metric", "ndcg@7"], "--metric ndcg@7: not recorded"),
-    (["--baseline", "lightgbm"], "--baseline lightgbm has no results"),
-    (["--baseline", "fake-linear"], "--baseline fake-linear is ambiguous"),
-    (["--ranker", "xgboost"], "--ranker xgboost: no results"),
-    (["--format", "pdf"], "Invalid value for '--format'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--metric", "ndcg@7"], "--metric ndcg@7: not recorded"),
+        (["--baseline", "lightgbm"], "--baseline lightgbm has no results"),
+        (["--baseline", "fake-linear"], "--baseline fake-linear is ambiguous"),
+        (["--ranker", "xgboost"], "--ranker xgboost: no results"),
+        (["--format", "pdf"], "Invalid value for '--format'"),
+    ],
+)
 def test_bad_requests_exit_2_with_a_message(ctx, args, message):
     result = invoke("--dataset", "synthetic", *args)
     assert result.exit_code == 2, result.output
@@ -311,7 +369,8 @@ def test_local_results_give_the_same_report_as_mlflow(ctx):
         for k in (*remote.metrics, "fit_seconds"):
             assert a.cells[k].mean == pytest.approx(b.cells[k].mean)
     assert {k: c.n_pairs for k, c in local.comparisons.items()} == {
-        k: c.n_pairs for k, c in remote.comparisons.items()}
+        k: c.n_pairs for k, c in remote.comparisons.items()
+    }
 
 
 def test_report_from_the_results_folder_prints_the_same_table_as_from_mlflow(ctx):
@@ -340,15 +399,23 @@ def test_the_rankers_warnings_reach_the_report_notes():
     runs = _runs({"lightgbm": [np.ones(4) * 0.5, np.ones(4) * 0.4]})
     runs[0].warnings = ["UserWarning: the solver stopped at max_iter=200 (violation 0.34)"]
     rep = build_report(runs, dataset="toy")
-    assert ("lightgbm: warning in 1/2 unit(s): UserWarning: the solver stopped at max_iter=200 "
-            "(violation 0.34)") in rep.notes
+    assert (
+        "lightgbm: warning in 1/2 unit(s): UserWarning: the solver stopped at max_iter=200 "
+        "(violation 0.34)"
+    ) in rep.notes
 
 
 # ------------------------------------------------------------ label order and label lists
-NATURAL = ["lgmml[n_metrics=2]", "lgmml[n_metrics=10]", "lgmml[n_metrics=100]",
-           "lightgbm[learning_rate=0.05]", "lightgbm[learning_rate=0.1]",
-           "lightgbm[num_leaves=7]", "lightgbm[num_leaves=63]",
-           "lightgbm[num_leaves=63,learning_rate=0.05]"]
+NATURAL = [
+    "lgmml[n_metrics=2]",
+    "lgmml[n_metrics=10]",
+    "lgmml[n_metrics=100]",
+    "lightgbm[learning_rate=0.05]",
+    "lightgbm[learning_rate=0.1]",
+    "lightgbm[num_leaves=7]",
+    "lightgbm[num_leaves=63]",
+    "lightgbm[num_leaves=63,learning_rate=0.05]",
+]
 
 
 def _labelled_runs(labels: list[str], folds: int = 2) -> list[ResultRecord]:
@@ -358,12 +425,23 @@ def _labelled_runs(labels: list[str], folds: int = 2) -> list[ResultRecord]:
     for i, label in enumerate(labels):
         v = [0.1 + 0.01 * i] * 4
         for f in range(1, folds + 1):
-            out.append(ResultRecord(
-                key=f"cell{i}-{f}", plan_key=f"pk{i}", config_key=f"ck{i}",
-                ranker=label.split("[")[0], label=label, dataset="toy", fold=f, seed=0,
-                metrics={"ndcg@10": v[0]}, per_query={"qid": [0, 1, 2, 3], "ndcg@10": v},
-                fit_seconds=1.0, score_us_per_doc=2.0,
-                fingerprints={"train": f"tr{f}", "test": f"te{f}"}))
+            out.append(
+                ResultRecord(
+                    key=f"cell{i}-{f}",
+                    plan_key=f"pk{i}",
+                    config_key=f"ck{i}",
+                    ranker=label.split("[")[0],
+                    label=label,
+                    dataset="toy",
+                    fold=f,
+                    seed=0,
+                    metrics={"ndcg@10": v[0]},
+                    per_query={"qid": [0, 1, 2, 3], "ndcg@10": v},
+                    fit_seconds=1.0,
+                    score_us_per_doc=2.0,
+                    fingerprints={"train": f"tr{f}", "test": f"te{f}"},
+                )
+            )
     return out
 
 
@@ -372,17 +450,31 @@ def test_label_sort_key_orders_numbers_by_value_including_decimals_and_signs():
 
     shuffled = [NATURAL[i] for i in (2, 7, 0, 4, 6, 1, 5, 3)]
     assert sorted(shuffled, key=label_sort_key) == NATURAL
-    assert sorted(["x[eta=1e-05]", "x[eta=0.001]", "x[eta=-1]", "x[eta=2]"],
-                  key=label_sort_key) == ["x[eta=-1]", "x[eta=1e-05]", "x[eta=0.001]",
-                                          "x[eta=2]"]
+    assert sorted(
+        ["x[eta=1e-05]", "x[eta=0.001]", "x[eta=-1]", "x[eta=2]"], key=label_sort_key
+    ) == ["x[eta=-1]", "x[eta=1e-05]", "x[eta=0.001]", "x[eta=2]"]
     # a hyphen inside a name is not a minus sign; a bare name sorts before its variants
     assert sorted(["gauss-100", "gauss-10", "gauss-50", "gauss"], key=label_sort_key) == [
-        "gauss", "gauss-10", "gauss-50", "gauss-100"]
+        "gauss",
+        "gauss-10",
+        "gauss-50",
+        "gauss-100",
+    ]
     # brackets sort first: a label's variants follow it, shorter settings lists first
-    assert sorted(["lightgbm-big", "lightgbm[num_leaves=63,learning_rate=0.05]", "lightgbm",
-                   "lightgbm[num_leaves=63]"], key=label_sort_key) == [
-        "lightgbm", "lightgbm[num_leaves=63]", "lightgbm[num_leaves=63,learning_rate=0.05]",
-        "lightgbm-big"]
+    assert sorted(
+        [
+            "lightgbm-big",
+            "lightgbm[num_leaves=63,learning_rate=0.05]",
+            "lightgbm",
+            "lightgbm[num_leaves=63]",
+        ],
+        key=label_sort_key,
+    ) == [
+        "lightgbm",
+        "lightgbm[num_leaves=63]",
+        "lightgbm[num_leaves=63,learning_rate=0.05]",
+        "lightgbm-big",
+    ]
     # equal values written differently still get a deterministic order (by their text)
     assert sorted(["a[x=0.10]", "a[x=0.1]"], key=label_sort_key) == ["a[x=0.1]", "a[x=0.10]"]
     assert sorted(["a[x=b]", "a[x=2]"], key=label_sort_key) == ["a[x=2]", "a[x=b]"]
@@ -390,10 +482,10 @@ def test_label_sort_key_orders_numbers_by_value_including_decimals_and_signs():
 
 def test_report_rows_are_in_natural_label_order_with_the_baseline_first():
     shuffled = [NATURAL[i] for i in (2, 7, 0, 4, 6, 1, 5, 3)]
-    rep = build_report(_labelled_runs(shuffled), dataset="toy",
-                       baseline="lightgbm[num_leaves=63]")
+    rep = build_report(_labelled_runs(shuffled), dataset="toy", baseline="lightgbm[num_leaves=63]")
     assert [r.label for r in rep.rows] == ["lightgbm[num_leaves=63]"] + [
-        lab for lab in NATURAL if lab != "lightgbm[num_leaves=63]"]
+        lab for lab in NATURAL if lab != "lightgbm[num_leaves=63]"
+    ]
     assert _md_row_labels(format_report(rep, "md")) == [r.label for r in rep.rows]
 
 
@@ -404,27 +496,42 @@ def _md_row_labels(md: str) -> list[str]:
 
 
 def test_ranker_selection_by_name_lists_its_labelled_rows_in_natural_order():
-    rep = build_report(_labelled_runs(["lgmml[n_metrics=100]", "lgmml[n_metrics=2]",
-                                       "lgmml[n_metrics=10]", "lightgbm[num_leaves=7]"]),
-                       dataset="toy", rankers=["lgmml"])
-    assert [r.label for r in rep.rows] == ["lgmml[n_metrics=2]", "lgmml[n_metrics=10]",
-                                           "lgmml[n_metrics=100]"]
+    rep = build_report(
+        _labelled_runs(
+            [
+                "lgmml[n_metrics=100]",
+                "lgmml[n_metrics=2]",
+                "lgmml[n_metrics=10]",
+                "lightgbm[num_leaves=7]",
+            ]
+        ),
+        dataset="toy",
+        rankers=["lgmml"],
+    )
+    assert [r.label for r in rep.rows] == [
+        "lgmml[n_metrics=2]",
+        "lgmml[n_metrics=10]",
+        "lgmml[n_metrics=100]",
+    ]
 
 
 def test_split_names_keeps_commas_inside_brackets():
     from ltr_bench.labels import split_names
 
-    assert split_names(("lightgbm[num_leaves=63,learning_rate=0.05], lgmml",
-                        "xgboost,lgmml[dims=[1,2],k=3]"), option="--ranker") == [
-        "lightgbm[num_leaves=63,learning_rate=0.05]", "lgmml", "xgboost",
-        "lgmml[dims=[1,2],k=3]"]
+    assert split_names(
+        ("lightgbm[num_leaves=63,learning_rate=0.05], lgmml", "xgboost,lgmml[dims=[1,2],k=3]"),
+        option="--ranker",
+    ) == ["lightgbm[num_leaves=63,learning_rate=0.05]", "lgmml", "xgboost", "lgmml[dims=[1,2],k=3]"]
     assert split_names("a,,b ,", option="--ranker") == ["a", "b"]
 
 
-@pytest.mark.parametrize("text, message", [
-    ("lightgbm[num_leaves=63,lgmml", "1 '[' not closed"),
-    ("lightgbm]num_leaves=63[", "']' at position 9 closes no '['"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("lightgbm[num_leaves=63,lgmml", "1 '[' not closed"),
+        ("lightgbm]num_leaves=63[", "']' at position 9 closes no '['"),
+    ],
+)
 def test_split_names_refuses_unbalanced_brackets_naming_the_option(text, message):
     from ltr_bench.errors import UsageError
     from ltr_bench.labels import split_names
@@ -443,9 +550,16 @@ def labelled_store(tmp_path):
 
 
 def test_report_ranker_option_selects_a_label_that_contains_commas(labelled_store):
-    result = invoke("--results-dir", labelled_store, "--format", "csv", "--ranker",
-                    "lightgbm[num_leaves=63,learning_rate=0.05],lgmml[n_metrics=10]",
-                    "--baseline", "lgmml[n_metrics=10]")
+    result = invoke(
+        "--results-dir",
+        labelled_store,
+        "--format",
+        "csv",
+        "--ranker",
+        "lightgbm[num_leaves=63,learning_rate=0.05],lgmml[n_metrics=10]",
+        "--baseline",
+        "lgmml[n_metrics=10]",
+    )
     assert result.exit_code == 0, result.stderr
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
     labels = list(dict.fromkeys(r["ranker"] for r in rows))
@@ -453,16 +567,17 @@ def test_report_ranker_option_selects_a_label_that_contains_commas(labelled_stor
 
 
 def test_report_rows_from_the_results_folder_are_in_natural_order(labelled_store):
-    result = CliRunner().invoke(main, ["report", "--results-dir", labelled_store,
-                                       "--baseline", "lgmml[n_metrics=2]"])
+    result = CliRunner().invoke(
+        main, ["report", "--results-dir", labelled_store, "--baseline", "lgmml[n_metrics=2]"]
+    )
     assert result.exit_code == 0, result.stderr
     assert _md_row_labels(result.stdout) == NATURAL
 
 
 def test_report_unbalanced_bracket_in_ranker_exits_2_naming_the_option(labelled_store):
-    result = invoke("--results-dir", labelled_store, "--ranker",
-                    "lightgbm[num_leaves=63,learning_rate=0.05")
+    result = invoke(
+        "--results-dir", labelled_store, "--ranker", "lightgbm[num_leaves=63,learning_rate=0.05"
+    )
     assert result.exit_code == 2, result.output
-    assert "--ranker lightgbm[num_leaves=63,learning_rate=0.05: 1 '[' not closed" in (
-        result.stderr)
+    assert "--ranker lightgbm[num_leaves=63,learning_rate=0.05: 1 '[' not closed" in (result.stderr)
     assert "Traceback" not in result.output

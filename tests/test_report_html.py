@@ -22,16 +22,33 @@ def _report():
         for f in (1, 2, 3):
             v = np.clip(0.3 + 0.1 * i + rng.normal(0, 0.05, size=30), 0, 1)
             metrics = {f"ndcg@{k}": float(v.mean() + 0.001 * k) for k in (1, 5, 10)}
-            runs.append(ResultRecord(
-                key=f"{name}{f}", plan_key=name, config_key=name, ranker=name, label=name,
-                dataset="toy", fold=f, seed=0, metrics=metrics,
-                per_query={"qid": list(range(30)),
-                           **{m: (v + 0.001 * int(m.split("@")[1])).tolist() for m in metrics}},
-                fit_seconds=0.5 * (i + 1), score_us_per_doc=1.0 + i,
-                fingerprints={"train": f"tr{f}", "vali": f"va{f}", "test": f"te{f}"},
-                config={"command": "ltr-bench run --ranker lightgbm,ridge,lgmml --dataset toy"},
-                environment={"versions": {"numpy": np.__version__}, "cpu_model": "test CPU",
-                             "cpu_count": 2}, n_threads=1))
+            runs.append(
+                ResultRecord(
+                    key=f"{name}{f}",
+                    plan_key=name,
+                    config_key=name,
+                    ranker=name,
+                    label=name,
+                    dataset="toy",
+                    fold=f,
+                    seed=0,
+                    metrics=metrics,
+                    per_query={
+                        "qid": list(range(30)),
+                        **{m: (v + 0.001 * int(m.split("@")[1])).tolist() for m in metrics},
+                    },
+                    fit_seconds=0.5 * (i + 1),
+                    score_us_per_doc=1.0 + i,
+                    fingerprints={"train": f"tr{f}", "vali": f"va{f}", "test": f"te{f}"},
+                    config={"command": "ltr-bench run --ranker lightgbm,ridge,lgmml --dataset toy"},
+                    environment={
+                        "versions": {"numpy": np.__version__},
+                        "cpu_model": "test CPU",
+                        "cpu_count": 2,
+                    },
+                    n_threads=1,
+                )
+            )
     return build_report(runs, dataset="toy")
 
 

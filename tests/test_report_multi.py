@@ -10,24 +10,46 @@ import pytest
 from scipy.stats import friedmanchisquare
 
 from ltr_bench.report import Report, ReportError, Row, Stat
-from ltr_bench.report_multi import (build_multi_report, critical_difference, format_multi,
-                                    plot_cd_diagram)
+from ltr_bench.report_multi import (
+    build_multi_report,
+    critical_difference,
+    format_multi,
+    plot_cd_diagram,
+)
 
 
 def _report(dataset: str, values: dict[str, float]) -> Report:
-    rows = [Row(label=label, ranker=label.split("[")[0], config_key=label, params={},
-                runs={}, cells={"ndcg@10": Stat(v, float("nan"), 1)})
-            for label, v in values.items()]
-    return Report(dataset=dataset, metrics=["ndcg@10"], baseline=rows[0].label, alpha=0.05,
-                  test="both", units=[(1, 0)], rows=rows, comparisons={})
+    rows = [
+        Row(
+            label=label,
+            ranker=label.split("[")[0],
+            config_key=label,
+            params={},
+            runs={},
+            cells={"ndcg@10": Stat(v, float("nan"), 1)},
+        )
+        for label, v in values.items()
+    ]
+    return Report(
+        dataset=dataset,
+        metrics=["ndcg@10"],
+        baseline=rows[0].label,
+        alpha=0.05,
+        test="both",
+        units=[(1, 0)],
+        rows=rows,
+        comparisons={},
+    )
 
 
 def test_a_consistent_order_on_three_datasets_gives_the_hand_worked_friedman_value():
     # ranks 1, 2, 3 on each of N = 3 datasets (k = 3):
     # chi2_F = 12 N / (k (k+1)) * sum R_j^2 - 3 N (k+1) = 3 * (1 + 4 + 9) - 36 = 6,
     # p = P(chi2_2 > 6) = exp(-3)
-    reports = {d: _report(d, {"a": 0.5 + i, "b": 0.4 + i, "c": 0.3 + i})
-               for i, d in enumerate(("d1", "d2", "d3"))}
+    reports = {
+        d: _report(d, {"a": 0.5 + i, "b": 0.4 + i, "c": 0.3 + i})
+        for i, d in enumerate(("d1", "d2", "d3"))
+    }
     mr = build_multi_report(reports)
     assert mr.avg_ranks == {"a": 1.0, "b": 2.0, "c": 3.0}
     assert mr.friedman_stat == pytest.approx(6.0)
@@ -63,23 +85,40 @@ def test_nemenyi_marks_pairs_whose_average_ranks_differ_by_more_than_the_cd():
 
 
 def test_configurations_missing_on_a_dataset_are_left_out_with_a_note():
-    reports = {"d1": _report("d1", {"a": 0.5, "b": 0.4, "c": 0.3, "extra": 0.9}),
-               "d2": _report("d2", {"a": 0.6, "b": 0.3, "c": 0.2})}
+    reports = {
+        "d1": _report("d1", {"a": 0.5, "b": 0.4, "c": 0.3, "extra": 0.9}),
+        "d2": _report("d2", {"a": 0.6, "b": 0.3, "c": 0.2}),
+    }
     mr = build_multi_report(reports)
     assert mr.labels == ["a", "b", "c"]
     assert any("extra left out" in n for n in mr.notes)
 
 
 def test_configurations_are_listed_in_natural_label_order_and_tied_ranks_keep_it():
-    labels = ["lgmml[n_metrics=100]", "lgmml[n_metrics=2]", "lgmml[n_metrics=10]",
-              "lightgbm[num_leaves=63]", "lightgbm[num_leaves=7]"]
-    natural = ["lgmml[n_metrics=2]", "lgmml[n_metrics=10]", "lgmml[n_metrics=100]",
-               "lightgbm[num_leaves=7]", "lightgbm[num_leaves=63]"]
+    labels = [
+        "lgmml[n_metrics=100]",
+        "lgmml[n_metrics=2]",
+        "lgmml[n_metrics=10]",
+        "lightgbm[num_leaves=63]",
+        "lightgbm[num_leaves=7]",
+    ]
+    natural = [
+        "lgmml[n_metrics=2]",
+        "lgmml[n_metrics=10]",
+        "lgmml[n_metrics=100]",
+        "lightgbm[num_leaves=7]",
+        "lightgbm[num_leaves=63]",
+    ]
     # ranks 1..5 on d1 and 5..1 on d2: every average rank is 3, so the table, sorted by
     # average rank, shows the label order
-    reports = {d: _report(d, {lab: 0.5 + sign * 0.01 * i for i, lab in enumerate(labels)}
-                          | {f"only-{d}[k=10]": 0.1, f"only-{d}[k=9]": 0.2})
-               for d, sign in (("d1", 1), ("d2", -1))}
+    reports = {
+        d: _report(
+            d,
+            {lab: 0.5 + sign * 0.01 * i for i, lab in enumerate(labels)}
+            | {f"only-{d}[k=10]": 0.1, f"only-{d}[k=9]": 0.2},
+        )
+        for d, sign in (("d1", 1), ("d2", -1))
+    }
     mr = build_multi_report(reports)
     assert mr.labels == natural and list(mr.avg_ranks) == natural
     assert set(mr.avg_ranks.values()) == {3.0}
@@ -96,8 +135,9 @@ def test_too_few_datasets_or_configurations_is_an_error():
 
 
 def test_the_critical_difference_diagram_is_a_png(tmp_path):
-    reports = {f"d{i}": _report(f"d{i}", {"a": 0.5 + i / 10, "b": 0.4, "c": 0.45})
-               for i in range(3)}
+    reports = {
+        f"d{i}": _report(f"d{i}", {"a": 0.5 + i / 10, "b": 0.4, "c": 0.45}) for i in range(3)
+    }
     path = plot_cd_diagram(build_multi_report(reports), tmp_path / "cd.png")
     data = path.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000

@@ -8,20 +8,28 @@ from __future__ import annotations
 import pytest
 
 from ltr_bench.registry import make_ranker
-from ltr_bench.search_space import (SearchSpaceError, parse_spec, resolve_space,
-                                    search_space_of, suggest)
+from ltr_bench.search_space import (
+    SearchSpaceError,
+    parse_spec,
+    resolve_space,
+    search_space_of,
+    suggest,
+)
 
 
-@pytest.mark.parametrize("spec, message", [
-    ({"low": 10, "high": 1}, "above high"),
-    ({"low": 0, "high": 1, "log": True}, "needs low > 0"),
-    ({"low": 1}, "give low and high"),
-    ({"lo": 1, "high": 2}, "unknown key 'lo'"),
-    ({"choices": []}, "non-empty list"),
-    ({"choices": [1, 1]}, "listed twice"),
-    ({"low": "a", "high": 2}, "finite number"),
-    ("7..255", "expected a range"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ({"low": 10, "high": 1}, "above high"),
+        ({"low": 0, "high": 1, "log": True}, "needs low > 0"),
+        ({"low": 1}, "give low and high"),
+        ({"lo": 1, "high": 2}, "unknown key 'lo'"),
+        ({"choices": []}, "non-empty list"),
+        ({"choices": [1, 1]}, "listed twice"),
+        ({"low": "a", "high": 2}, "finite number"),
+        ("7..255", "expected a range"),
+    ],
+)
 def test_bad_search_space_specs_name_the_parameter_and_the_problem(spec, message):
     with pytest.raises(SearchSpaceError, match=message) as err:
         parse_spec("num_leaves", spec, where="plan.toml: tuning.lightgbm")
@@ -31,28 +39,45 @@ def test_bad_search_space_specs_name_the_parameter_and_the_problem(spec, message
 def test_spec_forms_map_to_optuna_distributions():
     import optuna.distributions as od
 
-    assert parse_spec("a", {"low": 7, "high": 255, "log": True}, where="w") == \
-        od.IntDistribution(7, 255, log=True)
+    assert parse_spec("a", {"low": 7, "high": 255, "log": True}, where="w") == od.IntDistribution(
+        7, 255, log=True
+    )
     assert parse_spec("a", {"low": 0.01, "high": 1}, where="w") == od.FloatDistribution(0.01, 1)
-    assert parse_spec("a", ["l2", "zscore"], where="w") == \
-        od.CategoricalDistribution(["l2", "zscore"])
+    assert parse_spec("a", ["l2", "zscore"], where="w") == od.CategoricalDistribution(
+        ["l2", "zscore"]
+    )
 
 
 def test_a_plan_override_replaces_removes_and_checks_parameters():
     lgbm = make_ranker("lightgbm", {})
-    space = resolve_space("lightgbm", lgbm, override={"num_leaves": {"low": 7, "high": 15},
-                                                      "n_estimators": False},
-                          fixed={"learning_rate": 0.1})
+    space = resolve_space(
+        "lightgbm",
+        lgbm,
+        override={"num_leaves": {"low": 7, "high": 15}, "n_estimators": False},
+        fixed={"learning_rate": 0.1},
+    )
     assert space["num_leaves"] == {"low": 7, "high": 15}
     assert "n_estimators" not in space and "learning_rate" not in space
     with pytest.raises(SearchSpaceError, match="'num_leafs' is not a parameter of lightgbm"):
-        resolve_space("lightgbm", lgbm, override={"num_leafs": {"low": 7, "high": 15}},
-                      where="plan.toml: tuning")
+        resolve_space(
+            "lightgbm",
+            lgbm,
+            override={"num_leafs": {"low": 7, "high": 15}},
+            where="plan.toml: tuning",
+        )
 
 
 def test_every_builtin_ranker_declares_a_valid_search_space():
-    for name in ("lightgbm", "xgboost-gbrt", "xgboost-lambdamart", "mlr", "rmlr", "ridge",
-                 "listnet", "lgmml"):
+    for name in (
+        "lightgbm",
+        "xgboost-gbrt",
+        "xgboost-lambdamart",
+        "mlr",
+        "rmlr",
+        "ridge",
+        "listnet",
+        "lgmml",
+    ):
         assert resolve_space(name, make_ranker(name, {})), name
 
 
@@ -69,8 +94,9 @@ class _Declared:
 
 def test_a_space_declared_by_classmethod_is_read_and_fixed_parameters_leave_it():
     assert search_space_of(_Declared) == {"alpha": {"low": 0.1, "high": 10.0}}
-    assert resolve_space("d", _Declared(), override={"beta": [1, 2]}, fixed={"alpha": 3.0}) \
-        == {"beta": [1, 2]}
+    assert resolve_space("d", _Declared(), override={"beta": [1, 2]}, fixed={"alpha": 3.0}) == {
+        "beta": [1, 2]
+    }
     with pytest.raises(SearchSpaceError, match=r"tuning\.d: nothing to tune"):
         resolve_space("d", _Declared(), fixed={"alpha": 3.0})
 
@@ -86,9 +112,11 @@ def test_a_space_that_is_not_a_dict_names_the_ranker_attribute():
 def test_suggest_draws_each_kind_inside_its_distribution_and_records_it():
     import optuna
 
-    dists = {"n": parse_spec("n", {"low": 3, "high": 9, "step": 3}, where="w"),
-             "lr": parse_spec("lr", {"low": 0.01, "high": 0.3, "log": True}, where="w"),
-             "norm": parse_spec("norm", ["l2", "zscore"], where="w")}
+    dists = {
+        "n": parse_spec("n", {"low": 3, "high": 9, "step": 3}, where="w"),
+        "lr": parse_spec("lr", {"low": 0.01, "high": 0.3, "log": True}, where="w"),
+        "norm": parse_spec("norm", ["l2", "zscore"], where="w"),
+    }
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
     for _ in range(20):
         trial = study.ask()

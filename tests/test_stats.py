@@ -33,8 +33,9 @@ def _holm_brute_force(p):
 
     candidates = sorted({min(1.0, (m - k) * p[i]) for k, i in enumerate(order)} | {1.0})
     # never rejected below 1: the adjusted value is clipped to 1
-    return np.array([min((a for a in candidates if i in rejected(a)), default=1.0)
-                     for i in range(m)])
+    return np.array(
+        [min((a for a in candidates if i in rejected(a)), default=1.0) for i in range(m)]
+    )
 
 
 def test_holm_matches_a_brute_force_step_down_procedure():
@@ -67,5 +68,3 @@ def test_paired_pvalues_match_scipy_and_hand_computed_values():
 def test_identical_samples_give_p_one_and_one_pair_gives_nan():
     assert paired_pvalues([0.1, 0.5, 0.7], [0.1, 0.5, 0.7]) == (1.0, 1.0)
     assert all(np.isnan(paired_pvalues([0.3], [0.2])))
-
-

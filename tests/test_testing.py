@@ -32,8 +32,9 @@ class RidgeRanker(BaseRanker):
 
     def predict(self, X, *, qid=None):
         self._check_fitted("coef_")
-        X, _, _ = check_ranking_input(X, None, qid, n_features=self.n_features_in_,
-                                      require_qid=False)
+        X, _, _ = check_ranking_input(
+            X, None, qid, n_features=self.n_features_in_, require_qid=False
+        )
         return X @ self.coef_[:-1] + self.coef_[-1]
 
 
@@ -58,8 +59,14 @@ def test_ranker_checks_lists_named_callables_that_each_pass_on_a_correct_ranker(
     checks = ranker_checks(RidgeRanker())
     names = [name for name, _ in checks]
     assert len(names) == len(set(names))
-    for expected in ("fit_returns_self", "row_order", "no_input_mutation", "deterministic",
-                     "degenerate_queries", "predict_before_fit_raises"):
+    for expected in (
+        "fit_returns_self",
+        "row_order",
+        "no_input_mutation",
+        "deterministic",
+        "degenerate_queries",
+        "predict_before_fit_raises",
+    ):
         assert expected in names
     assert "query_dependent_rows" not in names  # tag not set
     for _, check in checks:
@@ -78,7 +85,7 @@ class PerQueryCenteredRanker(RidgeRanker):
         scores = super().predict(X)
         b = query_boundaries(np.asarray(qid))
         for i in range(len(b) - 1):
-            scores[b[i]:b[i + 1]] -= scores[b[i]:b[i + 1]].mean()
+            scores[b[i] : b[i + 1]] -= scores[b[i] : b[i + 1]].mean()
         return scores
 
 
@@ -105,7 +112,7 @@ class QueryByExampleRanker(RidgeRanker):
         if self.query_dim is None:
             return X
         d = self.query_dim
-        return np.abs(X[:, :d] - X[:, d:2 * d])
+        return np.abs(X[:, :d] - X[:, d : 2 * d])
 
     def fit(self, X, y, *, qid, eval_set=None):
         if self.query_dim is not None:
@@ -200,7 +207,7 @@ class PositionBonus(RidgeRanker):
         if qid is not None:
             b = query_boundaries(np.asarray(qid))
             for i in range(len(b) - 1):
-                scores[b[i]:b[i + 1]] += 1e-3 * np.arange(b[i + 1] - b[i])
+                scores[b[i] : b[i + 1]] += 1e-3 * np.arange(b[i + 1] - b[i])
         return scores
 
 
@@ -286,8 +293,8 @@ class StandardisesLabelsPerQuery(RidgeRanker):
         b = query_boundaries(np.asarray(qid))
         with np.errstate(invalid="ignore", divide="ignore"):
             for i in range(len(b) - 1):
-                block = y[b[i]:b[i + 1]]
-                y[b[i]:b[i + 1]] = (block - block.mean()) / (block.max() - block.min())
+                block = y[b[i] : b[i + 1]]
+                y[b[i] : b[i + 1]] = (block - block.mean()) / (block.max() - block.min())
         X = np.asarray(X, dtype=np.float64)
         A = np.hstack([X, np.ones((len(X), 1))])
         self.coef_ = np.linalg.lstsq(A, y, rcond=None)[0]
@@ -550,10 +557,17 @@ class InfoNotADict(RidgeRanker):
         return [("n_coef", 3)]
 
 
-@pytest.mark.parametrize("ranker, word", [
-    (InfoWithNumpyInt(), "int64"), (InfoWithNaN(), "not finite"), (InfoWithNone(), "None"),
-    (InfoWithIntKey(), "key 1"), (InfoNotADict(), "not dict"),
-], ids=lambda v: type(v).__name__ if isinstance(v, BaseRanker) else v)
+@pytest.mark.parametrize(
+    "ranker, word",
+    [
+        (InfoWithNumpyInt(), "int64"),
+        (InfoWithNaN(), "not finite"),
+        (InfoWithNone(), "None"),
+        (InfoWithIntKey(), "key 1"),
+        (InfoNotADict(), "not dict"),
+    ],
+    ids=lambda v: type(v).__name__ if isinstance(v, BaseRanker) else v,
+)
 def test_fitted_info_that_is_not_a_dict_of_json_scalars_fails_fitted_info(ranker, word):
     message = _expect_failure(ranker, "fitted_info")
     assert word in message
@@ -561,8 +575,12 @@ def test_fitted_info_that_is_not_a_dict_of_json_scalars_fails_fitted_info(ranker
 
 class InfoOk(RidgeRanker):
     def fitted_info(self):
-        return {"n_coef": int(self.coef_.size), "norm": float(np.linalg.norm(self.coef_)),
-                "solver": "solve", "converged": True}
+        return {
+            "n_coef": int(self.coef_.size),
+            "norm": float(np.linalg.norm(self.coef_)),
+            "solver": "solve",
+            "converged": True,
+        }
 
 
 def test_fitted_info_of_json_scalars_passes_and_default_is_empty():
@@ -589,7 +607,8 @@ def test_parametrize_with_checks_ids_name_the_ranker_and_the_check():
     assert "PerQueryCenteredRanker()-fit_returns_self" in ids
     assert "PerQueryCenteredRanker()-predict_without_qid" not in ids  # tag-dependent
     assert [i.rsplit("-", 1)[1] for i in ids if i.startswith("RidgeRanker")] == [
-        n for n, _ in ranker_checks(RidgeRanker(alpha=0.5))]
+        n for n, _ in ranker_checks(RidgeRanker(alpha=0.5))
+    ]
 
 
 def test_parametrized_check_reports_failures_and_refuses_another_ranker():

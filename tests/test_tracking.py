@@ -17,11 +17,11 @@ import time
 import urllib.request
 from pathlib import Path
 
+import ltrb_fake_rankers as fakes
 import numpy as np
 import pytest
 from click.testing import CliRunner
 
-import ltrb_fake_rankers as fakes
 from ltr_bench.cli import main
 from ltr_bench.tracking import (
     artifact_root_for,
@@ -30,14 +30,36 @@ from ltr_bench.tracking import (
     resolve_tracking_uri,
 )
 
-TINY = ["--dataset-option", "n_queries=30", "--dataset-option", "docs_per_query=6",
-        "--dataset-option", "n_features=5", "--dataset-option", "n_informative=3"]
+TINY = [
+    "--dataset-option",
+    "n_queries=30",
+    "--dataset-option",
+    "docs_per_query=6",
+    "--dataset-option",
+    "n_features=5",
+    "--dataset-option",
+    "n_informative=3",
+]
 BASE = ["run", "--dataset", "synthetic", *TINY]
 RUN = [*BASE, "--ranker", "fake-linear,fake-other", "--folds", "1,2"]
-METRIC_KEYS = {"ndcg_at_1", "ndcg_at_3", "ndcg_at_5", "ndcg_at_10", "ndcg_at_20",
-               "ndcg_at_1_empty0", "ndcg_at_3_empty0", "ndcg_at_5_empty0", "ndcg_at_10_empty0",
-               "ndcg_at_20_empty0", "map", "mrr", "err_at_10", "fit_seconds",
-               "score_us_per_doc", "peak_rss_mb"}
+METRIC_KEYS = {
+    "ndcg_at_1",
+    "ndcg_at_3",
+    "ndcg_at_5",
+    "ndcg_at_10",
+    "ndcg_at_20",
+    "ndcg_at_1_empty0",
+    "ndcg_at_3_empty0",
+    "ndcg_at_5_empty0",
+    "ndcg_at_10_empty0",
+    "ndcg_at_20_empty0",
+    "map",
+    "mrr",
+    "err_at_10",
+    "fit_seconds",
+    "score_us_per_doc",
+    "peak_rss_mb",
+}
 
 
 def _logged_store(work: Path, mp: pytest.MonkeyPatch) -> dict:
@@ -121,8 +143,12 @@ def test_one_parent_per_ranker_and_one_nested_run_per_fold(ctx):
     assert all(p.info.status == "FINISHED" for p in parents)
     by_id = {p.info.run_id: p for p in parents}
     seen = sorted((r.data.tags["ranker"], r.data.tags["fold"]) for r in folds)
-    assert seen == [("fake-linear", "1"), ("fake-linear", "2"), ("fake-other", "1"),
-                    ("fake-other", "2")]
+    assert seen == [
+        ("fake-linear", "1"),
+        ("fake-linear", "2"),
+        ("fake-other", "1"),
+        ("fake-other", "2"),
+    ]
     for r in folds:
         parent = by_id[r.data.tags["mlflow.parentRunId"]]
         assert parent.data.tags["ranker"] == r.data.tags["ranker"]
@@ -137,7 +163,8 @@ def test_fold_runs_carry_the_metric_keys_params_and_tags_of_the_local_record(ctx
         assert METRIC_KEYS <= set(run.data.metrics)
         assert run.data.metrics["ndcg_at_10"] == pytest.approx(rec["metrics"]["ndcg@10"])
         assert run.data.metrics["ndcg_at_10_empty0"] == pytest.approx(
-            rec["metrics"]["ndcg@10_empty0"])
+            rec["metrics"]["ndcg@10_empty0"]
+        )
         assert run.data.metrics["fit_seconds"] == pytest.approx(rec["fit_seconds"])
         params = run.data.params
         assert params["scale"] == "1.0" and params["random_state"] == "0"
@@ -157,8 +184,11 @@ def test_parent_runs_carry_fold_means_and_standard_deviations(ctx):
     client = ctx["client"]
     exp = _experiment(client)
     for parent in _runs(client, exp, "parent"):
-        kids = [r for r in _runs(client, exp, "fold")
-                if r.data.tags["mlflow.parentRunId"] == parent.info.run_id]
+        kids = [
+            r
+            for r in _runs(client, exp, "fold")
+            if r.data.tags["mlflow.parentRunId"] == parent.info.run_id
+        ]
         values = np.array([k.data.metrics["ndcg_at_10"] for k in kids])
         assert parent.data.metrics["ndcg_at_10"] == pytest.approx(values.mean())
         assert parent.data.metrics["ndcg_at_10_std"] == pytest.approx(values.std(ddof=1))
@@ -172,15 +202,21 @@ def test_artifacts_hold_the_resolved_config_and_per_query_metrics(ctx, tmp_path)
     names = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert names == {"config.json", "per_query_metrics.csv", "record.json"}
     got = Path(client.download_artifacts(run.info.run_id, "per_query_metrics.csv", tmp_path))
-    local = ctx["work"] / "mlflow_runs" / "results" / (
-        run.data.tags["ltr_bench_key"] + ".per_query.csv")
+    local = (
+        ctx["work"]
+        / "mlflow_runs"
+        / "results"
+        / (run.data.tags["ltr_bench_key"] + ".per_query.csv")
+    )
     assert got.read_text() == local.read_text()
     rows = list(csv.DictReader(got.open()))
     assert "qid" in rows[0] and "ndcg@10_empty0" in rows[0]
     assert np.mean([float(r["ndcg@10"]) for r in rows]) == pytest.approx(
-        run.data.metrics["ndcg_at_10"])
-    config = json.loads(Path(client.download_artifacts(run.info.run_id, "config.json",
-                                                       tmp_path)).read_text())
+        run.data.metrics["ndcg_at_10"]
+    )
+    config = json.loads(
+        Path(client.download_artifacts(run.info.run_id, "config.json", tmp_path)).read_text()
+    )
     assert config["cell"]["params"]["random_state"] == 0
     assert config["plan"]["rankers"] == {"fake-linear": {}, "fake-other": {}}
     parent = _runs(client, _experiment(client), "parent")[0]
@@ -202,7 +238,8 @@ def test_rerun_and_forced_rerun_do_not_duplicate_runs(own_ctx):
     assert len(folds) == 4  # fold 1's old runs replaced (soft-deleted), not duplicated
     assert len([r for r in after if r.data.tags["ltr_bench_role"] == "parent"]) == 2
     assert {r.info.run_id for r in after} - before == {
-        r.info.run_id for r in folds if r.data.tags["fold"] == "1"}
+        r.info.run_id for r in folds if r.data.tags["fold"] == "1"
+    }
 
 
 def test_a_later_fold_joins_the_existing_parent(own_ctx):
@@ -211,8 +248,7 @@ def test_a_later_fold_joins_the_existing_parent(own_ctx):
     exp = _experiment(client)
     result = ctx["invoke"](*BASE, "--ranker", "fake-linear", "--folds", "3")
     assert result.exit_code == 0, result.output
-    parents = [p for p in _runs(client, exp, "parent") if p.data.tags["ranker"] ==
-               "fake-linear"]
+    parents = [p for p in _runs(client, exp, "parent") if p.data.tags["ranker"] == "fake-linear"]
     assert len(parents) == 1 and parents[0].data.metrics["n_folds"] == 3
 
 
@@ -261,14 +297,12 @@ def test_tracking_uri_resolution(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     default = resolve_tracking_uri()
     assert default == "sqlite:///" + str(tmp_path.resolve() / "mlflow_runs" / "mlflow.db")
-    assert artifact_root_for(default) == (tmp_path.resolve() / "mlflow_runs" /
-                                          "artifacts").as_uri()
+    assert artifact_root_for(default) == (tmp_path.resolve() / "mlflow_runs" / "artifacts").as_uri()
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://mlflow.example:5000")
     assert resolve_tracking_uri() == "http://mlflow.example:5000"
     assert artifact_root_for("http://mlflow.example:5000") is None
     assert resolve_tracking_uri("sqlite:////x/y.db") == "sqlite:////x/y.db"  # option wins
-    assert resolve_tracking_uri("other.db") == "sqlite:///" + str(tmp_path.resolve() /
-                                                                  "other.db")
+    assert resolve_tracking_uri("other.db") == "sqlite:///" + str(tmp_path.resolve() / "other.db")
 
 
 def test_metric_keys_have_no_at_sign():
@@ -292,19 +326,27 @@ def ui_server(ctx):
     exe = Path(sys.executable).with_name("ltr-bench")
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "ltr_bench.cli"]
     env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
-    proc = subprocess.Popen(cmd + ["ui", "--port", str(port)], cwd=ctx["work"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd + ["ui", "--port", str(port)],
+        cwd=ctx["work"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 90
         while True:
             if proc.poll() is not None:
-                pytest.fail(f"ltr-bench ui exited ({proc.returncode}): "
-                            f"{proc.stderr.read().decode()[-2000:]}")
+                pytest.fail(
+                    f"ltr-bench ui exited ({proc.returncode}): "
+                    f"{proc.stderr.read().decode()[-2000:]}"
+                )
             try:
-                with urllib.request.urlopen(base + "/api/2.0/mlflow/experiments/search"
-                                            "?max_results=100", timeout=5):
+                with urllib.request.urlopen(
+                    base + "/api/2.0/mlflow/experiments/search?max_results=100", timeout=5
+                ):
                     break
             except OSError:
                 if time.monotonic() > deadline:
@@ -332,20 +374,29 @@ def test_ui_serves_the_store_and_its_rest_api_finds_the_experiment(ui_server):
 
 
 @pytest.mark.slow
-def test_ui_opens_the_runs_table_with_metric_columns_sorted_by_ndcg_in_chromium(ui_server,
-                                                                              chromium):
+def test_ui_opens_the_runs_table_with_metric_columns_sorted_by_ndcg_in_chromium(
+    ui_server, chromium
+):
     # MLflow keeps a runs table's columns in the browser: without /ltr-bench/ a fresh
     # browser shows no metric column at all
     from playwright.sync_api import sync_playwright
 
-    url = ui_server + "/api/2.0/mlflow/experiments/get-by-name?experiment_name=" \
-        "ltr-bench%2Fsynthetic"
+    url = (
+        ui_server + "/api/2.0/mlflow/experiments/get-by-name?experiment_name=ltr-bench%2Fsynthetic"
+    )
     with urllib.request.urlopen(url, timeout=10) as resp:
         experiment = json.load(resp)["experiment"]["experiment_id"]
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync"])
+        browser = pw.chromium.launch(
+            executable_path=chromium,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
         page = browser.new_page(viewport={"width": 1600, "height": 900})
         page.goto(ui_server + "/ltr-bench/")
         page.wait_for_url("**/#/experiments?workflowType=machine_learning", timeout=60_000)
@@ -368,16 +419,22 @@ def test_ui_opens_the_runs_table_with_metric_columns_sorted_by_ndcg_in_chromium(
 def test_a_config_file_is_stored_with_its_parent_run(own_ctx, tmp_path):
     ctx = own_ctx
     plan = ctx["work"] / "plan.toml"
-    plan.write_text('seed = 21\nfolds = [1]\n[rankers.fake-linear]\nscale = 3.0\n'
-                    '[datasets.synthetic]\nn_queries = 30\ndocs_per_query = 6\n'
-                    'n_features = 5\nn_informative = 3\n')
+    plan.write_text(
+        "seed = 21\nfolds = [1]\n[rankers.fake-linear]\nscale = 3.0\n"
+        "[datasets.synthetic]\nn_queries = 30\ndocs_per_query = 6\n"
+        "n_features = 5\nn_informative = 3\n"
+    )
     result = ctx["invoke"]("run", "--config", str(plan))
     assert result.exit_code == 0, result.output
     client = ctx["client"]
-    (parent,) = [p for p in _runs(client, _experiment(client), "parent")
-                 if p.data.params["seed"] == "21"]
+    (parent,) = [
+        p for p in _runs(client, _experiment(client), "parent") if p.data.params["seed"] == "21"
+    ]
     assert {a.path for a in client.list_artifacts(parent.info.run_id)} == {
-        "plan.json", "plan.toml", "report"}
+        "plan.json",
+        "plan.toml",
+        "report",
+    }
     got = client.download_artifacts(parent.info.run_id, "plan.toml", tmp_path)
     assert Path(got).read_text() == plan.read_text()
     assert parent.data.params["scale"] == "3.0"
@@ -405,6 +462,7 @@ def test_each_parent_carries_the_html_report_of_its_dataset(ctx, tmp_path):
     for parent in _runs(client, _experiment(client), "parent"):
         names = {a.path for a in client.list_artifacts(parent.info.run_id, "report")}
         assert names == {"report/report.html"}
-        page = Path(client.download_artifacts(parent.info.run_id, "report/report.html",
-                                              tmp_path)).read_text()
+        page = Path(
+            client.download_artifacts(parent.info.run_id, "report/report.html", tmp_path)
+        ).read_text()
         assert "<h1>synthetic: 2 ranker(s) compared</h1>" in page

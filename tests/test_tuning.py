@@ -81,31 +81,51 @@ def _predict_fp(split) -> str:
 
 
 def _cell(dataset="synthetic", options=SYNTH, ranker=RECORDING):
-    plan = Plan(rankers=[RankerChoice(ranker)], datasets=[DatasetChoice(dataset, dict(options))],
-                folds=[1])
+    plan = Plan(
+        rankers=[RankerChoice(ranker)], datasets=[DatasetChoice(dataset, dict(options))], folds=[1]
+    )
     cell = expand_plan(plan).cells[0]
     return cell, _load_fold(cell)
 
 
 def _tune_cli(tmp_path, *args):
-    return CliRunner().invoke(main, ["tune", "--no-mlflow", "--results-dir",
-                                     str(tmp_path / "results"), "--optuna-storage",
-                                     f"sqlite:///{tmp_path / 'optuna.db'}", "--folds", "1",
-                                     *args], catch_exceptions=False)
+    return CliRunner().invoke(
+        main,
+        [
+            "tune",
+            "--no-mlflow",
+            "--results-dir",
+            str(tmp_path / "results"),
+            "--optuna-storage",
+            f"sqlite:///{tmp_path / 'optuna.db'}",
+            "--folds",
+            "1",
+            *args,
+        ],
+        catch_exceptions=False,
+    )
 
 
 # ------------------------------------------------------------------ validation data only
 
 
 def test_tuning_never_touches_the_test_split_before_the_final_evaluation(tmp_path):
-    res = _tune_cli(tmp_path, "--ranker", RECORDING, "--dataset", "synthetic",
-                    *[f"--dataset-option={k}={v}" for k, v in SYNTH.items()], "--trials", "4")
+    res = _tune_cli(
+        tmp_path,
+        "--ranker",
+        RECORDING,
+        "--dataset",
+        "synthetic",
+        *[f"--dataset-option={k}={v}" for k, v in SYNTH.items()],
+        "--trials",
+        "4",
+    )
     assert res.exit_code == 0, res.output
     cell, fold = _cell()
     test_fp = {fold.test.fingerprint, _predict_fp(fold.test)}
     fits = [i for i, c in enumerate(CALLS) if c[0] == "fit"]
     assert len(fits) == 5  # 4 trials + the final refit
-    tuning_calls, final_calls = CALLS[:fits[-1]], CALLS[fits[-1]:]
+    tuning_calls, final_calls = CALLS[: fits[-1]], CALLS[fits[-1] :]
     assert not test_fp & {fp for _, fp in tuning_calls}
     assert {fp for what, fp in tuning_calls if what == "predict"} == {_predict_fp(fold.vali)}
     assert {fp for what, fp in tuning_calls if what == "fit"} == {fold.train.fingerprint}
@@ -118,8 +138,10 @@ def test_without_a_validation_split_trials_use_a_seeded_holdout_of_training_quer
     assert fold.vali is None
     fit_on, score_on, how = tuning_split(fold, seed=0)
     again = tuning_split(fold, seed=0)
-    assert (fit_on.fingerprint, score_on.fingerprint) == (again[0].fingerprint,
-                                                          again[1].fingerprint)
+    assert (fit_on.fingerprint, score_on.fingerprint) == (
+        again[0].fingerprint,
+        again[1].fingerprint,
+    )
     train_q, fit_q, eval_q = (set(np.unique(s.qid)) for s in (fold.train, fit_on, score_on))
     assert fit_q | eval_q == train_q and not fit_q & eval_q
     assert round(len(eval_q) / len(train_q), 1) == 0.2
@@ -133,11 +155,22 @@ def test_without_a_validation_split_trials_use_a_seeded_holdout_of_training_quer
 
 
 def test_every_ranker_gets_the_same_number_of_trials_and_the_label_states_it(tmp_path):
-    res = _tune_cli(tmp_path, "--ranker", f"ridge,{RECORDING}", "--dataset", "synthetic",
-                    *[f"--dataset-option={k}={v}" for k, v in SYNTH.items()], "--trials", "3")
+    res = _tune_cli(
+        tmp_path,
+        "--ranker",
+        f"ridge,{RECORDING}",
+        "--dataset",
+        "synthetic",
+        *[f"--dataset-option={k}={v}" for k, v in SYNTH.items()],
+        "--trials",
+        "3",
+    )
     assert res.exit_code == 0, res.output
-    recs = [json.loads(p.read_text()) for p in (tmp_path / "results").rglob("*.json")
-            if p.name != "failures.log"]
+    recs = [
+        json.loads(p.read_text())
+        for p in (tmp_path / "results").rglob("*.json")
+        if p.name != "failures.log"
+    ]
     recs = [r for r in recs if "config" in r]
     assert len(recs) == 2
     for r in recs:
@@ -151,8 +184,9 @@ def _counted(storage, name):
     import optuna
 
     study = optuna.load_study(study_name=name, storage=storage)
-    return [t for t in study.trials if t.state.is_finished()
-            and not t.user_attrs.get("interrupted")]
+    return [
+        t for t in study.trials if t.state.is_finished() and not t.user_attrs.get("interrupted")
+    ]
 
 
 def test_an_interrupted_study_resumes_without_redoing_finished_trials(tmp_path):
@@ -181,12 +215,16 @@ def _trials_by_number(storage, name):
     return [(t.params, t.value, t.state.name) for t in _counted(storage, name)]
 
 
-@pytest.mark.parametrize("n_trials, interrupt_at", [
-    (6, 4),    # redone trial in TPE's random start-up phase (10 trials)
-    (13, 12),  # redone trial in the model-based phase
-])
+@pytest.mark.parametrize(
+    "n_trials, interrupt_at",
+    [
+        (6, 4),  # redone trial in TPE's random start-up phase (10 trials)
+        (13, 12),  # redone trial in the model-based phase
+    ],
+)
 def test_a_resumed_study_suggests_and_scores_exactly_what_an_uninterrupted_one_does(
-        tmp_path, n_trials, interrupt_at):
+    tmp_path, n_trials, interrupt_at
+):
     cell, fold = _cell()
     space = resolve_space("r", RecordingRanker())
     budget = Budget(n_trials=n_trials)
@@ -210,8 +248,15 @@ def test_a_resumed_study_suggests_and_scores_exactly_what_an_uninterrupted_one_d
 
 
 def test_the_final_result_of_a_finished_tuned_cell_is_not_recomputed(tmp_path):
-    args = ["--ranker", RECORDING, "--dataset", "synthetic",
-            *[f"--dataset-option={k}={v}" for k, v in SYNTH.items()], "--trials", "2"]
+    args = [
+        "--ranker",
+        RECORDING,
+        "--dataset",
+        "synthetic",
+        *[f"--dataset-option={k}={v}" for k, v in SYNTH.items()],
+        "--trials",
+        "2",
+    ]
     assert _tune_cli(tmp_path, *args).exit_code == 0
     CALLS.clear()
     res = _tune_cli(tmp_path, *args)
@@ -223,8 +268,9 @@ def test_a_wall_time_budget_stops_the_study():
     cell, fold = _cell()
     space = resolve_space("r", RecordingRanker())
     tcell = tuned_cell(cell, space=space, budget=Budget(timeout=1e-9), objective="ndcg@10")
-    result = tune(tcell, fold, space=space, budget=Budget(timeout=1e-9),
-                  storage="sqlite:///:memory:")
+    result = tune(
+        tcell, fold, space=space, budget=Budget(timeout=1e-9), storage="sqlite:///:memory:"
+    )
     assert result.n_finished == 1  # one trial uses up any budget above 0
 
 
@@ -235,8 +281,9 @@ def test_report_intermediate_does_nothing_outside_a_trial_and_prunes_inside():
     import optuna
 
     report_intermediate(1, 0.5)  # no trial: no effect, no error
-    study = optuna.create_study(direction="maximize",
-                                pruner=optuna.pruners.ThresholdPruner(lower=0.9))
+    study = optuna.create_study(
+        direction="maximize", pruner=optuna.pruners.ThresholdPruner(lower=0.9)
+    )
     from ltr_bench import tuning
 
     trial = study.ask()
@@ -254,8 +301,10 @@ def test_report_intermediate_does_nothing_outside_a_trial_and_prunes_inside():
 
 def test_a_tuning_table_for_a_ranker_not_in_the_run_is_a_usage_error(tmp_path):
     plan = tmp_path / "plan.toml"
-    plan.write_text('rankers = ["ridge"]\ndatasets = ["synthetic"]\n'
-                    '[tuning.lightgbm]\nnum_leaves = {low = 7, high = 15}\n')
+    plan.write_text(
+        'rankers = ["ridge"]\ndatasets = ["synthetic"]\n'
+        "[tuning.lightgbm]\nnum_leaves = {low = 7, high = 15}\n"
+    )
     res = _tune_cli(tmp_path, "--config", str(plan), "--trials", "1")
     assert res.exit_code == 2
     assert "tuning.lightgbm: not a ranker of this run" in res.output
@@ -270,45 +319,72 @@ def test_tune_without_a_budget_is_a_usage_error(tmp_path):
 
 
 def test_sweeps_expand_to_one_labelled_configuration_per_grid_point():
-    plan = build_plan(CommandLine(rankers=("lightgbm,ridge",), datasets=("synthetic",),
-                                  params=("lightgbm.learning_rate=0.2",),
-                                  sweeps=("lightgbm.num_leaves=7,31",
-                                          "lightgbm.min_data_in_leaf=5,20")))
+    plan = build_plan(
+        CommandLine(
+            rankers=("lightgbm,ridge",),
+            datasets=("synthetic",),
+            params=("lightgbm.learning_rate=0.2",),
+            sweeps=("lightgbm.num_leaves=7,31", "lightgbm.min_data_in_leaf=5,20"),
+        )
+    )
     labels = [r.display for r in plan.rankers]
-    assert labels == ["lightgbm[num_leaves=7,min_data_in_leaf=5]",
-                      "lightgbm[num_leaves=7,min_data_in_leaf=20]",
-                      "lightgbm[num_leaves=31,min_data_in_leaf=5]",
-                      "lightgbm[num_leaves=31,min_data_in_leaf=20]", "ridge"]
-    assert plan.rankers[1].params == {"learning_rate": 0.2, "num_leaves": 7,
-                                      "min_data_in_leaf": 20}
+    assert labels == [
+        "lightgbm[num_leaves=7,min_data_in_leaf=5]",
+        "lightgbm[num_leaves=7,min_data_in_leaf=20]",
+        "lightgbm[num_leaves=31,min_data_in_leaf=5]",
+        "lightgbm[num_leaves=31,min_data_in_leaf=20]",
+        "ridge",
+    ]
+    assert plan.rankers[1].params == {"learning_rate": 0.2, "num_leaves": 7, "min_data_in_leaf": 20}
     assert {r.name for r in plan.rankers} == {"lightgbm", "ridge"}
     cells = expand_plan(plan).cells
     assert len({c.plan_key for c in cells if c.fold == 1}) == 5  # own MLflow parent each
 
 
 def test_a_sweep_of_list_valued_parameters_and_from_a_toml_plan():
-    plan = build_plan(CommandLine(rankers=("lightgbm",), datasets=("synthetic",),
-                                  sweeps=("lightgbm.eval_at=[5,10],[10]",)))
+    plan = build_plan(
+        CommandLine(
+            rankers=("lightgbm",), datasets=("synthetic",), sweeps=("lightgbm.eval_at=[5,10],[10]",)
+        )
+    )
     assert [r.params["eval_at"] for r in plan.rankers] == [[5, 10], [10]]
-    doc = {"rankers": ["lightgbm"], "datasets": ["synthetic"],
-           "sweep": {"lightgbm": {"num_leaves": [7, 31, 127]}}}
+    doc = {
+        "rankers": ["lightgbm"],
+        "datasets": ["synthetic"],
+        "sweep": {"lightgbm": {"num_leaves": [7, 31, 127]}},
+    }
     p = plan_from_dict(doc, source="plan.toml")
     from ltr_bench.plan import expand_sweeps
 
     assert [r.display for r in expand_sweeps(p).rankers] == [
-        "lightgbm[num_leaves=7]", "lightgbm[num_leaves=31]", "lightgbm[num_leaves=127]"]
+        "lightgbm[num_leaves=7]",
+        "lightgbm[num_leaves=31]",
+        "lightgbm[num_leaves=127]",
+    ]
 
 
 def test_bad_sweeps_are_usage_errors_naming_the_problem():
     with pytest.raises(PlanError, match="not part of this run"):
-        build_plan(CommandLine(rankers=("ridge",), datasets=("synthetic",),
-                               sweeps=("lightgbm.num_leaves=7,31",)))
+        build_plan(
+            CommandLine(
+                rankers=("ridge",), datasets=("synthetic",), sweeps=("lightgbm.num_leaves=7,31",)
+            )
+        )
     with pytest.raises(PlanError, match="listed twice"):
-        build_plan(CommandLine(rankers=("lightgbm",), datasets=("synthetic",),
-                               sweeps=("lightgbm.num_leaves=7,7",)))
+        build_plan(
+            CommandLine(
+                rankers=("lightgbm",), datasets=("synthetic",), sweeps=("lightgbm.num_leaves=7,7",)
+            )
+        )
     with pytest.raises(PlanError, match="plan.toml: key 'sweep.lightgbm.num_leaves'"):
-        plan_from_dict({"rankers": ["lightgbm"], "datasets": ["synthetic"],
-                        "sweep": {"lightgbm": {"num_leaves": 7}}}, source="plan.toml")
+        plan_from_dict(
+            {
+                "rankers": ["lightgbm"],
+                "datasets": ["synthetic"],
+                "sweep": {"lightgbm": {"num_leaves": 7}},
+            },
+            source="plan.toml",
+        )
 
 
 # ------------------------------------------------------------ plans keep their tuning tables
@@ -316,25 +392,34 @@ def test_bad_sweeps_are_usage_errors_naming_the_problem():
 
 def test_a_plan_written_out_and_read_back_keeps_its_tuning_tables(tmp_path):
     path = tmp_path / "plan.toml"
-    path.write_text('rankers = ["lightgbm", "ridge"]\ndatasets = ["synthetic"]\n'
-                    '[tuning.lightgbm]\nnum_leaves = {low = 7, high = 63, log = true}\n'
-                    'n_estimators = false\n'
-                    '[tuning.ridge]\nalpha = {choices = [0.1, 1.0, 10.0]}\n')
+    path.write_text(
+        'rankers = ["lightgbm", "ridge"]\ndatasets = ["synthetic"]\n'
+        "[tuning.lightgbm]\nnum_leaves = {low = 7, high = 63, log = true}\n"
+        "n_estimators = false\n"
+        "[tuning.ridge]\nalpha = {choices = [0.1, 1.0, 10.0]}\n"
+    )
     plan = plan_from_dict(tomllib.loads(path.read_text()), source=str(path))
     doc = plan.to_dict()
-    assert doc["tuning"] == {"lightgbm": {"num_leaves": {"low": 7, "high": 63, "log": True},
-                                          "n_estimators": False},
-                             "ridge": {"alpha": {"choices": [0.1, 1.0, 10.0]}}}
+    assert doc["tuning"] == {
+        "lightgbm": {"num_leaves": {"low": 7, "high": 63, "log": True}, "n_estimators": False},
+        "ridge": {"alpha": {"choices": [0.1, 1.0, 10.0]}},
+    }
     # as stored with the runs (JSON), then read back: the same plan, search spaces included
     stored = json.loads(json.dumps(doc))
-    again = plan_from_dict({k: v for k, v in stored.items() if k != "source" and v is not None},
-                           source=str(path))
+    again = plan_from_dict(
+        {k: v for k, v in stored.items() if k != "source" and v is not None}, source=str(path)
+    )
     assert again == plan and again.tuning == plan.tuning
     doc["tuning"]["lightgbm"]["num_leaves"]["high"] = 255  # a copy: the plan is unchanged
     assert plan.tuning["lightgbm"]["num_leaves"]["high"] == 63
     # a sweep not yet expanded round-trips too; a plan without either has no such keys
-    swept = plan_from_dict({"rankers": ["lightgbm"], "datasets": ["synthetic"],
-                            "sweep": {"lightgbm": {"num_leaves": [7, 31]}}})
+    swept = plan_from_dict(
+        {
+            "rankers": ["lightgbm"],
+            "datasets": ["synthetic"],
+            "sweep": {"lightgbm": {"num_leaves": [7, 31]}},
+        }
+    )
     assert plan_from_dict({k: v for k, v in swept.to_dict().items() if v is not None}) == swept
     bare = plan_from_dict({"rankers": ["ridge"], "datasets": ["synthetic"]}).to_dict()
     assert "tuning" not in bare and "sweep" not in bare
@@ -351,7 +436,8 @@ class FailingRanker(RecordingRanker):
 
 
 def test_tune_cell_turns_a_load_error_and_a_study_without_a_completed_trial_into_failed_records(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     from ltr_bench import harness
     from ltr_bench.tuning import TunedCell, tune_cell
 
@@ -370,15 +456,20 @@ def test_tune_cell_turns_a_load_error_and_a_study_without_a_completed_trial_into
     assert (lost.record.status, lost.record.error_stage) == ("failed", "load")
     assert "not mounted" in lost.record.error and lost.record.key == tcell.key
 
-    failing = tuned_cell(_cell(ranker=f"{__name__}:FailingRanker")[0], space=space,
-                         budget=budget, objective="ndcg@10")
+    failing = tuned_cell(
+        _cell(ranker=f"{__name__}:FailingRanker")[0],
+        space=space,
+        budget=budget,
+        objective="ndcg@10",
+    )
     none = tune_cell(failing, space=space, budget=budget, storage=storage, fold=fold)
     assert none.result is None and none.record.error_stage == "tune"
     assert "no trial completed" in none.record.error and "never fits" in none.record.error
 
     finals = []
-    ok = tune_cell(tcell, space=space, budget=budget, storage=storage, fold=fold,
-                   on_final=finals.append)
+    ok = tune_cell(
+        tcell, space=space, budget=budget, storage=storage, fold=fold, on_final=finals.append
+    )
     assert ok.record.ok and ok.result.n_complete == 2
     assert ok.record.config["tuning"]["best_params"] == ok.result.best_params
     assert [f.user_params for f in finals] == [ok.result.best_params]  # before the final fit
@@ -393,11 +484,15 @@ def test_a_tune_job_survives_pickling_and_runs_the_same_unit(tmp_path):
     space = resolve_space("r", RecordingRanker())
     budget = Budget(n_trials=2)
     tcell = tuned_cell(cell, space=space, budget=budget, objective="ndcg@10")
-    job = pickle.loads(pickle.dumps(TuneJob(spaces={tcell.key: space}, budget=budget,
-                                            storage=str(tmp_path / "a.journal"))))
+    job = pickle.loads(
+        pickle.dumps(
+            TuneJob(spaces={tcell.key: space}, budget=budget, storage=str(tmp_path / "a.journal"))
+        )
+    )
     by_job = job(tcell)  # loads the fold itself, as on a worker
-    direct = tune_cell(tcell, space=space, budget=budget, storage=str(tmp_path / "b.journal"),
-                       fold=fold)
+    direct = tune_cell(
+        tcell, space=space, budget=budget, storage=str(tmp_path / "b.journal"), fold=fold
+    )
     assert by_job.result.best_params == direct.result.best_params
     assert by_job.record.metrics == direct.record.metrics
     restored = pickle.loads(pickle.dumps(by_job))  # what a worker sends back
@@ -405,10 +500,25 @@ def test_a_tune_job_survives_pickling_and_runs_the_same_unit(tmp_path):
 
 
 def test_tune_refuses_workers_and_scheduler_together_before_writing_anything(tmp_path):
-    res = CliRunner().invoke(main, ["tune", "--ranker", "ridge", "--dataset", "synthetic",
-                                    "--trials", "1", "--workers", "2", "--scheduler",
-                                    "tcp://127.0.0.1:1", "--no-mlflow", "--results-dir",
-                                    str(tmp_path / "results")])
+    res = CliRunner().invoke(
+        main,
+        [
+            "tune",
+            "--ranker",
+            "ridge",
+            "--dataset",
+            "synthetic",
+            "--trials",
+            "1",
+            "--workers",
+            "2",
+            "--scheduler",
+            "tcp://127.0.0.1:1",
+            "--no-mlflow",
+            "--results-dir",
+            str(tmp_path / "results"),
+        ],
+    )
     assert res.exit_code == 2 and "not both" in res.output
     assert not any(tmp_path.iterdir())
 
@@ -416,18 +526,31 @@ def test_tune_refuses_workers_and_scheduler_together_before_writing_anything(tmp
 @pytest.mark.slow
 def test_tune_with_workers_runs_on_a_local_cluster_and_a_rerun_skips_without_one(tmp_path):
     pytest.importorskip("distributed")
-    args = ["tune", "--no-mlflow", "--results-dir", str(tmp_path / "results"), "--folds", "1",
-            "--ranker", "ridge,lightgbm", "--param", "lightgbm.n_estimators=10",
-            "--dataset", "synthetic", *[f"--dataset-option={k}={v}" for k, v in SYNTH.items()],
-            "--trials", "2", "--workers", "2"]
+    args = [
+        "tune",
+        "--no-mlflow",
+        "--results-dir",
+        str(tmp_path / "results"),
+        "--folds",
+        "1",
+        "--ranker",
+        "ridge,lightgbm",
+        "--param",
+        "lightgbm.n_estimators=10",
+        "--dataset",
+        "synthetic",
+        *[f"--dataset-option={k}={v}" for k, v in SYNTH.items()],
+        "--trials",
+        "2",
+        "--workers",
+        "2",
+    ]
     res = CliRunner().invoke(main, args, catch_exceptions=False)
     assert res.exit_code == 0, res.output
     assert "local Dask cluster of 2 worker" in res.output
     recs = [json.loads(p.read_text()) for p in (tmp_path / "results").glob("*.json")]
-    assert sorted(r["label"] for r in recs) == ["lightgbm[tuned,trials=2]",
-                                                "ridge[tuned,trials=2]"]
-    assert all(r["status"] == "ok" and r["config"]["tuning"]["trials_finished"] == 2
-               for r in recs)
+    assert sorted(r["label"] for r in recs) == ["lightgbm[tuned,trials=2]", "ridge[tuned,trials=2]"]
+    assert all(r["status"] == "ok" and r["config"]["tuning"]["trials_finished"] == 2 for r in recs)
     assert (tmp_path / "optuna.journal").stat().st_size > 0  # the default, beside results
     again = CliRunner().invoke(main, args, catch_exceptions=False)
     assert again.exit_code == 0 and again.output.count("skipped") == 2
@@ -438,7 +561,8 @@ SIGTERM_SYNTH = {"n_queries": 30, "docs_per_query": 10, "n_features": 5, "n_info
 
 
 def test_sigterm_stops_tune_with_exit_130_and_keeps_finished_cells(tmp_path):
-    (tmp_path / "slowmod.py").write_text(textwrap.dedent('''
+    (tmp_path / "slowmod.py").write_text(
+        textwrap.dedent('''
         import pathlib, time
         import numpy as np
         from ltr_bench.ranker import BaseRanker
@@ -458,17 +582,36 @@ def test_sigterm_stops_tune_with_exit_130_and_keeps_finished_cells(tmp_path):
 
             def predict(self, X, *, qid=None):
                 return np.asarray(X) @ self.coef_
-    '''))
+    ''')
+    )
     results = tmp_path / "results"
-    cmd = [sys.executable, "-c", "from ltr_bench.cli import main; main()", "tune",
-           "--no-mlflow", "--results-dir", str(results), "--optuna-storage",
-           str(tmp_path / "o.journal"), "--folds", "1", "--ranker", "ridge,slowmod:SlowRanker",
-           "--dataset", "synthetic", *[f"--dataset-option={k}={v}" for k, v in SIGTERM_SYNTH.items()],
-           "--trials", "2"]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(tmp_path), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    cmd = [
+        sys.executable,
+        "-c",
+        "from ltr_bench.cli import main; main()",
+        "tune",
+        "--no-mlflow",
+        "--results-dir",
+        str(results),
+        "--optuna-storage",
+        str(tmp_path / "o.journal"),
+        "--folds",
+        "1",
+        "--ranker",
+        "ridge,slowmod:SlowRanker",
+        "--dataset",
+        "synthetic",
+        *[f"--dataset-option={k}={v}" for k, v in SIGTERM_SYNTH.items()],
+        "--trials",
+        "2",
+    ]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+    }
+    proc = subprocess.Popen(
+        cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         deadline = time.monotonic() + 120
         while not (tmp_path / "fitting").exists():  # ridge is done; SlowRanker is fitting
@@ -497,8 +640,7 @@ class ChattyRanker(RecordingRanker):
         return super().fit(X, y, qid=qid, eval_set=eval_set)
 
 
-def test_a_tune_job_reports_each_finished_trial_to_the_installed_handler_not_the_fits(
-        tmp_path):
+def test_a_tune_job_reports_each_finished_trial_to_the_installed_handler_not_the_fits(tmp_path):
     import re
 
     from ltr_bench.progress import progress_handler
@@ -517,7 +659,8 @@ def test_a_tune_job_reports_each_finished_trial_to_the_installed_handler_not_the
     # rankers' "boosting round" reports (trials and final fit) stay on the worker
     assert [h[:2] for h in heard] == [(1, 3), (2, 3), (3, 3)]
     values = [t.value for t in out.result.trials]
-    assert [h[2] for h in heard] == [f"trial {n}/3 complete {v:.4f}"
-                                     for n, v in enumerate(values, 1)]
+    assert [h[2] for h in heard] == [
+        f"trial {n}/3 complete {v:.4f}" for n, v in enumerate(values, 1)
+    ]
     assert all(re.fullmatch(r"trial \d/3 complete \d\.\d{4}", h[2]) for h in heard)
     assert job(tcell).record.ok  # no handler installed: nothing to report, still runs

@@ -36,17 +36,26 @@ import shutil
 import time
 import uuid
 import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 import numpy as np
 
 from .errors import DataWarning
 
-__all__ = ["CACHE_VERSION", "CacheEntry", "cache_key", "discard_entry", "file_sha256",
-           "iter_entries", "load_entry", "remove_stale_temporaries", "source_signature",
-           "write_entry"]
+__all__ = [
+    "CACHE_VERSION",
+    "CacheEntry",
+    "cache_key",
+    "discard_entry",
+    "file_sha256",
+    "iter_entries",
+    "load_entry",
+    "remove_stale_temporaries",
+    "source_signature",
+    "write_entry",
+]
 
 #: Bump when the parser or the entry format changes: old entries are then simply not found.
 CACHE_VERSION = 1
@@ -64,8 +73,12 @@ def source_signature(path) -> dict:
         if st.st_size > 2 * _EDGE:
             fh.seek(st.st_size - _EDGE)
         h.update(fh.read(_EDGE))
-    return {"path": str(path), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-            "edges_sha256": h.hexdigest()}
+    return {
+        "path": str(path),
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "edges_sha256": h.hexdigest(),
+    }
 
 
 def file_sha256(path) -> str:
@@ -98,8 +111,12 @@ def _map(path: Path, dtype: str, shape) -> np.ndarray:
 
 def discard_entry(folder: Path, why: str) -> None:
     """Remove a damaged entry, saying so (a :class:`DataWarning` naming the folder)."""
-    warnings.warn(f"parsed-data cache entry {folder} is damaged ({why}); it is discarded and "
-                  "rebuilt from the source files", DataWarning, stacklevel=3)
+    warnings.warn(
+        f"parsed-data cache entry {folder} is damaged ({why}); it is discarded and "
+        "rebuilt from the source files",
+        DataWarning,
+        stacklevel=3,
+    )
     shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -115,9 +132,13 @@ def _read_entry(d: Path) -> tuple[dict, dict]:
     return arrays, meta
 
 
-def load_entry(cache_dir, namespace: str, key: str, *,
-               verify: Callable[[dict, dict], str | None] | None = None,
-               ) -> tuple[dict, dict] | None:
+def load_entry(
+    cache_dir,
+    namespace: str,
+    key: str,
+    *,
+    verify: Callable[[dict, dict], str | None] | None = None,
+) -> tuple[dict, dict] | None:
     """``(arrays, meta)`` of a complete entry, arrays memory-mapped read-only; else None.
 
     ``verify(arrays, meta)`` returns None when the entry is sound, else what is wrong. An
@@ -210,9 +231,11 @@ class EntryWriter:
         return self.folder / f"{name}.{np.dtype(dtype).str.lstrip('<>|=')}"
 
     def declare(self, name: str, dtype, shape) -> None:
-        self.arrays[name] = {"file": self.path(name, dtype).name,
-                             "dtype": np.dtype(dtype).newbyteorder("<").str,
-                             "shape": [int(s) for s in shape]}
+        self.arrays[name] = {
+            "file": self.path(name, dtype).name,
+            "dtype": np.dtype(dtype).newbyteorder("<").str,
+            "shape": [int(s) for s in shape],
+        }
 
     def save(self, name: str, array: np.ndarray) -> None:
         """Write a whole in-memory array."""
@@ -229,12 +252,12 @@ class EntryWriter:
         if int(np.prod(shape)) == 0:
             p.touch()
             return np.empty(shape, dtype=dtype)
-        return np.memmap(p, dtype=np.dtype(dtype).newbyteorder("<"), mode="w+",
-                         shape=tuple(shape))
+        return np.memmap(p, dtype=np.dtype(dtype).newbyteorder("<"), mode="w+", shape=tuple(shape))
 
 
-def write_entry(cache_dir, namespace: str, key: str,
-                build: Callable[[EntryWriter], dict]) -> tuple[dict, dict]:
+def write_entry(
+    cache_dir, namespace: str, key: str, build: Callable[[EntryWriter], dict]
+) -> tuple[dict, dict]:
     """Build an entry atomically and return it loaded ``(arrays, meta)``.
 
     ``build(writer)`` writes arrays through ``writer`` and returns extra metadata (JSON-able).

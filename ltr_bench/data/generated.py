@@ -68,8 +68,15 @@ import numpy as np
 from ..folds import Fold, Split, fingerprint_arrays
 from .cache import cache_key, load_entry, write_entry
 
-__all__ = ["CACHE_MIN_CELLS", "LABEL_FREQUENCIES", "gauss_fold", "gauss_points",
-           "synthetic_fold", "synthetic_informative_features", "synthetic_query_sizes"]
+__all__ = [
+    "CACHE_MIN_CELLS",
+    "LABEL_FREQUENCIES",
+    "gauss_fold",
+    "gauss_points",
+    "synthetic_fold",
+    "synthetic_informative_features",
+    "synthetic_query_sizes",
+]
 
 LABEL_FREQUENCIES = (0.52, 0.32, 0.13, 0.02, 0.01)
 #: Generated data with at least this many feature values (docs x features) is cached.
@@ -93,18 +100,24 @@ def _check_synthetic(opts: dict) -> None:
     from .errors import DataError
 
     if opts["n_queries"] < 5:
-        raise DataError(f"synthetic: n_queries={opts['n_queries']} is too small; the 5 folds "
-                        "need at least 5 queries.")
+        raise DataError(
+            f"synthetic: n_queries={opts['n_queries']} is too small; the 5 folds "
+            "need at least 5 queries."
+        )
     if opts["docs_per_query"] < 1:
         raise DataError("synthetic: docs_per_query must be at least 1.")
     if not 1 <= opts["n_informative"] <= opts["n_features"]:
-        raise DataError(f"synthetic: n_informative={opts['n_informative']} must be between 1 "
-                        f"and n_features={opts['n_features']}.")
+        raise DataError(
+            f"synthetic: n_informative={opts['n_informative']} must be between 1 "
+            f"and n_features={opts['n_features']}."
+        )
     if opts["label_noise"] < 0:
         raise DataError("synthetic: label_noise must be >= 0.")
     if opts.get("feature_distribution", "normal") not in FEATURE_DISTRIBUTIONS:
-        raise DataError(f"synthetic: feature_distribution={opts['feature_distribution']!r} "
-                        f"must be one of {list(FEATURE_DISTRIBUTIONS)}.")
+        raise DataError(
+            f"synthetic: feature_distribution={opts['feature_distribution']!r} "
+            f"must be one of {list(FEATURE_DISTRIBUTIONS)}."
+        )
 
 
 def synthetic_query_sizes(opts: dict, seed: int) -> np.ndarray:
@@ -127,8 +140,11 @@ class _Model:
         self.c = rng.standard_normal(h) * 0.5
         self.a = rng.standard_normal(h)
         n_pairs = k // 2
-        self.pairs = rng.choice(k, size=(n_pairs, 2), replace=True) if n_pairs else \
-            np.zeros((0, 2), dtype=np.int64)
+        self.pairs = (
+            rng.choice(k, size=(n_pairs, 2), replace=True)
+            if n_pairs
+            else np.zeros((0, 2), dtype=np.int64)
+        )
         self.b = rng.standard_normal(n_pairs) * 0.5
         self.g_mean, self.g_sd = 0.0, 1.0
         prng = _rng(seed, 4)
@@ -174,8 +190,19 @@ def _part_bounds(n_queries: int) -> list[tuple[int, int]]:
     return [(cuts[j], cuts[j + 1]) for j in range(5)]
 
 
-def _fill_part(model: _Model, seed: int, part: int, q_lo: int, q_hi: int,
-               sizes: np.ndarray, X, y, qid, row0: int, on_rows=None) -> int:
+def _fill_part(
+    model: _Model,
+    seed: int,
+    part: int,
+    q_lo: int,
+    q_hi: int,
+    sizes: np.ndarray,
+    X,
+    y,
+    qid,
+    row0: int,
+    on_rows=None,
+) -> int:
     """Generate queries ``q_lo..q_hi-1`` (part ``part``) into rows starting at ``row0``."""
     r = row0
     for b, start in enumerate(range(q_lo, q_hi, _BLOCK_QUERIES)):
@@ -184,25 +211,26 @@ def _fill_part(model: _Model, seed: int, part: int, q_lo: int, q_hi: int,
         sz = sizes[start:stop]
         x, u = model.draw(rng, sz)
         n = x.shape[0]
-        y[r:r + n] = model.labels(x, u, rng)
-        X[r:r + n] = np.exp(x) if model.lognormal else x
-        qid[r:r + n] = np.repeat(np.arange(start + 1, stop + 1, dtype=np.int64), sz)
+        y[r : r + n] = model.labels(x, u, rng)
+        X[r : r + n] = np.exp(x) if model.lognormal else x
+        qid[r : r + n] = np.repeat(np.arange(start + 1, stop + 1, dtype=np.int64), sz)
         r += n
         if on_rows is not None:
             on_rows(n)
     return r
 
 
-def synthetic_fold(opts: dict, seed: int, fold: int, *, cache_dir=None,
-                   progress=None) -> Fold:
+def synthetic_fold(opts: dict, seed: int, fold: int, *, cache_dir=None, progress=None) -> Fold:
     """Fold ``fold`` (1..5) of the ``synthetic`` dataset with options ``opts`` (all keys set)."""
     _check_synthetic(opts)
     sizes = synthetic_query_sizes(opts, seed)
     bounds = _part_bounds(int(opts["n_queries"]))
     parts = _SPLIT_PARTS[fold]
     p = int(opts["n_features"])
-    split_rows = {s: int(sum(sizes[bounds[j - 1][0]:bounds[j - 1][1]].sum() for j in parts[s]))
-                  for s in ("train", "vali", "test")}
+    split_rows = {
+        s: int(sum(sizes[bounds[j - 1][0] : bounds[j - 1][1]].sum() for j in parts[s]))
+        for s in ("train", "vali", "test")
+    }
     total = sum(split_rows.values())
     done = [0]
 
@@ -228,22 +256,39 @@ def synthetic_fold(opts: dict, seed: int, fold: int, *, cache_dir=None,
         splits = {}
         for s in ("train", "vali", "test"):
             X, y, qid = arrays[s]
-            splits[s] = Split(name=s, X=X, y=y, qid=qid,
-                              _fingerprint=None if fps is None else fps[s])
-        return Fold(dataset="synthetic", index=fold, train=splits["train"],
-                    vali=splits["vali"], test=splits["test"], max_label=4)
+            splits[s] = Split(
+                name=s, X=X, y=y, qid=qid, _fingerprint=None if fps is None else fps[s]
+            )
+        return Fold(
+            dataset="synthetic",
+            index=fold,
+            train=splits["train"],
+            vali=splits["vali"],
+            test=splits["test"],
+            max_label=4,
+        )
 
     if total * p < CACHE_MIN_CELLS or cache_dir is None:
-        arrays = generate(lambda s, n: (np.empty((n, p)), np.empty(n, np.int64),
-                                        np.empty(n, np.int64)))
+        arrays = generate(
+            lambda s, n: (np.empty((n, p)), np.empty(n, np.int64), np.empty(n, np.int64))
+        )
         return make_fold(arrays)
 
     # the default distribution stays out of the key so caches made before the option existed
     # are still found
-    key_opts = {k: v for k, v in opts.items()
-                if not (k == "feature_distribution" and v == "normal")}
-    key = cache_key({"kind": "synthetic", "gen": _GEN_VERSION, "options": key_opts,
-                     "seed": int(seed), "fold": int(fold)})
+    key_opts = {
+        k: v for k, v in opts.items() if not (k == "feature_distribution" and v == "normal")
+    }
+    key = cache_key(
+        {
+            "kind": "synthetic",
+            "gen": _GEN_VERSION,
+            "options": key_opts,
+            "seed": int(seed),
+            "fold": int(fold),
+        }
+    )
+
     def verify(arrays, meta):
         for s in ("train", "vali", "test"):
             fp = fingerprint_arrays(arrays[f"{s}_X"], arrays[f"{s}_y"], arrays[f"{s}_qid"])
@@ -253,10 +298,15 @@ def synthetic_fold(opts: dict, seed: int, fold: int, *, cache_dir=None,
 
     loaded = load_entry(cache_dir, "generated", key, verify=verify)
     if loaded is None:
+
         def build(writer):
-            arrays = generate(lambda s, n: (writer.open_map(f"{s}_X", np.float64, (n, p)),
-                                            writer.open_map(f"{s}_y", np.int64, (n,)),
-                                            writer.open_map(f"{s}_qid", np.int64, (n,))))
+            arrays = generate(
+                lambda s, n: (
+                    writer.open_map(f"{s}_X", np.float64, (n, p)),
+                    writer.open_map(f"{s}_y", np.int64, (n,)),
+                    writer.open_map(f"{s}_qid", np.int64, (n,)),
+                )
+            )
             fps = {}
             for s, (X, y, qid) in arrays.items():
                 for a in (X, y, qid):
@@ -267,8 +317,13 @@ def synthetic_fold(opts: dict, seed: int, fold: int, *, cache_dir=None,
 
         loaded = write_entry(cache_dir, "generated", key, build)
     arrays, meta = loaded
-    return make_fold({s: (arrays[f"{s}_X"], arrays[f"{s}_y"], arrays[f"{s}_qid"])
-                      for s in ("train", "vali", "test")}, meta.get("fingerprints"))
+    return make_fold(
+        {
+            s: (arrays[f"{s}_X"], arrays[f"{s}_y"], arrays[f"{s}_qid"])
+            for s in ("train", "vali", "test")
+        },
+        meta.get("fingerprints"),
+    )
 
 
 def gauss_points(opts: dict, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -280,8 +335,9 @@ def gauss_points(opts: dict, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
     c, m, d = int(opts["n_classes"]), int(opts["n_per_class"]), int(opts["n_features"])
     if c < 2 or m < 2 or d < 1:
-        raise DataError(f"gauss: need n_classes >= 2, n_per_class >= 2 and n_features >= 1, "
-                        f"got {c}, {m}, {d}.")
+        raise DataError(
+            f"gauss: need n_classes >= 2, n_per_class >= 2 and n_features >= 1, got {c}, {m}, {d}."
+        )
     rng = _rng(seed, 5)
     centers = rng.uniform(-1.0, 1.0, size=(c, d))
     dmin = float(pdist(centers).min())
@@ -296,5 +352,12 @@ def gauss_fold(name: str, opts: dict, seed: int, fold: int) -> Fold:
     from .qbe import qbe_fold
 
     X, classes = gauss_points(opts, seed)
-    return qbe_fold(name, X, classes, fold, seed=seed, test_size=float(opts["test_size"]),
-                    noise_features=int(opts["noise_features"]))
+    return qbe_fold(
+        name,
+        X,
+        classes,
+        fold,
+        seed=seed,
+        test_size=float(opts["test_size"]),
+        noise_features=int(opts["noise_features"]),
+    )

@@ -31,8 +31,14 @@ from ..progress import report_progress
 from .cache import cache_key, file_sha256, load_entry, source_signature, write_entry
 from .errors import DataError, DatasetNotFoundError, DataWarning
 from .reader import read_letor_file
-from .specs import (COMPRESSION_SUFFIXES, DatasetSpec, _SPECS, get_spec, resolve_cache_dir,
-                    resolve_data_dir)
+from .specs import (
+    _SPECS,
+    COMPRESSION_SUFFIXES,
+    DatasetSpec,
+    get_spec,
+    resolve_cache_dir,
+    resolve_data_dir,
+)
 
 __all__ = ["available_folds", "dataset_identity", "dataset_present", "load_fold"]
 
@@ -50,6 +56,7 @@ FOLDER_LABEL_CAP = 31
 
 
 # ----------------------------------------------------------------------------- resolution
+
 
 def _as_path(dataset) -> Path | None:
     """The folder path ``dataset`` denotes, or None when it is a dataset name."""
@@ -78,14 +85,18 @@ def _find_file(expected: Path) -> Path | None:
     found = [expected.with_name(expected.name + s) for s in COMPRESSION_SUFFIXES]
     for p in found:
         if p.exists() and not p.is_file():
-            raise DataError(f"{p}: is a folder (or not a regular file), but it has the name "
-                            "of a data file; replace it by the data file or rename it.",
-                            path=p)
+            raise DataError(
+                f"{p}: is a folder (or not a regular file), but it has the name "
+                "of a data file; replace it by the data file or rename it.",
+                path=p,
+            )
     found = [p for p in found if p.is_file()]
     if len(found) > 1:
         raise DataError(
             f"{expected.parent}: both " + " and ".join(p.name for p in found) + " exist; "
-            "keep only one of them so that it is clear which data is used.", path=found[0])
+            "keep only one of them so that it is clear which data is used.",
+            path=found[0],
+        )
     return found[0] if found else None
 
 
@@ -106,13 +117,15 @@ def _options(spec: DatasetSpec, options: dict | None) -> dict:
     for key, value in (options or {}).items():
         if key not in spec.options:
             allowed = ", ".join(spec.options) or "none"
-            raise DataError(f"dataset {spec.name!r} has no option {key!r}; allowed options: "
-                            f"{allowed}.")
+            raise DataError(
+                f"dataset {spec.name!r} has no option {key!r}; allowed options: {allowed}."
+            )
         default = spec.options[key]
         try:
             if isinstance(default, bool):
-                value = value if isinstance(value, bool) else str(value).lower() in (
-                    "1", "true", "yes")
+                value = (
+                    value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes")
+                )
             elif isinstance(default, int):
                 f = float(value)
                 if f != int(f):
@@ -121,8 +134,10 @@ def _options(spec: DatasetSpec, options: dict | None) -> dict:
             elif isinstance(default, float):
                 value = float(value)
         except (TypeError, ValueError):
-            raise DataError(f"option {key}={value!r} of dataset {spec.name!r} must be a "
-                            f"{type(default).__name__} (default {default!r}).") from None
+            raise DataError(
+                f"option {key}={value!r} of dataset {spec.name!r} must be a "
+                f"{type(default).__name__} (default {default!r})."
+            ) from None
         opts[key] = value
     return opts
 
@@ -132,8 +147,9 @@ def _path_options(options: dict | None) -> dict:
     opts = dict(allowed)
     for key, value in (options or {}).items():
         if key not in allowed:
-            raise DataError(f"a folder dataset has no option {key!r}; allowed options: "
-                            "n_features, label_max.")
+            raise DataError(
+                f"a folder dataset has no option {key!r}; allowed options: n_features, label_max."
+            )
         try:
             opts[key] = None if value is None else int(value)
         except (TypeError, ValueError):
@@ -143,11 +159,14 @@ def _path_options(options: dict | None) -> dict:
 
 # ----------------------------------------------------------------------------- layouts
 
+
 def _not_found(spec: DatasetSpec, data_dir, missing: Path, fold: int) -> DatasetNotFoundError:
     home = resolve_data_dir(data_dir)
-    lines = [f"dataset {spec.name!r} ({spec.title}) was not found: {missing} does not exist.",
-             f"Download it from {spec.homepage} and put the files here:"]
-    for split, p in spec.fold_files(home, fold).items():
+    lines = [
+        f"dataset {spec.name!r} ({spec.title}) was not found: {missing} does not exist.",
+        f"Download it from {spec.homepage} and put the files here:",
+    ]
+    for p in spec.fold_files(home, fold).values():
         lines.append(f"  {p}")
         if spec.query_files:
             lines.append(f"  {p}.query")
@@ -166,8 +185,7 @@ def _named_files(spec: DatasetSpec, data_dir, fold: int) -> dict[str, tuple[Path
         raise DataError(f"dataset {spec.name!r} has folds 1..{spec.n_folds}, not {fold}.")
     home = resolve_data_dir(data_dir)
     builtin = BUILTIN_DIR / spec.root
-    if builtin.is_dir() and _find_file(spec.fold_files(home, fold)[spec.split_files[0][0]]) \
-            is None:
+    if builtin.is_dir() and _find_file(spec.fold_files(home, fold)[spec.split_files[0][0]]) is None:
         home = BUILTIN_DIR  # shipped with the package (a copy in the data home wins)
     out = {}
     for split, expected in spec.fold_files(home, fold).items():
@@ -181,8 +199,7 @@ def _named_files(spec: DatasetSpec, data_dir, fold: int) -> dict[str, tuple[Path
         if spec.query_files:
             q = _query_file_for(f)
             if q is None:
-                raise _not_found(spec, data_dir, expected.with_name(expected.name + ".query"),
-                                 fold)
+                raise _not_found(spec, data_dir, expected.with_name(expected.name + ".query"), fold)
         out[split] = (f, q)
     return out
 
@@ -192,9 +209,12 @@ def _split_files_in(folder: Path) -> dict[str, tuple[Path, Path | None]]:
     for split, names in _GENERIC_NAMES.items():
         hits = [f for f in (_find_file(folder / n) for n in names) if f is not None]
         if len(hits) > 1:
-            raise DataError(f"{folder}: several files could be the {split} split ("
-                            + ", ".join(h.name for h in hits) + "); keep only one.",
-                            path=folder)
+            raise DataError(
+                f"{folder}: several files could be the {split} split ("
+                + ", ".join(h.name for h in hits)
+                + "); keep only one.",
+                path=folder,
+            )
         if hits:
             out[split] = (hits[0], _query_file_for(hits[0]))
     return out
@@ -206,7 +226,8 @@ def _generic_layout(root: Path) -> dict[int, Path]:
         raise DatasetNotFoundError(
             f"{root}: no such folder. Pass a registered dataset name or a folder that holds "
             "LETOR files (Fold1/, Fold2/, ... sub-folders, or train.txt/vali.txt/test.txt).",
-            path=root)
+            path=root,
+        )
     folds = {}
     for child in root.iterdir():
         m = _FOLD_RE.match(child.name)
@@ -220,33 +241,49 @@ def _generic_layout(root: Path) -> dict[int, Path]:
     raise DatasetNotFoundError(
         f"{root}: no LETOR layout found. Expected Fold1/, Fold2/, ... sub-folders, or split "
         f"files directly in the folder, named one of: {names} (each may end in .gz, .bz2 or "
-        ".xz; LightGBM-style files without qid: need a .query file beside them).", path=root)
+        ".xz; LightGBM-style files without qid: need a .query file beside them).",
+        path=root,
+    )
 
 
 def _generic_files(root: Path, fold: int) -> dict[str, tuple[Path, Path | None]]:
     layout = _generic_layout(root)
     if fold not in layout:
-        raise DataError(f"{root}: there is no fold {fold}; found folds "
-                        + ", ".join(map(str, layout)) + ".", path=root)
+        raise DataError(
+            f"{root}: there is no fold {fold}; found folds " + ", ".join(map(str, layout)) + ".",
+            path=root,
+        )
     files = _split_files_in(layout[fold])
     missing = [s for s in ("train", "test") if s not in files]
     if missing:
         raise DatasetNotFoundError(
             f"{layout[fold]}: no {' and no '.join(missing)} file. Name them "
             + "; ".join(f"{s}: " + " or ".join(_GENERIC_NAMES[s][:2]) for s in missing)
-            + " (optionally .gz/.bz2/.xz).", path=layout[fold])
+            + " (optionally .gz/.bz2/.xz).",
+            path=layout[fold],
+        )
     return files
 
 
 # ----------------------------------------------------------------------------- LETOR splits
 
+
 def _progress_fn(progress):
     return progress if progress is not None else report_progress
 
 
-def load_letor_split(name: str, data_file: Path, query_file: Path | None, *,
-                     n_features: int | None, label_min: int, label_max: int | None,
-                     context: str, cache_dir=None, progress=None) -> Split:
+def load_letor_split(
+    name: str,
+    data_file: Path,
+    query_file: Path | None,
+    *,
+    n_features: int | None,
+    label_min: int,
+    label_max: int | None,
+    context: str,
+    cache_dir=None,
+    progress=None,
+) -> Split:
     """One split, from the cache if an entry for these exact source files exists.
 
     The cache key holds :func:`~ltr_bench.data.cache.source_signature` of the data (and
@@ -255,16 +292,28 @@ def load_letor_split(name: str, data_file: Path, query_file: Path | None, *,
     when the entry is written and stored with it. If the cache folder cannot be written, the
     data is parsed in memory and a :class:`DataWarning` says so.
     """
-    key = cache_key({
-        "kind": "letor", "src": source_signature(data_file),
-        "query": None if query_file is None else source_signature(query_file),
-        "n_features": n_features, "label_min": label_min, "label_max": label_max,
-    })
-    parse_kw = dict(n_features=n_features, label_min=label_min, label_max=label_max,
-                    query_file=query_file, context=context, progress=progress)
+    key = cache_key(
+        {
+            "kind": "letor",
+            "src": source_signature(data_file),
+            "query": None if query_file is None else source_signature(query_file),
+            "n_features": n_features,
+            "label_min": label_min,
+            "label_max": label_max,
+        }
+    )
+    parse_kw = dict(
+        n_features=n_features,
+        label_min=label_min,
+        label_max=label_max,
+        query_file=query_file,
+        context=context,
+        progress=progress,
+    )
     cache = resolve_cache_dir(cache_dir)
     loaded = load_entry(cache, "letor", key, verify=_verify_split_entry)
     if loaded is None:
+
         def build(writer):
             if n_features is None:
                 parsed = read_letor_file(data_file, **parse_kw)
@@ -276,42 +325,60 @@ def load_letor_split(name: str, data_file: Path, query_file: Path | None, *,
                 shape = (parsed.n_rows, parsed.n_features)
                 if parsed.order is not None:
                     src = np.memmap(xpath, dtype=np.float64, mode="r", shape=shape)
-                    dst = np.memmap(xpath.with_suffix(".tmp"), dtype=np.float64, mode="w+",
-                                    shape=shape)
+                    dst = np.memmap(
+                        xpath.with_suffix(".tmp"), dtype=np.float64, mode="w+", shape=shape
+                    )
                     step = 65536
                     for i in range(0, shape[0], step):
-                        dst[i:i + step] = src[parsed.order[i:i + step]]
+                        dst[i : i + step] = src[parsed.order[i : i + step]]
                     dst.flush()
                     del src, dst
                     os.replace(xpath.with_suffix(".tmp"), xpath)
                 writer.declare("X", np.float64, shape)
             writer.save("y", parsed.y)
             writer.save("qid", parsed.qid)
-            X = (np.memmap(writer.path("X", np.float64), dtype=np.float64, mode="r",
-                           shape=(parsed.n_rows, parsed.n_features)))
+            X = np.memmap(
+                writer.path("X", np.float64),
+                dtype=np.float64,
+                mode="r",
+                shape=(parsed.n_rows, parsed.n_features),
+            )
             fp = fingerprint_arrays(X, parsed.y, parsed.qid)
             del X
             sources = {str(data_file): file_sha256(data_file)}
             if query_file is not None:
                 sources[str(query_file)] = file_sha256(query_file)
-            return {"fingerprint": fp, "warnings": parsed.warnings,
-                    "source": str(data_file), "query_file": str(query_file or ""),
-                    "source_sha256": sources}
+            return {
+                "fingerprint": fp,
+                "warnings": parsed.warnings,
+                "source": str(data_file),
+                "query_file": str(query_file or ""),
+                "source_sha256": sources,
+            }
 
         try:
             loaded = write_entry(cache, "letor", key, build)
         except OSError as exc:
-            warnings.warn(f"{cache}: cannot write the parsed-data cache ({exc}); the data is "
-                          "parsed in memory and will be parsed again next time. Set "
-                          "LTR_BENCH_CACHE to a writable folder.", DataWarning, stacklevel=3)
+            warnings.warn(
+                f"{cache}: cannot write the parsed-data cache ({exc}); the data is "
+                "parsed in memory and will be parsed again next time. Set "
+                "LTR_BENCH_CACHE to a writable folder.",
+                DataWarning,
+                stacklevel=3,
+            )
             parsed = read_letor_file(data_file, **parse_kw)
             return Split(name=name, X=parsed.X, y=parsed.y, qid=parsed.qid)
     else:
         for msg in loaded[1].get("warnings", []):
             warnings.warn(msg + " (from the parsed-data cache)", DataWarning, stacklevel=3)
     arrays, meta = loaded
-    return Split(name=name, X=arrays["X"], y=arrays["y"], qid=arrays["qid"],
-                 _fingerprint=meta.get("fingerprint"))
+    return Split(
+        name=name,
+        X=arrays["X"],
+        y=arrays["y"],
+        qid=arrays["qid"],
+        _fingerprint=meta.get("fingerprint"),
+    )
 
 
 def _verify_split_entry(arrays: dict, meta: dict) -> str | None:
@@ -330,14 +397,28 @@ def _warn_label_gaps(path: Path, y: np.ndarray) -> None:
     missing = np.flatnonzero(counts == 0)
     if missing.size and counts.size > 2:
         top = counts.size - 1
-        warnings.warn(f"{path}: the training labels go up to {top} but no row has the "
-                      f"grade(s) {', '.join(map(str, missing[:10].tolist()))}; {top} is "
-                      "ERR's top grade for this dataset. Check the labels, or set the dataset "
-                      "option label_max.", DataWarning, stacklevel=3)
+        warnings.warn(
+            f"{path}: the training labels go up to {top} but no row has the "
+            f"grade(s) {', '.join(map(str, missing[:10].tolist()))}; {top} is "
+            "ERR's top grade for this dataset. Check the labels, or set the dataset "
+            "option label_max.",
+            DataWarning,
+            stacklevel=3,
+        )
 
 
-def _letor_fold(dataset_name: str, files: dict, fold: int, *, n_features, label_min,
-                label_max, context, cache_dir, progress) -> Fold:
+def _letor_fold(
+    dataset_name: str,
+    files: dict,
+    fold: int,
+    *,
+    n_features,
+    label_min,
+    label_max,
+    context,
+    cache_dir,
+    progress,
+) -> Fold:
     splits = {}
     train_max = None
     for split in sorted(files, key=lambda s: s != "train"):  # train first: it sets the range
@@ -346,17 +427,28 @@ def _letor_fold(dataset_name: str, files: dict, fold: int, *, n_features, label_
             lmax, ctx = label_max, context
         elif split == "train":
             lmax = FOLDER_LABEL_CAP
-            ctx = (f"{context} (without the dataset option label_max, training labels may "
-                   f"be 0..{FOLDER_LABEL_CAP})")
+            ctx = (
+                f"{context} (without the dataset option label_max, training labels may "
+                f"be 0..{FOLDER_LABEL_CAP})"
+            )
         else:
             lmax = train_max
-            ctx = (f"{context} (the range of its training split {files['train'][0].name}; "
-                   "set the dataset option label_max if the training split lacks the top "
-                   "grade)")
-        splits[split] = load_letor_split(split, f, q, n_features=n_features,
-                                         label_min=label_min, label_max=lmax,
-                                         context=ctx, cache_dir=cache_dir,
-                                         progress=_progress_fn(progress))
+            ctx = (
+                f"{context} (the range of its training split {files['train'][0].name}; "
+                "set the dataset option label_max if the training split lacks the top "
+                "grade)"
+            )
+        splits[split] = load_letor_split(
+            split,
+            f,
+            q,
+            n_features=n_features,
+            label_min=label_min,
+            label_max=lmax,
+            context=ctx,
+            cache_dir=cache_dir,
+            progress=_progress_fn(progress),
+        )
         if split == "train":
             train_max = max(1, int(splits[split].y.max()))
             if label_max is None:
@@ -365,14 +457,21 @@ def _letor_fold(dataset_name: str, files: dict, fold: int, *, n_features, label_
     for split, s in splits.items():
         if s.X.shape[1] < width:  # only when n_features was inferred per file
             X = np.zeros((s.n_docs, width))
-            X[:, :s.X.shape[1]] = s.X
+            X[:, : s.X.shape[1]] = s.X
             splits[split] = Split(name=s.name, X=X, y=s.y, qid=s.qid, extras=s.extras)
     max_label = train_max if label_max is None else label_max
-    return Fold(dataset=dataset_name, index=fold, train=splits["train"], test=splits["test"],
-                vali=splits.get("vali"), max_label=max_label)
+    return Fold(
+        dataset=dataset_name,
+        index=fold,
+        train=splits["train"],
+        test=splits["test"],
+        vali=splits.get("vali"),
+        max_label=max_label,
+    )
 
 
 # ----------------------------------------------------------------------------- public API
+
 
 def _spec_of(spec_or_name) -> DatasetSpec:
     return spec_or_name if isinstance(spec_or_name, DatasetSpec) else get_spec(spec_or_name)
@@ -431,18 +530,37 @@ def dataset_identity(dataset, *, data_dir=None, seed: int = 0, options=None) -> 
     """
     path = _as_path(dataset)
     if path is not None:
-        return {"name": path.resolve().name, "kind": "path", "path": str(path.resolve()),
-                "options": _path_options(options)}
+        return {
+            "name": path.resolve().name,
+            "kind": "path",
+            "path": str(path.resolve()),
+            "options": _path_options(options),
+        }
     spec = get_spec(dataset)
     if spec.kind == "letor":
-        return {"name": spec.name, "kind": "letor",
-                "path": str((resolve_data_dir(data_dir) / spec.root).resolve())}
-    return {"name": spec.name, "kind": spec.kind, "seed": int(seed),
-            "options": _options(spec, options)}
+        return {
+            "name": spec.name,
+            "kind": "letor",
+            "path": str((resolve_data_dir(data_dir) / spec.root).resolve()),
+        }
+    return {
+        "name": spec.name,
+        "kind": spec.kind,
+        "seed": int(seed),
+        "options": _options(spec, options),
+    }
 
 
-def load_fold(dataset, fold: int, *, data_dir=None, cache_dir=None, seed: int = 0,
-              options: dict | None = None, progress=None) -> Fold:
+def load_fold(
+    dataset,
+    fold: int,
+    *,
+    data_dir=None,
+    cache_dir=None,
+    seed: int = 0,
+    options: dict | None = None,
+    progress=None,
+) -> Fold:
     """Load fold ``fold`` (1-based) of ``dataset`` (a registered name or a folder path).
 
     Returns a :class:`~ltr_bench.folds.Fold`: ``X`` float64 C-contiguous (read-only memory
@@ -461,27 +579,48 @@ def load_fold(dataset, fold: int, *, data_dir=None, cache_dir=None, seed: int = 
     if path is not None:
         opts = _path_options(options)
         files = _generic_files(path, fold)
-        return _letor_fold(str(dataset), files, fold, n_features=opts["n_features"],
-                           label_min=0, label_max=opts["label_max"],
-                           context=f"the data in {path}", cache_dir=cache_dir,
-                           progress=progress)
+        return _letor_fold(
+            str(dataset),
+            files,
+            fold,
+            n_features=opts["n_features"],
+            label_min=0,
+            label_max=opts["label_max"],
+            context=f"the data in {path}",
+            cache_dir=cache_dir,
+            progress=progress,
+        )
     spec = get_spec(dataset)
     if spec.kind == "letor":
         if options:
-            raise DataError(f"dataset {spec.name!r} takes no options (got "
-                            + ", ".join(options) + ").")
+            raise DataError(
+                f"dataset {spec.name!r} takes no options (got " + ", ".join(options) + ")."
+            )
         files = _named_files(spec, data_dir, fold)
-        return _letor_fold(spec.name, files, fold, n_features=spec.n_features,
-                           label_min=spec.label_min, label_max=spec.label_max,
-                           context=spec.name, cache_dir=cache_dir, progress=progress)
+        return _letor_fold(
+            spec.name,
+            files,
+            fold,
+            n_features=spec.n_features,
+            label_min=spec.label_min,
+            label_max=spec.label_max,
+            context=spec.name,
+            cache_dir=cache_dir,
+            progress=progress,
+        )
     opts = _options(spec, options)
     if spec.kind == "generated":
         if not 1 <= fold <= 5:
             raise DataError(f"dataset {spec.name!r} has folds 1..5, not {fold}.")
         from .generated import synthetic_fold
 
-        return synthetic_fold(opts, int(seed), fold, cache_dir=resolve_cache_dir(cache_dir),
-                              progress=_progress_fn(progress))
+        return synthetic_fold(
+            opts,
+            int(seed),
+            fold,
+            cache_dir=resolve_cache_dir(cache_dir),
+            progress=_progress_fn(progress),
+        )
     # query-by-example
     if fold < 1:
         raise DataError(f"dataset {spec.name!r}: fold numbers start at 1, got {fold}.")
@@ -494,6 +633,12 @@ def load_fold(dataset, fold: int, *, data_dir=None, cache_dir=None, seed: int = 
     from .qbe import load_qbe_points, qbe_fold
 
     X, classes = load_qbe_points(spec.name)
-    return qbe_fold(spec.name, X, classes, fold, seed=int(seed),
-                    test_size=float(opts["test_size"]),
-                    noise_features=int(opts["noise_features"]))
+    return qbe_fold(
+        spec.name,
+        X,
+        classes,
+        fold,
+        seed=int(seed),
+        test_size=float(opts["test_size"]),
+        noise_features=int(opts["noise_features"]),
+    )

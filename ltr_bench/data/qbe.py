@@ -55,8 +55,17 @@ def _add_noise(X: np.ndarray, n_noise: int, seed: int) -> np.ndarray:
     return np.hstack([X, noise])
 
 
-def qbe_rows(Zq: np.ndarray, Zd: np.ndarray, cq: np.ndarray, cd: np.ndarray,
-             iq: np.ndarray, idoc: np.ndarray, *, exclude_self: bool, name: str) -> Split:
+def qbe_rows(
+    Zq: np.ndarray,
+    Zd: np.ndarray,
+    cq: np.ndarray,
+    cd: np.ndarray,
+    iq: np.ndarray,
+    idoc: np.ndarray,
+    *,
+    exclude_self: bool,
+    name: str,
+) -> Split:
     """Rows ``[z_q, z_d]`` for every query point over every candidate point (see module doc).
 
     exclude_self: queries and candidates are the same points and a point is not its own
@@ -72,29 +81,48 @@ def qbe_rows(Zq: np.ndarray, Zd: np.ndarray, cq: np.ndarray, cd: np.ndarray,
         di = np.tile(np.arange(nd), nq)
     X = np.hstack([Zq[qi], Zd[di]])
     y = (cq[qi] == cd[di]).astype(np.int64)
-    extras = {"query_class": cq[qi].astype(np.int64), "doc_class": cd[di].astype(np.int64),
-              "query_index": iq[qi].astype(np.int64), "doc_index": idoc[di].astype(np.int64)}
-    return Split(name=name, X=np.ascontiguousarray(X), y=y,
-                 qid=iq[qi].astype(np.int64) + 1, extras=extras)
+    extras = {
+        "query_class": cq[qi].astype(np.int64),
+        "doc_class": cd[di].astype(np.int64),
+        "query_index": iq[qi].astype(np.int64),
+        "doc_index": idoc[di].astype(np.int64),
+    }
+    return Split(
+        name=name, X=np.ascontiguousarray(X), y=y, qid=iq[qi].astype(np.int64) + 1, extras=extras
+    )
 
 
-def qbe_fold(dataset: str, X: np.ndarray, classes: np.ndarray, fold: int, *, seed: int,
-             test_size: float = 0.2, noise_features: int = 0) -> Fold:
+def qbe_fold(
+    dataset: str,
+    X: np.ndarray,
+    classes: np.ndarray,
+    fold: int,
+    *,
+    seed: int,
+    test_size: float = 0.2,
+    noise_features: int = 0,
+) -> Fold:
     """Fold ``fold`` of query-by-example data built from points ``X`` with ``classes``."""
     from sklearn.model_selection import train_test_split
 
     X = _add_noise(np.asarray(X, dtype=np.float64), int(noise_features), seed)
     idx = np.arange(X.shape[0])
-    tr, te = train_test_split(idx, test_size=test_size, random_state=seed + fold,
-                              stratify=classes)
+    tr, te = train_test_split(idx, test_size=test_size, random_state=seed + fold, stratify=classes)
     tr, te = np.sort(tr), np.sort(te)
     mu = X[tr].mean(axis=0)
     sd = X[tr].std(axis=0)
     sd[sd == 0] = 1.0  # a constant training feature stays 0 instead of dividing by zero
     Z = (X - mu) / sd
-    train = qbe_rows(Z[tr], Z[tr], classes[tr], classes[tr], tr, tr, exclude_self=True,
-                     name="train")
-    test = qbe_rows(Z[te], Z[tr], classes[te], classes[tr], te, tr, exclude_self=False,
-                    name="test")
-    return Fold(dataset=dataset, index=fold, train=train, test=test, vali=None, max_label=1,
-                query_dim=X.shape[1])
+    train = qbe_rows(
+        Z[tr], Z[tr], classes[tr], classes[tr], tr, tr, exclude_self=True, name="train"
+    )
+    test = qbe_rows(Z[te], Z[tr], classes[te], classes[tr], te, tr, exclude_self=False, name="test")
+    return Fold(
+        dataset=dataset,
+        index=fold,
+        train=train,
+        test=test,
+        vali=None,
+        max_label=1,
+        query_dim=X.shape[1],
+    )

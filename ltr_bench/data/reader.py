@@ -35,17 +35,24 @@ import io
 import lzma
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Callable
+from typing import BinaryIO
 
 import numpy as np
 from sklearn.datasets import load_svmlight_file
 
 from .errors import DataError, DataWarning
 
-__all__ = ["BLOCK_BYTES", "ParsedFile", "diagnose_block", "open_data_file", "read_letor_file",
-           "read_query_file"]
+__all__ = [
+    "BLOCK_BYTES",
+    "ParsedFile",
+    "diagnose_block",
+    "open_data_file",
+    "read_letor_file",
+    "read_query_file",
+]
 
 BLOCK_BYTES = 1 << 20
 
@@ -72,8 +79,11 @@ def _short(exc: BaseException, limit: int = 200) -> str:
     text = " ".join(str(exc).split())
     return text if len(text) <= limit else text[:limit] + "..."
 
-_FORMAT_HINT = ("Each line must read '<label> qid:<query id> <index>:<value> ... [# comment]' "
-                "with 1-based, increasing feature indices.")
+
+_FORMAT_HINT = (
+    "Each line must read '<label> qid:<query id> <index>:<value> ... [# comment]' "
+    "with 1-based, increasing feature indices."
+)
 
 Progress = Callable[[int, int, str], None]
 
@@ -92,8 +102,9 @@ def open_data_file(path) -> tuple[BinaryIO, BinaryIO]:
     except IsADirectoryError:
         raise DataError(f"{path}: is a folder, expected a data file.", path=path) from None
     except OSError as exc:
-        raise DataError(f"{path}: cannot open the file ({exc.strerror}). Check its "
-                        "permissions.", path=path) from None
+        raise DataError(
+            f"{path}: cannot open the file ({exc.strerror}). Check its permissions.", path=path
+        ) from None
     magic = raw.read(6)
     raw.seek(0)
     if magic[:2] == b"\x1f\x8b":
@@ -127,7 +138,8 @@ def _iter_blocks(path, block_bytes: int | None = None):
                 raise DataError(
                     f"{path}: the compressed file is damaged or truncated ({_short(exc)}). "
                     "Download or "
-                    "copy it again, or decompress it and check what is wrong.", path=path,
+                    "copy it again, or decompress it and check what is wrong.",
+                    path=path,
                 ) from None
             if not chunk:
                 if carry:
@@ -138,7 +150,7 @@ def _iter_blocks(path, block_bytes: int | None = None):
             if cut < 0:
                 carry = buf
                 continue
-            block, carry = buf[:cut + 1], buf[cut + 1:]
+            block, carry = buf[: cut + 1], buf[cut + 1 :]
             n = block.count(b"\n")
             yield block, line, n, raw.tell(), total
             line += n
@@ -153,9 +165,17 @@ def _fmt_label_range(label_min, label_max) -> str:
     return f"integers {label_min}..{label_max}"
 
 
-def diagnose_block(block: bytes, first_line: int, path, *, n_features: int | None,
-                   label_min: int = 0, label_max: int | None = None, need_qid: bool = True,
-                   context: str = "this dataset") -> DataError | None:
+def diagnose_block(
+    block: bytes,
+    first_line: int,
+    path,
+    *,
+    n_features: int | None,
+    label_min: int = 0,
+    label_max: int | None = None,
+    need_qid: bool = True,
+    context: str = "this dataset",
+) -> DataError | None:
     """Scan ``block`` line by line and return a :class:`DataError` for its first bad line.
 
     Only called after a fast check failed. Checks, in order on each line: the label parses,
@@ -178,89 +198,115 @@ def diagnose_block(block: bytes, first_line: int, path, *, n_features: int | Non
             continue
         label_tok = tokens[0].decode("utf-8", "replace")
         if ":" in label_tok:
-            return err(f"the line starts with {shown(label_tok)} instead of a relevance label",
-                       _FORMAT_HINT)
+            return err(
+                f"the line starts with {shown(label_tok)} instead of a relevance label",
+                _FORMAT_HINT,
+            )
         try:
             label = float(label_tok)
         except ValueError:
             return err(f"cannot parse the label {shown(label_tok)} as a number", _FORMAT_HINT)
         if not math.isfinite(label):
-            return err(f"the label is {shown(label_tok)}, not a finite number",
-                       f"Labels of {context} must be {rng}.")
+            return err(
+                f"the label is {shown(label_tok)}, not a finite number",
+                f"Labels of {context} must be {rng}.",
+            )
         if label != int(label):
-            return err(f"the label {shown(label_tok)} is not an integer",
-                       f"Labels of {context} must be {rng} (graded relevance).")
+            return err(
+                f"the label {shown(label_tok)} is not an integer",
+                f"Labels of {context} must be {rng} (graded relevance).",
+            )
         if label < label_min or (label_max is not None and label > label_max):
             text = str(int(label)) if abs(label) < 1e15 else shown(label_tok)
-            return err(f"the label {text} is outside the allowed range",
-                       f"Labels of {context} must be {rng}; check that the file belongs to "
-                       "this dataset.")
+            return err(
+                f"the label {text} is outside the allowed range",
+                f"Labels of {context} must be {rng}; check that the file belongs to this dataset.",
+            )
         feats = tokens[1:]
         if feats and feats[0].startswith(b"qid:"):
             qid_tok = feats[0][4:].decode("utf-8", "replace")
             try:
                 qid_val = int(qid_tok)
             except ValueError:
-                return err(f"the query id {shown(qid_tok)} is not an integer",
-                           "Write the query as qid:<integer>.")
+                return err(
+                    f"the query id {shown(qid_tok)} is not an integer",
+                    "Write the query as qid:<integer>.",
+                )
             if not _INT64_MIN <= qid_val <= _INT64_MAX:
-                return err(f"the query id {shown(qid_tok)} does not fit in 64 bits",
-                           f"Query ids must lie in {_INT64_MIN}..{_INT64_MAX}; renumber the "
-                           "queries.")
+                return err(
+                    f"the query id {shown(qid_tok)} does not fit in 64 bits",
+                    f"Query ids must lie in {_INT64_MIN}..{_INT64_MAX}; renumber the queries.",
+                )
             feats = feats[1:]
         elif any(t.startswith(b"qid:") for t in feats):
-            return err("the qid: field is not directly after the label",
-                       "qid:<id> must be the second field of the line. " + _FORMAT_HINT)
+            return err(
+                "the qid: field is not directly after the label",
+                "qid:<id> must be the second field of the line. " + _FORMAT_HINT,
+            )
         elif need_qid:
-            return err("the line has no qid: field after its label (missing query id)",
-                       "Every line needs 'qid:<query id>' right after the label; for "
-                       "LightGBM-style files without qid:, put the group sizes in a '.query' "
-                       "file next to the data file (e.g. rank.train.query for rank.train).")
+            return err(
+                "the line has no qid: field after its label (missing query id)",
+                "Every line needs 'qid:<query id>' right after the label; for "
+                "LightGBM-style files without qid:, put the group sizes in a '.query' "
+                "file next to the data file (e.g. rank.train.query for rank.train).",
+            )
         prev = 0
         width = MAX_INFERRED_FEATURES if n_features is None else n_features
         for tok in feats:
             tok_s = tok.decode("utf-8", "replace")
             if tok.startswith(b"qid:"):
-                return err(f"{shown(tok_s)} is not directly after the label",
-                           "qid:<id> must be the second field of the line. " + _FORMAT_HINT)
+                return err(
+                    f"{shown(tok_s)} is not directly after the label",
+                    "qid:<id> must be the second field of the line. " + _FORMAT_HINT,
+                )
             idx_s, sep, val_s = tok_s.partition(":")
             if not sep:
                 return err(f"cannot parse {shown(tok_s)} as index:value", _FORMAT_HINT)
             try:
                 idx = int(idx_s)
             except ValueError:
-                return err(f"the feature index in {shown(tok_s)} is not an integer",
-                           _FORMAT_HINT)
+                return err(f"the feature index in {shown(tok_s)} is not an integer", _FORMAT_HINT)
             if idx < 1:
-                return err(f"feature index {shown(idx_s)} in {shown(tok_s)}: indices are "
-                           "1-based",
-                           "Number features from 1 (LETOR convention); add 1 to every index "
-                           "of a 0-based file.")
+                return err(
+                    f"feature index {shown(idx_s)} in {shown(tok_s)}: indices are 1-based",
+                    "Number features from 1 (LETOR convention); add 1 to every index "
+                    "of a 0-based file.",
+                )
             if idx > width:
                 idx_text = str(idx) if len(idx_s) <= 20 else shown(idx_s)
                 if n_features is not None:
-                    return err(f"feature index {idx_text} is beyond the {n_features} "
-                               f"features of {context}",
-                               f"Indices must be 1..{n_features}; check that the file belongs "
-                               f"to {context} (for a folder path, pass the option "
-                               "n_features).")
-                return err(f"feature index {idx_text} is beyond {MAX_INFERRED_FEATURES}, "
-                           "the widest row accepted when the feature count is inferred",
-                           "The file is probably damaged; if the data really is this wide, "
-                           "pass the dataset option n_features.")
+                    return err(
+                        f"feature index {idx_text} is beyond the {n_features} "
+                        f"features of {context}",
+                        f"Indices must be 1..{n_features}; check that the file belongs "
+                        f"to {context} (for a folder path, pass the option "
+                        "n_features).",
+                    )
+                return err(
+                    f"feature index {idx_text} is beyond {MAX_INFERRED_FEATURES}, "
+                    "the widest row accepted when the feature count is inferred",
+                    "The file is probably damaged; if the data really is this wide, "
+                    "pass the dataset option n_features.",
+                )
             if idx <= prev:
-                return err(f"feature index {idx} comes after index {prev}",
-                           "Feature indices within a line must be increasing and unique.")
+                return err(
+                    f"feature index {idx} comes after index {prev}",
+                    "Feature indices within a line must be increasing and unique.",
+                )
             prev = idx
             try:
                 val = float(val_s)
             except ValueError:
-                return err(f"cannot parse the value of feature {idx} ({shown(val_s)}) as a "
-                           "number", _FORMAT_HINT)
+                return err(
+                    f"cannot parse the value of feature {idx} ({shown(val_s)}) as a number",
+                    _FORMAT_HINT,
+                )
             if not math.isfinite(val):
-                return err(f"feature {idx} has the value {shown(val_s)} (NaN or infinite)",
-                           "Replace missing or infinite values by a number (LETOR's "
-                           "'Feature-min' versions use the feature's minimum) or drop the row.")
+                return err(
+                    f"feature {idx} has the value {shown(val_s)} (NaN or infinite)",
+                    "Replace missing or infinite values by a number (LETOR's "
+                    "'Feature-min' versions use the feature's minimum) or drop the row.",
+                )
     return None
 
 
@@ -299,18 +345,25 @@ def read_query_file(path, n_rows: int, data_path) -> np.ndarray:
                     f"{path}:{lineno}: cannot parse {shown(tok)} as a "
                     "group size. A .query file holds one positive integer per line: the number "
                     "of consecutive rows of the data file that form one query.",
-                    path=path, line=lineno) from None
+                    path=path,
+                    line=lineno,
+                ) from None
             if size < 1:
                 raise DataError(
                     f"{path}:{lineno}: group size {size} is not positive. Every query needs "
-                    "at least one row; remove the line.", path=path, line=lineno)
+                    "at least one row; remove the line.",
+                    path=path,
+                    line=lineno,
+                )
             sizes.append(size)
     total = int(np.sum(sizes)) if sizes else 0
     if total != n_rows:
         raise DataError(
             f"{path}: the group sizes add up to {total} rows, but {data_path} has {n_rows} "
             "rows. The .query file must describe the data file it sits next to, one line per "
-            "query in file order.", path=path)
+            "query in file order.",
+            path=path,
+        )
     return np.asarray(sizes, dtype=np.int64)
 
 
@@ -363,10 +416,17 @@ def _first_split_query(qid: np.ndarray) -> tuple[int, int, int]:
     raise AssertionError("no split query")
 
 
-def read_letor_file(path, *, n_features: int | None, label_min: int = 0,
-                    label_max: int | None = None, query_file=None,
-                    x_out: BinaryIO | None = None, context: str = "this dataset",
-                    progress: Progress | None = None) -> ParsedFile:
+def read_letor_file(
+    path,
+    *,
+    n_features: int | None,
+    label_min: int = 0,
+    label_max: int | None = None,
+    query_file=None,
+    x_out: BinaryIO | None = None,
+    context: str = "this dataset",
+    progress: Progress | None = None,
+) -> ParsedFile:
     """Parse one LETOR/SVMlight file (plain, .gz, .bz2 or .xz) into dense arrays.
 
     n_features: the row width (the spec's count); None infers it as the largest index seen.
@@ -383,9 +443,16 @@ def read_letor_file(path, *, n_features: int | None, label_min: int = 0,
     if x_out is not None and n_features is None:
         raise ValueError("x_out requires n_features")
     try:
-        return _read_letor_file(path, n_features=n_features, label_min=label_min,
-                                label_max=label_max, query_file=query_file, x_out=x_out,
-                                context=context, progress=progress)
+        return _read_letor_file(
+            path,
+            n_features=n_features,
+            label_min=label_min,
+            label_max=label_max,
+            query_file=query_file,
+            x_out=x_out,
+            context=context,
+            progress=progress,
+        )
     except DataError as exc:
         if "damaged or truncated" not in str(exc):
             damage = compressed_damage(path)
@@ -406,39 +473,57 @@ def compressed_damage(path) -> DataError | None:
     return None
 
 
-def _read_letor_file(path: Path, *, n_features, label_min, label_max, query_file, x_out,
-                     context, progress) -> ParsedFile:
+def _read_letor_file(
+    path: Path, *, n_features, label_min, label_max, query_file, x_out, context, progress
+) -> ParsedFile:
     need_qid = query_file is None
     ys, qids, dense_parts, sparse_parts = [], [], [], []
     width = 0
     n_rows = 0
-    check = dict(n_features=n_features, label_min=label_min, label_max=label_max,
-                 need_qid=need_qid, context=context)
+    check = dict(
+        n_features=n_features,
+        label_min=label_min,
+        label_max=label_max,
+        need_qid=need_qid,
+        context=context,
+    )
     for block, first_line, _, done, total in _iter_blocks(path):
         try:
-            Xb, yb, qb = load_svmlight_file(io.BytesIO(block), n_features=n_features,
-                                            dtype=np.float64, zero_based=False, query_id=True)
+            Xb, yb, qb = load_svmlight_file(
+                io.BytesIO(block),
+                n_features=n_features,
+                dtype=np.float64,
+                zero_based=False,
+                query_id=True,
+            )
         except (ValueError, OverflowError, MemoryError) as exc:
             problem = diagnose_block(block, first_line, path, **check)
             if problem is not None:
                 raise problem from None
             last_line = first_line + block.count(b"\n")
-            raise DataError(f"{path}: lines {first_line}..{last_line}: cannot parse the data "
-                            f"({type(exc).__name__}: {_short(exc)}). {_FORMAT_HINT}",
-                            path=path) from None
+            raise DataError(
+                f"{path}: lines {first_line}..{last_line}: cannot parse the data "
+                f"({type(exc).__name__}: {_short(exc)}). {_FORMAT_HINT}",
+                path=path,
+            ) from None
         rows = Xb.shape[0]
-        bad = (not np.all(np.isfinite(yb)) or not np.all(yb == np.round(yb))
-               or (n_features is None and Xb.shape[1] > MAX_INFERRED_FEATURES)
-               or (rows and yb.min() < label_min)
-               or (rows and label_max is not None and yb.max() > label_max)
-               or not np.all(np.isfinite(Xb.data))
-               or (need_qid and qb.shape[0] != rows))
+        bad = (
+            not np.all(np.isfinite(yb))
+            or not np.all(yb == np.round(yb))
+            or (n_features is None and Xb.shape[1] > MAX_INFERRED_FEATURES)
+            or (rows and yb.min() < label_min)
+            or (rows and label_max is not None and yb.max() > label_max)
+            or not np.all(np.isfinite(Xb.data))
+            or (need_qid and qb.shape[0] != rows)
+        )
         if bad:
             problem = diagnose_block(block, first_line, path, **check)
             if problem is None:  # pragma: no cover - the scan checks everything the fast test does
-                problem = DataError(f"{path}: lines {first_line}..: invalid data that the "
-                                    "line scan could not locate; please report this file.",
-                                    path=path)
+                problem = DataError(
+                    f"{path}: lines {first_line}..: invalid data that the "
+                    "line scan could not locate; please report this file.",
+                    path=path,
+                )
             raise problem
         if rows:
             ys.append(yb.astype(np.int64))
@@ -458,7 +543,8 @@ def _read_letor_file(path: Path, *, n_features, label_min, label_max, query_file
         raise DataError(
             f"{path}: the file has no data lines (it is empty or holds only comments). "
             "Download or extract it again; a complete LETOR file has one line per document.",
-            path=path)
+            path=path,
+        )
     y = np.concatenate(ys)
     if need_qid:
         qid = np.concatenate(qids)
@@ -470,7 +556,7 @@ def _read_letor_file(path: Path, *, n_features, label_min, label_max, query_file
         X = np.zeros((n_rows, n_features), dtype=np.float64)
         r = 0
         for part in sparse_parts:
-            X[r:r + part.shape[0], :part.shape[1]] = part.toarray()
+            X[r : r + part.shape[0], : part.shape[1]] = part.toarray()
             r += part.shape[0]
     elif x_out is None:
         X = np.concatenate(dense_parts) if len(dense_parts) > 1 else dense_parts[0]
@@ -480,11 +566,13 @@ def _read_letor_file(path: Path, *, n_features, label_min, label_max, query_file
     order = _contiguity_order(qid)
     if order is not None:
         q, first_row, again_row = _first_split_query(qid)
-        msg = (f"{path}:{_line_of_row(path, again_row)}: the rows of query {q} continue here "
-               f"after other queries (its first block starts at line "
-               f"{_line_of_row(path, first_row)}); rows were regrouped so that each query is "
-               "contiguous (stable: queries in order of first appearance, documents in file "
-               "order). Sort the file by query id to silence this warning.")
+        msg = (
+            f"{path}:{_line_of_row(path, again_row)}: the rows of query {q} continue here "
+            f"after other queries (its first block starts at line "
+            f"{_line_of_row(path, first_row)}); rows were regrouped so that each query is "
+            "contiguous (stable: queries in order of first appearance, documents in file "
+            "order). Sort the file by query id to silence this warning."
+        )
         warnings.warn(msg, DataWarning, stacklevel=2)
         parsed.warnings.append(msg)
         parsed.y = y[order]

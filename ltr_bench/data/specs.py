@@ -77,10 +77,13 @@ class DatasetSpec:
         return {split: base / fname for split, fname in self.split_files}
 
 
-_LETOR4 = ("Tao Qin and Tie-Yan Liu. Introducing LETOR 4.0 Datasets. arXiv:1306.2597, 2013.")
+_LETOR4 = "Tao Qin and Tie-Yan Liu. Introducing LETOR 4.0 Datasets. arXiv:1306.2597, 2013."
 _LETOR_SPLITS = (("train", "train.txt"), ("vali", "vali.txt"), ("test", "test.txt"))
-_LETOR3_SPLITS = (("train", "trainingset.txt"), ("vali", "validationset.txt"),
-                  ("test", "testset.txt"))
+_LETOR3_SPLITS = (
+    ("train", "trainingset.txt"),
+    ("vali", "validationset.txt"),
+    ("test", "testset.txt"),
+)
 
 
 def _letor_layout(root: str, fold_dir: str, splits, n_folds: int, extra: str = "") -> str:
@@ -93,45 +96,93 @@ def _letor_layout(root: str, fold_dir: str, splits, n_folds: int, extra: str = "
 
 def _mslr(name: str, folder: str, size: str) -> DatasetSpec:
     return DatasetSpec(
-        name=name, title=f"Microsoft Learning to Rank {folder}",
+        name=name,
+        title=f"Microsoft Learning to Rank {folder}",
         homepage="https://www.microsoft.com/en-us/research/project/mslr/",
-        citation=_LETOR4, n_features=136, label_min=0, label_max=4, n_folds=5, kind="letor",
-        layout=_letor_layout(folder, "Fold{k}", _LETOR_SPLITS, 5,
-                             f"; unzip {folder}.zip ({size}) into <data home>/{folder}/"),
-        has_vali=True, root=folder, fold_dir="Fold{k}", split_files=_LETOR_SPLITS,
+        citation=_LETOR4,
+        n_features=136,
+        label_min=0,
+        label_max=4,
+        n_folds=5,
+        kind="letor",
+        layout=_letor_layout(
+            folder,
+            "Fold{k}",
+            _LETOR_SPLITS,
+            5,
+            f"; unzip {folder}.zip ({size}) into <data home>/{folder}/",
+        ),
+        has_vali=True,
+        root=folder,
+        fold_dir="Fold{k}",
+        split_files=_LETOR_SPLITS,
     )
 
 
 def _mq(name: str, folder: str) -> DatasetSpec:
     return DatasetSpec(
-        name=name, title=f"LETOR 4.0 {folder} (supervised ranking setting)",
+        name=name,
+        title=f"LETOR 4.0 {folder} (supervised ranking setting)",
         homepage="https://www.microsoft.com/en-us/research/project/letor-learning-rank-"
-                 "information-retrieval/letor-4-0/",
-        citation=_LETOR4, n_features=46, label_min=0, label_max=2, n_folds=5, kind="letor",
-        layout=_letor_layout(folder, "Fold{k}", _LETOR_SPLITS, 5,
-                             f"; unpack {folder}.rar so that <data home>/{folder}/Fold1/ exists"),
-        has_vali=True, root=folder, fold_dir="Fold{k}", split_files=_LETOR_SPLITS,
+        "information-retrieval/letor-4-0/",
+        citation=_LETOR4,
+        n_features=46,
+        label_min=0,
+        label_max=2,
+        n_folds=5,
+        kind="letor",
+        layout=_letor_layout(
+            folder,
+            "Fold{k}",
+            _LETOR_SPLITS,
+            5,
+            f"; unpack {folder}.rar so that <data home>/{folder}/Fold1/ exists",
+        ),
+        has_vali=True,
+        root=folder,
+        fold_dir="Fold{k}",
+        split_files=_LETOR_SPLITS,
     )
 
 
 def _yahoo(k: int) -> DatasetSpec:
-    splits = (("train", f"set{k}.train.txt"), ("vali", f"set{k}.valid.txt"),
-              ("test", f"set{k}.test.txt"))
+    splits = (
+        ("train", f"set{k}.train.txt"),
+        ("vali", f"set{k}.valid.txt"),
+        ("test", f"set{k}.test.txt"),
+    )
     return DatasetSpec(
-        name=f"yahoo-set{k}", title=f"Yahoo! Learning to Rank Challenge, Set {k} (C14)",
+        name=f"yahoo-set{k}",
+        title=f"Yahoo! Learning to Rank Challenge, Set {k} (C14)",
         homepage="https://webscope.sandbox.yahoo.com/catalog.php?datatype=c",
         citation="Olivier Chapelle and Yi Chang. Yahoo! Learning to Rank Challenge Overview. "
-                 "JMLR Workshop and Conference Proceedings 14, 2011.",
-        n_features=700, label_min=0, label_max=4, n_folds=1, kind="letor",
-        layout=_letor_layout("ltrc_yahoo", "", splits, 1,
-                             "; unpack the Webscope C14 archive into <data home>/ltrc_yahoo/"),
-        has_vali=True, root="ltrc_yahoo", fold_dir="", split_files=splits,
+        "JMLR Workshop and Conference Proceedings 14, 2011.",
+        n_features=700,
+        label_min=0,
+        label_max=4,
+        n_folds=1,
+        kind="letor",
+        layout=_letor_layout(
+            "ltrc_yahoo",
+            "",
+            splits,
+            1,
+            "; unpack the Webscope C14 archive into <data home>/ltrc_yahoo/",
+        ),
+        has_vali=True,
+        root="ltrc_yahoo",
+        fold_dir="",
+        split_files=splits,
     )
 
 
 SYNTHETIC_DEFAULTS = {
-    "n_queries": 300, "docs_per_query": 40, "n_features": 30, "n_informative": 10,
-    "label_noise": 0.5, "feature_distribution": "normal",
+    "n_queries": 300,
+    "docs_per_query": 40,
+    "n_features": 30,
+    "n_informative": 10,
+    "label_noise": 0.5,
+    "feature_distribution": "normal",
 }
 
 QBE_DEFAULTS = {"test_size": 0.2, "n_folds": 10, "noise_features": 0}
@@ -144,14 +195,24 @@ def _gauss(n_classes: int) -> DatasetSpec:
     return DatasetSpec(
         name=f"gauss-{n_classes}",
         title=f"Gaussian multi-class synthetic data, {n_classes} classes "
-              f"(L-GMML paper's Synthetic-{n_classes})",
+        f"(L-GMML paper's Synthetic-{n_classes})",
         homepage="(generated; no download) Su, King & Lyu 2017, Section 4.3.1",
         citation="Yuxin Su, Irwin King and Michael Lyu. Learning to Rank Using Localized "
-                 "Geometric Mean Metrics. SIGIR 2017.",
-        n_features=2 * d, label_min=0, label_max=1, n_folds=10, kind="qbe",
-        layout="(generated in memory, no files)", has_vali=False,
-        options={"n_classes": n_classes, "n_per_class": _GAUSS_PER_CLASS[n_classes],
-                 "n_features": d, "overlap": 1.0, **QBE_DEFAULTS},
+        "Geometric Mean Metrics. SIGIR 2017.",
+        n_features=2 * d,
+        label_min=0,
+        label_max=1,
+        n_folds=10,
+        kind="qbe",
+        layout="(generated in memory, no files)",
+        has_vali=False,
+        options={
+            "n_classes": n_classes,
+            "n_per_class": _GAUSS_PER_CLASS[n_classes],
+            "n_features": d,
+            "overlap": 1.0,
+            **QBE_DEFAULTS,
+        },
     )
 
 
@@ -168,72 +229,123 @@ for _s in (
     _mq("mq2008", "MQ2008"),
     _mq("mq2007", "MQ2007"),
     DatasetSpec(
-        name="ohsumed", title="OHSUMED (LETOR 3.0, Feature-min)",
+        name="ohsumed",
+        title="OHSUMED (LETOR 3.0, Feature-min)",
         homepage="https://www.microsoft.com/en-us/research/project/letor-learning-rank-"
-                 "information-retrieval/letor-3-0/",
+        "information-retrieval/letor-3-0/",
         citation="Tao Qin, Tie-Yan Liu, Jun Xu and Hang Li. LETOR: A benchmark collection for "
-                 "research on learning to rank for information retrieval. Information "
-                 "Retrieval 13(4), 2010.",
-        n_features=45, label_min=0, label_max=2, n_folds=5, kind="letor",
-        layout=_letor_layout("OHSUMED/Feature-min", "Fold{k}", _LETOR3_SPLITS, 5,
-                             "; from the LETOR 3.0 OHSUMED archive keep OHSUMED/Feature-min/"),
-        has_vali=True, root="OHSUMED/Feature-min", fold_dir="Fold{k}",
+        "research on learning to rank for information retrieval. Information "
+        "Retrieval 13(4), 2010.",
+        n_features=45,
+        label_min=0,
+        label_max=2,
+        n_folds=5,
+        kind="letor",
+        layout=_letor_layout(
+            "OHSUMED/Feature-min",
+            "Fold{k}",
+            _LETOR3_SPLITS,
+            5,
+            "; from the LETOR 3.0 OHSUMED archive keep OHSUMED/Feature-min/",
+        ),
+        has_vali=True,
+        root="OHSUMED/Feature-min",
+        fold_dir="Fold{k}",
         split_files=_LETOR3_SPLITS,
     ),
     _yahoo(1),
     _yahoo(2),
     DatasetSpec(
-        name="istella-s", title="Istella-S LETOR (sample)",
+        name="istella-s",
+        title="Istella-S LETOR (sample)",
         homepage="https://istella.ai/datasets/letor-dataset/",
         citation="Claudio Lucchese, Franco Maria Nardini, Salvatore Orlando, Raffaele Perego, "
-                 "Fabrizio Silvestri and Salvatore Trani. Post-Learning Optimization of Tree "
-                 "Ensembles for Efficient Ranking. SIGIR 2016.",
-        n_features=220, label_min=0, label_max=4, n_folds=1, kind="letor",
-        layout=_letor_layout("istella-s/sample", "", _LETOR_SPLITS, 1,
-                             "; unpack istella-s-letor.tar.gz into <data home>/istella-s/"),
-        has_vali=True, root="istella-s/sample", fold_dir="", split_files=_LETOR_SPLITS,
+        "Fabrizio Silvestri and Salvatore Trani. Post-Learning Optimization of Tree "
+        "Ensembles for Efficient Ranking. SIGIR 2016.",
+        n_features=220,
+        label_min=0,
+        label_max=4,
+        n_folds=1,
+        kind="letor",
+        layout=_letor_layout(
+            "istella-s/sample",
+            "",
+            _LETOR_SPLITS,
+            1,
+            "; unpack istella-s-letor.tar.gz into <data home>/istella-s/",
+        ),
+        has_vali=True,
+        root="istella-s/sample",
+        fold_dir="",
+        split_files=_LETOR_SPLITS,
     ),
     DatasetSpec(
-        name="lightgbm-example", title="LightGBM examples/lambdarank data",
+        name="lightgbm-example",
+        title="LightGBM examples/lambdarank data",
         homepage="https://github.com/microsoft/LightGBM/tree/master/examples/lambdarank",
         citation="Guolin Ke et al. LightGBM: A Highly Efficient Gradient Boosting Decision "
-                 "Tree. NeurIPS 2017. (Origin of the data itself is not stated.)",
-        n_features=300, label_min=0, label_max=4, n_folds=1, kind="letor",
+        "Tree. NeurIPS 2017. (Origin of the data itself is not stated.)",
+        n_features=300,
+        label_min=0,
+        label_max=4,
+        n_folds=1,
+        kind="letor",
         layout="<data home>/lightgbm-example/{rank.train,rank.train.query,rank.test,"
-               "rank.test.query} (each file may also be .gz, .bz2 or .xz); no qid: field, "
-               "group sizes come from the .query files; no validation split",
-        has_vali=False, root="lightgbm-example", fold_dir="",
-        split_files=(("train", "rank.train"), ("test", "rank.test")), query_files=True,
+        "rank.test.query} (each file may also be .gz, .bz2 or .xz); no qid: field, "
+        "group sizes come from the .query files; no validation split",
+        has_vali=False,
+        root="lightgbm-example",
+        fold_dir="",
+        split_files=(("train", "rank.train"), ("test", "rank.test")),
+        query_files=True,
     ),
     DatasetSpec(
-        name="synthetic", title="ltr-bench synthetic LETOR-like data",
+        name="synthetic",
+        title="ltr-bench synthetic LETOR-like data",
         homepage="(generated; no download)",
         citation="ltr-bench generator (ltr_bench.data.generated); deterministic from the seed.",
-        n_features=SYNTHETIC_DEFAULTS["n_features"], label_min=0, label_max=4, n_folds=5,
-        kind="generated", layout="(generated, no files; large sizes are cached)",
-        has_vali=True, options=dict(SYNTHETIC_DEFAULTS),
+        n_features=SYNTHETIC_DEFAULTS["n_features"],
+        label_min=0,
+        label_max=4,
+        n_folds=5,
+        kind="generated",
+        layout="(generated, no files; large sizes are cached)",
+        has_vali=True,
+        options=dict(SYNTHETIC_DEFAULTS),
     ),
     _gauss(10),
     _gauss(50),
     _gauss(100),
     DatasetSpec(
-        name="wine", title="UCI Wine, query-by-example (scikit-learn load_wine)",
+        name="wine",
+        title="UCI Wine, query-by-example (scikit-learn load_wine)",
         homepage="https://archive.ics.uci.edu/dataset/109/wine (bundled with scikit-learn)",
         citation="Brian McFee and Gert Lanckriet. Metric Learning to Rank. ICML 2010 "
-                 "(protocol, Section 5.1); data: Forina et al., UCI Wine.",
-        n_features=26, label_min=0, label_max=1, n_folds=10, kind="qbe",
-        layout="(bundled with scikit-learn, no files)", has_vali=False,
+        "(protocol, Section 5.1); data: Forina et al., UCI Wine.",
+        n_features=26,
+        label_min=0,
+        label_max=1,
+        n_folds=10,
+        kind="qbe",
+        layout="(bundled with scikit-learn, no files)",
+        has_vali=False,
         options=dict(QBE_DEFAULTS),
     ),
     DatasetSpec(
-        name="wdbc", title="UCI Breast Cancer Wisconsin (Diagnostic), query-by-example "
-                           "(scikit-learn load_breast_cancer)",
+        name="wdbc",
+        title="UCI Breast Cancer Wisconsin (Diagnostic), query-by-example "
+        "(scikit-learn load_breast_cancer)",
         homepage="https://archive.ics.uci.edu/dataset/17/breast+cancer+wisconsin+diagnostic "
-                 "(bundled with scikit-learn)",
+        "(bundled with scikit-learn)",
         citation="Brian McFee and Gert Lanckriet. Metric Learning to Rank. ICML 2010 "
-                 "(protocol, Section 5.1); data: Street, Wolberg & Mangasarian 1993.",
-        n_features=60, label_min=0, label_max=1, n_folds=10, kind="qbe",
-        layout="(bundled with scikit-learn, no files)", has_vali=False,
+        "(protocol, Section 5.1); data: Street, Wolberg & Mangasarian 1993.",
+        n_features=60,
+        label_min=0,
+        label_max=1,
+        n_folds=10,
+        kind="qbe",
+        layout="(bundled with scikit-learn, no files)",
+        has_vali=False,
         options=dict(QBE_DEFAULTS),
     ),
 ):
@@ -255,8 +367,10 @@ def get_spec(name: str) -> DatasetSpec:
     msg = f"unknown dataset {name!r}."
     if suggestions:
         msg += " Did you mean: " + ", ".join(suggestions) + "?"
-    msg += (" Known datasets: " + ", ".join(known) + ". A path to a folder of LETOR files "
-            "(Fold*/ sub-folders or train/vali/test files) also works.")
+    msg += (
+        " Known datasets: " + ", ".join(known) + ". A path to a folder of LETOR files "
+        "(Fold*/ sub-folders or train/vali/test files) also works."
+    )
     raise UnknownDatasetError(msg, name=str(name), suggestions=suggestions, known=known)
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from ..results import ResultRecord, read_per_query_csv
 from .store import (
@@ -34,8 +34,9 @@ def _all_runs(client, exp_id: str, filter_string: str) -> list:
     runs: list = []
     token = None
     while True:
-        page = client.search_runs([exp_id], filter_string=filter_string, max_results=1000,
-                                  page_token=token)
+        page = client.search_runs(
+            [exp_id], filter_string=filter_string, max_results=1000, page_token=token
+        )
         runs.extend(page)
         token = getattr(page, "token", None)
         if not token:
@@ -45,13 +46,16 @@ def _all_runs(client, exp_id: str, filter_string: str) -> list:
 def _check_store_exists(uri: str) -> None:
     db = sqlite_path(uri)
     if db is not None and not db.is_file():
-        raise NoResultsError(f"no MLflow store at {db} (nothing was logged there): run "
-                             f"`ltr-bench run ...` in this folder first, or pass "
-                             f"--tracking-uri / set MLFLOW_TRACKING_URI")
+        raise NoResultsError(
+            f"no MLflow store at {db} (nothing was logged there): run "
+            f"`ltr-bench run ...` in this folder first, or pass "
+            f"--tracking-uri / set MLFLOW_TRACKING_URI"
+        )
 
 
-def list_datasets_in_store(tracking_uri: str | None = None, *,
-                           cwd: str | Path | None = None) -> list[str]:
+def list_datasets_in_store(
+    tracking_uri: str | None = None, *, cwd: str | Path | None = None
+) -> list[str]:
     """Dataset names that have an ``ltr-bench/<dataset>`` experiment in the store."""
     uri = resolve_tracking_uri(tracking_uri, cwd)
     _check_store_exists(uri)
@@ -61,13 +65,18 @@ def list_datasets_in_store(tracking_uri: str | None = None, *,
         raise
     except Exception as exc:
         raise TrackingError(message(uri, "list experiments", exc)) from exc
-    return sorted(e.name[len(EXPERIMENT_PREFIX):] for e in exps
-                  if e.name.startswith(EXPERIMENT_PREFIX))
+    return sorted(
+        e.name[len(EXPERIMENT_PREFIX) :] for e in exps if e.name.startswith(EXPERIMENT_PREFIX)
+    )
 
 
-def fetch_fold_results(dataset: str, tracking_uri: str | None = None, *,
-                       per_query: bool = True, cwd: str | Path | None = None,
-                       ) -> list[ResultRecord]:
+def fetch_fold_results(
+    dataset: str,
+    tracking_uri: str | None = None,
+    *,
+    per_query: bool = True,
+    cwd: str | Path | None = None,
+) -> list[ResultRecord]:
     """Every finished fold run of ``ltr-bench/<dataset>`` as a :class:`ResultRecord`.
 
     ``record.mlflow`` notes where it was read (``tracking_uri``, ``experiment_id``,
@@ -88,8 +97,12 @@ def fetch_fold_results(dataset: str, tracking_uri: str | None = None, *,
         known = list_datasets_in_store(uri)
         raise NoResultsError(
             f"no results for dataset {dataset!r} in the MLflow store {uri}; "
-            + (f"datasets with results: {', '.join(known)}" if known
-               else "the store has no ltr-bench results yet (run `ltr-bench run` first)"))
+            + (
+                f"datasets with results: {', '.join(known)}"
+                if known
+                else "the store has no ltr-bench results yet (run `ltr-bench run` first)"
+            )
+        )
     try:
         runs = _all_runs(client, exp.experiment_id, f"tags.{TAG_ROLE} = 'fold'")
     except Exception as exc:
@@ -107,25 +120,35 @@ def fetch_fold_results(dataset: str, tracking_uri: str | None = None, *,
                 continue
             if per_query:
                 try:
-                    path = client.download_artifacts(run.info.run_id, PER_QUERY_ARTIFACT,
-                                                     str(where))
+                    path = client.download_artifacts(
+                        run.info.run_id, PER_QUERY_ARTIFACT, str(where)
+                    )
                     record.per_query = read_per_query_csv(Path(path))
                 except Exception:  # noqa: BLE001 - reported by the report as "no per-query"
                     record.per_query = None
-            record.mlflow = {"tracking_uri": uri, "experiment_id": exp.experiment_id,
-                             "run_id": run.info.run_id,
-                             "parent_run_id": run.data.tags.get("mlflow.parentRunId")}
+            record.mlflow = {
+                "tracking_uri": uri,
+                "experiment_id": exp.experiment_id,
+                "run_id": run.info.run_id,
+                "parent_run_id": run.data.tags.get("mlflow.parentRunId"),
+            }
             out.append(record)
     if not out:
-        raise NoResultsError(f"the experiment {experiment_name(dataset)!r} in {uri} "
-                             f"has no finished fold runs")
+        raise NoResultsError(
+            f"the experiment {experiment_name(dataset)!r} in {uri} has no finished fold runs"
+        )
     out.sort(key=lambda r: (r.label or r.ranker, r.plan_key, r.seed, r.fold))
     return out
 
 
-def log_parent_artifacts(parent_run_id: str, paths: Iterable[str | Path], *,
-                         tracking_uri: str | None = None, artifact_path: str = "report",
-                         cwd: str | Path | None = None) -> None:
+def log_parent_artifacts(
+    parent_run_id: str,
+    paths: Iterable[str | Path],
+    *,
+    tracking_uri: str | None = None,
+    artifact_path: str = "report",
+    cwd: str | Path | None = None,
+) -> None:
     """Attach files (e.g. report plots) to a parent run under ``artifact_path/``.
 
     Re-logging a file of the same name replaces it. Raises :class:`TrackingError`.
@@ -136,5 +159,6 @@ def log_parent_artifacts(parent_run_id: str, paths: Iterable[str | Path], *,
         for p in paths:
             client.log_artifact(parent_run_id, str(p), artifact_path=artifact_path)
     except Exception as exc:
-        raise TrackingError(message(uri, f"log report artifacts to run {parent_run_id}",
-                                    exc)) from exc
+        raise TrackingError(
+            message(uri, f"log report artifacts to run {parent_run_id}", exc)
+        ) from exc

@@ -57,8 +57,18 @@ class TrackingUriError(TrackingError, UsageError):
 
 
 #: URI schemes MLflow's tracking stores understand (the rest are typos).
-KNOWN_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql", "http", "https", "file",
-                 "databricks", "databricks-uc", "uc")
+KNOWN_SCHEMES = (
+    "sqlite",
+    "postgresql",
+    "mysql",
+    "mssql",
+    "http",
+    "https",
+    "file",
+    "databricks",
+    "databricks-uc",
+    "uc",
+)
 
 
 class NoResultsError(TrackingError):
@@ -85,17 +95,21 @@ def resolve_tracking_uri(uri: str | None = None, cwd: str | Path | None = None) 
         raise TrackingUriError(
             f"{source} {uri}: unknown scheme {scheme!r}; use sqlite:///PATH/mlflow.db, a "
             "PATH ending in .db, http(s)://HOST:PORT of an MLflow server, or a database URI ("
-            + ", ".join(s + "://" for s in KNOWN_SCHEMES[1:4]) + ")")
+            + ", ".join(s + "://" for s in KNOWN_SCHEMES[1:4])
+            + ")"
+        )
     if uri.startswith("sqlite:") and not uri.startswith("sqlite:///"):
-        raise TrackingUriError(f"{source} {uri}: an SQLite URI needs three slashes and an "
-                               "absolute path: sqlite:///PATH/mlflow.db")
+        raise TrackingUriError(
+            f"{source} {uri}: an SQLite URI needs three slashes and an "
+            "absolute path: sqlite:///PATH/mlflow.db"
+        )
     return uri
 
 
 def sqlite_path(uri: str) -> Path | None:
     """The database file of an ``sqlite:///`` URI, else None."""
     if uri.startswith("sqlite:///"):
-        return Path(uri[len("sqlite:///"):])
+        return Path(uri[len("sqlite:///") :])
     return None
 
 
@@ -182,11 +196,16 @@ def _probe_folder(folder: Path, uri: str) -> None:
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        reason = "no space left on the device" if exc.errno == errno.ENOSPC else (
-            exc.strerror or str(exc))
-        raise TrackingError(f"MLflow at {uri}: cannot create the store in {folder}: "
-                            f"{reason}. Point --tracking-uri at a writable folder, or add "
-                            "--no-mlflow.") from None
+        reason = (
+            "no space left on the device"
+            if exc.errno == errno.ENOSPC
+            else (exc.strerror or str(exc))
+        )
+        raise TrackingError(
+            f"MLflow at {uri}: cannot create the store in {folder}: "
+            f"{reason}. Point --tracking-uri at a writable folder, or add "
+            "--no-mlflow."
+        ) from None
 
 
 def _run_count(db: Path) -> int | None:
@@ -235,13 +254,15 @@ def prepare_sqlite_store(uri: str):
         if header != b"SQLite format 3\x00":  # never delete what is not a database
             raise TrackingError(
                 f"MLflow at {uri}: {db} is not an SQLite database. Point --tracking-uri at "
-                f"another file, or move it aside: mv {db} {db}.broken")
+                f"another file, or move it aside: mv {db} {db}.broken"
+            )
     lock = db.with_name(db.name + ".lock")
     try:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
     except OSError as exc:
-        raise TrackingError(f"MLflow at {uri}: cannot create the lock file {lock}: "
-                            f"{exc.strerror or exc}") from None
+        raise TrackingError(
+            f"MLflow at {uri}: cannot create the lock file {lock}: {exc.strerror or exc}"
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
 
@@ -251,19 +272,26 @@ def prepare_sqlite_store(uri: str):
             runs = _run_count(db)
             if not runs:
                 _forget_engine(uri)
-                for p in (db, db.with_name(db.name + "-journal"), db.with_name(db.name + "-wal"),
-                          db.with_name(db.name + "-shm")):
+                for p in (
+                    db,
+                    db.with_name(db.name + "-journal"),
+                    db.with_name(db.name + "-wal"),
+                    db.with_name(db.name + "-shm"),
+                ):
                     with contextlib.suppress(FileNotFoundError):
                         p.unlink()
                 logging.getLogger("ltr_bench").warning(
                     "%s was incomplete (its creation was interrupted) and held no runs; "
-                    "it was rebuilt", db)
+                    "it was rebuilt",
+                    db,
+                )
                 return True
             raise TrackingError(
                 f"MLflow at {uri}: the store holds {runs} run(s) but cannot be opened "
                 f"({message(uri, 'open', exc).split(': could not open: ', 1)[-1]}). Move it "
                 f"aside and re-run: mv {db} {db}.broken; the results saved locally are "
-                "logged again without recomputing anything (or add --no-mlflow).") from None
+                "logged again without recomputing anything (or add --no-mlflow)."
+            ) from None
 
         yield repair
     finally:

@@ -12,7 +12,7 @@ logged again, so a resumed tuning run adds only the new trials.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from ..results import ResultRecord
 from .store import TrackingError, mlflow_metric_key
@@ -23,8 +23,7 @@ __all__ = ["log_trials"]
 TAG_TRIAL_KEY = "ltr_bench_trial_key"
 
 
-def log_trials(tracker: Tracker, record: ResultRecord, trials: Iterable, *,
-               objective: str) -> int:
+def log_trials(tracker: Tracker, record: ResultRecord, trials: Iterable, *, objective: str) -> int:
     """Log ``trials`` (Optuna ``FrozenTrial`` objects of the study that chose ``record``'s
     parameters) as child runs of ``record``'s parent run. Returns how many were new.
     Raises :class:`TrackingError`."""
@@ -35,10 +34,14 @@ def log_trials(tracker: Tracker, record: ResultRecord, trials: Iterable, *,
         parent = tracker.parent_run(record)
         exp_id = tracker.experiment_id(record.dataset)
         client = tracker.client
-        logged = {r.data.tags.get(TAG_TRIAL_KEY) for r in client.search_runs(
-            [exp_id], filter_string=f"tags.{TAG_ROLE} = 'trial' and "
-                                    f"tags.mlflow.parentRunId = '{parent}'",
-            max_results=50000)}
+        logged = {
+            r.data.tags.get(TAG_TRIAL_KEY)
+            for r in client.search_runs(
+                [exp_id],
+                filter_string=f"tags.{TAG_ROLE} = 'trial' and tags.mlflow.parentRunId = '{parent}'",
+                max_results=50000,
+            )
+        }
         new = 0
         for t in trials:
             tkey = f"{record.key[:16]}/{t.number}"
@@ -46,34 +49,55 @@ def log_trials(tracker: Tracker, record: ResultRecord, trials: Iterable, *,
                 continue
             start = int(t.datetime_start.timestamp() * 1000) if t.datetime_start else None
             end = int(t.datetime_complete.timestamp() * 1000) if t.datetime_complete else None
-            run = client.create_run(exp_id, start_time=start,
-                                    run_name=f"{record.label} fold {record.fold} trial "
-                                             f"{t.number}",
-                                    tags={MLFLOW_PARENT_RUN_ID: parent, TAG_ROLE: "trial",
-                                          TAG_TRIAL_KEY: tkey, "fold": str(record.fold),
-                                          "seed": str(record.seed), "trial": str(t.number),
-                                          "trial_state": t.state.name,
-                                          "label": record.label})
+            run = client.create_run(
+                exp_id,
+                start_time=start,
+                run_name=f"{record.label} fold {record.fold} trial {t.number}",
+                tags={
+                    MLFLOW_PARENT_RUN_ID: parent,
+                    TAG_ROLE: "trial",
+                    TAG_TRIAL_KEY: tkey,
+                    "fold": str(record.fold),
+                    "seed": str(record.seed),
+                    "trial": str(t.number),
+                    "trial_state": t.state.name,
+                    "label": record.label,
+                },
+            )
             metrics = []
             ts = end or start or 0
             if t.value is not None:
-                metrics.append(Metric(mlflow_metric_key(f"validation_{objective}"),
-                                      float(t.value), ts, 0))
+                metrics.append(
+                    Metric(mlflow_metric_key(f"validation_{objective}"), float(t.value), ts, 0)
+                )
             for k in ("fit_seconds", "score_seconds"):
                 if isinstance(t.user_attrs.get(k), (int, float)):
                     metrics.append(Metric(k, float(t.user_attrs[k]), ts, 0))
             for step, v in sorted(t.intermediate_values.items()):
-                metrics.append(Metric(mlflow_metric_key(f"intermediate_{objective}"),
-                                      float(v), ts, int(step)))
-            client.log_batch(run.info.run_id, metrics=metrics,
-                             params=[Param(k, param_text(v)) for k, v in sorted(t.params.items())])
-            client.set_terminated(run.info.run_id,
-                                  "FINISHED" if t.state.name == "COMPLETE" else "KILLED"
-                                  if t.state.name == "PRUNED" else "FAILED", end_time=end)
+                metrics.append(
+                    Metric(mlflow_metric_key(f"intermediate_{objective}"), float(v), ts, int(step))
+                )
+            client.log_batch(
+                run.info.run_id,
+                metrics=metrics,
+                params=[Param(k, param_text(v)) for k, v in sorted(t.params.items())],
+            )
+            client.set_terminated(
+                run.info.run_id,
+                "FINISHED"
+                if t.state.name == "COMPLETE"
+                else "KILLED"
+                if t.state.name == "PRUNED"
+                else "FAILED",
+                end_time=end,
+            )
             new += 1
         return new
     except TrackingError:
         raise
     except Exception as exc:
-        raise TrackingError(tracker._message(  # noqa: SLF001 - same wording as the writer
-            f"log the tuning trials of {record.summary_line()}", exc)) from exc
+        raise TrackingError(
+            tracker._message(  # noqa: SLF001 - same wording as the writer
+                f"log the tuning trials of {record.summary_line()}", exc
+            )
+        ) from exc

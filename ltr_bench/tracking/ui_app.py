@@ -31,25 +31,42 @@ __all__ = ["COLUMNS", "PATH", "create_app", "page_html"]
 #: where the page is served
 PATH = "/ltr-bench/"
 #: the runs-table columns added for every experiment (MLflow's canonical column keys)
-COLUMNS = tuple(f"metrics.`{mlflow_metric_key(m)}`" for m in (
-    "ndcg@1", "ndcg@5", "ndcg@10", "map", "err@10")) + (
-    "metrics.`fit_seconds`", "metrics.`score_us_per_doc`", "metrics.`ranker_peak_mb`")
+COLUMNS = tuple(
+    f"metrics.`{mlflow_metric_key(m)}`" for m in ("ndcg@1", "ndcg@5", "ndcg@10", "map", "err@10")
+) + ("metrics.`fit_seconds`", "metrics.`score_us_per_doc`", "metrics.`ranker_peak_mb`")
 SORT_KEY = f"metrics.`{mlflow_metric_key('ndcg@10')}`"
 PARENTS_ONLY = "tags.ltr_bench_role = 'parent'"
 #: MLflow 3's own initial state of an experiment page (read off a fresh browser), used when
 #: the browser has none yet; the UI reads the whole object, so every key is given
 INITIAL_STATE = {
-    "searchFilter": "", "orderByKey": "attributes.start_time", "orderByAsc": False,
-    "startTime": "ALL", "lifecycleFilter": "Active", "datasetsFilter": [],
+    "searchFilter": "",
+    "orderByKey": "attributes.start_time",
+    "orderByAsc": False,
+    "startTime": "ALL",
+    "lifecycleFilter": "Active",
+    "datasetsFilter": [],
     "modelVersionFilter": "All Runs",
     "selectedColumns": ["attributes.`Source`", "attributes.`Models`", "attributes.`Dataset`"],
-    "columnOrder": [], "columnWidths": {}, "runsExpanded": {}, "runsPinned": [],
-    "runsHidden": [], "runsVisibilityMap": {}, "runsHiddenMode": "FIRST_10_RUNS",
-    "viewMaximized": False, "runListHidden": False, "isAccordionReordered": False,
-    "useGroupedValuesInCharts": True, "hideEmptyCharts": True, "groupBy": None,
-    "groupsExpanded": {}, "autoRefreshEnabled": True,
-    "globalLineChartConfig": {"xAxisKey": "step", "lineSmoothness": 0,
-                              "selectedXAxisMetricKey": ""},
+    "columnOrder": [],
+    "columnWidths": {},
+    "runsExpanded": {},
+    "runsPinned": [],
+    "runsHidden": [],
+    "runsVisibilityMap": {},
+    "runsHiddenMode": "FIRST_10_RUNS",
+    "viewMaximized": False,
+    "runListHidden": False,
+    "isAccordionReordered": False,
+    "useGroupedValuesInCharts": True,
+    "hideEmptyCharts": True,
+    "groupBy": None,
+    "groupsExpanded": {},
+    "autoRefreshEnabled": True,
+    "globalLineChartConfig": {
+        "xAxisKey": "step",
+        "lineSmoothness": 0,
+        "selectedXAxisMetricKey": "",
+    },
 }
 
 _PAGE = """<!doctype html>
@@ -98,10 +115,12 @@ fetch("../ajax-api/2.0/mlflow/experiments/search", {
 
 def page_html() -> str:
     """The page served at :data:`PATH` (no external resources)."""
-    return (_PAGE.replace("__COLUMNS__", json.dumps(list(COLUMNS)))
-            .replace("__INITIAL__", json.dumps(INITIAL_STATE))
-            .replace("__SORT_KEY__", json.dumps(SORT_KEY))
-            .replace("__PARENTS_ONLY__", json.dumps(PARENTS_ONLY)))
+    return (
+        _PAGE.replace("__COLUMNS__", json.dumps(list(COLUMNS)))
+        .replace("__INITIAL__", json.dumps(INITIAL_STATE))
+        .replace("__SORT_KEY__", json.dumps(SORT_KEY))
+        .replace("__PARENTS_ONLY__", json.dumps(PARENTS_ONLY))
+    )
 
 
 def create_app():
@@ -119,6 +138,8 @@ def create_app():
     async def slash(request):
         return RedirectResponse(PATH)
 
-    app.router.routes[:0] = [Route(PATH, serve, methods=["GET"]),
-                             Route(PATH.rstrip("/"), slash, methods=["GET"])]
+    app.router.routes[:0] = [
+        Route(PATH, serve, methods=["GET"]),
+        Route(PATH.rstrip("/"), slash, methods=["GET"]),
+    ]
     return app

@@ -34,8 +34,9 @@ import datetime as _dt
 import json
 import re
 import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from ..results import ResultRecord, aggregate, per_query_csv
 from .store import (
@@ -81,7 +82,7 @@ def _safe_dir_name(text: str) -> str:
 def param_text(v: Any) -> str:
     """The text MLflow holds for a parameter value (also used for report labels)."""
     s = v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=repr)
-    return s if len(s) <= _PARAM_MAX else s[:_PARAM_MAX - 3] + "..."
+    return s if len(s) <= _PARAM_MAX else s[: _PARAM_MAX - 3] + "..."
 
 
 def _run_params(record: ResultRecord, *, fold: bool) -> dict[str, Any]:
@@ -97,8 +98,12 @@ def _record_values(record: ResultRecord) -> dict[str, float]:
     """Every number of a record that is logged as an MLflow metric, by record name."""
     values: dict[str, float] = dict(record.metrics)
     values.update(record.extra_metrics)
-    values.update(fit_seconds=record.fit_seconds, score_us_per_doc=record.score_us_per_doc,
-                  peak_rss_mb=record.peak_rss_mb, ranker_peak_mb=record.ranker_peak_mb)
+    values.update(
+        fit_seconds=record.fit_seconds,
+        score_us_per_doc=record.score_us_per_doc,
+        peak_rss_mb=record.peak_rss_mb,
+        ranker_peak_mb=record.ranker_peak_mb,
+    )
     for k, v in record.stage_seconds.items():
         values[f"stage_seconds.{k}"] = float(v)
     for k, v in record.model_info.items():
@@ -113,9 +118,14 @@ def _parent_note(records: list[ResultRecord], stats) -> str:
 
     first = records[0]
     units = sorted({(r.fold, r.seed) for r in records})
-    lines = [f"**{first.label or first.ranker}** on **{first.dataset}**: "
-             f"{len(units)} fold(s), seed {first.seed}, {first.n_threads or 'default'} "
-             f"thread(s).", "", "| quantity | mean | std |", "|---|---:|---:|"]
+    lines = [
+        f"**{first.label or first.ranker}** on **{first.dataset}**: "
+        f"{len(units)} fold(s), seed {first.seed}, {first.n_threads or 'default'} "
+        f"thread(s).",
+        "",
+        "| quantity | mean | std |",
+        "|---|---:|---:|",
+    ]
     for k, (mean, std, n) in sorted(stats.items()):
         shown = metric_display(k)
         lines.append(f"| {shown} | {mean:.4f} | {'' if n < 2 else f'{std:.4f}'} |")
@@ -136,13 +146,14 @@ class Tracker:
     what failed.
     """
 
-    def __init__(self, tracking_uri: str | None = None, *, cwd: str | Path | None = None,
-                 quiet: bool = True):
+    def __init__(
+        self, tracking_uri: str | None = None, *, cwd: str | Path | None = None, quiet: bool = True
+    ):
         self.uri = resolve_tracking_uri(tracking_uri, cwd)
         self.artifact_root = artifact_root_for(self.uri)
         self._client = None
         self._experiments: dict[str, str] = {}
-        self._parents: dict[str, str] = {}      # plan_key -> parent run id
+        self._parents: dict[str, str] = {}  # plan_key -> parent run id
         self._parent_records: dict[str, dict[str, ResultRecord]] = {}
         self._failed_plans: set[str] = set()
         self._quiet = quiet
@@ -173,8 +184,7 @@ class Tracker:
                 pass  # something answered; the real request below tells whether it is MLflow
             except (OSError, ValueError) as exc:
                 reason = getattr(exc, "reason", exc)
-                raise TrackingError(f"MLflow at {self.uri}: could not connect: {reason}") \
-                    from exc
+                raise TrackingError(f"MLflow at {self.uri}: could not connect: {reason}") from exc
         with prepare_sqlite_store(self.uri) as repair:
             for attempt in (1, 2):
                 try:
@@ -205,9 +215,11 @@ class Tracker:
             if self.artifact_root is not None:
                 location = f"{self.artifact_root}/{_safe_dir_name(dataset)}"
             try:
-                exp_id = client.create_experiment(name, artifact_location=location,
-                                                  tags={"ltr_bench_dataset": dataset,
-                                                        **EXPERIMENT_TAGS})
+                exp_id = client.create_experiment(
+                    name,
+                    artifact_location=location,
+                    tags={"ltr_bench_dataset": dataset, **EXPERIMENT_TAGS},
+                )
             except Exception:
                 exp = client.get_experiment_by_name(name)  # created concurrently
                 if exp is None:
@@ -227,8 +239,9 @@ class Tracker:
         filt = " and ".join(f"tags.{k} = '{v}'" for k, v in tags.items())
         return list(self.client.search_runs([exp_id], filter_string=filt, max_results=1000))
 
-    def parent_run(self, record: ResultRecord, plan: dict[str, Any] | None = None,
-                   plan_toml: str | None = None) -> str:
+    def parent_run(
+        self, record: ResultRecord, plan: dict[str, Any] | None = None, plan_toml: str | None = None
+    ) -> str:
         """Id of the parent run of ``record.plan_key``: found by tag, else created."""
         if record.plan_key in self._parents:
             return self._parents[record.plan_key]
@@ -242,20 +255,27 @@ class Tracker:
         else:
             label = record.label or record.ranker
             tags = {
-                TAG_PLAN_KEY: record.plan_key, TAG_CONFIG_KEY: record.config_key,
-                TAG_ROLE: "parent", "ranker": record.ranker, "label": label,
+                TAG_PLAN_KEY: record.plan_key,
+                TAG_CONFIG_KEY: record.config_key,
+                TAG_ROLE: "parent",
+                "ranker": record.ranker,
+                "label": label,
                 "ranker_distribution": record.ranker_distribution,
-                "ranker_version": record.ranker_version, "dataset": record.dataset,
+                "ranker_version": record.ranker_version,
+                "dataset": record.dataset,
                 "seed": str(record.seed),
             }
-            run = client.create_run(exp_id, run_name=f"{label} @ {record.dataset}",
-                                    tags=tags)
+            run = client.create_run(exp_id, run_name=f"{label} @ {record.dataset}", tags=tags)
             run_id = run.info.run_id
             from mlflow.entities import Param
 
-            client.log_batch(run_id, params=[
-                Param(k, param_text(v)) for k, v in sorted(_run_params(record, fold=False)
-                                                           .items())])
+            client.log_batch(
+                run_id,
+                params=[
+                    Param(k, param_text(v))
+                    for k, v in sorted(_run_params(record, fold=False).items())
+                ],
+            )
         if plan is not None:
             self._log_json(run_id, plan, "plan.json")
         if plan_toml is not None:
@@ -266,8 +286,7 @@ class Tracker:
     # -- artifacts ---------------------------------------------------------------------------
 
     def _log_json(self, run_id: str, obj: Any, name: str) -> None:
-        self._log_text(run_id, json.dumps(obj, indent=1, sort_keys=True, default=repr) + "\n",
-                       name)
+        self._log_text(run_id, json.dumps(obj, indent=1, sort_keys=True, default=repr) + "\n", name)
 
     def _log_text(self, run_id: str, text: str, name: str) -> None:
         with tempfile.TemporaryDirectory(prefix="ltr-bench-") as tmp:
@@ -277,8 +296,13 @@ class Tracker:
 
     # -- cells -------------------------------------------------------------------------------
 
-    def log_record(self, record: ResultRecord, *, plan: dict[str, Any] | None = None,
-                   plan_toml: str | None = None) -> str:
+    def log_record(
+        self,
+        record: ResultRecord,
+        *,
+        plan: dict[str, Any] | None = None,
+        plan_toml: str | None = None,
+    ) -> str:
         """Log one finished record as a nested run unless that exact record is logged
         already, and remember it for its parent's aggregates (:meth:`finish`).
 
@@ -292,8 +316,11 @@ class Tracker:
             exp_id = self.experiment_id(record.dataset)
             run_id = None
             for run in self._find_runs(exp_id, **{TAG_KEY: record.key, TAG_ROLE: "fold"}):
-                if run.data.tags.get(TAG_FINISHED) == record.finished and run_id is None \
-                        and run.info.status == "FINISHED":
+                if (
+                    run.data.tags.get(TAG_FINISHED) == record.finished
+                    and run_id is None
+                    and run.info.status == "FINISHED"
+                ):
                     run_id = run.info.run_id  # logged before
                 else:
                     self.client.delete_run(run.info.run_id)  # superseded (--force) or partial
@@ -313,29 +340,38 @@ class Tracker:
 
         env = record.environment or {}
         tags: dict[str, str] = {
-            MLFLOW_PARENT_RUN_ID: parent, TAG_ROLE: "fold", TAG_KEY: record.key,
-            TAG_PLAN_KEY: record.plan_key, TAG_CONFIG_KEY: record.config_key,
+            MLFLOW_PARENT_RUN_ID: parent,
+            TAG_ROLE: "fold",
+            TAG_KEY: record.key,
+            TAG_PLAN_KEY: record.plan_key,
+            TAG_CONFIG_KEY: record.config_key,
             TAG_FINISHED: record.finished,
-            "ranker": record.ranker, "label": record.label or record.ranker,
+            "ranker": record.ranker,
+            "label": record.label or record.ranker,
             "ranker_distribution": record.ranker_distribution,
-            "ranker_version": record.ranker_version, "dataset": record.dataset,
-            "dataset_source": record.dataset_source, "fold": str(record.fold),
+            "ranker_version": record.ranker_version,
+            "dataset": record.dataset,
+            "dataset_source": record.dataset_source,
+            "fold": str(record.fold),
             "seed": str(record.seed),
             "threads": "default" if record.n_threads is None else str(record.n_threads),
-            "n_train_docs": str(record.n_train_docs), "n_test_docs": str(record.n_test_docs),
+            "n_train_docs": str(record.n_train_docs),
+            "n_test_docs": str(record.n_test_docs),
             "n_test_queries": str(record.n_test_queries),
             "score_repeats": str(record.score_repeats),
             "peak_rss_method": record.peak_rss_method,
             "git_commit": str(env.get("git_commit")),
             "ltr_bench_git_commit": str(env.get("ltr_bench_git_commit")),
-            "cpu_model": str(env.get("cpu_model")), "cpu_count": str(env.get("cpu_count")),
-            "platform": str(env.get("platform")), "hostname": str(env.get("hostname")),
+            "cpu_model": str(env.get("cpu_model")),
+            "cpu_count": str(env.get("cpu_count")),
+            "platform": str(env.get("platform")),
+            "hostname": str(env.get("hostname")),
             "convention.score_us_per_doc": "median of timed predict calls after one warm-up, "
-                                           "divided by the test documents, microseconds",
+            "divided by the test documents, microseconds",
             "convention.peak_rss_mb": "peak resident memory of the process during fit and "
-                                      "scoring, MiB, including the loaded data",
+            "scoring, MiB, including the loaded data",
             "convention.ranker_peak_mb": "peak_rss_mb minus the resident memory when the cell "
-                                         "started: what the ranker added, MiB",
+            "started: what the ranker added, MiB",
             "load_avg_start": str(record.load_avg.get("start")),
             "load_avg_end": str(record.load_avg.get("end")),
         }
@@ -354,27 +390,40 @@ class Tracker:
                 tags[f"model.{k}"] = str(v)
         return {k: v[:5000] for k, v in tags.items()}
 
-    def _log_fold_run(self, exp_id: str, parent: str, record: ResultRecord,
-                      plan: dict[str, Any] | None) -> str:
+    def _log_fold_run(
+        self, exp_id: str, parent: str, record: ResultRecord, plan: dict[str, Any] | None
+    ) -> str:
         from mlflow.entities import Metric, Param
 
         client = self.client
-        run = client.create_run(exp_id, start_time=_millis(record.started),
-                                run_name=f"{record.label or record.ranker} fold {record.fold}"
-                                         + (f" seed {record.seed}" if record.seed else ""),
-                                tags=self._fold_tags(parent, record))
+        run = client.create_run(
+            exp_id,
+            start_time=_millis(record.started),
+            run_name=f"{record.label or record.ranker} fold {record.fold}"
+            + (f" seed {record.seed}" if record.seed else ""),
+            tags=self._fold_tags(parent, record),
+        )
         run_id = run.info.run_id
         try:
             ts = _millis(record.finished) or 0
-            metrics = [Metric(mlflow_metric_key(k), float(v), ts, 0)
-                       for k, v in sorted(_record_values(record).items()) if v is not None]
+            metrics = [
+                Metric(mlflow_metric_key(k), float(v), ts, 0)
+                for k, v in sorted(_record_values(record).items())
+                if v is not None
+            ]
             params = _run_params(record, fold=True)
-            client.log_batch(run_id, metrics=metrics,
-                             params=[Param(k, param_text(v)) for k, v in sorted(params.items())],
-                             tags=[])
+            client.log_batch(
+                run_id,
+                metrics=metrics,
+                params=[Param(k, param_text(v)) for k, v in sorted(params.items())],
+                tags=[],
+            )
             self._log_json(run_id, {"cell": record.config, "plan": plan}, "config.json")
-            self._log_text(run_id, json.dumps(record.to_dict(), indent=1, sort_keys=True,
-                                              allow_nan=True) + "\n", RECORD_ARTIFACT)
+            self._log_text(
+                run_id,
+                json.dumps(record.to_dict(), indent=1, sort_keys=True, allow_nan=True) + "\n",
+                RECORD_ARTIFACT,
+            )
             if record.per_query is not None:
                 self._log_text(run_id, per_query_csv(record.per_query), PER_QUERY_ARTIFACT)
             if record.run_file and Path(record.run_file).is_file():
@@ -403,8 +452,12 @@ class Tracker:
         """Remember that a cell of this plan key failed (its parent ends FAILED)."""
         self._failed_plans.add(plan_key)
 
-    def finish(self, *, interrupted: bool = False,
-               all_records: Callable[[str], Iterable[ResultRecord]] | None = None) -> None:
+    def finish(
+        self,
+        *,
+        interrupted: bool = False,
+        all_records: Callable[[str], Iterable[ResultRecord]] | None = None,
+    ) -> None:
         """Log each touched parent's fold aggregates once and end it: FINISHED, FAILED (a cell
         failed) or KILLED (interrupted).
 
@@ -435,8 +488,9 @@ class Tracker:
                     status = "FAILED"
                 if interrupted:
                     status = "KILLED"
-                self.client.set_terminated(run_id, status,
-                                           end_time=self._compute_end(run_id, records))
+                self.client.set_terminated(
+                    run_id, status, end_time=self._compute_end(run_id, records)
+                )
         except Exception as exc:
             raise TrackingError(self._message("end the parent runs", exc)) from exc
 
@@ -452,8 +506,15 @@ class MlflowListener:
     ``on_error(message)`` hears of the first logging failure.
     """
 
-    def __init__(self, tracker: Tracker, store, *, plan: dict[str, Any] | None = None,
-                 plan_toml: str | None = None, on_error: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        tracker: Tracker,
+        store,
+        *,
+        plan: dict[str, Any] | None = None,
+        plan_toml: str | None = None,
+        on_error: Callable[[str], None] | None = None,
+    ):
         self.tracker: Tracker | None = tracker
         self.store = store
         self.plan = plan
@@ -473,8 +534,7 @@ class MlflowListener:
     def cell_progress(self, *args) -> None:
         pass
 
-    def cell_finished(self, record: ResultRecord, index: int, total: int, *,
-                      skipped: bool) -> None:
+    def cell_finished(self, record: ResultRecord, index: int, total: int, *, skipped: bool) -> None:
         if self.tracker is None:
             return
         if not record.ok:
@@ -512,7 +572,8 @@ class MlflowListener:
         if self.tracker is None:
             return
         try:
-            self.tracker.finish(interrupted=interrupted,
-                                all_records=lambda key: self.store.records(plan_key=key))
+            self.tracker.finish(
+                interrupted=interrupted, all_records=lambda key: self.store.records(plan_key=key)
+            )
         except TrackingError as exc:
             self._failed(str(exc))

@@ -27,8 +27,9 @@ pytest.importorskip("distributed")
 
 # as tests/baselines/test_gbdt.py's SMALL: trees that split on the ~70-row check data
 SMALL = {
-    DaskLightGBMRanker: dict(n_estimators=15, num_leaves=7, min_sum_hessian_in_leaf=1e-3,
-                             min_data_in_leaf=2, n_jobs=1),
+    DaskLightGBMRanker: dict(
+        n_estimators=15, num_leaves=7, min_sum_hessian_in_leaf=1e-3, min_data_in_leaf=2, n_jobs=1
+    ),
     DaskXGBoostRanker: dict(n_estimators=15, max_leaves=7, min_child_weight=1e-3, n_jobs=1),
 }
 
@@ -56,8 +57,9 @@ def test_after_the_fact_early_stopping_picks_lightgbms_own_best_round():
     fold = load_fold("synthetic", 1, options={"n_queries": 200}, seed=3)
     tr, va = fold.train, fold.vali
     for patience in (3, 10):
-        twin = LightGBMRanker(n_estimators=300, early_stopping_rounds=patience, n_jobs=1,
-                              learning_rate=0.3)
+        twin = LightGBMRanker(
+            n_estimators=300, early_stopping_rounds=patience, n_jobs=1, learning_rate=0.3
+        )
         twin.fit(tr.X, tr.y, qid=tr.qid, eval_set=(va.X, va.y, va.qid))
         curve = twin.evals_result_["vali"]["ndcg@10"]
         assert len(curve) < 300  # early stopping did fire
@@ -66,9 +68,11 @@ def test_after_the_fact_early_stopping_picks_lightgbms_own_best_round():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("dask_cls, twin_cls", [(DaskLightGBMRanker, LightGBMRanker),
-                                                (DaskXGBoostRanker, XGBoostLambdaMARTRanker)],
-                         ids=["lightgbm", "xgboost"])
+@pytest.mark.parametrize(
+    "dask_cls, twin_cls",
+    [(DaskLightGBMRanker, LightGBMRanker), (DaskXGBoostRanker, XGBoostLambdaMARTRanker)],
+    ids=["lightgbm", "xgboost"],
+)
 def test_dask_training_reaches_the_single_machine_ndcg_within_noise(dask_cls, twin_cls):
     # noise: the paired per-query difference of NDCG@10 on the test queries; its mean must
     # be within 3 standard errors of 0 (the twins' defaults, validation early stopping)
@@ -77,8 +81,9 @@ def test_dask_training_reaches_the_single_machine_ndcg_within_noise(dask_cls, tw
     per_query = []
     for cls in (dask_cls, twin_cls):
         model = cls(n_jobs=1).fit(tr.X, tr.y, qid=tr.qid, eval_set=(va.X, va.y, va.qid))
-        per_query.append(evaluate(te.y, model.predict(te.X), te.qid, "ndcg@10",
-                                  per_query=True)["ndcg@10"])
+        per_query.append(
+            evaluate(te.y, model.predict(te.X), te.qid, "ndcg@10", per_query=True)["ndcg@10"]
+        )
         if cls is dask_cls:
             assert model.n_partitions_ == 2  # really trained on both workers
     diff = per_query[0] - per_query[1]

@@ -23,11 +23,11 @@ from ltr_bench_baselines.gbdt import (
 # would leave every tree a single leaf there, and a constant scorer proves little). One
 # thread: the test machine is shared, and thread counts have their own test.
 SMALL = {
-    LightGBMRanker: dict(n_estimators=15, num_leaves=7, min_sum_hessian_in_leaf=1e-3,
-                         min_data_in_leaf=2, n_jobs=1),
+    LightGBMRanker: dict(
+        n_estimators=15, num_leaves=7, min_sum_hessian_in_leaf=1e-3, min_data_in_leaf=2, n_jobs=1
+    ),
     XGBoostGBRTRanker: dict(n_estimators=15, max_leaves=7, min_child_weight=1.0, n_jobs=1),
-    XGBoostLambdaMARTRanker: dict(n_estimators=15, max_leaves=7, min_child_weight=1e-3,
-                                  n_jobs=1),
+    XGBoostLambdaMARTRanker: dict(n_estimators=15, max_leaves=7, min_child_weight=1e-3, n_jobs=1),
 }
 # Enough trees and leaves that no two documents of a validation query tie (checked below).
 TIE_FREE = {
@@ -45,8 +45,7 @@ def small(cls, **overrides):
 def ranking_data(seed, n_queries, n_empty=3):
     """Continuous features (no two documents alike), 1..30 documents per query, and the first
     ``n_empty`` queries relabelled all-zero."""
-    X, y, qid = make_check_data(seed, n_queries=n_queries, n_features=8, min_docs=1,
-                                max_docs=30)
+    X, y, qid = make_check_data(seed, n_queries=n_queries, n_features=8, min_docs=1, max_docs=30)
     empty = qid[query_boundaries(qid)[:n_empty]]
     y = np.where(np.isin(qid, empty), 0, y)
     return X, y, qid
@@ -67,8 +66,13 @@ def test_gbdt_ranker_follows_the_ranker_contract(ranker, check):
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
 def test_tags_declare_seed_threads_early_stopping_and_the_query_block(cls):
     assert cls().ranker_tags() == RankerTags(
-        requires_qid_at_predict=False, uses_eval_set=True, deterministic=True,
-        thread_param="n_jobs", seed_param="random_state", query_dim_param="query_dim")
+        requires_qid_at_predict=False,
+        uses_eval_set=True,
+        deterministic=True,
+        thread_param="n_jobs",
+        seed_param="random_state",
+        query_dim_param="query_dim",
+    )
 
 
 def balanced_qbe(seed, n_classes=4, per_class=12, d=3):
@@ -121,8 +125,7 @@ def test_fitted_info_counts_the_trees_and_leaves_predict_uses(cls):
     else:
         import xgboost as xgb
 
-        leaves = ranker.booster_.predict(xgb.DMatrix(X), iteration_range=(0, best),
-                                         pred_leaf=True)
+        leaves = ranker.booster_.predict(xgb.DMatrix(X), iteration_range=(0, best), pred_leaf=True)
         n_leaves = [t.count("leaf=") for t in ranker.booster_.get_dump()[:best]]
     leaves = leaves.reshape(len(X), -1)  # (n,) when a single tree is used
     assert leaves.shape == (len(X), best)
@@ -136,8 +139,9 @@ def test_fitted_info_counts_the_trees_and_leaves_predict_uses(cls):
 def test_our_ndcg_of_predictions_equals_the_librarys_own_validation_ndcg(cls):
     train = ranking_data(1, 40)
     X_val, y_val, qid_val = ranking_data(2, 30)
-    ranker = small(cls, **TIE_FREE[cls], n_estimators=60, eval_at=(5, 10),
-                   early_stopping_rounds=None)
+    ranker = small(
+        cls, **TIE_FREE[cls], n_estimators=60, eval_at=(5, 10), early_stopping_rounds=None
+    )
     ranker.fit(train[0], train[1], qid=train[2], eval_set=(X_val, y_val, qid_val))
     scores = ranker.predict(X_val, qid=qid_val)
 
@@ -145,7 +149,7 @@ def test_our_ndcg_of_predictions_equals_the_librarys_own_validation_ndcg(cls):
     # break ties by position, we average over orderings; equal labels tie harmlessly)
     b = query_boundaries(qid_val)
     for i in range(len(b) - 1):
-        s, lab = scores[b[i]:b[i + 1]], y_val[b[i]:b[i + 1]]
+        s, lab = scores[b[i] : b[i + 1]], y_val[b[i] : b[i + 1]]
         pairs = (s[:, None] == s[None, :]) & (lab[:, None] != lab[None, :])
         assert not pairs.any(), f"tied scores across labels in query {qid_val[b[i]]}"
 
@@ -172,15 +176,15 @@ def test_early_stopping_keeps_the_best_round_and_no_eval_set_uses_all_trees(cls)
     assert stopped.best_iteration_ == int(np.argmax(curve)) + 1  # first maximum
     # predict uses exactly the first best_iteration_ trees: the same scores as a model
     # trained for that many rounds (the validation set only observes training)
-    short = small(cls, n_estimators=stopped.best_iteration_, learning_rate=0.5).fit(
-        X, y, qid=qid)
+    short = small(cls, n_estimators=stopped.best_iteration_, learning_rate=0.5).fit(X, y, qid=qid)
     assert np.array_equal(stopped.predict(val[0]), short.predict(val[0]))
 
     full = small(cls, n_estimators=20).fit(X, y, qid=qid)
     assert full.best_iteration_ == 20 and full.evals_result_ == {}
 
     no_stop = small(cls, n_estimators=20, early_stopping_rounds=None).fit(
-        X, y, qid=qid, eval_set=val)
+        X, y, qid=qid, eval_set=val
+    )
     assert no_stop.best_iteration_ == 20
     assert len(no_stop.evals_result_["vali"]["ndcg@10"]) == 20
     assert np.array_equal(no_stop.predict(X), full.predict(X))  # eval_set only observes
@@ -213,8 +217,12 @@ def test_lightgbm_mslr_benchmark_preset_is_the_published_setting():
     resolved = ranker._resolve(2_000_000)
     params = ranker._native_params(resolved)
     assert resolved["n_estimators"] == 500 and resolved["early_stopping_rounds"] is None
-    assert (params["num_leaves"], params["learning_rate"], params["min_data_in_leaf"],
-            params["min_sum_hessian_in_leaf"]) == (255, 0.1, 0, 100.0)
+    assert (
+        params["num_leaves"],
+        params["learning_rate"],
+        params["min_data_in_leaf"],
+        params["min_sum_hessian_in_leaf"],
+    ) == (255, 0.1, 0, 100.0)
     assert params["objective"] == "lambdarank" and params["eval_at"] == [10]
 
 
@@ -225,9 +233,14 @@ def test_xgboost_mslr_benchmark_preset_is_the_published_xgboost_hist_setting(cls
     resolved = ranker._resolve(2_000_000)
     params = ranker._native_params(resolved)
     assert resolved["n_estimators"] == 500 and resolved["early_stopping_rounds"] is None
-    assert (params["eta"], params["min_child_weight"], params["tree_method"],
-            params["grow_policy"], params["max_depth"], params["max_leaves"]) == (
-        0.1, 100.0, "hist", "lossguide", 0, 255)
+    assert (
+        params["eta"],
+        params["min_child_weight"],
+        params["tree_method"],
+        params["grow_policy"],
+        params["max_depth"],
+        params["max_leaves"],
+    ) == (0.1, 100.0, "hist", "lossguide", 0, 255)
     expected = "reg:squarederror" if cls is XGBoostGBRTRanker else "rank:ndcg"
     assert params["objective"] == expected
 
@@ -238,8 +251,14 @@ def test_auto_preset_leaf_minimum_is_20_documents_or_1_percent_of_small_training
     leaves = "num_leaves" if cls is LightGBMRanker else "max_leaves"
     ranker = cls()
     assert ranker.preset == "auto"
-    for n_train, expected in ((3_000_000, 20), (9219, 20), (2000, 20), (1999, 19), (450, 4),
-                              (70, 1)):
+    for n_train, expected in (
+        (3_000_000, 20),
+        (9219, 20),
+        (2000, 20),
+        (1999, 19),
+        (450, 4),
+        (70, 1),
+    ):
         resolved = ranker._resolve(n_train)
         assert resolved[key] == expected, n_train
         assert resolved[leaves] == 31 and resolved["n_estimators"] == 500
@@ -257,8 +276,7 @@ def test_explicit_parameters_override_the_preset_and_the_preset_is_a_recorded_pa
     # None means "from the preset" for early stopping only through the sentinel "preset"
     assert cls(early_stopping_rounds=None)._resolve(100)["early_stopping_rounds"] is None
     paper = cls(preset="lgmml-paper")._resolve(100)
-    assert (paper["n_estimators"], paper[leaves], paper["early_stopping_rounds"]) == (
-        5000, 10, 100)
+    assert (paper["n_estimators"], paper[leaves], paper["early_stopping_rounds"]) == (5000, 10, 100)
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
@@ -383,8 +401,7 @@ def test_xgboost_reports_the_validation_curve_and_a_pruned_trial_leaves_fit(cls)
 
     X, y, qid = ranking_data(5, 40)
     val = ranking_data(6, 30)
-    full = small(cls, n_estimators=40, early_stopping_rounds=None).fit(X, y, qid=qid,
-                                                                       eval_set=val)
+    full = small(cls, n_estimators=40, early_stopping_rounds=None).fit(X, y, qid=qid, eval_set=val)
     curve = full.evals_result_["vali"]["ndcg@10"]
     trial = _PruneFromStep(2 * REPORT_EVERY)
     pruned = small(cls, n_estimators=40, early_stopping_rounds=None)
@@ -405,8 +422,9 @@ def test_xgboost_fit_in_a_study_whose_pruner_always_prunes_raises_trial_pruned(c
 
     X, y, qid = ranking_data(7, 30)
     val = ranking_data(8, 20)
-    study = optuna.create_study(direction="maximize",
-                                pruner=optuna.pruners.ThresholdPruner(lower=2.0))  # ndcg <= 1
+    study = optuna.create_study(
+        direction="maximize", pruner=optuna.pruners.ThresholdPruner(lower=2.0)
+    )  # ndcg <= 1
     trial = study.ask()
     with pytest.raises(optuna.TrialPruned):
         _in_trial(trial, lambda: small(cls).fit(X, y, qid=qid, eval_set=val))

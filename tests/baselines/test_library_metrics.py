@@ -26,21 +26,38 @@ def xgboost_metrics(y, scores, sizes, metrics):
     data = xgb.DMatrix(np.zeros((len(y), 1)), label=y, base_margin=scores)
     data.set_group(sizes)
     out = {}
-    xgb.train({"objective": "rank:ndcg", "eta": 0.0, "eval_metric": list(metrics),
-               "verbosity": 0}, data, num_boost_round=1, evals=[(data, "v")],
-              evals_result=out, verbose_eval=False)
+    xgb.train(
+        {"objective": "rank:ndcg", "eta": 0.0, "eval_metric": list(metrics), "verbosity": 0},
+        data,
+        num_boost_round=1,
+        evals=[(data, "v")],
+        evals_result=out,
+        verbose_eval=False,
+    )
     return {m: float(v[-1]) for m, v in out["v"].items()}
 
 
 def lightgbm_ndcg(y, scores, sizes, ks):
     import lightgbm as lgb
 
-    data = lgb.Dataset(np.zeros((len(y), 1)), label=y, group=sizes, init_score=scores,
-                       params={"verbosity": -1})
+    data = lgb.Dataset(
+        np.zeros((len(y), 1)), label=y, group=sizes, init_score=scores, params={"verbosity": -1}
+    )
     out = {}
-    lgb.train({"objective": "lambdarank", "metric": "ndcg", "eval_at": list(ks),
-               "min_data_in_leaf": len(y) + 1, "verbosity": -1}, data, num_boost_round=1,
-              valid_sets=[data], valid_names=["v"], callbacks=[lgb.record_evaluation(out)])
+    lgb.train(
+        {
+            "objective": "lambdarank",
+            "metric": "ndcg",
+            "eval_at": list(ks),
+            "min_data_in_leaf": len(y) + 1,
+            "verbosity": -1,
+        },
+        data,
+        num_boost_round=1,
+        valid_sets=[data],
+        valid_names=["v"],
+        callbacks=[lgb.record_evaluation(out)],
+    )
     return {m: float(v[-1]) for m, v in out["v"].items()}
 
 
@@ -68,8 +85,7 @@ def test_our_ndcg_equals_both_libraries_on_scores_without_ties():
     scores = np.random.default_rng(1).normal(size=len(y))
     ours = evaluate(y, scores, qid, ("ndcg@5", "ndcg@10"))
     assert lightgbm_ndcg(y, scores, SIZES, (5, 10)) == pytest.approx(ours, abs=1e-6)
-    assert xgboost_metrics(y, scores, SIZES, ("ndcg@5", "ndcg@10")) == pytest.approx(
-        ours, abs=1e-6)
+    assert xgboost_metrics(y, scores, SIZES, ("ndcg@5", "ndcg@10")) == pytest.approx(ours, abs=1e-6)
 
 
 def test_on_tied_scores_both_libraries_rank_in_file_order_and_we_average_over_orderings():
@@ -114,4 +130,5 @@ def test_xgboost_map_without_cutoff_is_map_at_32_and_differs_from_ours_on_long_q
 
     theirs_short = xgboost_metrics(y[short], scores[short], [20], ("map",))
     assert theirs_short["map"] == pytest.approx(
-        evaluate(y[short], scores[short], qid[short], "map")["map"], abs=1e-6)
+        evaluate(y[short], scores[short], qid[short], "map")["map"], abs=1e-6
+    )

@@ -26,12 +26,14 @@ def zscore(X_train, X):
 
 
 def problem(seed, n_queries, n_features=6):
-    return make_check_data(seed, n_queries=n_queries, n_features=n_features, min_docs=5,
-                           max_docs=25)
+    return make_check_data(
+        seed, n_queries=n_queries, n_features=n_features, min_docs=5, max_docs=25
+    )
 
 
-@parametrize_with_checks([RidgeRanker(n_jobs=1), RidgeRanker(alpha=3.0, n_jobs=1),
-                          ListNetRanker(n_jobs=1)])
+@parametrize_with_checks(
+    [RidgeRanker(n_jobs=1), RidgeRanker(alpha=3.0, n_jobs=1), ListNetRanker(n_jobs=1)]
+)
 def test_linear_ranker_follows_the_ranker_contract(ranker, check):
     check(ranker)
 
@@ -53,8 +55,9 @@ def test_ridge_equals_the_closed_form_on_training_standardised_features():
     from sklearn.linear_model import Ridge
 
     sk = Ridge(alpha=alpha).fit(Z, y)
-    np.testing.assert_allclose(ranker.predict(X_new), sk.predict(zscore(X, X_new)),
-                               rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(
+        ranker.predict(X_new), sk.predict(zscore(X, X_new)), rtol=1e-10, atol=1e-10
+    )
 
 
 def test_ridge_picks_the_grid_alpha_with_the_best_validation_ndcg():
@@ -63,8 +66,12 @@ def test_ridge_picks_the_grid_alpha_with_the_best_validation_ndcg():
     grid = (0.01, 1.0, 100.0, 1e4, 1e6)
     ranker = RidgeRanker(alpha_grid=grid, n_jobs=1).fit(X, y, qid=qid, eval_set=(Xv, yv, qv))
     # reference: each alpha fitted on its own, scored on the validation split
-    ndcg = {a: evaluate(yv, RidgeRanker(alpha=a, n_jobs=1).fit(X, y, qid=qid).predict(Xv),
-                        qv, "ndcg@10")["ndcg@10"] for a in grid}
+    ndcg = {
+        a: evaluate(
+            yv, RidgeRanker(alpha=a, n_jobs=1).fit(X, y, qid=qid).predict(Xv), qv, "ndcg@10"
+        )["ndcg@10"]
+        for a in grid
+    }
     assert ranker.validation_ndcg_ == pytest.approx(ndcg, abs=1e-12)
     best = max(ndcg.values())
     assert ranker.alpha_ == max(a for a, v in ndcg.items() if v == best)
@@ -73,8 +80,10 @@ def test_ridge_picks_the_grid_alpha_with_the_best_validation_ndcg():
     assert info["alpha"] == ranker.alpha_ and info["validation_ndcg"] == pytest.approx(best)
     # the chosen model is the fixed-alpha model
     np.testing.assert_allclose(
-        ranker.predict(Xv), RidgeRanker(alpha=ranker.alpha_, n_jobs=1).fit(X, y, qid=qid)
-        .predict(Xv), rtol=1e-12)
+        ranker.predict(Xv),
+        RidgeRanker(alpha=ranker.alpha_, n_jobs=1).fit(X, y, qid=qid).predict(Xv),
+        rtol=1e-12,
+    )
 
 
 def test_ridge_without_validation_split_uses_alpha_1_and_fixed_alpha_ignores_it():
@@ -101,7 +110,7 @@ def _listnet_reference_loss(w, Z, y, qid, l2):
     total, n = 0.0, 0
     b = query_boundaries(qid)
     for i in range(len(b) - 1):
-        yq, sq = y[b[i]:b[i + 1]].astype(float), Z[b[i]:b[i + 1]] @ w
+        yq, sq = y[b[i] : b[i + 1]].astype(float), Z[b[i] : b[i + 1]] @ w
         if yq.min() == yq.max():
             continue
         p = np.exp(yq) / np.exp(yq).sum()
@@ -113,13 +122,14 @@ def _listnet_reference_loss(w, Z, y, qid, l2):
 
 def _kept(Z, y, qid):
     b = query_boundaries(qid)
-    keep = [i for i in range(len(b) - 1) if y[b[i]:b[i + 1]].min() < y[b[i]:b[i + 1]].max()]
+    keep = [i for i in range(len(b) - 1) if y[b[i] : b[i + 1]].min() < y[b[i] : b[i + 1]].max()]
     rows = np.concatenate([np.arange(b[i], b[i + 1]) for i in keep])
     sizes = np.array([b[i + 1] - b[i] for i in keep])
     starts = np.r_[0, np.cumsum(sizes)[:-1]]
     yk = y[rows].astype(float)
-    P = np.concatenate([np.exp(yk[s:s + m]) / np.exp(yk[s:s + m]).sum()
-                        for s, m in zip(starts, sizes)])
+    P = np.concatenate(
+        [np.exp(yk[s : s + m]) / np.exp(yk[s : s + m]).sum() for s, m in zip(starts, sizes)]
+    )
     return Z[rows], P, starts
 
 
@@ -134,10 +144,14 @@ def test_listnet_loss_equals_a_per_query_reference_and_its_gradient_passes_check
             w = rng.normal(size=7)
             loss, _ = listnet_loss_and_grad(w, Zk, P, starts, l2)
             assert loss == pytest.approx(_listnet_reference_loss(w, Z, y, qid, l2), rel=1e-12)
-            err = check_grad(lambda v: listnet_loss_and_grad(v, Zk, P, starts, l2)[0],
-                             lambda v: listnet_loss_and_grad(v, Zk, P, starts, l2)[1], w)
-            assert err < 1e-6 * max(1.0, np.linalg.norm(listnet_loss_and_grad(
-                w, Zk, P, starts, l2)[1]))
+            err = check_grad(
+                lambda v: listnet_loss_and_grad(v, Zk, P, starts, l2)[0],
+                lambda v: listnet_loss_and_grad(v, Zk, P, starts, l2)[1],
+                w,
+            )
+            assert err < 1e-6 * max(
+                1.0, np.linalg.norm(listnet_loss_and_grad(w, Zk, P, starts, l2)[1])
+            )
     # large scores do not overflow: the softmax subtracts each query's maximum
     loss, grad = listnet_loss_and_grad(np.full(7, 300.0), Zk, P, starts, 0.0)
     assert np.isfinite(loss) and np.isfinite(grad).all()
@@ -150,7 +164,8 @@ def test_listnet_reaches_the_minimum_of_its_objective():
     _, grad = listnet_loss_and_grad(ranker.coef_, Zk, P, starts, 1e-3)
     assert ranker.converged_ and np.abs(grad).max() < 1e-5
     assert ranker.loss_ == pytest.approx(
-        _listnet_reference_loss(ranker.coef_, zscore(X, X), y, qid, 1e-3), rel=1e-10)
+        _listnet_reference_loss(ranker.coef_, zscore(X, X), y, qid, 1e-3), rel=1e-10
+    )
     info = ranker.fitted_info()
     assert info["converged"] is True and info["n_iter"] == ranker.n_iter_ >= 1
     assert info["n_queries_used"] == 30
@@ -161,16 +176,16 @@ def test_linear_rankers_beat_random_ranking_on_a_linear_problem(cls):
     # make_check_data's labels are cut from one hidden linear relevance plus noise: the
     # first 60 queries train, the other 60 test
     rng = np.random.default_rng(7)
-    X_all, y_all, q_all = make_check_data(7, n_queries=120, n_features=6, min_docs=5,
-                                          max_docs=25)
+    X_all, y_all, q_all = make_check_data(7, n_queries=120, n_features=6, min_docs=5, max_docs=25)
     b = query_boundaries(q_all)
     cut = b[60]
     X, y, qid = X_all[:cut], y_all[:cut], q_all[:cut]
     Xt, yt, qt = X_all[cut:], y_all[cut:], q_all[cut:]
     scores = cls(n_jobs=1).fit(X, y, qid=qid).predict(Xt)
     ours = evaluate(yt, scores, qt, "ndcg@10")["ndcg@10"]
-    random = np.mean([evaluate(yt, rng.random(len(yt)), qt, "ndcg@10")["ndcg@10"]
-                      for _ in range(20)])
+    random = np.mean(
+        [evaluate(yt, rng.random(len(yt)), qt, "ndcg@10")["ndcg@10"] for _ in range(20)]
+    )
     assert ours > random + 0.25, (ours, random)
 
 
@@ -193,14 +208,16 @@ def test_listnet_without_label_differences_learns_the_zero_model():
 
 def test_bad_parameters_give_errors_that_name_them():
     X, y, qid = problem(12, 5)
-    for ranker, name in ((RidgeRanker(alpha=-1), "alpha"),
-                         (RidgeRanker(alpha_grid=()), "alpha_grid"),
-                         (RidgeRanker(alpha_grid=(1.0, 0.0)), "alpha_grid value"),
-                         (RidgeRanker(eval_at=0), "eval_at"),
-                         (RidgeRanker(n_jobs=0), "n_jobs"),
-                         (ListNetRanker(l2=float("nan")), "l2"),
-                         (ListNetRanker(max_iter=0), "max_iter"),
-                         (ListNetRanker(tol=0), "tol")):
+    for ranker, name in (
+        (RidgeRanker(alpha=-1), "alpha"),
+        (RidgeRanker(alpha_grid=()), "alpha_grid"),
+        (RidgeRanker(alpha_grid=(1.0, 0.0)), "alpha_grid value"),
+        (RidgeRanker(eval_at=0), "eval_at"),
+        (RidgeRanker(n_jobs=0), "n_jobs"),
+        (ListNetRanker(l2=float("nan")), "l2"),
+        (ListNetRanker(max_iter=0), "max_iter"),
+        (ListNetRanker(tol=0), "tol"),
+    ):
         with pytest.raises(ValueError, match=name):
             ranker.fit(X, y, qid=qid)
 
@@ -232,8 +249,9 @@ def test_query_by_example_rows_are_scored_by_a_learned_diagonal_distance(cls):
     ranker = cls(query_dim=4, n_jobs=1).fit(X, y, qid=qid)
     # the same model as on the explicit squared differences
     plain = cls(n_jobs=1).fit((X[:, :4] - X[:, 4:]) ** 2, y, qid=qid)
-    np.testing.assert_allclose(ranker.predict(Xt), plain.predict((Xt[:, :4] - Xt[:, 4:]) ** 2),
-                               rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(
+        ranker.predict(Xt), plain.predict((Xt[:, :4] - Xt[:, 4:]) ** 2), rtol=1e-9, atol=1e-9
+    )
     # the informative dimensions get negative weights (nearer ranks higher), and the ranking
     # is far better than chance; on the raw rows a linear model cannot rank at all
     assert (ranker.coef_[:2] < 0).all()

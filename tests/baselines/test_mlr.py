@@ -78,7 +78,7 @@ def test_batched_oracle_equals_one_query_at_a_time(loss):
     sizes = [1, 5, 30, 7, 12, 3, 60]
     s = rng.normal(size=sum(sizes))
     rel = rng.random(s.size) < 0.35
-    rel[sum(sizes[:2]):sum(sizes[:3])] = False  # a query without relevant rows
+    rel[sum(sizes[:2]) : sum(sizes[:3])] = False  # a query without relevant rows
     bounds = np.r_[0, np.cumsum(sizes)]
     res = O.separation_oracle(s, rel, bounds, loss, 4)
     for q in range(len(sizes)):
@@ -99,8 +99,7 @@ def test_auc_sort_oracle_matches_the_exact_dynamic_programme():
     P, N = int(rel.sum()), int((~rel).sum())
     sp = np.sort(s[rel])[::-1]
     sn = np.sort(s[~rel])[::-1]
-    b_dp = O._dp_b("auc", 10, {0: sp}, {0: sn}, np.array([P]), np.array([N]),
-                   [np.array([0])])[0]
+    b_dp = O._dp_b("auc", 10, {0: sp}, {0: sn}, np.array([P]), np.array([N]), [np.array([0])])[0]
     b_sort = O._auc_b(np.zeros(P, np.int64), sp, np.zeros(N, np.int64), sn)
     np.testing.assert_array_equal(b_dp, b_sort)
 
@@ -177,8 +176,10 @@ def test_larger_trace_regulariser_gives_smaller_trace():
     # tr(W) + C xi: a smaller C weighs the trace regulariser more
     X, c = _wine_rows()
     rows, y, q = qbe_rows(X, c)
-    tr = [np.trace(MLRRanker(C=C, query_dim=13, **FAST).fit(rows, y, qid=q).W_)
-          for C in (100.0, 3.0, 0.3)]
+    tr = [
+        np.trace(MLRRanker(C=C, query_dim=13, **FAST).fit(rows, y, qid=q).W_)
+        for C in (100.0, 3.0, 0.3)
+    ]
     assert tr[0] > tr[1] > tr[2] >= 0
 
 
@@ -245,8 +246,9 @@ def test_ideal_candidate_mode_scores_distance_to_top_label_mean():
     Xs = (X - X.mean(0)) / X.std(0)
     np.testing.assert_allclose(m.z_, Xs[y == 2].mean(0), rtol=1e-12)
     diff = Xs - m.z_
-    np.testing.assert_allclose(m.predict(X), -np.einsum("ij,jk,ik->i", diff, m.W_, diff),
-                               rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(
+        m.predict(X), -np.einsum("ij,jk,ik->i", diff, m.W_, diff), rtol=1e-10, atol=1e-12
+    )
 
 
 def test_knn_error_with_identity_matches_scikit_learn():
@@ -270,12 +272,19 @@ def test_knn_vote_tie_goes_to_the_nearest_tied_class_and_W_changes_neighbours():
 
 
 # ------------------------------------------------------------------ contract and errors
-@pytest.mark.parametrize("params, word", [
-    ({"loss": "ndcg10"}, "loss"), ({"k": 0}, "k"), ({"C": -1.0}, "C"),
-    ({"epsilon": 0.0}, "epsilon"), ({"max_iter": 1.5}, "max_iter"),
-    ({"query_dim": 0}, "query_dim"), ({"scaling": "l2"}, "scaling"),
-    ({"n_threads": 0}, "n_threads"),
-])
+@pytest.mark.parametrize(
+    "params, word",
+    [
+        ({"loss": "ndcg10"}, "loss"),
+        ({"k": 0}, "k"),
+        ({"C": -1.0}, "C"),
+        ({"epsilon": 0.0}, "epsilon"),
+        ({"max_iter": 1.5}, "max_iter"),
+        ({"query_dim": 0}, "query_dim"),
+        ({"scaling": "l2"}, "scaling"),
+        ({"n_threads": 0}, "n_threads"),
+    ],
+)
 def test_bad_parameters_raise_errors_naming_them(params, word):
     X = np.random.default_rng(0).normal(size=(6, 4))
     with pytest.raises(ValueError, match=word):
@@ -307,8 +316,13 @@ def test_mlr_ranker_follows_the_ranker_contract(ranker, check):
 def test_tags_declare_the_query_block_and_threads_and_no_seed(cls):
     # no randomness in training: nothing for a seed to do
     assert cls().ranker_tags() == RankerTags(
-        requires_qid_at_predict=False, uses_eval_set=False, deterministic=True,
-        thread_param="n_threads", seed_param=None, query_dim_param="query_dim")
+        requires_qid_at_predict=False,
+        uses_eval_set=False,
+        deterministic=True,
+        thread_param="n_threads",
+        seed_param=None,
+        query_dim_param="query_dim",
+    )
 
 
 def test_fitted_info_reports_rank_columns_and_convergence_of_W():

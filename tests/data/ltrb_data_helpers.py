@@ -19,8 +19,14 @@ def write_lines(path: Path, lines, compression: str = "") -> Path:
     return path
 
 
-def good_lines(n_queries: int = 3, docs: int = 4, n_features: int = 5, qid0: int = 1,
-               max_label: int = 2, comment: bool = True):
+def good_lines(
+    n_queries: int = 3,
+    docs: int = 4,
+    n_features: int = 5,
+    qid0: int = 1,
+    max_label: int = 2,
+    comment: bool = True,
+):
     """Deterministic valid LETOR lines: query q, doc d, feature j has value q + d/10 + j/100."""
     out = []
     for q in range(qid0, qid0 + n_queries):
@@ -31,13 +37,23 @@ def good_lines(n_queries: int = 3, docs: int = 4, n_features: int = 5, qid0: int
     return out
 
 
-def make_letor_dir(root: Path, *, names=("train.txt", "vali.txt", "test.txt"), folds=(1,),
-                   n_features: int = 5, max_label: int = 2, compression: str = "",
-                   fold_dirs: bool = True) -> Path:
+def make_letor_dir(
+    root: Path,
+    *,
+    names=("train.txt", "vali.txt", "test.txt"),
+    folds=(1,),
+    n_features: int = 5,
+    max_label: int = 2,
+    compression: str = "",
+    fold_dirs: bool = True,
+) -> Path:
     """A folder of valid LETOR files: ``root/Fold{k}/<names>`` (or directly in ``root``)."""
     for k in folds:
         base = root / f"Fold{k}" if fold_dirs else root
         for i, name in enumerate(names):
-            write_lines(base / name, good_lines(qid0=1 + 10 * i, n_features=n_features,
-                                                max_label=max_label), compression)
+            write_lines(
+                base / name,
+                good_lines(qid0=1 + 10 * i, n_features=n_features, max_label=max_label),
+                compression,
+            )
     return root

@@ -6,12 +6,10 @@ import os
 
 import numpy as np
 import pytest
-
-from ltr_bench.data import DataWarning, load_fold, resolve_cache_dir
-from ltr_bench.data import cache as cache_mod
-from ltr_bench.data import loading
-
 from ltrb_data_helpers import good_lines, make_letor_dir, write_lines
+
+from ltr_bench.data import DataWarning, load_fold, loading, resolve_cache_dir
+from ltr_bench.data import cache as cache_mod
 
 
 @pytest.fixture
@@ -61,8 +59,7 @@ def test_changed_source_file_is_parsed_again(tmp_path, count_parses):
     assert second.test.fingerprint == first.test.fingerprint
 
 
-def test_replaced_file_with_same_size_and_mtime_detected_by_edge_hash(tmp_path,
-                                                                      count_parses):
+def test_replaced_file_with_same_size_and_mtime_detected_by_edge_hash(tmp_path, count_parses):
     root = make_letor_dir(tmp_path / "d")
     cache = tmp_path / "cache"
     load_fold(root, 1, cache_dir=cache)

@@ -6,10 +6,12 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import pdist
 
-from ltr_bench.data import get_spec, load_fold
-from ltr_bench.data import generated
-from ltr_bench.data.generated import (gauss_points, synthetic_informative_features,
-                                      synthetic_query_sizes)
+from ltr_bench.data import generated, get_spec, load_fold
+from ltr_bench.data.generated import (
+    gauss_points,
+    synthetic_informative_features,
+    synthetic_query_sizes,
+)
 from ltr_bench.ranker import query_boundaries
 
 SMALL = {"n_queries": 60, "docs_per_query": 12, "n_features": 8, "n_informative": 3}
@@ -73,8 +75,7 @@ def test_synthetic_labels_depend_on_informative_features_only(seed):
     from sklearn.ensemble import HistGradientBoostingRegressor
     from threadpoolctl import threadpool_limits
 
-    opts = _opts(n_queries=150, docs_per_query=40, n_features=20, n_informative=5,
-                 label_noise=0.3)
+    opts = _opts(n_queries=150, docs_per_query=40, n_features=20, n_informative=5, label_noise=0.3)
     fold = load_fold("synthetic", 1, options=opts, seed=seed)
     inf = synthetic_informative_features(opts, seed)
     noise = np.setdiff1d(np.arange(20), inf)
@@ -95,8 +96,13 @@ def test_large_synthetic_is_generated_into_the_cache_and_reloaded(monkeypatch, t
     in_memory = load_fold("synthetic", 3, options=SMALL)
     monkeypatch.setattr(generated, "CACHE_MIN_CELLS", 0)
     seen = []
-    cached = load_fold("synthetic", 3, options=SMALL, cache_dir=tmp_path,
-                       progress=lambda d, t, m: seen.append((d, t)))
+    cached = load_fold(
+        "synthetic",
+        3,
+        options=SMALL,
+        cache_dir=tmp_path,
+        progress=lambda d, t, m: seen.append((d, t)),
+    )
     assert cached.fingerprints() == in_memory.fingerprints()
     assert seen and seen[-1][0] == seen[-1][1]
     assert not cached.train.X.flags.writeable  # a read-only memory map
@@ -112,8 +118,7 @@ def test_synthetic_rejects_impossible_options():
         load_fold("synthetic", 1, options={"n_features": 8, "n_informative": 9})
 
 
-@pytest.mark.parametrize("name,n_classes", [("gauss-10", 10), ("gauss-50", 50),
-                                            ("gauss-100", 100)])
+@pytest.mark.parametrize("name,n_classes", [("gauss-10", 10), ("gauss-50", 50), ("gauss-100", 100)])
 def test_gauss_datasets_have_their_number_of_classes(name, n_classes):
     fold = load_fold(name, 1)
     spec = get_spec(name)
@@ -122,7 +127,8 @@ def test_gauss_datasets_have_their_number_of_classes(name, n_classes):
     d = spec.options["n_features"]
     assert fold.query_dim == d and fold.train.X.shape[1] == 2 * d == spec.n_features
     np.testing.assert_array_equal(
-        fold.test.y, fold.test.extras["query_class"] == fold.test.extras["doc_class"])
+        fold.test.y, fold.test.extras["query_class"] == fold.test.extras["doc_class"]
+    )
 
 
 def test_gauss_clusters_have_the_95_percent_radius_of_half_the_closest_centers():

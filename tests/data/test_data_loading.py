@@ -7,14 +7,21 @@ import shutil
 
 import numpy as np
 import pytest
+from ltrb_data_helpers import good_lines, make_letor_dir, write_lines
 
-from ltr_bench.data import (DataError, DatasetNotFoundError, UnknownDatasetError,
-                            available_folds, dataset_identity, dataset_present, get_spec,
-                            load_fold, resolve_data_dir)
+from ltr_bench.data import (
+    DataError,
+    DatasetNotFoundError,
+    UnknownDatasetError,
+    available_folds,
+    dataset_identity,
+    dataset_present,
+    get_spec,
+    load_fold,
+    resolve_data_dir,
+)
 from ltr_bench.folds import Fold, fingerprint_arrays
 from ltr_bench.ranker import query_boundaries
-
-from ltrb_data_helpers import good_lines, make_letor_dir, write_lines
 
 # From /work/shared/data/README.md, "OHSUMED statistics": (queries, docs, label counts 0/1/2)
 OHSUMED_FOLD1 = {
@@ -99,8 +106,13 @@ def test_cached_fingerprint_equals_recomputed(shared_data):
         assert s.fingerprint == fingerprint_arrays(np.array(s.X), s.y, s.qid)
 
 
-@pytest.mark.parametrize("names", [("train.txt", "vali.txt", "test.txt"),
-                                   ("trainingset.txt", "validationset.txt", "testset.txt")])
+@pytest.mark.parametrize(
+    "names",
+    [
+        ("train.txt", "vali.txt", "test.txt"),
+        ("trainingset.txt", "validationset.txt", "testset.txt"),
+    ],
+)
 @pytest.mark.parametrize("fold_dirs", [True, False])
 def test_folder_layouts_under_either_naming(tmp_path, names, fold_dirs):
     folds = (1, 2, 3) if fold_dirs else (1,)
@@ -199,8 +211,7 @@ def test_data_home_resolution(monkeypatch, tmp_path):
     assert resolve_data_dir(tmp_path / "arg") == tmp_path / "arg"
     monkeypatch.delenv("LTR_BENCH_DATA")
     assert resolve_data_dir() == resolve_data_dir("~/ltr_bench_data")
-    assert str(resolve_data_dir()).endswith("ltr_bench_data") and "~" not in str(
-        resolve_data_dir())
+    assert str(resolve_data_dir()).endswith("ltr_bench_data") and "~" not in str(resolve_data_dir())
     make_letor_dir(tmp_path / "env" / "MQ2008", n_features=46)
     monkeypatch.setenv("LTR_BENCH_DATA", str(tmp_path / "env"))
     assert load_fold("mq2008", 1).train.X.shape == (12, 46)
@@ -225,7 +236,8 @@ def test_dataset_identity_is_json_and_complete(tmp_path):
     assert ident["options"]["n_features"] == get_spec("synthetic").options["n_features"]
     json.dumps(ident)
     assert dataset_identity("mslr30k", data_dir=tmp_path)["path"] == str(
-        (tmp_path / "MSLR-WEB30K").resolve())
+        (tmp_path / "MSLR-WEB30K").resolve()
+    )
     make_letor_dir(tmp_path / "d")
     assert dataset_identity(tmp_path / "d")["kind"] == "path"
     assert available_folds("wine") == list(range(1, 11))

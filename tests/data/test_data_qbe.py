@@ -27,17 +27,18 @@ def test_wine_rows_are_query_and_candidate_blocks():
     np.testing.assert_allclose(te.X[:, 13:], Z[te.extras["doc_index"]], atol=1e-12)
     np.testing.assert_allclose(tr.X[:, 13:], Z[tr.extras["doc_index"]], atol=1e-12)
     # relevance = same class
-    np.testing.assert_array_equal(tr.y, cls[tr.extras["query_index"]] ==
-                                  cls[tr.extras["doc_index"]])
+    np.testing.assert_array_equal(
+        tr.y, cls[tr.extras["query_index"]] == cls[tr.extras["doc_index"]]
+    )
     np.testing.assert_array_equal(te.extras["doc_class"], cls[te.extras["doc_index"]])
     # train: every training point ranks the other training points; test: all of them
     b = query_boundaries(tr.qid)
     assert b.size - 1 == n
     for i in range(0, n, 37):
-        docs = tr.extras["doc_index"][b[i]:b[i + 1]]
+        docs = tr.extras["doc_index"][b[i] : b[i + 1]]
         q = tr.extras["query_index"][b[i]]
         assert sorted(docs) == sorted(set(train_idx) - {q})
-        assert (tr.qid[b[i]:b[i + 1]] == q + 1).all()
+        assert (tr.qid[b[i] : b[i + 1]] == q + 1).all()
     bt = query_boundaries(te.qid)
     assert (np.diff(bt) == n).all()
 

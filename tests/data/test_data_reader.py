@@ -6,14 +6,12 @@ import re
 
 import numpy as np
 import pytest
+from ltrb_data_helpers import good_lines, make_letor_dir, write_lines
 from sklearn.datasets import load_svmlight_file
 
-from ltr_bench.data import DataError, DataWarning, load_fold
-from ltr_bench.data import reader
+from ltr_bench.data import DataError, DataWarning, load_fold, reader
 from ltr_bench.data.reader import read_letor_file
 from ltr_bench.folds import fingerprint_arrays
-
-from ltrb_data_helpers import good_lines, make_letor_dir, write_lines
 
 
 def _read(path, **kw):
@@ -61,11 +59,12 @@ def test_compressed_files_read_like_plain(tmp_path, compression):
 
 
 def test_comments_blank_lines_and_sparse_rows(tmp_path):
-    p = write_lines(tmp_path / "a.txt", ["# header comment", "", "2 qid:3 2:1.5 # c",
-                                         "0 qid:3", "1 qid:4 1:-1 5:2e3"])
+    p = write_lines(
+        tmp_path / "a.txt",
+        ["# header comment", "", "2 qid:3 2:1.5 # c", "0 qid:3", "1 qid:4 1:-1 5:2e3"],
+    )
     r = _read(p)
-    np.testing.assert_array_equal(r.X, [[0, 1.5, 0, 0, 0], [0, 0, 0, 0, 0],
-                                        [-1, 0, 0, 0, 2000.0]])
+    np.testing.assert_array_equal(r.X, [[0, 1.5, 0, 0, 0], [0, 0, 0, 0, 0], [-1, 0, 0, 0, 2000.0]])
     np.testing.assert_array_equal(r.y, [2, 0, 1])
     np.testing.assert_array_equal(r.qid, [3, 3, 4])
 
@@ -79,6 +78,7 @@ def test_query_file_gives_groups_without_qid(tmp_path):
 
 
 # ---------------------------------------------------------------- bad input, one per case
+
 
 def _err(path, **kw) -> str:
     with pytest.raises(DataError) as info:
@@ -132,8 +132,9 @@ def test_out_of_range_label_uses_the_spec_range(tmp_path):
     with pytest.raises(DataError) as info:
         load_fold("mq2008", 1, data_dir=home)
     msg = str(info.value)
-    assert msg.startswith(f"{home / 'MQ2008' / 'Fold1' / 'train.txt'}:7: the label 3 is "
-                          "outside the allowed range")
+    assert msg.startswith(
+        f"{home / 'MQ2008' / 'Fold1' / 'train.txt'}:7: the label 3 is outside the allowed range"
+    )
     assert "integers 0..2" in msg and "mq2008" in msg
 
 
@@ -180,8 +181,14 @@ def test_unsorted_indices_rejected(tmp_path):
 
 
 def test_split_query_blocks_are_regrouped_with_a_warning(tmp_path):
-    lines = ["1 qid:5 1:1", "0 qid:5 1:2", "2 qid:7 1:3", "0 qid:5 1:4", "1 qid:7 1:5",
-             "2 qid:6 1:6"]
+    lines = [
+        "1 qid:5 1:1",
+        "0 qid:5 1:2",
+        "2 qid:7 1:3",
+        "0 qid:5 1:4",
+        "1 qid:7 1:5",
+        "2 qid:6 1:6",
+    ]
     p = write_lines(tmp_path / "a.txt", lines)
     with pytest.warns(DataWarning) as rec:
         r = _read(p)

@@ -27,7 +27,12 @@ def test_downloaded_dataset_specs(name):
     spec = get_spec(name)
     nf, lmax, nfolds, has_vali, one_file = EXPECTED[name]
     assert (spec.n_features, spec.label_min, spec.label_max, spec.n_folds, spec.has_vali) == (
-        nf, 0, lmax, nfolds, has_vali)
+        nf,
+        0,
+        lmax,
+        nfolds,
+        has_vali,
+    )
     assert spec.kind == "letor" and spec.homepage.startswith("https://") and spec.citation
     files = spec.fold_files(Path("/home"), 1)
     assert Path("/home") / one_file in files.values()

@@ -32,8 +32,12 @@ def pairwise_sq_distances(metric: LowRankQuadratic, P: np.ndarray, X: np.ndarray
     return np.maximum(metric.alpha * np.maximum(iso, 0.0) + low, 0.0)
 
 
-def candidate_ndcgs(metric: LowRankQuadratic, candidates: np.ndarray,
-                    queries: list[tuple[np.ndarray, np.ndarray]], k: int = 10) -> np.ndarray:
+def candidate_ndcgs(
+    metric: LowRankQuadratic,
+    candidates: np.ndarray,
+    queries: list[tuple[np.ndarray, np.ndarray]],
+    k: int = 10,
+) -> np.ndarray:
     """Mean over ``queries`` ((X_q, y_q) pairs) of NDCG@k when ranking X_q by distance to
     each candidate (closest first). Returns (n_candidates,).
 
@@ -50,9 +54,12 @@ def candidate_ndcgs(metric: LowRankQuadratic, candidates: np.ndarray,
     return out / max(len(queries), 1)
 
 
-def _candidate_ndcgs_per_candidate(metric: LowRankQuadratic, candidates: np.ndarray,
-                                   queries: list[tuple[np.ndarray, np.ndarray]],
-                                   k: int = 10) -> np.ndarray:
+def _candidate_ndcgs_per_candidate(
+    metric: LowRankQuadratic,
+    candidates: np.ndarray,
+    queries: list[tuple[np.ndarray, np.ndarray]],
+    k: int = 10,
+) -> np.ndarray:
     """:func:`candidate_ndcgs` one candidate at a time (the implementation before it was
     batched): the reference the tests hold the batched version to, bit for bit."""
     out = np.zeros(len(candidates))
@@ -63,9 +70,12 @@ def _candidate_ndcgs_per_candidate(metric: LowRankQuadratic, candidates: np.ndar
     return out / max(len(queries), 1)
 
 
-def select_anchor(metric: LowRankQuadratic, candidates: np.ndarray,
-                  queries: list[tuple[np.ndarray, np.ndarray]], k: int = 10
-                  ) -> tuple[int, float]:
+def select_anchor(
+    metric: LowRankQuadratic,
+    candidates: np.ndarray,
+    queries: list[tuple[np.ndarray, np.ndarray]],
+    k: int = 10,
+) -> tuple[int, float]:
     """Index (into ``candidates``) of the anchor and its NDCG@k."""
     scores = candidate_ndcgs(metric, candidates, queries, k)
     best = int(np.argmax(scores))

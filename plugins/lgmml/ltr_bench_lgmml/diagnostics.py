@@ -65,8 +65,7 @@ __all__ = ["metric_spectra", "model_summary", "score_structure", "validation_dia
 _STRUCTURE_DOCS = 20_000
 
 
-def metric_spectra(metrics: list[LowRankQuadratic], distance: str
-                   ) -> tuple[np.ndarray, np.ndarray]:
+def metric_spectra(metrics: list[LowRankQuadratic], distance: str) -> tuple[np.ndarray, np.ndarray]:
     """``(eig_ratio, reg_lambda)``, both (m,): each metric's max/min eigenvalue ratio of M and
     the absolute lambda it was fitted with. ``distance="paper"`` stores Q = M^2, whose ratio
     is the square of M's; ``"mahalanobis"`` stores M itself."""
@@ -85,15 +84,19 @@ def model_summary(ranker: LGMMLRanker) -> dict:
     bank = ranker.metric_bank_
     K = int(bank.V.shape[1])
     return {
-        "n_metrics": int(bank.n_metrics), "total_rank": K,
+        "n_metrics": int(bank.n_metrics),
+        "total_rank": K,
         "mean_rank": K / bank.n_metrics,
         "metric_eig_ratio_median": float(np.median(ranker.metric_eig_ratio_)),
         "metric_eig_ratio_max": float(np.max(ranker.metric_eig_ratio_)),
         "reg_lambda_abs_median": float(np.nanmedian(ranker.metric_reg_lambda_)),
-        "weight_method": str(ranker.weight_method if ranker.weight_strategy != "uniform"
-                             else "uniform"),
-        "weight_strategy": str(ranker.weight_strategy), "score_form": str(ranker.score_form_),
-        "scaling": str(ranker.scaling), "reg_scale": str(ranker.reg_scale),
+        "weight_method": str(
+            ranker.weight_method if ranker.weight_strategy != "uniform" else "uniform"
+        ),
+        "weight_strategy": str(ranker.weight_strategy),
+        "score_form": str(ranker.score_form_),
+        "scaling": str(ranker.scaling),
+        "reg_scale": str(ranker.reg_scale),
         "n_nonzero_weights": int(np.count_nonzero(ranker.weights_)),
         "warp_collapsed": bool(ranker.warp_collapsed_),
     }
@@ -107,8 +110,8 @@ def score_structure(ranker: LGMMLRanker, X: np.ndarray, bounds: np.ndarray) -> d
     is constant within every query looked at."""
     out: dict = {}
     last = int(np.searchsorted(bounds, _STRUCTURE_DOCS, side="right"))
-    qs = bounds[:max(last, 2)]
-    H = ranker.decision_features(X[:qs[-1]])
+    qs = bounds[: max(last, 2)]
+    H = ranker.decision_features(X[: qs[-1]])
     w = ranker.metric_bank_.sign * ranker.weights_
     f = H @ w
     contrib = H * w[None, :]
@@ -121,7 +124,7 @@ def score_structure(ranker: LGMMLRanker, X: np.ndarray, bounds: np.ndarray) -> d
         var = np.einsum("ij,ij->j", cc, cc)
         cov = fc @ cc
         with np.errstate(invalid="ignore", divide="ignore"):
-            r2 = np.where(var > 0, cov ** 2 / (var * ff), 0.0)
+            r2 = np.where(var > 0, cov**2 / (var * ff), 0.0)
         out["top_anchor_r2"] = float(np.max(r2))
         top = np.argsort(-var)[:5]
         coef, *_ = np.linalg.lstsq(cc[:, top], fc, rcond=None)
@@ -130,8 +133,9 @@ def score_structure(ranker: LGMMLRanker, X: np.ndarray, bounds: np.ndarray) -> d
     return out
 
 
-def validation_diagnostics(ranker: LGMMLRanker, eval_set, X_train: np.ndarray,
-                           train_bounds: np.ndarray) -> dict:
+def validation_diagnostics(
+    ranker: LGMMLRanker, eval_set, X_train: np.ndarray, train_bounds: np.ndarray
+) -> dict:
     """Every diagnostic that depends on data (module docstring), for a fitted ``ranker``:
     the score structure on ``eval_set = (X, y, qid)`` -- or on the training rows ``X_train``
     with query bounds ``train_bounds`` when ``eval_set`` is None -- and, with ``eval_set``
@@ -160,20 +164,20 @@ def validation_diagnostics(ranker: LGMMLRanker, eval_set, X_train: np.ndarray,
     norm2 = np.empty(n)
     step = ranker._chunk_rows(bank)
     for a in range(0, n, step):
-        Xs = ranker.scaler_.transform(Xvd[a:a + step])
+        Xs = ranker.scaler_.transform(Xvd[a : a + step])
         if Xvq is not None:  # query-by-example: Euclidean distance to the row's query
-            Xs -= ranker.scaler_.transform(Xvq[a:a + step])
-        norm2[a:a + step] = np.einsum("ij,ij->i", Xs, Xs)
+            Xs -= ranker.scaler_.transform(Xvq[a : a + step])
+        norm2[a : a + step] = np.einsum("ij,ij->i", Xs, Xs)
 
     def ndcg(scores):
         return float(evaluate(yv, scores, qv, ("ndcg@10",), empty_query=0.0)["ndcg@10"])
 
     out["vali_ndcg10"] = ndcg(f)
     out["vali_ndcg10_uniform_weights"] = ndcg(f_uniform)
-    out["vali_gain_learned_over_uniform"] = (out["vali_ndcg10"]
-                                             - out["vali_ndcg10_uniform_weights"])
+    out["vali_gain_learned_over_uniform"] = out["vali_ndcg10"] - out["vali_ndcg10_uniform_weights"]
     out["vali_ndcg10_ref_norm_far_first"] = ndcg(norm2)
     out["vali_ndcg10_ref_norm_near_first"] = ndcg(-norm2)
     out["vali_gain_over_norm_reference"] = out["vali_ndcg10"] - max(
-        out["vali_ndcg10_ref_norm_far_first"], out["vali_ndcg10_ref_norm_near_first"])
+        out["vali_ndcg10_ref_norm_far_first"], out["vali_ndcg10_ref_norm_near_first"]
+    )
     return out

@@ -71,8 +71,14 @@ def pair_scatter(diffs: np.ndarray) -> np.ndarray:
     return diffs.T @ diffs
 
 
-def gmml(similar_diffs: np.ndarray, dissimilar_diffs: np.ndarray, *, d: int | None = None,
-         reg_lambda: float = 0.1, t: float = 0.5) -> np.ndarray:
+def gmml(
+    similar_diffs: np.ndarray,
+    dissimilar_diffs: np.ndarray,
+    *,
+    d: int | None = None,
+    reg_lambda: float = 0.1,
+    t: float = 0.5,
+) -> np.ndarray:
     """Full-matrix GMML (Algorithm 1) from pair differences.
 
     similar_diffs: (n_s, d) rows ``p_i - p_j`` of similar pairs; dissimilar_diffs: (n_d, d).
@@ -146,12 +152,17 @@ def _cross_pairs_scatter(P: np.ndarray, N: np.ndarray) -> np.ndarray:
     if P.shape[0] == 0 or N.shape[0] == 0:
         return np.zeros((P.shape[1], P.shape[1]))
     sp, sn = P.sum(axis=0), N.sum(axis=0)
-    return (N.shape[0] * (P.T @ P) + P.shape[0] * (N.T @ N)
-            - np.outer(sp, sn) - np.outer(sn, sp))
+    return N.shape[0] * (P.T @ P) + P.shape[0] * (N.T @ N) - np.outer(sp, sn) - np.outer(sn, sp)
 
 
-def gmml_lowrank(groups, *, reg_lambda: float = 0.1, t: float = 0.5,
-                 distance: str = "paper", reg_scale: str = "absolute") -> LowRankQuadratic:
+def gmml_lowrank(
+    groups,
+    *,
+    reg_lambda: float = 0.1,
+    t: float = 0.5,
+    distance: str = "paper",
+    reg_scale: str = "absolute",
+) -> LowRankQuadratic:
     """GMML (Algorithm 1) with pairs formed inside each group, in exact low-rank form.
 
     ``groups``: sequence of ``(X_pos, X_neg)`` (arrays (n_pos, d), (n_neg, d)), one per
@@ -189,8 +200,12 @@ def gmml_lowrank(groups, *, reg_lambda: float = 0.1, t: float = 0.5,
     k = U.shape[1]
     if k == 0:
         c = reg_lambda ** (2.0 * t - 1.0)
-        return LowRankQuadratic(float(c * c if distance == "paper" else c),
-                                np.zeros((d, 0)), np.zeros(0), float(reg_lambda))
+        return LowRankQuadratic(
+            float(c * c if distance == "paper" else c),
+            np.zeros((d, 0)),
+            np.zeros(0),
+            float(reg_lambda),
+        )
     A = np.zeros((k, k))
     B = np.zeros((k, k))
     for P, N in rel:

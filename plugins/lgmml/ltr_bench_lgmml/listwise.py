@@ -20,7 +20,7 @@ a uniform random subset of the usable queries that fits is used (stated in the r
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from scipy.optimize import minimize
@@ -47,10 +47,19 @@ def listnet_objective(phi, H, target, starts, seg, sign, l2):
     return loss, grad
 
 
-def train_listnet(*, rng: np.random.Generator, y: np.ndarray, bounds: np.ndarray,
-                  features: Callable[[np.ndarray], np.ndarray], n_metrics: int,
-                  initial_weight: float, sign: float, l2: float = 1e-3,
-                  cache_bytes: int, max_iter: int = 500) -> tuple[np.ndarray, dict]:
+def train_listnet(
+    *,
+    rng: np.random.Generator,
+    y: np.ndarray,
+    bounds: np.ndarray,
+    features: Callable[[np.ndarray], np.ndarray],
+    n_metrics: int,
+    initial_weight: float,
+    sign: float,
+    l2: float = 1e-3,
+    cache_bytes: int,
+    max_iter: int = 500,
+) -> tuple[np.ndarray, dict]:
     """Fit Phi (m,) >= 0 by ListNet; returns ``(phi, info)`` with info keys ``n_queries``
     (queries used), ``subsampled`` (bool), ``n_iter`` (L-BFGS-B iterations), ``converged``.
 
@@ -58,9 +67,15 @@ def train_listnet(*, rng: np.random.Generator, y: np.ndarray, bounds: np.ndarray
     the given training rows (len(rows), m).
     """
     sizes = np.diff(bounds)
-    usable = np.array([q for q in range(sizes.size)
-                       if sizes[q] > 1 and y[bounds[q]:bounds[q + 1]].min()
-                       < y[bounds[q]:bounds[q + 1]].max()], dtype=np.int64)
+    usable = np.array(
+        [
+            q
+            for q in range(sizes.size)
+            if sizes[q] > 1
+            and y[bounds[q] : bounds[q + 1]].min() < y[bounds[q] : bounds[q + 1]].max()
+        ],
+        dtype=np.int64,
+    )
     phi0 = np.full(n_metrics, float(initial_weight))
     if usable.size == 0:
         return phi0, {"n_queries": 0, "subsampled": False, "n_iter": 0, "converged": True}
@@ -77,9 +92,18 @@ def train_listnet(*, rng: np.random.Generator, y: np.ndarray, bounds: np.ndarray
     seg = np.repeat(np.arange(usable.size), qs)
     lab = y[rows].astype(np.float64)
     target, _ = _segment_softmax_terms(lab, starts, seg)
-    res = minimize(listnet_objective, phi0, args=(H, target, starts, seg, sign, float(l2)),
-                   jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * n_metrics,
-                   options={"maxiter": int(max_iter)})
+    res = minimize(
+        listnet_objective,
+        phi0,
+        args=(H, target, starts, seg, sign, float(l2)),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=[(0.0, None)] * n_metrics,
+        options={"maxiter": int(max_iter)},
+    )
     return np.asarray(res.x, dtype=np.float64), {
-        "n_queries": int(usable.size), "subsampled": subsampled, "n_iter": int(res.nit),
-        "converged": bool(res.success)}
+        "n_queries": int(usable.size),
+        "subsampled": subsampled,
+        "n_iter": int(res.nit),
+        "converged": bool(res.success),
+    }

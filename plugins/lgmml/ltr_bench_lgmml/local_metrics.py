@@ -25,18 +25,26 @@ from __future__ import annotations
 
 import numbers
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
+
 from ltr_bench.timing import thread_limit
 
 from .anchors import select_anchor
 from .gmml import LowRankQuadratic, gmml_lowrank
 
-__all__ = ["MetricDraw", "QuerySets", "draw_metric_samples", "fit_local_metrics",
-           "highly_relevant_threshold", "query_sets", "resolve_n_threads"]
+__all__ = [
+    "MetricDraw",
+    "QuerySets",
+    "draw_metric_samples",
+    "fit_local_metrics",
+    "highly_relevant_threshold",
+    "query_sets",
+    "resolve_n_threads",
+]
 
 
 def highly_relevant_threshold(labels: np.ndarray, rule) -> float:
@@ -80,8 +88,10 @@ class QuerySets:
                 neg = np.flatnonzero(lab < thr) + a if np.isfinite(thr) else np.zeros(0, int)
             self.pos.append(pos.astype(np.int64))
             self.neg.append(neg.astype(np.int64))
-        self.eligible = np.array([qi for qi in range(len(bounds) - 1)
-                                  if self.pos[qi].size and self.neg[qi].size], dtype=np.int64)
+        self.eligible = np.array(
+            [qi for qi in range(len(bounds) - 1) if self.pos[qi].size and self.neg[qi].size],
+            dtype=np.int64,
+        )
 
     @property
     def n_queries(self) -> int:
@@ -101,8 +111,11 @@ def resolve_n_threads(n_threads) -> int:
             return max(1, len(os.sched_getaffinity(0)))
         except (AttributeError, OSError):  # not every OS has affinity masks
             return os.cpu_count() or 1
-    if (isinstance(n_threads, numbers.Integral) and not isinstance(n_threads, bool)
-            and n_threads >= 1):
+    if (
+        isinstance(n_threads, numbers.Integral)
+        and not isinstance(n_threads, bool)
+        and n_threads >= 1
+    ):
         return int(n_threads)
     raise ValueError(f"n_threads must be an integer >= 1 or None, got {n_threads!r}")
 
@@ -117,9 +130,15 @@ class MetricDraw:
     neg: tuple[np.ndarray, ...]
 
 
-def draw_metric_samples(rng: np.random.Generator, sets: QuerySets, *, n_metrics: int,
-                        queries_per_metric: int, max_positives: int | None,
-                        max_negatives: int | None) -> list[MetricDraw]:
+def draw_metric_samples(
+    rng: np.random.Generator,
+    sets: QuerySets,
+    *,
+    n_metrics: int,
+    queries_per_metric: int,
+    max_positives: int | None,
+    max_negatives: int | None,
+) -> list[MetricDraw]:
     """Every random choice of the ``n_metrics`` local metrics, drawn up front.
 
     Order of the rng calls (kept from the sequential loop, so a seed gives the same model as
@@ -131,8 +150,7 @@ def draw_metric_samples(rng: np.random.Generator, sets: QuerySets, *, n_metrics:
     pool = sets.eligible if not fallback else np.flatnonzero(np.diff(bounds) > 0)
     draws = []
     for _ in range(n_metrics):
-        picked = np.sort(rng.choice(pool, size=min(queries_per_metric, pool.size),
-                                    replace=False))
+        picked = np.sort(rng.choice(pool, size=min(queries_per_metric, pool.size), replace=False))
         pos, neg = [], []
         for qi in picked:
             if fallback:
@@ -147,12 +165,23 @@ def draw_metric_samples(rng: np.random.Generator, sets: QuerySets, *, n_metrics:
 
 
 def fit_local_metrics(
-    *, rng: np.random.Generator, y: np.ndarray, sets: QuerySets,
+    *,
+    rng: np.random.Generator,
+    y: np.ndarray,
+    sets: QuerySets,
     rows: Callable[[np.ndarray], np.ndarray],
     query_points: Callable[[int], np.ndarray] | None,
-    n_metrics: int, queries_per_metric: int, max_positives: int, max_negatives: int,
-    reg_lambda: float, t: float, distance: str, anchor_k: int, reg_scale: str = "absolute",
-    progress: Callable[[int, int], None] | None = None, n_threads: int | None = 1,
+    n_metrics: int,
+    queries_per_metric: int,
+    max_positives: int,
+    max_negatives: int,
+    reg_lambda: float,
+    t: float,
+    distance: str,
+    anchor_k: int,
+    reg_scale: str = "absolute",
+    progress: Callable[[int, int], None] | None = None,
+    n_threads: int | None = 1,
 ) -> tuple[list[LowRankQuadratic], np.ndarray | None, np.ndarray]:
     """Learn ``n_metrics`` local metrics; returns (metrics, anchors (m, d) or None, ndcgs (m,)).
 
@@ -171,14 +200,28 @@ def fit_local_metrics(
     ``progress`` is called from this thread, in metric order.
     """
     workers = min(resolve_n_threads(n_threads), max(n_metrics, 1))
-    draws = draw_metric_samples(rng, sets, n_metrics=n_metrics,
-                                queries_per_metric=queries_per_metric,
-                                max_positives=max_positives, max_negatives=max_negatives)
+    draws = draw_metric_samples(
+        rng,
+        sets,
+        n_metrics=n_metrics,
+        queries_per_metric=queries_per_metric,
+        max_positives=max_positives,
+        max_negatives=max_negatives,
+    )
 
     def fit_one(draw: MetricDraw):
-        return _fit_metric(draw, y=y, bounds=sets.bounds, rows=rows, query_points=query_points,
-                           reg_lambda=reg_lambda, t=t, distance=distance, anchor_k=anchor_k,
-                           reg_scale=reg_scale)
+        return _fit_metric(
+            draw,
+            y=y,
+            bounds=sets.bounds,
+            rows=rows,
+            query_points=query_points,
+            reg_lambda=reg_lambda,
+            t=t,
+            distance=distance,
+            anchor_k=anchor_k,
+            reg_scale=reg_scale,
+        )
 
     results = []
     with thread_limit(1):
@@ -202,8 +245,9 @@ def fit_local_metrics(
     return metrics, A, ndcgs
 
 
-def _fit_metric(draw: MetricDraw, *, y, bounds, rows, query_points, reg_lambda, t, distance,
-                anchor_k, reg_scale):
+def _fit_metric(
+    draw: MetricDraw, *, y, bounds, rows, query_points, reg_lambda, t, distance, anchor_k, reg_scale
+):
     """One local metric from its drawn samples: ``(metric, anchor (d,) or None, ndcg)``."""
     groups, cands, qdata = [], [], []
     for qi, pos, neg in zip(draw.queries, draw.pos, draw.neg):
@@ -214,8 +258,9 @@ def _fit_metric(draw: MetricDraw, *, y, bounds, rows, query_points, reg_lambda, 
         cands.append(Xp)
         q_rows = np.arange(bounds[qi], bounds[qi + 1])
         qdata.append((rows(q_rows), y[q_rows]))
-    metric = gmml_lowrank(groups, reg_lambda=reg_lambda, t=t, distance=distance,
-                          reg_scale=reg_scale)
+    metric = gmml_lowrank(
+        groups, reg_lambda=reg_lambda, t=t, distance=distance, reg_scale=reg_scale
+    )
     if query_points is not None:
         return metric, None, np.nan
     C = np.vstack(cands)

@@ -25,13 +25,12 @@ def _gains_discounts(labels: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray
     n = labels.size
     gains = np.exp2(labels) - 1.0
     disc = 1.0 / np.log2(np.arange(2, n + 2))
-    disc[min(k, n):] = 0.0
+    disc[min(k, n) :] = 0.0
     ideal = np.sort(gains)[::-1]
     return gains, disc, float(ideal @ disc)
 
 
-def ndcg_at_k(labels: np.ndarray, scores: np.ndarray, k: int = 10, *,
-              empty: float = 0.0) -> float:
+def ndcg_at_k(labels: np.ndarray, scores: np.ndarray, k: int = 10, *, empty: float = 0.0) -> float:
     """NDCG@k of ranking ``labels`` by ``scores`` descending (ties: expected value)."""
     labels = np.asarray(labels, dtype=np.float64)
     scores = np.asarray(scores, dtype=np.float64)
@@ -50,8 +49,9 @@ def ndcg_at_k(labels: np.ndarray, scores: np.ndarray, k: int = 10, *,
     return float(mean_gain @ disc_sum / idcg)
 
 
-def ndcg_at_k_rows(labels: np.ndarray, scores: np.ndarray, k: int = 10, *,
-                   empty: float = 0.0) -> np.ndarray:
+def ndcg_at_k_rows(
+    labels: np.ndarray, scores: np.ndarray, k: int = 10, *, empty: float = 0.0
+) -> np.ndarray:
     """NDCG@k of each row of ``scores`` (n_rankings, n_docs), all ranking the same documents
     with relevance ``labels`` (n_docs,); returns (n_rankings,) float64.
 
@@ -70,8 +70,10 @@ def ndcg_at_k_rows(labels: np.ndarray, scores: np.ndarray, k: int = 10, *,
     if labels.ndim != 1:
         raise ValueError(f"labels must be 1-D (n_docs,), got shape {labels.shape}")
     if S.ndim != 2 or S.shape[1] != labels.size:
-        raise ValueError(f"scores must be 2-D (n_rankings, {labels.size}) for "
-                         f"{labels.size} labels, got shape {S.shape}")
+        raise ValueError(
+            f"scores must be 2-D (n_rankings, {labels.size}) for "
+            f"{labels.size} labels, got shape {S.shape}"
+        )
     n_rows, n = S.shape
     if n == 0 or n_rows == 0:
         return np.full(n_rows, float(empty))
@@ -89,6 +91,5 @@ def ndcg_at_k_rows(labels: np.ndarray, scores: np.ndarray, k: int = 10, *,
     disc_sum = np.add.reduceat(np.tile(disc, n_rows), starts)
     ends = np.cumsum(np.count_nonzero(new_group, axis=1))
     firsts = np.r_[0, ends[:-1]]
-    dcg = np.array([mean_gain[a:b] @ disc_sum[a:b] for a, b in zip(firsts.tolist(),
-                                                                     ends.tolist())])
+    dcg = np.array([mean_gain[a:b] @ disc_sum[a:b] for a, b in zip(firsts.tolist(), ends.tolist())])
     return dcg / idcg

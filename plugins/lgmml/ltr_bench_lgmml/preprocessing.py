@@ -30,14 +30,14 @@ class FeatureScaler:
     scale: np.ndarray
 
     @classmethod
-    def fit(cls, X: np.ndarray, kind: str, *, chunk_rows: int = 262_144) -> "FeatureScaler":
+    def fit(cls, X: np.ndarray, kind: str, *, chunk_rows: int = 262_144) -> FeatureScaler:
         n, d = X.shape
         if kind == "none":
             return cls(kind, np.zeros(d), np.ones(d))
         s1 = np.zeros(d)
         s2 = np.zeros(d)
         for start in range(0, n, chunk_rows):
-            block = np.asarray(X[start:start + chunk_rows], dtype=np.float64)
+            block = np.asarray(X[start : start + chunk_rows], dtype=np.float64)
             s1 += block.sum(axis=0)
             s2 += np.einsum("ij,ij->j", block, block)
         if kind == "l2":

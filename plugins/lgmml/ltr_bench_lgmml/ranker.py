@@ -122,8 +122,13 @@ import warnings
 import numpy as np
 
 from ltr_bench.progress import report_progress
-from ltr_bench.ranker import (BaseRanker, RankerTags, check_ranking_input,
-                              query_boundaries, split_query_document)
+from ltr_bench.ranker import (
+    BaseRanker,
+    RankerTags,
+    check_ranking_input,
+    query_boundaries,
+    split_query_document,
+)
 from ltr_bench.timing import thread_limit
 
 from .diagnostics import metric_spectra, model_summary, validation_diagnostics
@@ -155,23 +160,45 @@ class LGMMLRanker(BaseRanker):
     #: trial), and mean trailed global on OHSUMED validation (#lgmml-unseen-queries).
     #: reg_scale stays "relative": this reg_lambda range is a fraction of the pair scatter;
     #: a useful absolute lambda depends on the scaling (tiny l2-scaled pair differences).
-    SEARCH_SPACE = {"score_form": {"choices": ["rising", "positive", "eq13"]},
-                    "weight_strategy": {"choices": ["global", "uniform"]},
-                    "weight_method": {"choices": ["warp", "listnet"]},
-                    "scaling": {"choices": ["l2", "zscore"]},
-                    "n_metrics": {"low": 10, "high": 100, "log": True},
-                    "step_size": {"low": 0.005, "high": 0.5, "log": True},
-                    "reg_lambda": {"low": 0.01, "high": 10.0, "log": True}}
+    SEARCH_SPACE = {
+        "score_form": {"choices": ["rising", "positive", "eq13"]},
+        "weight_strategy": {"choices": ["global", "uniform"]},
+        "weight_method": {"choices": ["warp", "listnet"]},
+        "scaling": {"choices": ["l2", "zscore"]},
+        "n_metrics": {"low": 10, "high": 100, "log": True},
+        "step_size": {"low": 0.005, "high": 0.5, "log": True},
+        "reg_lambda": {"low": 0.01, "high": 10.0, "log": True},
+    }
 
-    def __init__(self, n_metrics=50, n_iter=None, step_size=0.05, margin=0.01,
-                 initial_weight=1.0, t=0.5, reg_lambda=0.1, reg_scale="relative",
-                 distance="paper",
-                 score_form="eq13", distance_quantile=0.99, weight_strategy="global",
-                 weight_method="warp",
-                 scaling="l2", queries_per_metric=1, max_positives=5, max_negatives=5,
-                 highly_relevant="upper_half", negatives="zero", max_rank=None, anchor_k=10,
-                 dtype="float32", memory_mb=1024, query_dim=None, random_state=None,
-                 n_threads=None):
+    def __init__(
+        self,
+        n_metrics=50,
+        n_iter=None,
+        step_size=0.05,
+        margin=0.01,
+        initial_weight=1.0,
+        t=0.5,
+        reg_lambda=0.1,
+        reg_scale="relative",
+        distance="paper",
+        score_form="eq13",
+        distance_quantile=0.99,
+        weight_strategy="global",
+        weight_method="warp",
+        scaling="l2",
+        queries_per_metric=1,
+        max_positives=5,
+        max_negatives=5,
+        highly_relevant="upper_half",
+        negatives="zero",
+        max_rank=None,
+        anchor_k=10,
+        dtype="float32",
+        memory_mb=1024,
+        query_dim=None,
+        random_state=None,
+        n_threads=None,
+    ):
         self.n_metrics = n_metrics
         self.n_iter = n_iter
         self.step_size = step_size
@@ -200,9 +227,14 @@ class LGMMLRanker(BaseRanker):
         self.n_threads = n_threads
 
     def ranker_tags(self) -> RankerTags:
-        return RankerTags(requires_qid_at_predict=False, uses_eval_set=False,
-                          deterministic=True, thread_param="n_threads",
-                          seed_param="random_state", query_dim_param="query_dim")
+        return RankerTags(
+            requires_qid_at_predict=False,
+            uses_eval_set=False,
+            deterministic=True,
+            thread_param="n_threads",
+            seed_param="random_state",
+            query_dim_param="query_dim",
+        )
 
     # ------------------------------------------------------------------ validation
     def _validate_params(self) -> None:
@@ -244,17 +276,23 @@ class LGMMLRanker(BaseRanker):
         choice("reg_scale", ("relative", "absolute"))
         choice("weight_method", ("warp", "listnet"))
         if self.weight_method == "listnet" and self.weight_strategy == "mean":
-            raise ValueError("weight_method='listnet' learns one Phi for all queries: use "
-                             "weight_strategy='global' (or 'uniform'), not 'mean'")
+            raise ValueError(
+                "weight_method='listnet' learns one Phi for all queries: use "
+                "weight_strategy='global' (or 'uniform'), not 'mean'"
+            )
         choice("scaling", SCALINGS)
         integer("queries_per_metric", 1)
         integer("max_positives", 1, none_ok=True)
         integer("max_negatives", 1, none_ok=True)
         hr = self.highly_relevant
-        if not ((isinstance(hr, str) and hr in ("upper_half", "top"))
-                or (isinstance(hr, numbers.Integral) and not isinstance(hr, bool) and hr >= 1)):
-            raise ValueError("highly_relevant must be one of ['upper_half', 'top'] or an "
-                             f"integer label >= 1, got {hr!r}")
+        if not (
+            (isinstance(hr, str) and hr in ("upper_half", "top"))
+            or (isinstance(hr, numbers.Integral) and not isinstance(hr, bool) and hr >= 1)
+        ):
+            raise ValueError(
+                "highly_relevant must be one of ['upper_half', 'top'] or an "
+                f"integer label >= 1, got {hr!r}"
+            )
         choice("negatives", ("zero", "lower"))
         integer("max_rank", 1, none_ok=True)
         integer("anchor_k", 1)
@@ -263,8 +301,9 @@ class LGMMLRanker(BaseRanker):
         integer("query_dim", 1, none_ok=True)
         integer("n_threads", 1, none_ok=True)
         rs = self.random_state
-        if rs is not None and (isinstance(rs, bool) or not isinstance(rs, numbers.Integral)
-                               or rs < 0):
+        if rs is not None and (
+            isinstance(rs, bool) or not isinstance(rs, numbers.Integral) or rs < 0
+        ):
             raise ValueError(f"random_state must be a non-negative integer or None, got {rs!r}")
 
     def _threads(self):
@@ -287,7 +326,7 @@ class LGMMLRanker(BaseRanker):
                 return scaler.transform(Xd[idx])
 
             def query_points(qi):
-                return scaler.transform(Xq[bounds[qi]:bounds[qi] + 1])[0]
+                return scaler.transform(Xq[bounds[qi] : bounds[qi] + 1])[0]
 
             sets = QuerySets(y, bounds, self.highly_relevant, self.negatives)
             n_iter = (100 * sets.n_queries) if self.n_iter is None else int(self.n_iter)
@@ -295,25 +334,33 @@ class LGMMLRanker(BaseRanker):
             total = self.n_metrics + (n_iter if needs_warp else 0)
 
             metrics, anchors, ndcgs = fit_local_metrics(
-                rng=rng, y=y, sets=sets, rows=rows,
+                rng=rng,
+                y=y,
+                sets=sets,
+                rows=rows,
                 query_points=query_points if Xq is not None else None,
-                n_metrics=self.n_metrics, queries_per_metric=self.queries_per_metric,
-                max_positives=self.max_positives, max_negatives=self.max_negatives,
-                reg_lambda=float(self.reg_lambda), t=float(self.t), distance=self.distance,
-                anchor_k=self.anchor_k, reg_scale=self.reg_scale,
+                n_metrics=self.n_metrics,
+                queries_per_metric=self.queries_per_metric,
+                max_positives=self.max_positives,
+                max_negatives=self.max_negatives,
+                reg_lambda=float(self.reg_lambda),
+                t=float(self.t),
+                distance=self.distance,
+                anchor_k=self.anchor_k,
+                reg_scale=self.reg_scale,
                 progress=lambda d, tot: report_progress(d, total, "local metrics"),
                 n_threads=self.n_threads,
             )
             score_form = self.score_form
             if score_form == "auto":
                 score_form = "rising" if Xq is not None else "positive"
-            bank = MetricBank.from_metrics(metrics, anchors, score_form,
-                                           max_rank=self.max_rank)
+            bank = MetricBank.from_metrics(metrics, anchors, score_form, max_rank=self.max_rank)
             self.metric_bank_ = bank
             self.scaler_ = scaler
             if score_form == "rising":
-                sample = np.sort(rng.choice(X.shape[0], size=min(X.shape[0], 20_000),
-                                            replace=False))
+                sample = np.sort(
+                    rng.choice(X.shape[0], size=min(X.shape[0], 20_000), replace=False)
+                )
                 Xs = scaler.transform(Xd[sample])
                 Qs = scaler.transform(Xq[sample]) if Xq is not None else None
                 bank.fit_dist_scale(Xs, Qs, float(self.distance_quantile), dtype=dtype)
@@ -322,9 +369,9 @@ class LGMMLRanker(BaseRanker):
                 out = np.empty((idx.size, bank.n_metrics))
                 step = self._chunk_rows(bank)
                 for a in range(0, idx.size, step):
-                    part = idx[a:a + step]
+                    part = idx[a : a + step]
                     Q = scaler.transform(Xq[part]) if Xq is not None else None
-                    out[a:a + step] = bank.features(scaler.transform(Xd[part]), Q, dtype=dtype)
+                    out[a : a + step] = bank.features(scaler.transform(Xd[part]), Q, dtype=dtype)
                 return out
 
             query_weights = None
@@ -338,15 +385,28 @@ class LGMMLRanker(BaseRanker):
                 # two BLAS threads in ListNet, 1.5 s with one; one run each, shared 2 cores).
                 with thread_limit(1):
                     weights, self.listnet_info_ = train_listnet(
-                        rng=rng, y=y, bounds=bounds, features=features,
-                        n_metrics=bank.n_metrics, initial_weight=float(self.initial_weight),
-                        sign=bank.sign, cache_bytes=int(self.memory_mb) << 20)
+                        rng=rng,
+                        y=y,
+                        bounds=bounds,
+                        features=features,
+                        n_metrics=bank.n_metrics,
+                        initial_weight=float(self.initial_weight),
+                        sign=bank.sign,
+                        cache_bytes=int(self.memory_mb) << 20,
+                    )
             elif needs_warp:
                 mode = "global" if self.weight_strategy == "global" else "per_query"
                 phi = train_warp(
-                    rng=rng, sets=sets, features=features, n_metrics=bank.n_metrics,
-                    n_iter=n_iter, mode=mode, initial_weight=float(self.initial_weight),
-                    step_size=self.step_size, margin=float(self.margin), sign=bank.sign,
+                    rng=rng,
+                    sets=sets,
+                    features=features,
+                    n_metrics=bank.n_metrics,
+                    n_iter=n_iter,
+                    mode=mode,
+                    initial_weight=float(self.initial_weight),
+                    step_size=self.step_size,
+                    margin=float(self.margin),
+                    sign=bank.sign,
                     cache_bytes=int(self.memory_mb) << 20,
                     progress=lambda d, tot: report_progress(self.n_metrics + d, total, "WARP"),
                 )
@@ -367,7 +427,10 @@ class LGMMLRanker(BaseRanker):
             warnings.warn(
                 "LGMMLRanker: WARP drove every weight to 0 (a constant scorer); using uniform "
                 "weights (initial_weight) instead. Try a smaller step_size or margin, another "
-                "random_state, or weight_strategy='uniform'.", RuntimeWarning, stacklevel=2)
+                "random_state, or weight_strategy='uniform'.",
+                RuntimeWarning,
+                stacklevel=2,
+            )
             weights = np.full(bank.n_metrics, float(self.initial_weight))
         self.score_form_ = score_form
         self.anchor_ndcg_ = ndcgs
@@ -375,8 +438,7 @@ class LGMMLRanker(BaseRanker):
         self.query_weights_ = query_weights
         self.n_iter_ = n_iter if needs_warp else 0
         self.n_features_in_ = X.shape[1]
-        self.metric_eig_ratio_, self.metric_reg_lambda_ = metric_spectra(metrics,
-                                                                         self.distance)
+        self.metric_eig_ratio_, self.metric_reg_lambda_ = metric_spectra(metrics, self.distance)
         self.diagnostics_ = validation_diagnostics(self, eval_set, X, bounds)
         return self
 
@@ -391,8 +453,7 @@ class LGMMLRanker(BaseRanker):
         self._check_fitted("metric_bank_", "weights_")
         info = model_summary(self)
         info.update(getattr(self, "diagnostics_", {}) or {})
-        return {k: v for k, v in info.items()
-                if not (isinstance(v, float) and not np.isfinite(v))}
+        return {k: v for k, v in info.items() if not (isinstance(v, float) and not np.isfinite(v))}
 
     def _chunk_rows(self, bank: MetricBank) -> int:
         return int(max(64, _CHUNK_BYTES // bank.bytes_per_row()))
@@ -403,8 +464,9 @@ class LGMMLRanker(BaseRanker):
         of consecutive row slices, so scoring never holds h for all rows at once (memory stays
         bounded by ``_CHUNK_BYTES``). Also streams the validation diagnostics."""
         self._check_fitted("metric_bank_", "weights_", "scaler_")
-        X, _, _ = check_ranking_input(X, None, qid, n_features=self.n_features_in_,
-                                      require_qid=False)
+        X, _, _ = check_ranking_input(
+            X, None, qid, n_features=self.n_features_in_, require_qid=False
+        )
         Xq, Xd = split_query_document(X, self.query_dim)
         dtype = np.float32 if self.dtype == "float32" else np.float64
         bank = self.metric_bank_

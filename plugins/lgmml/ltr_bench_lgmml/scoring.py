@@ -69,8 +69,13 @@ class MetricBank:
     dist_scale: np.ndarray | None = None
 
     @classmethod
-    def from_metrics(cls, metrics: list[LowRankQuadratic], anchors: np.ndarray | None,
-                     score_form: str, max_rank: int | None = None) -> "MetricBank":
+    def from_metrics(
+        cls,
+        metrics: list[LowRankQuadratic],
+        anchors: np.ndarray | None,
+        score_form: str,
+        max_rank: int | None = None,
+    ) -> MetricBank:
         """Stack ``metrics``. ``max_rank``: keep only each metric's ``max_rank`` low-rank
         components of largest |g| (an approximation; None = exact)."""
         d = metrics[0].V.shape[0]
@@ -96,13 +101,16 @@ class MetricBank:
             dist_scale=np.ones(len(metrics)),
         )
 
-    def truncated(self, max_rank: int) -> "MetricBank":
+    def truncated(self, max_rank: int) -> MetricBank:
         """A copy keeping, per metric, only the ``max_rank`` low-rank components of largest
         |g| (the same rule as ``from_metrics(..., max_rank)``; ``dist_scale`` is copied, not
         refitted). Scoring cost per document falls from O(d (m + K)) to
         O(d m (1 + max_rank)); the distances change, so the NDCG effect must be measured."""
-        if isinstance(max_rank, bool) or not isinstance(max_rank, (int, np.integer)) \
-                or max_rank < 1:
+        if (
+            isinstance(max_rank, bool)
+            or not isinstance(max_rank, (int, np.integer))
+            or max_rank < 1
+        ):
             raise ValueError(f"max_rank must be an integer >= 1, got {max_rank!r}")
         ends = np.r_[self.seg[1:], self.V.shape[1]]
         cols, seg, pos = [], [], 0
@@ -115,12 +123,15 @@ class MetricBank:
             pos += keep.size
             cols.append(keep)
         cols = np.concatenate(cols)
-        return MetricBank(alpha=self.alpha.copy(), V=np.ascontiguousarray(self.V[:, cols]),
-                          g=self.g[cols].copy(), seg=np.asarray(seg, dtype=np.int64),
-                          anchors=None if self.anchors is None else self.anchors.copy(),
-                          score_form=self.score_form,
-                          dist_scale=None if self.dist_scale is None
-                          else self.dist_scale.copy())
+        return MetricBank(
+            alpha=self.alpha.copy(),
+            V=np.ascontiguousarray(self.V[:, cols]),
+            g=self.g[cols].copy(),
+            seg=np.asarray(seg, dtype=np.int64),
+            anchors=None if self.anchors is None else self.anchors.copy(),
+            score_form=self.score_form,
+            dist_scale=None if self.dist_scale is None else self.dist_scale.copy(),
+        )
 
     @property
     def n_metrics(self) -> int:
@@ -194,14 +205,19 @@ class MetricBank:
                 Wp[:, owner * kmax + slot] = W
                 signs[owner, slot] = np.where(self.g[perm] < 0, -1.0, 1.0) * (root > 0)
                 W, run_sign, padded = Wp, signs, kmax
-            cache[key] = (np.ascontiguousarray(W.astype(dtype)),
-                          np.asarray(run_starts, dtype=np.int64),
-                          np.asarray(run_sign, dtype=dtype if padded else np.float64),
-                          np.asarray(metric_runs, dtype=np.int64), aa, padded)
+            cache[key] = (
+                np.ascontiguousarray(W.astype(dtype)),
+                np.asarray(run_starts, dtype=np.int64),
+                np.asarray(run_sign, dtype=dtype if padded else np.float64),
+                np.asarray(metric_runs, dtype=np.int64),
+                aa,
+                padded,
+            )
         return cache[key]
 
-    def sq_distances(self, Xs: np.ndarray, Q: np.ndarray | None = None, *,
-                     dtype=np.float32) -> np.ndarray:
+    def sq_distances(
+        self, Xs: np.ndarray, Q: np.ndarray | None = None, *, dtype=np.float32
+    ) -> np.ndarray:
         """Squared local distances (n, m) float64 of scaled documents ``Xs`` (n, d).
 
         Query-independent mode: to the anchors. Query-dependent (``anchors is None``): to the
@@ -243,8 +259,9 @@ class MetricBank:
         np.maximum(iso, 0.0, out=iso)
         return iso
 
-    def features(self, Xs: np.ndarray, Q: np.ndarray | None = None, *,
-                 dtype=np.float32) -> np.ndarray:
+    def features(
+        self, Xs: np.ndarray, Q: np.ndarray | None = None, *, dtype=np.float32
+    ) -> np.ndarray:
         """``h_r(p)`` (n, m) float64 such that ``f(p) = sign * h(p) @ Phi``."""
         delta = np.sqrt(self.sq_distances(Xs, Q, dtype=dtype))
         if self.score_form == "rising":
@@ -252,8 +269,9 @@ class MetricBank:
             np.minimum(delta, 1.0, out=delta)
         return g_of(delta)
 
-    def fit_dist_scale(self, Xs: np.ndarray, Q: np.ndarray | None, quantile: float, *,
-                       dtype=np.float32) -> None:
+    def fit_dist_scale(
+        self, Xs: np.ndarray, Q: np.ndarray | None, quantile: float, *, dtype=np.float32
+    ) -> None:
         """Set s_r = the ``quantile`` of delta_r over the given (training) documents."""
         delta = np.sqrt(self.sq_distances(Xs, Q, dtype=dtype))
         s = np.quantile(delta, quantile, axis=0)

@@ -25,7 +25,7 @@ iterations (iid within the chunk): a documented approximation for MSLR-sized dat
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -44,8 +44,9 @@ def rank_weight_table(n: int) -> np.ndarray:
     return np.r_[0.0, np.cumsum(1.0 / np.log2(np.arange(2, n + 2)))]
 
 
-def warp_loss(Hpos: list[np.ndarray], Hneg: list[np.ndarray], phi, sign: float,
-              margin: float) -> float:
+def warp_loss(
+    Hpos: list[np.ndarray], Hneg: list[np.ndarray], phi, sign: float, margin: float
+) -> float:
     """Eq. 14 averaged over queries: mean over positives of ``L(v(p+))`` where ``v`` counts
     negatives with ``zeta + f(p-) > f(p+)`` (the margin-violators WARP samples).
 
@@ -92,10 +93,19 @@ def _iterate(phi, P, N, rng, mu, margin, sign, table) -> None:
 
 
 def train_warp(
-    *, rng: np.random.Generator, sets: QuerySets,
-    features: Callable[[np.ndarray], np.ndarray], n_metrics: int, n_iter: int,
-    mode: str, initial_weight: float, step_size, margin: float, sign: float,
-    cache_bytes: int, progress: Callable[[int, int], None] | None = None,
+    *,
+    rng: np.random.Generator,
+    sets: QuerySets,
+    features: Callable[[np.ndarray], np.ndarray],
+    n_metrics: int,
+    n_iter: int,
+    mode: str,
+    initial_weight: float,
+    step_size,
+    margin: float,
+    sign: float,
+    cache_bytes: int,
+    progress: Callable[[int, int], None] | None = None,
 ):
     """Run WARP. Returns Phi (m,) in ``global`` mode, (n_queries, m) in ``per_query`` mode
     (rows of queries without positives or negatives keep ``initial_weight``).
@@ -134,7 +144,7 @@ def train_warp(
         else:
             # Share of the T iterations proportional to the chunk's number of queries.
             lo = (n_iter * sum(len(c) for c in chunks[:ci])) // elig.size
-            hi = (n_iter * sum(len(c) for c in chunks[:ci + 1])) // elig.size
+            hi = (n_iter * sum(len(c) for c in chunks[: ci + 1])) // elig.size
             it_idx = np.arange(lo, hi)
             chunk_seq = chunk[rng.integers(0, len(chunk), size=it_idx.size)]
         used = np.unique(chunk_seq)
@@ -145,12 +155,21 @@ def train_warp(
             for q in used:  # each query's updates touch only Phi_q: run them together
                 its = it_idx[chunk_seq == q]
                 for it in its:
-                    _iterate(phi[q], Hpos[q], Hneg[q], rng, _mu(step_size, it, nq_all),
-                             margin, sign, table)
+                    _iterate(
+                        phi[q],
+                        Hpos[q],
+                        Hneg[q],
+                        rng,
+                        _mu(step_size, it, nq_all),
+                        margin,
+                        sign,
+                        table,
+                    )
         else:
             for it, q in zip(it_idx, chunk_seq):
-                _iterate(phi, Hpos[q], Hneg[q], rng, _mu(step_size, it, nq_all),
-                         margin, sign, table)
+                _iterate(
+                    phi, Hpos[q], Hneg[q], rng, _mu(step_size, it, nq_all), margin, sign, table
+                )
         done += it_idx.size
         if progress is not None:
             progress(done, n_iter)
@@ -179,7 +198,7 @@ def _query_features(features, sets: QuerySets, used: np.ndarray):
     Hpos, Hneg, at = {}, {}, 0
     for q in used:
         a, b = sets.pos[q].size, sets.neg[q].size
-        Hpos[q] = H[at:at + a]
-        Hneg[q] = H[at + a:at + a + b]
+        Hpos[q] = H[at : at + a]
+        Hneg[q] = H[at + a : at + a + b]
         at += a + b
     return Hpos, Hneg

@@ -4,8 +4,12 @@ import numpy as np
 import pytest
 from sklearn.metrics import ndcg_score
 
-from ltr_bench_lgmml.anchors import (_candidate_ndcgs_per_candidate, candidate_ndcgs,
-                                     pairwise_sq_distances, select_anchor)
+from ltr_bench_lgmml.anchors import (
+    _candidate_ndcgs_per_candidate,
+    candidate_ndcgs,
+    pairwise_sq_distances,
+    select_anchor,
+)
 from ltr_bench_lgmml.gmml import gmml_lowrank
 
 
@@ -50,8 +54,9 @@ def _tied_anchor_problem(seed):
     X = rng.integers(0, 3, size=(80, 5)).astype(float)
     y = rng.integers(0, 4, size=80)
     pos, neg = X[y >= 2], X[y == 0]
-    metric = gmml_lowrank([(pos[:6], neg[:6])], reg_lambda=0.1, t=0.5, distance="paper",
-                          reg_scale="relative")
+    metric = gmml_lowrank(
+        [(pos[:6], neg[:6])], reg_lambda=0.1, t=0.5, distance="paper", reg_scale="relative"
+    )
     cands = np.vstack([pos[:8], pos[:3]])  # the last three repeat the first three
     queries = [(X[:30], y[:30]), (X[30:55], y[30:55]), (X[55:], np.zeros(25, dtype=int))]
     return metric, cands, queries
@@ -93,10 +98,13 @@ def _ranking_data(seed=0, n_queries=40, n_docs=25, d=8):
     return X, y, np.repeat(np.arange(n_queries), n_docs)
 
 
-@pytest.mark.parametrize("params", [{}, {"queries_per_metric": 3, "max_positives": 8,
-                                         "max_negatives": 10, "n_metrics": 30}])
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"queries_per_metric": 3, "max_positives": 8, "max_negatives": 10, "n_metrics": 30}],
+)
 def test_ranker_with_batched_anchor_search_is_bit_identical_to_the_per_candidate_loop(
-        monkeypatch, params):
+    monkeypatch, params
+):
     import ltr_bench_lgmml.anchors as anchors
     from ltr_bench_lgmml import LGMMLRanker
 

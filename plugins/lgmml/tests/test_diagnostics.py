@@ -5,8 +5,12 @@ import pytest
 
 from ltr_bench.ranker import query_boundaries
 from ltr_bench_lgmml import LGMMLRanker
-from ltr_bench_lgmml.diagnostics import (metric_spectra, model_summary, score_structure,
-                                         validation_diagnostics)
+from ltr_bench_lgmml.diagnostics import (
+    metric_spectra,
+    model_summary,
+    score_structure,
+    validation_diagnostics,
+)
 from ltr_bench_lgmml.gmml import LowRankQuadratic
 
 
@@ -68,8 +72,9 @@ def test_validation_diagnostics_without_eval_set_report_only_the_structure(fitte
 
 def test_model_summary_calls_uniform_weights_uniform_whatever_weight_method_says():
     X, y, qid = _data()
-    r = LGMMLRanker(n_metrics=4, weight_strategy="uniform", weight_method="listnet",
-                    random_state=0).fit(X, y, qid=qid)
+    r = LGMMLRanker(
+        n_metrics=4, weight_strategy="uniform", weight_method="listnet", random_state=0
+    ).fit(X, y, qid=qid)
     s = model_summary(r)
     assert s["weight_method"] == "uniform" and s["n_nonzero_weights"] == 4
     assert s["total_rank"] == r.metric_bank_.V.shape[1]

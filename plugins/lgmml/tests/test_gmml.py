@@ -41,6 +41,7 @@ def test_geodesic_point_is_symmetric_positive_definite_for_every_t():
 def test_geometric_mean_matches_scipy_matrix_power_formula():
     # Independent route: S^-1/2 (S^1/2 D S^1/2)^t S^-1/2 with scipy's fractional power.
     from scipy.linalg import fractional_matrix_power, sqrtm
+
     rng = np.random.default_rng(3)
     S, D = _spd(rng, 4), _spd(rng, 4)
     Sh = np.real(sqrtm(S))
@@ -73,8 +74,10 @@ def _pairs_from_groups(groups):
 def test_lowrank_form_equals_the_full_d_by_d_solution(t):
     # Few documents in d = 20: the span has rank 6 + 4 - 1 + 3 + 2 - 1 = 13 < 20.
     rng = np.random.default_rng(5)
-    groups = [(rng.normal(size=(6, 20)), rng.normal(size=(4, 20))),
-              (rng.normal(size=(3, 20)), rng.normal(size=(2, 20)))]
+    groups = [
+        (rng.normal(size=(6, 20)), rng.normal(size=(4, 20))),
+        (rng.normal(size=(3, 20)), rng.normal(size=(2, 20))),
+    ]
     sim, dis = _pairs_from_groups(groups)
     M = gmml(sim, dis, reg_lambda=0.1, t=t)
     maha = gmml_lowrank(groups, reg_lambda=0.1, t=t, distance="mahalanobis")
@@ -97,11 +100,13 @@ def test_lowrank_form_with_more_documents_than_dimensions_is_full_rank_and_exact
 
 
 def test_single_document_gives_isotropic_metric_lambda_power():
-    q = gmml_lowrank([(np.ones((1, 4)), np.zeros((0, 4)))], reg_lambda=0.2, t=0.5,
-                     distance="mahalanobis")
-    assert q.V.shape[1] == 0 and q.alpha == pytest.approx(0.2 ** 0.0)
-    q = gmml_lowrank([(np.ones((1, 4)), np.zeros((0, 4)))], reg_lambda=0.2, t=0.0,
-                     distance="mahalanobis")
+    q = gmml_lowrank(
+        [(np.ones((1, 4)), np.zeros((0, 4)))], reg_lambda=0.2, t=0.5, distance="mahalanobis"
+    )
+    assert q.V.shape[1] == 0 and q.alpha == pytest.approx(0.2**0.0)
+    q = gmml_lowrank(
+        [(np.ones((1, 4)), np.zeros((0, 4)))], reg_lambda=0.2, t=0.0, distance="mahalanobis"
+    )
     assert q.alpha == pytest.approx(1 / 0.2)
 
 
@@ -111,8 +116,7 @@ def test_unknown_distance_is_rejected_with_allowed_values():
 
 
 def _groups(rng, d=6, scale=1.0):
-    return [(scale * rng.normal(size=(4, d)), scale * rng.normal(size=(7, d)))
-            for _ in range(2)]
+    return [(scale * rng.normal(size=(4, d)), scale * rng.normal(size=(7, d))) for _ in range(2)]
 
 
 def test_relative_lambda_makes_the_metric_invariant_to_a_common_feature_scale():
@@ -120,12 +124,16 @@ def test_relative_lambda_makes_the_metric_invariant_to_a_common_feature_scale():
     # so at t = 1/2 the metric is unchanged. An absolute lambda does not scale with them.
     base = _groups(np.random.default_rng(5), scale=0.01)  # small, like l2-scaled features
     big = [(1000.0 * P, 1000.0 * N) for P, N in base]
-    rel = [gmml_lowrank(g, reg_lambda=0.1, reg_scale="relative", distance="mahalanobis")
-           for g in (base, big)]
+    rel = [
+        gmml_lowrank(g, reg_lambda=0.1, reg_scale="relative", distance="mahalanobis")
+        for g in (base, big)
+    ]
     assert _rel(rel[1].dense(), rel[0].dense()) < 1e-8
     assert np.isclose(rel[1].reg_lambda, 1e6 * rel[0].reg_lambda)
-    ab = [gmml_lowrank(g, reg_lambda=0.1, reg_scale="absolute", distance="mahalanobis")
-          for g in (base, big)]
+    ab = [
+        gmml_lowrank(g, reg_lambda=0.1, reg_scale="absolute", distance="mahalanobis")
+        for g in (base, big)
+    ]
     assert _rel(ab[1].dense(), ab[0].dense()) > 0.1
 
 
@@ -144,8 +152,7 @@ def test_relative_lambda_is_the_fraction_of_the_mean_scatter_eigenvalue():
 
 
 def test_eig_ratio_is_the_condition_number_of_the_dense_form():
-    q = gmml_lowrank(_groups(np.random.default_rng(7)), reg_lambda=0.05,
-                     distance="mahalanobis")
+    q = gmml_lowrank(_groups(np.random.default_rng(7)), reg_lambda=0.05, distance="mahalanobis")
     w = np.linalg.eigvalsh(q.dense())
     assert np.isclose(q.eig_ratio(), w.max() / w.min())
 

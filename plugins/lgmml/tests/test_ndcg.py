@@ -78,27 +78,33 @@ def test_rows_give_the_empty_value_without_relevant_documents_or_documents():
     S = np.arange(6.0).reshape(2, 3)
     assert np.array_equal(ndcg_at_k_rows([0, 0, 0], S), [0.0, 0.0])
     assert np.array_equal(ndcg_at_k_rows([0, 0, 0], S, empty=1.0), [1.0, 1.0])
-    assert np.array_equal(ndcg_at_k_rows(np.zeros(0), np.zeros((3, 0)), empty=0.5),
-                          [0.5] * 3)
+    assert np.array_equal(ndcg_at_k_rows(np.zeros(0), np.zeros((3, 0)), empty=0.5), [0.5] * 3)
     assert ndcg_at_k_rows([1, 0, 2], np.zeros((0, 3))).shape == (0,)
 
 
 def test_rows_hand_worked_values_best_worst_and_all_tied():
     # labels [2, 1, 0]; k = 2. Ideal DCG@2 = 3 + 1/log2(3).
     idcg = 3 + 1 / np.log2(3)
-    S = np.array([[3.0, 2.0, 1.0],    # ideal order
-                  [1.0, 2.0, 3.0],    # reversed: gains 0, 1 in the top 2
-                  [5.0, 5.0, 5.0]])   # one tie: every position gets the mean gain 4/3
+    S = np.array(
+        [
+            [3.0, 2.0, 1.0],  # ideal order
+            [1.0, 2.0, 3.0],  # reversed: gains 0, 1 in the top 2
+            [5.0, 5.0, 5.0],
+        ]
+    )  # one tie: every position gets the mean gain 4/3
     got = ndcg_at_k_rows([2, 1, 0], S, k=2)
     want = [1.0, (1 / np.log2(3)) / idcg, (4 / 3) * (1 + 1 / np.log2(3)) / idcg]
     assert got == pytest.approx(want, rel=1e-14)
 
 
-@pytest.mark.parametrize("labels, scores, match", [
-    (np.zeros((2, 3)), np.zeros((1, 3)), "labels must be 1-D"),
-    (np.zeros(3), np.zeros(3), "scores must be 2-D"),
-    (np.zeros(3), np.zeros((2, 4)), r"scores must be 2-D \(n_rankings, 3\)"),
-])
+@pytest.mark.parametrize(
+    "labels, scores, match",
+    [
+        (np.zeros((2, 3)), np.zeros((1, 3)), "labels must be 1-D"),
+        (np.zeros(3), np.zeros(3), "scores must be 2-D"),
+        (np.zeros(3), np.zeros((2, 4)), r"scores must be 2-D \(n_rankings, 3\)"),
+    ],
+)
 def test_rows_reject_shapes_that_do_not_match_with_a_value_error(labels, scores, match):
     with pytest.raises(ValueError, match=match):
         ndcg_at_k_rows(labels, scores)

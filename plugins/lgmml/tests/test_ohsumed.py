@@ -11,6 +11,7 @@ from ltr_bench_lgmml import LGMMLRanker
 
 def _load(root, part):
     from sklearn.datasets import load_svmlight_file
+
     with lzma.open(root / "OHSUMED-LETOR3-Feature-min" / "Fold1" / f"{part}.txt.xz") as f:
         X, y, qid = load_svmlight_file(f, query_id=True, n_features=45)
     return X.toarray(), y.astype(int), qid.astype(int)
@@ -23,7 +24,13 @@ def test_default_lgmml_beats_a_constant_scorer_on_ohsumed_fold1_test(shared_data
     # says little about the default.
     X, y, qid = _load(shared_data, "trainingset")
     Xt, yt, qt = _load(shared_data, "testset")
-    got = np.mean([evaluate(yt, LGMMLRanker(random_state=s).fit(X, y, qid=qid).predict(Xt),
-                            qt, "ndcg@10")["ndcg@10"] for s in range(5)])
+    got = np.mean(
+        [
+            evaluate(yt, LGMMLRanker(random_state=s).fit(X, y, qid=qid).predict(Xt), qt, "ndcg@10")[
+                "ndcg@10"
+            ]
+            for s in range(5)
+        ]
+    )
     constant = evaluate(yt, np.zeros(len(yt)), qt, "ndcg@10")["ndcg@10"]
     assert got > constant + 0.05

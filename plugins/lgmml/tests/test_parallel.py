@@ -10,8 +10,12 @@ from threadpoolctl import threadpool_info
 
 from ltr_bench.ranker import apply_run_settings
 from ltr_bench_lgmml import LGMMLRanker
-from ltr_bench_lgmml.local_metrics import (QuerySets, draw_metric_samples, fit_local_metrics,
-                                           resolve_n_threads)
+from ltr_bench_lgmml.local_metrics import (
+    QuerySets,
+    draw_metric_samples,
+    fit_local_metrics,
+    resolve_n_threads,
+)
 
 
 def _data(seed=0, n_queries=14, n_docs=20, d=6):
@@ -28,15 +32,27 @@ def _fit_metrics(n_threads, *, query_dependent=False, progress=None, seed=5):
     sets = QuerySets(y, bounds, "upper_half", "zero")
     qp = (lambda qi: X[bounds[qi]] * 0.5) if query_dependent else None
     return fit_local_metrics(
-        rng=np.random.default_rng(seed), y=y, sets=sets, rows=lambda idx: X[idx],
-        query_points=qp, n_metrics=25, queries_per_metric=2, max_positives=4,
-        max_negatives=3, reg_lambda=0.1, t=0.5, distance="paper", anchor_k=10,
-        reg_scale="relative", progress=progress, n_threads=n_threads)
+        rng=np.random.default_rng(seed),
+        y=y,
+        sets=sets,
+        rows=lambda idx: X[idx],
+        query_points=qp,
+        n_metrics=25,
+        queries_per_metric=2,
+        max_positives=4,
+        max_negatives=3,
+        reg_lambda=0.1,
+        t=0.5,
+        distance="paper",
+        anchor_k=10,
+        reg_scale="relative",
+        progress=progress,
+        n_threads=n_threads,
+    )
 
 
 @pytest.mark.parametrize("query_dependent", [False, True])
-def test_local_metrics_anchors_and_ndcgs_are_bit_identical_for_one_and_two_threads(
-        query_dependent):
+def test_local_metrics_anchors_and_ndcgs_are_bit_identical_for_one_and_two_threads(query_dependent):
     m1, a1, n1 = _fit_metrics(1, query_dependent=query_dependent)
     m2, a2, n2 = _fit_metrics(2, query_dependent=query_dependent)
     assert len(m1) == len(m2) == 25
@@ -49,12 +65,15 @@ def test_local_metrics_anchors_and_ndcgs_are_bit_identical_for_one_and_two_threa
     assert np.array_equal(n1, n2, equal_nan=True)
 
 
-@pytest.mark.parametrize("kw", [{}, {"weight_strategy": "mean", "score_form": "rising"},
-                                {"weight_method": "listnet"}])
+@pytest.mark.parametrize(
+    "kw", [{}, {"weight_strategy": "mean", "score_form": "rising"}, {"weight_method": "listnet"}]
+)
 def test_fitted_ranker_and_predictions_are_bit_identical_for_one_and_two_threads(kw):
     X, y, qid = _data(1)
-    fits = [LGMMLRanker(n_metrics=20, n_iter=300, random_state=2, n_threads=j, **kw)
-            .fit(X, y, qid=qid) for j in (1, 2)]
+    fits = [
+        LGMMLRanker(n_metrics=20, n_iter=300, random_state=2, n_threads=j, **kw).fit(X, y, qid=qid)
+        for j in (1, 2)
+    ]
     a, b = (f.metric_bank_ for f in fits)
     for name in ("alpha", "V", "g", "seg", "anchors", "dist_scale"):
         assert np.array_equal(getattr(a, name), getattr(b, name)), name
@@ -86,8 +105,9 @@ def test_draws_consume_the_random_stream_exactly_as_the_sequential_loop_did():
     bounds = np.r_[0, np.flatnonzero(np.diff(qid)) + 1, qid.size]
     sets = QuerySets(y, bounds, "upper_half", "zero")
     rng_a, rng_b = np.random.default_rng(9), np.random.default_rng(9)
-    draws = draw_metric_samples(rng_a, sets, n_metrics=30, queries_per_metric=3,
-                                max_positives=3, max_negatives=4)
+    draws = draw_metric_samples(
+        rng_a, sets, n_metrics=30, queries_per_metric=3, max_positives=3, max_negatives=4
+    )
     ref = _sequential_reference_draws(rng_b, sets, 30, 3, 3, 4)
     for draw, per_query in zip(draws, ref):
         assert draw.queries.tolist() == [qi for qi, _, _ in per_query]
@@ -120,10 +140,22 @@ def test_an_error_in_a_worker_reaches_the_caller():
         raise RuntimeError("bad rows")
 
     with pytest.raises(RuntimeError, match="bad rows"):
-        fit_local_metrics(rng=np.random.default_rng(0), y=y, sets=sets, rows=rows,
-                          query_points=None, n_metrics=6, queries_per_metric=1,
-                          max_positives=3, max_negatives=3, reg_lambda=0.1, t=0.5,
-                          distance="paper", anchor_k=10, n_threads=2)
+        fit_local_metrics(
+            rng=np.random.default_rng(0),
+            y=y,
+            sets=sets,
+            rows=rows,
+            query_points=None,
+            n_metrics=6,
+            queries_per_metric=1,
+            max_positives=3,
+            max_negatives=3,
+            reg_lambda=0.1,
+            t=0.5,
+            distance="paper",
+            anchor_k=10,
+            n_threads=2,
+        )
 
 
 @pytest.mark.parametrize("bad", [0, -1, "x", 1.5, True])
@@ -158,9 +190,13 @@ def test_the_thread_count_is_not_part_of_an_lgmml_configuration_key():
     from ltr_bench.plan import DatasetChoice, Plan, RankerChoice
 
     def cells(threads):
-        plan = Plan(rankers=[RankerChoice("lgmml", {"n_metrics": 4})],
-                    datasets=[DatasetChoice("synthetic", {})], folds=[1], seed=0,
-                    threads=threads)
+        plan = Plan(
+            rankers=[RankerChoice("lgmml", {"n_metrics": 4})],
+            datasets=[DatasetChoice("synthetic", {})],
+            folds=[1],
+            seed=0,
+            threads=threads,
+        )
         return expand_plan(plan, score_repeats=1).cells
 
     one, two = cells(1), cells(2)
@@ -179,10 +215,22 @@ def test_two_threads_fit_the_metrics_on_worker_threads_and_one_on_the_caller():
             names.add(threading.current_thread().name)
             return X[idx]
 
-        fit_local_metrics(rng=np.random.default_rng(0), y=y, sets=sets, rows=rows,
-                          query_points=None, n_metrics=8, queries_per_metric=1,
-                          max_positives=3, max_negatives=3, reg_lambda=0.1, t=0.5,
-                          distance="paper", anchor_k=10, n_threads=n_threads)
+        fit_local_metrics(
+            rng=np.random.default_rng(0),
+            y=y,
+            sets=sets,
+            rows=rows,
+            query_points=None,
+            n_metrics=8,
+            queries_per_metric=1,
+            max_positives=3,
+            max_negatives=3,
+            reg_lambda=0.1,
+            t=0.5,
+            distance="paper",
+            anchor_k=10,
+            n_threads=n_threads,
+        )
         if n_threads == 1:
             assert names == {threading.current_thread().name}
         else:
@@ -198,7 +246,11 @@ def test_listnet_weights_are_bit_identical_for_one_and_two_threads_at_blas_threa
     X = rng.normal(size=(y.size, 10))
     X[:, 0] += 0.5 * y
     qid = np.repeat(np.arange(600), 40)
-    fits = [LGMMLRanker(n_metrics=30, weight_method="listnet", random_state=0, n_threads=t)
-            .fit(X, y, qid=qid) for t in (1, 2)]
+    fits = [
+        LGMMLRanker(n_metrics=30, weight_method="listnet", random_state=0, n_threads=t).fit(
+            X, y, qid=qid
+        )
+        for t in (1, 2)
+    ]
     assert np.array_equal(fits[0].weights_, fits[1].weights_)
     assert np.array_equal(fits[0].predict(X[:2000]), fits[1].predict(X[:2000]))

@@ -27,8 +27,15 @@ def test_search_space_parses_and_names_only_ranker_parameters():
 
 
 def test_search_space_keeps_its_keys_and_adds_reg_lambda_and_weight_method():
-    assert {"score_form", "weight_strategy", "scaling", "n_metrics", "step_size",
-            "reg_lambda", "weight_method"} <= set(SPACE)
+    assert {
+        "score_form",
+        "weight_strategy",
+        "scaling",
+        "n_metrics",
+        "step_size",
+        "reg_lambda",
+        "weight_method",
+    } <= set(SPACE)
     assert SPACE["reg_lambda"]["log"] and SPACE["reg_lambda"]["low"] > 0
     assert "reg_scale" not in SPACE  # relative only: see the comment on SEARCH_SPACE
 
@@ -50,9 +57,11 @@ def test_every_choice_and_bound_of_the_space_fits_on_tiny_data(name, value):
 def test_every_weight_method_and_strategy_combination_of_the_space_is_valid():
     # tune samples parameters independently: no pair of choices may be rejected
     X, y, qid = _data()
-    for method, strategy in itertools.product(SPACE["weight_method"]["choices"],
-                                              SPACE["weight_strategy"]["choices"]):
-        r = LGMMLRanker(n_metrics=5, n_iter=40, random_state=1, weight_method=method,
-                        weight_strategy=strategy)
+    for method, strategy in itertools.product(
+        SPACE["weight_method"]["choices"], SPACE["weight_strategy"]["choices"]
+    ):
+        r = LGMMLRanker(
+            n_metrics=5, n_iter=40, random_state=1, weight_method=method, weight_strategy=strategy
+        )
         r.validate_params()
         r.fit(X, y, qid=qid)

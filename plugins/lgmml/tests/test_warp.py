@@ -37,8 +37,17 @@ def _split(H, sets):
 def test_warp_lowers_its_training_loss_and_keeps_phi_nonnegative(mode):
     y, bounds, H = _problem()
     sets = QuerySets(y, bounds, "upper_half", "zero")
-    kw = dict(sets=sets, features=lambda rows: H[rows], n_metrics=6, mode=mode,
-              initial_weight=1.0, step_size=0.1, margin=0.01, sign=-1.0, cache_bytes=1 << 20)
+    kw = dict(
+        sets=sets,
+        features=lambda rows: H[rows],
+        n_metrics=6,
+        mode=mode,
+        initial_weight=1.0,
+        step_size=0.1,
+        margin=0.01,
+        sign=-1.0,
+        cache_bytes=1 << 20,
+    )
     phi0 = train_warp(rng=np.random.default_rng(0), n_iter=0, **kw)
     phi = train_warp(rng=np.random.default_rng(3), n_iter=3000, **kw)
     Hp, Hn = _split(H, sets)
@@ -57,8 +66,17 @@ def test_chunked_global_warp_still_lowers_the_loss_when_features_do_not_fit():
         calls.append(rows.size)
         return H[rows]
 
-    kw = dict(sets=sets, features=features, n_metrics=6, mode="global", initial_weight=1.0,
-              step_size=0.1, margin=0.01, sign=-1.0, cache_bytes=3 * 20 * 6 * 8)
+    kw = dict(
+        sets=sets,
+        features=features,
+        n_metrics=6,
+        mode="global",
+        initial_weight=1.0,
+        step_size=0.1,
+        margin=0.01,
+        sign=-1.0,
+        cache_bytes=3 * 20 * 6 * 8,
+    )
     phi = train_warp(rng=np.random.default_rng(3), n_iter=3000, **kw)
     assert max(calls) <= 3 * 20  # never more than the budget's rows at once
     Hp, Hn = _split(H, sets)
@@ -67,11 +85,21 @@ def test_chunked_global_warp_still_lowers_the_loss_when_features_do_not_fit():
 
 def test_per_query_updates_only_touch_the_sampled_query_and_skip_ineligible_ones():
     y, bounds, H = _problem(n_queries=3)
-    y[bounds[2]:] = 1  # third query: no label-0 document -> no WARP update, no crash
+    y[bounds[2] :] = 1  # third query: no label-0 document -> no WARP update, no crash
     sets = QuerySets(y, bounds, "upper_half", "zero")
-    phi = train_warp(rng=np.random.default_rng(0), sets=sets, features=lambda r: H[r],
-                     n_metrics=6, n_iter=200, mode="per_query", initial_weight=1.0,
-                     step_size=0.5, margin=0.01, sign=-1.0, cache_bytes=1 << 20)
+    phi = train_warp(
+        rng=np.random.default_rng(0),
+        sets=sets,
+        features=lambda r: H[r],
+        n_metrics=6,
+        n_iter=200,
+        mode="per_query",
+        initial_weight=1.0,
+        step_size=0.5,
+        margin=0.01,
+        sign=-1.0,
+        cache_bytes=1 << 20,
+    )
     assert phi.shape == (3, 6)
     assert np.array_equal(phi[2], np.ones(6))
     assert not np.array_equal(phi[0], np.ones(6))
@@ -80,7 +108,17 @@ def test_per_query_updates_only_touch_the_sampled_query_and_skip_ineligible_ones
 def test_authors_step_size_schedule_is_accepted():
     y, bounds, H = _problem()
     sets = QuerySets(y, bounds, "upper_half", "zero")
-    phi = train_warp(rng=np.random.default_rng(0), sets=sets, features=lambda r: H[r],
-                     n_metrics=6, n_iter=100, mode="global", initial_weight=1.0,
-                     step_size="authors", margin=0.01, sign=-1.0, cache_bytes=1 << 20)
+    phi = train_warp(
+        rng=np.random.default_rng(0),
+        sets=sets,
+        features=lambda r: H[r],
+        n_metrics=6,
+        n_iter=100,
+        mode="global",
+        initial_weight=1.0,
+        step_size="authors",
+        margin=0.01,
+        sign=-1.0,
+        cache_bytes=1 << 20,
+    )
     assert np.all(np.isfinite(phi)) and phi.min() >= 0
