@@ -1,4 +1,4 @@
-"""Speed of ltr_bench.metrics.evaluate at MSLR-WEB30K test-fold scale.
+"""Speed of ltr_bench.evaluation.metrics.evaluate at MSLR-WEB30K test-fold scale.
 
 Generates 750,000 documents in 6,000 queries (labels 0-4 with MSLR-like frequencies),
 then times, median of ``--repeats`` runs:
@@ -28,7 +28,7 @@ import time
 
 import numpy as np
 
-from ltr_bench.metrics import DEFAULT_METRICS, evaluate
+from ltr_bench.evaluation.metrics import DEFAULT_METRICS, evaluate
 
 NDCG4 = ("ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10")
 

@@ -1,4 +1,4 @@
-"""Overhead of the tuning loop itself (ltr_bench.tuning.tune) as a fraction of a trial's time.
+"""Overhead of the tuning loop itself (ltr_bench.tune.study.tune) as a fraction of a trial's time.
 
 Overhead = everything a trial costs except the ranker's ``fit`` and ``predict`` on the
 validation split: the Optuna sampler (TPE) and its SQLite storage, building the ranker,
@@ -36,11 +36,11 @@ def main() -> None:
     ap.add_argument("--fold", type=int, default=1)
     args = ap.parse_args()
 
-    from ltr_bench.cells import expand_plan
-    from ltr_bench.harness import _load_fold
-    from ltr_bench.plan import DatasetChoice, Plan, RankerChoice
+    from ltr_bench.run.cells import expand_plan
+    from ltr_bench.run.harness import _load_fold
+    from ltr_bench.run.plan import DatasetChoice, Plan, RankerChoice
     from ltr_bench.registry import make_ranker
-    from ltr_bench.tuning import Budget, resolve_space, tune, tuned_cell
+    from ltr_bench.tune.study import Budget, resolve_space, tune, tuned_cell
 
     plan = Plan(
         rankers=[RankerChoice(args.ranker)],

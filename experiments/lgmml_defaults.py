@@ -161,7 +161,7 @@ def load_validation_sets(
 
 
 def _ndcg(y, s, q) -> float:
-    from ltr_bench.metrics import evaluate
+    from ltr_bench.evaluation.metrics import evaluate
 
     return float(evaluate(y, s, q, ("ndcg@10",), empty_query=0.0)["ndcg@10"])
 

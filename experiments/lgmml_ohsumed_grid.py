@@ -24,7 +24,7 @@ Steps (the test splits are never used to choose anything):
    not depend on the empty-query convention; the grid prints empty = 0.)
 2. **Test table.** NDCG@1/3/5/10 on the test splits (5-fold mean; queries without a relevant
    document scored 1, and separately 0), all through ltr-bench classes and
-   :func:`ltr_bench.metrics.evaluate`:
+   :func:`ltr_bench.evaluation.metrics.evaluate`:
 
    - ``LightGBMRanker`` (lambdarank, 500 trees, 255 leaves, lr 0.1, min_sum_hessian_in_leaf
      100, early stopping on the validation split's NDCG@10) and the same with
@@ -80,7 +80,7 @@ STRATEGIES = ("uniform", "mean", "global")
 
 def ndcgs(y, s, qid) -> np.ndarray:
     """[NDCG@1,3,5,10 with empty=1, then the same with empty=0]."""
-    from ltr_bench.metrics import evaluate
+    from ltr_bench.evaluation.metrics import evaluate
 
     one = evaluate(y, s, qid, NAMES, empty_query=1.0)
     zero = evaluate(y, s, qid, NAMES, empty_query=0.0)

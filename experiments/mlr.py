@@ -23,11 +23,11 @@ Cross-validation criterion (:class:`MLRWithCV`):
   ``wdbc``, ``gauss-*``): the points are split by stratified ``cv``-fold (shuffled with
   ``random_state``); the model is fitted on the rows among the fitting points and each
   held-out point is ranked against the fitting points; the criterion is the k-NN error with
-  k = 3 of those rankings (:func:`ltr_bench.metrics.knn_error`, the same k as the harness's
+  k = 3 of those rankings (:func:`ltr_bench.evaluation.metrics.knn_error`, the same k as the harness's
   ``knn_error``, so selection and report measure one thing). Classes are recovered from the
   labels as the connected components of the "relevant" pairs.
 * Any other data: the queries are split by ``GroupKFold``; the criterion is the held-out
-  queries' mean NDCG@10 (:func:`ltr_bench.metrics.evaluate`, empty queries = 1).
+  queries' mean NDCG@10 (:func:`ltr_bench.evaluation.metrics.evaluate`, empty queries = 1).
 
 ``fitted_info()`` adds the choice (``chosen_C``, ``chosen_lam``, ``selection_score``,
 ``selection_criterion``, ``final_fit_seconds``: the refit alone; the harness's fit time
@@ -44,8 +44,8 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from sklearn.model_selection import GroupKFold, KFold, StratifiedKFold
 
-from ltr_bench.harness import KNN_K  # select with the k the harness reports
-from ltr_bench.metrics import evaluate, knn_error
+from ltr_bench.run.harness import KNN_K  # select with the k the harness reports
+from ltr_bench.evaluation.metrics import evaluate, knn_error
 from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input
 from ltr_bench_baselines.mlr import MLRRanker, RMLRRanker
 

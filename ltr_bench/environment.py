@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from .timing import cpu_count
+from ltr_bench.timing import cpu_count
 
 __all__ = ["environment"]
 

@@ -6,8 +6,8 @@ status: :class:`UsageError` (a bad invocation: unknown name, option, parameter o
 exits 2, everything else (missing or malformed data, a broken plugin, an unusable MLflow
 store, results that cannot be compared) exits 1. The CLI has exactly one handler for them.
 
-The families live beside what raises them (:mod:`ltr_bench.plan`, :mod:`ltr_bench.registry`,
-:mod:`ltr_bench.data.errors`, :mod:`ltr_bench.tracking`, :mod:`ltr_bench.report`) and derive
+The families live beside what raises them (:mod:`ltr_bench.run.plan`, :mod:`ltr_bench.registry`,
+:mod:`ltr_bench.data.errors`, :mod:`ltr_bench.tracking`, :mod:`ltr_bench.report.tables`) and derive
 from these two classes.
 """
 

@@ -1,9 +1,14 @@
-"""Progress reporting that rankers can use without knowing who listens.
+"""What a ranker reports from inside ``fit``, without knowing who listens.
 
-A ranker calls :func:`report_progress` from inside ``fit`` (e.g. once per boosting round or
-per batch of local metrics). The harness installs a handler with :func:`progress_handler`
-for the duration of a fit; with no handler installed the call costs one context-variable
-lookup and does nothing. Plugins depend only on this function, never on the CLI.
+* :func:`report_progress` (``done`` of ``total`` steps, e.g. once per boosting round): the
+  harness installs a handler with :func:`progress_handler` for the duration of a fit and the
+  CLI shows it.
+* :func:`report_intermediate` (a validation value at a step, e.g. NDCG after round ``step``):
+  ``ltr-bench tune`` installs a handler with :func:`intermediate_handler` during a trial and
+  prunes hopeless trials (the handler raises ``optuna.TrialPruned``: let it propagate).
+
+With no handler installed each call costs one context-variable lookup and does nothing.
+Rankers and plugins depend only on these functions, never on the CLI or the tuner.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import contextvars
 from collections.abc import Callable, Iterator
 
 ProgressHandler = Callable[[int, int, str], None]
+IntermediateHandler = Callable[[int, float], None]
 
 _handler: contextvars.ContextVar[ProgressHandler | None] = contextvars.ContextVar(
     "ltr_bench_progress_handler", default=None
@@ -39,5 +45,29 @@ def progress_handler(handler: ProgressHandler | None) -> Iterator[None]:
 def current_handler() -> ProgressHandler | None:
     """The handler installed here (None: nobody listens). For work that reports on its own
     terms: it takes the handler, then silences its inner steps with ``progress_handler(None)``
-    (``ltr_bench.tuning.TuneJob`` reports trials, not each trial's boosting rounds)."""
+    (``ltr_bench.tune.study.TuneJob`` reports trials, not each trial's boosting rounds)."""
     return _handler.get()
+
+
+_intermediate: contextvars.ContextVar[IntermediateHandler | None] = contextvars.ContextVar(
+    "ltr_bench_intermediate_handler", default=None
+)
+
+
+def report_intermediate(step: int, value: float) -> None:
+    """Report a validation value at ``step`` (e.g. NDCG after boosting round ``step``) during
+    ``fit``. Outside a tuning trial: nothing. Inside one the handler may raise
+    ``optuna.TrialPruned`` to stop a hopeless trial: let it propagate out of ``fit``."""
+    handler = _intermediate.get()
+    if handler is not None:
+        handler(int(step), float(value))
+
+
+@contextlib.contextmanager
+def intermediate_handler(handler: IntermediateHandler | None) -> Iterator[None]:
+    """Install ``handler`` for :func:`report_intermediate` calls made inside the block."""
+    token = _intermediate.set(handler)
+    try:
+        yield
+    finally:
+        _intermediate.reset(token)

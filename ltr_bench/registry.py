@@ -15,7 +15,7 @@ import warnings
 from dataclasses import dataclass
 from importlib import metadata
 
-from .errors import EXIT_FAILED, UsageError
+from ltr_bench.errors import EXIT_FAILED, UsageError
 
 ENTRY_POINT_GROUP = "ltr_bench.rankers"
 

@@ -308,7 +308,7 @@ def test_a_folder_of_letor_files_is_a_dataset(cli):
 def test_progress_lines_are_throttled_when_stderr_is_not_a_terminal():
     import io
 
-    from ltr_bench.console import Console
+    from ltr_bench.cli.console import Console
 
     stream = io.StringIO()
     console = Console(stream, min_interval=60.0)

@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from ltr_bench.conventions import evaluate_profile, profile_keys
-from ltr_bench.metrics import evaluate
+from ltr_bench.evaluation.conventions import evaluate_profile, profile_keys
+from ltr_bench.evaluation.metrics import evaluate
 
 # one query, rows in file order: labels 0 2 1 0; rows 0 and 1 tie
 Y = np.array([0, 2, 1, 0])

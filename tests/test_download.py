@@ -12,7 +12,7 @@ import zipfile
 import pytest
 from click.testing import CliRunner
 
-from ltr_bench import download
+from ltr_bench.data import download
 from ltr_bench.cli import main
 from ltr_bench.data import load_fold
 

@@ -13,12 +13,12 @@ import math
 
 import pytest
 
-from ltr_bench.cells import expand_plan
-from ltr_bench.harness import run_plan
-from ltr_bench.plan import DatasetChoice, Plan, RankerChoice
 from ltr_bench.ranker import tags_of
 from ltr_bench.registry import list_rankers, make_ranker
 from ltr_bench.results import ResultStore
+from ltr_bench.run.cells import expand_plan
+from ltr_bench.run.harness import run_plan
+from ltr_bench.run.plan import DatasetChoice, Plan, RankerChoice
 
 SEED = 3
 TINY = {"n_queries": 30, "docs_per_query": 8, "n_features": 5, "n_informative": 3}

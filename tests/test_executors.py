@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ltr_bench.cells import expand_plan
 from ltr_bench.errors import UsageError
-from ltr_bench.executors import DaskExecutor, InProcessExecutor, make_executor
-from ltr_bench.harness import HarnessInterrupted, Listener, run_plan
-from ltr_bench.plan import DatasetChoice, Plan, RankerChoice
 from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input
 from ltr_bench.results import ResultStore
+from ltr_bench.run.cells import expand_plan
+from ltr_bench.run.executors import DaskExecutor, InProcessExecutor, make_executor
+from ltr_bench.run.harness import HarnessInterrupted, Listener, run_plan
+from ltr_bench.run.plan import DatasetChoice, Plan, RankerChoice
 
 pytest.importorskip("distributed")
 
@@ -276,13 +276,13 @@ def test_warm_up_imports_the_rankers_modules_on_every_worker(dask_executor):
     loaded = dask_executor.client().run(
         lambda: sorted(
             m
-            for m in ("ltr_bench.harness", "ltr_bench_baselines.gbdt", "ltr_bench_baselines.linear")
+            for m in ("ltr_bench.run.harness", "ltr_bench_baselines.gbdt", "ltr_bench_baselines.linear")
             if m in __import__("sys").modules
         )
     )
     assert len(loaded) == 2
     assert all(
-        mods == ["ltr_bench.harness", "ltr_bench_baselines.gbdt", "ltr_bench_baselines.linear"]
+        mods == ["ltr_bench.run.harness", "ltr_bench_baselines.gbdt", "ltr_bench_baselines.linear"]
         for mods in loaded.values()
     )
 
@@ -320,7 +320,7 @@ class SlowRidge(BaseRanker):
 def _tuned(rankers, storage, folds=(1,), n_trials=TUNE_BUDGET_TRIALS):
     """(tuned cells, the TuneJob for them) of ``rankers`` on TINY data, seeded TPE."""
     from ltr_bench.registry import make_ranker
-    from ltr_bench.tuning import Budget, TuneJob, resolve_space, tuned_cell
+    from ltr_bench.tune.study import Budget, TuneJob, resolve_space, tuned_cell
 
     budget = Budget(n_trials=n_trials)
     cells = expand_plan(_plan(rankers, folds=folds)).cells
@@ -367,7 +367,7 @@ def test_tuning_on_a_local_cluster_chooses_and_scores_exactly_as_in_process(
     # the workers wrote the studies: the journal holds every trial, read back here
     import optuna
 
-    from ltr_bench.tuning import open_storage
+    from ltr_bench.tune.study import open_storage
 
     storage = open_storage(remote_job.storage)
     for tc in there:
@@ -425,7 +425,7 @@ def test_a_cancelled_tuning_task_stops_its_study_before_the_next_trial(dask_exec
 
     import optuna
 
-    from ltr_bench.tuning import open_storage
+    from ltr_bench.tune.study import open_storage
 
     tcells, job = _tuned(
         (RankerChoice("test_executors:SlowRidge", {}),), tmp_path / "optuna.journal", n_trials=40
@@ -455,9 +455,9 @@ def test_a_cancelled_tuning_task_stops_its_study_before_the_next_trial(dask_exec
 def test_tune_on_dask_interrupted_keeps_finished_cells_and_the_rerun_resumes(
     dask_executor, tmp_path, monkeypatch
 ):
-    from ltr_bench.cli_tune import _tune
+    from ltr_bench.cli.tune import _tune
     from ltr_bench.errors import EXIT_INTERRUPTED, EXIT_OK
-    from ltr_bench.tuning import Budget
+    from ltr_bench.tune.study import Budget
 
     plan = _plan(REAL)
     kwargs = dict(
@@ -597,7 +597,7 @@ def test_tuning_on_dask_reports_each_cells_trials_to_the_clients_status_line(
 ):
     import re
 
-    from ltr_bench.cli_tune import _tune_remote
+    from ltr_bench.cli.tune import _tune_remote
 
     # SlowRidge (0.3 s a fit): trials often far enough apart to pass the throttle one by one
     tcells, job = _tuned(

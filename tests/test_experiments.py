@@ -12,12 +12,12 @@ from sklearn.neighbors import KNeighborsClassifier
 
 from experiments.mlr import MLRWithCV, MLRWithValidation, point_set
 from experiments.paper import EuclideanRanker
-from ltr_bench.cells import expand_plan
 from ltr_bench.data import load_fold
-from ltr_bench.harness import run_plan
-from ltr_bench.metrics import evaluate
-from ltr_bench.plan import load_plan, plan_from_dict
+from ltr_bench.evaluation.metrics import evaluate
 from ltr_bench.results import ResultStore
+from ltr_bench.run.cells import expand_plan
+from ltr_bench.run.harness import run_plan
+from ltr_bench.run.plan import load_plan, plan_from_dict
 from ltr_bench.testing import check_ranker
 
 EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
@@ -197,7 +197,7 @@ def test_gbdt_presets_experiment_scores_the_validation_split():
     value = exp.validation_ndcg("xgboost-gbrt", "auto", fold)
     assert 0.0 <= value <= 1.0
     # the same number as evaluating the ranker on the validation split by hand
-    from ltr_bench.cells import build_ranker
+    from ltr_bench.run.cells import build_ranker
 
     r = build_ranker("xgboost-gbrt", {"preset": "auto"}, seed=0, threads=1)
     r.fit(

@@ -1,4 +1,4 @@
-"""Tests for ltr_bench.metric_keys: the metric table and the one metric-key type.
+"""Tests for ltr_bench.evaluation.metric_keys: the metric table and the one metric-key type.
 
 Expected spellings are written out literally here, not derived from the module, so a change
 of the grammar has to change these tests too.
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from ltr_bench import metric_keys
-from ltr_bench.metrics import (
+from ltr_bench.evaluation import metric_keys
+from ltr_bench.evaluation.metrics import (
     CONVENTIONS,
     DEFAULT_METRICS,
     METRIC_TABLE,

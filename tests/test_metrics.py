@@ -1,4 +1,4 @@
-"""Tests for ltr_bench.metrics.
+"""Tests for ltr_bench.evaluation.metrics.
 
 Expected values are written as formulas (hand-worked), or come from an independent
 implementation: plain-Python per-query definitions averaged over every ordering of tied
@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 
-from ltr_bench.metrics import (
+from ltr_bench.evaluation.metrics import (
     CONVENTIONS,
     DEFAULT_METRICS,
     evaluate,
@@ -640,7 +640,7 @@ def test_bad_input_raises_value_error_saying_what_is_wrong(y, s, q, message):
 
 
 def test_knn_error_counts_queries_whose_top_k_majority_class_differs():
-    from ltr_bench.metrics import knn_error
+    from ltr_bench.evaluation.metrics import knn_error
 
     # query 1 (class 0): top-3 classes 0,0,1 -> 0 correct; query 2 (class 1): top-3 0,0,1 -> wrong
     qid = np.array([1] * 4 + [2] * 4)
@@ -656,7 +656,7 @@ def test_knn_error_counts_queries_whose_top_k_majority_class_differs():
 
 
 def test_knn_error_tied_vote_goes_to_the_class_ranked_first():
-    from ltr_bench.metrics import knn_error
+    from ltr_bench.evaluation.metrics import knn_error
 
     qid = np.zeros(4, dtype=int)
     doc_class = np.array([2, 1, 1, 2])
@@ -668,7 +668,7 @@ def test_knn_error_tied_vote_goes_to_the_class_ranked_first():
 def test_knn_error_matches_sklearn_kneighbors_classifier_on_euclidean_scores():
     from sklearn.neighbors import KNeighborsClassifier
 
-    from ltr_bench.metrics import knn_error
+    from ltr_bench.evaluation.metrics import knn_error
 
     # two classes and odd k: a vote can never tie, so both classifiers must agree exactly
     rng = np.random.default_rng(3)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ltr_bench.plan import (
+from ltr_bench.run.plan import (
     DatasetChoice,
     PlanError,
     RankerChoice,
@@ -200,7 +200,7 @@ def test_bad_seed_lists_are_rejected(doc, match):
 
 
 def test_seed_count_and_list_parse_from_the_command_line():
-    from ltr_bench.plan import parse_seeds
+    from ltr_bench.run.plan import parse_seeds
 
     assert parse_seeds("3") == (0, 1, 2) and parse_seeds("4,7") == (4, 7)
     with pytest.raises(PlanError, match="--seeds"):
@@ -222,7 +222,7 @@ def test_structured_values_from_the_command_line_become_dicts(text, value):
 
 
 def test_run_ranker_list_keeps_commas_inside_a_labels_brackets(tmp_path):
-    from ltr_bench.plan_options import CommandLine, build_plan
+    from ltr_bench.run.plan_options import CommandLine, build_plan
 
     plan_file = tmp_path / "plan.toml"
     plan_file.write_text(
@@ -241,7 +241,7 @@ def test_run_ranker_list_keeps_commas_inside_a_labels_brackets(tmp_path):
 
 def test_run_ranker_list_with_an_unclosed_bracket_is_a_usage_error_naming_the_option():
     from ltr_bench.errors import UsageError
-    from ltr_bench.plan_options import CommandLine, build_plan
+    from ltr_bench.run.plan_options import CommandLine, build_plan
 
     with pytest.raises(UsageError, match=r"^--ranker lightgbm\[num_leaves=63: 1 '\[' not"):
         build_plan(CommandLine(rankers=("lightgbm[num_leaves=63",)))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ltr_bench import plots
-from ltr_bench.report import build_report
+from ltr_bench.report import plots
+from ltr_bench.report.tables import build_report
 from ltr_bench.results import ResultRecord
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

@@ -609,7 +609,7 @@ def test_damaged_cache_entry_is_reparsed_and_gives_the_numbers_of_the_clean_data
 
 
 def test_full_disk_mid_run_stops_cleanly_and_keeps_the_saved_cells(env, monkeypatch):
-    import ltr_bench.results as results
+    import ltr_bench.results.store as results  # where the store looks the writer up
 
     real = results.atomic_write_text
     calls = {"n": 0}
@@ -702,10 +702,10 @@ def test_full_disk_for_results_fails_before_any_fit(env, tiny_tmpfs):
 
 
 def test_a_cell_claimed_by_another_process_is_waited_for_and_not_computed_twice(env, tmp_path):
-    from ltr_bench.cells import expand_plan
-    from ltr_bench.harness import run_cell, run_plan
-    from ltr_bench.plan_options import CommandLine, build_plan
     from ltr_bench.results import ResultStore
+    from ltr_bench.run.cells import expand_plan
+    from ltr_bench.run.harness import run_cell, run_plan
+    from ltr_bench.run.plan_options import CommandLine, build_plan
 
     plan = build_plan(CommandLine(rankers=(FAKE,), datasets=(str(env.data),)))
     expanded = expand_plan(plan)

@@ -18,11 +18,11 @@ import pytest
 from click.testing import CliRunner
 
 from ltr_bench.cli import main
-from ltr_bench.cli_report import report_command
-from ltr_bench.report import ReportError, build_report
-from ltr_bench.report_format import format_report
+from ltr_bench.cli.report import report_command
+from ltr_bench.evaluation.stats import holm
+from ltr_bench.report.tables import ReportError, build_report
+from ltr_bench.report.text import format_report
 from ltr_bench.results import ResultRecord, ResultStore
-from ltr_bench.stats import holm
 from ltr_bench.tracking import default_tracking_uri, fetch_fold_results
 
 TINY = [
@@ -283,8 +283,8 @@ def test_every_format_parses(ctx, fmt):
 
 
 def test_report_never_retrains(ctx, monkeypatch):
-    import ltr_bench.harness as harness
     import ltr_bench.registry as registry
+    import ltr_bench.run.harness as harness
 
     def boom(*a, **k):
         raise AssertionError("report must not fit anything")
@@ -446,7 +446,7 @@ def _labelled_runs(labels: list[str], folds: int = 2) -> list[ResultRecord]:
 
 
 def test_label_sort_key_orders_numbers_by_value_including_decimals_and_signs():
-    from ltr_bench.labels import label_sort_key
+    from ltr_bench.results.labels import label_sort_key
 
     shuffled = [NATURAL[i] for i in (2, 7, 0, 4, 6, 1, 5, 3)]
     assert sorted(shuffled, key=label_sort_key) == NATURAL
@@ -516,7 +516,7 @@ def test_ranker_selection_by_name_lists_its_labelled_rows_in_natural_order():
 
 
 def test_split_names_keeps_commas_inside_brackets():
-    from ltr_bench.labels import split_names
+    from ltr_bench.results.labels import split_names
 
     assert split_names(
         ("lightgbm[num_leaves=63,learning_rate=0.05], lgmml", "xgboost,lgmml[dims=[1,2],k=3]"),
@@ -534,7 +534,7 @@ def test_split_names_keeps_commas_inside_brackets():
 )
 def test_split_names_refuses_unbalanced_brackets_naming_the_option(text, message):
     from ltr_bench.errors import UsageError
-    from ltr_bench.labels import split_names
+    from ltr_bench.results.labels import split_names
 
     with pytest.raises(UsageError, match="^--ranker ") as info:
         split_names((text,), option="--ranker")

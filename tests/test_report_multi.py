@@ -1,4 +1,4 @@
-"""ltr_bench.report_multi: Friedman and Nemenyi over datasets, the critical-difference
+"""ltr_bench.report.multi: Friedman and Nemenyi over datasets, the critical-difference
 diagram, and `ltr-bench report --dataset a,b,c`."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from scipy.stats import friedmanchisquare
 
-from ltr_bench.report import Report, ReportError, Row, Stat
-from ltr_bench.report_multi import (
+from ltr_bench.report.multi import (
     build_multi_report,
     critical_difference,
     format_multi,
     plot_cd_diagram,
 )
+from ltr_bench.report.tables import Report, ReportError, Row, Stat
 
 
 def _report(dataset: str, values: dict[str, float]) -> Report:
@@ -153,7 +153,7 @@ def test_critical_difference_matches_demsar_table_for_k_5():
 
 
 def test_pareto_front_keeps_only_undominated_points():
-    from ltr_bench.plots import pareto_front
+    from ltr_bench.report.plots import pareto_front
 
     pts = [(1.0, 0.5), (2.0, 0.4), (3.0, 0.7), (0.5, 0.3), (3.0, 0.6)]
     assert pareto_front(pts) == [3, 0, 2]

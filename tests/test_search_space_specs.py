@@ -1,4 +1,4 @@
-"""ltr_bench.search_space: spec forms, their checks, declared spaces and plan overrides.
+"""ltr_bench.tune.search_space: spec forms, their checks, declared spaces and plan overrides.
 
 (Named ..._specs so its module name differs from plugins/lgmml/tests/test_search_space.py:
 both test folders are collected in one session without __init__.py files.)"""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from ltr_bench.registry import make_ranker
-from ltr_bench.search_space import (
+from ltr_bench.tune.search_space import (
     SearchSpaceError,
     parse_spec,
     resolve_space,
@@ -128,7 +128,8 @@ def test_suggest_draws_each_kind_inside_its_distribution_and_records_it():
 
 
 def test_the_search_space_names_are_still_importable_from_ltr_bench_tuning():
-    from ltr_bench import search_space, tuning
+    from ltr_bench.tune import search_space
+    from ltr_bench.tune import study as tuning
 
     for name in ("SearchSpaceError", "parse_spec", "resolve_space", "search_space_of"):
         assert getattr(tuning, name) is getattr(search_space, name), name

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from ltr_bench.stats import holm, paired_pvalues
+from ltr_bench.evaluation.stats import holm, paired_pvalues
 
 
 def test_holm_matches_the_hand_worked_example():

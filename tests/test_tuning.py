@@ -1,5 +1,5 @@
-"""ltr_bench.tuning and `ltr-bench tune`: validation-only tuning, equal budget, resume,
-search-space checks; sweeps (ltr_bench.plan)."""
+"""ltr_bench.tune.study and `ltr-bench tune`: validation-only tuning, equal budget, resume,
+search-space checks; sweeps (ltr_bench.run.plan)."""
 
 from __future__ import annotations
 
@@ -15,15 +15,16 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from ltr_bench.cells import expand_plan
 from ltr_bench.cli import main
 from ltr_bench.folds import fingerprint_arrays
-from ltr_bench.harness import _load_fold
-from ltr_bench.plan import DatasetChoice, Plan, PlanError, RankerChoice, plan_from_dict
-from ltr_bench.plan_options import CommandLine, build_plan
+from ltr_bench.progress import intermediate_handler, report_intermediate
 from ltr_bench.ranker import BaseRanker, check_ranking_input
-from ltr_bench.search_space import resolve_space
-from ltr_bench.tuning import Budget, report_intermediate, tune, tuned_cell, tuning_split
+from ltr_bench.run.cells import expand_plan
+from ltr_bench.run.harness import _load_fold
+from ltr_bench.run.plan import DatasetChoice, Plan, PlanError, RankerChoice, plan_from_dict
+from ltr_bench.run.plan_options import CommandLine, build_plan
+from ltr_bench.tune.search_space import resolve_space
+from ltr_bench.tune.study import Budget, trial_reporter, tune, tuned_cell, tuning_split
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -284,15 +285,9 @@ def test_report_intermediate_does_nothing_outside_a_trial_and_prunes_inside():
     study = optuna.create_study(
         direction="maximize", pruner=optuna.pruners.ThresholdPruner(lower=0.9)
     )
-    from ltr_bench import tuning
-
     trial = study.ask()
-    token = tuning._TRIAL.set(trial)
-    try:
-        with pytest.raises(optuna.TrialPruned):
-            report_intermediate(10, 0.1)
-    finally:
-        tuning._TRIAL.reset(token)
+    with intermediate_handler(trial_reporter(trial)), pytest.raises(optuna.TrialPruned):
+        report_intermediate(10, 0.1)
 
 
 # ------------------------------------------ search spaces in the command (the specs
@@ -354,7 +349,7 @@ def test_a_sweep_of_list_valued_parameters_and_from_a_toml_plan():
         "sweep": {"lightgbm": {"num_leaves": [7, 31, 127]}},
     }
     p = plan_from_dict(doc, source="plan.toml")
-    from ltr_bench.plan import expand_sweeps
+    from ltr_bench.run.plan import expand_sweeps
 
     assert [r.display for r in expand_sweeps(p).rankers] == [
         "lightgbm[num_leaves=7]",
@@ -438,8 +433,8 @@ class FailingRanker(RecordingRanker):
 def test_tune_cell_turns_a_load_error_and_a_study_without_a_completed_trial_into_failed_records(
     tmp_path, monkeypatch
 ):
-    from ltr_bench import harness
-    from ltr_bench.tuning import TunedCell, tune_cell
+    from ltr_bench.run import harness
+    from ltr_bench.tune.study import TunedCell, tune_cell
 
     cell, fold = _cell()
     space = resolve_space("r", RecordingRanker())
@@ -478,7 +473,7 @@ def test_tune_cell_turns_a_load_error_and_a_study_without_a_completed_trial_into
 def test_a_tune_job_survives_pickling_and_runs_the_same_unit(tmp_path):
     import pickle
 
-    from ltr_bench.tuning import TuneJob, tune_cell
+    from ltr_bench.tune.study import TuneJob, tune_cell
 
     cell, fold = _cell()
     space = resolve_space("r", RecordingRanker())
@@ -644,7 +639,7 @@ def test_a_tune_job_reports_each_finished_trial_to_the_installed_handler_not_the
     import re
 
     from ltr_bench.progress import progress_handler
-    from ltr_bench.tuning import TuneJob
+    from ltr_bench.tune.study import TuneJob
 
     cell, _ = _cell(ranker=f"{__name__}:ChattyRanker")
     space = resolve_space("r", RecordingRanker())

@@ -16,9 +16,15 @@ validation), :mod:`.cache` (memory-mapped cache), :mod:`.generated` (``synthetic
 ``gauss-*``), :mod:`.qbe` (``wine``, ``wdbc``), :mod:`.loading` (``load_fold`` and friends).
 """
 
-from .errors import DataError, DatasetNotFoundError, DataWarning, UnknownDatasetError
-from .loading import available_folds, dataset_identity, dataset_present, load_fold
-from .specs import DatasetSpec, get_spec, list_datasets, resolve_cache_dir, resolve_data_dir
+from ltr_bench.data.errors import DataError, DatasetNotFoundError, DataWarning, UnknownDatasetError
+from ltr_bench.data.loading import available_folds, dataset_identity, dataset_present, load_fold
+from ltr_bench.data.specs import (
+    DatasetSpec,
+    get_spec,
+    list_datasets,
+    resolve_cache_dir,
+    resolve_data_dir,
+)
 
 __all__ = [
     "DataError",

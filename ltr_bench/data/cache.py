@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import DataWarning
+from ltr_bench.data.errors import DataWarning
 
 __all__ = [
     "CACHE_VERSION",

@@ -8,7 +8,7 @@ wrong and how to fix it.
 
 from __future__ import annotations
 
-from ..errors import LtrBenchError, UsageError
+from ltr_bench.errors import LtrBenchError, UsageError
 
 __all__ = ["DataError", "DataWarning", "DatasetNotFoundError", "UnknownDatasetError"]
 

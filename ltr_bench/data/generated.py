@@ -65,8 +65,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..folds import Fold, Split, fingerprint_arrays
-from .cache import cache_key, load_entry, write_entry
+from ltr_bench.data.cache import cache_key, load_entry, write_entry
+from ltr_bench.folds import Fold, Split, fingerprint_arrays
 
 __all__ = [
     "CACHE_MIN_CELLS",
@@ -97,7 +97,7 @@ def _rng(seed: int, *stream: int) -> np.random.Generator:
 
 
 def _check_synthetic(opts: dict) -> None:
-    from .errors import DataError
+    from ltr_bench.data.errors import DataError
 
     if opts["n_queries"] < 5:
         raise DataError(
@@ -331,7 +331,7 @@ def gauss_points(opts: dict, seed: int) -> tuple[np.ndarray, np.ndarray]:
     from scipy.spatial.distance import pdist
     from scipy.stats import chi2
 
-    from .errors import DataError
+    from ltr_bench.data.errors import DataError
 
     c, m, d = int(opts["n_classes"]), int(opts["n_per_class"]), int(opts["n_features"])
     if c < 2 or m < 2 or d < 1:
@@ -349,7 +349,7 @@ def gauss_points(opts: dict, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 def gauss_fold(name: str, opts: dict, seed: int, fold: int) -> Fold:
     """Fold ``fold`` of ``gauss-*``: query-by-example rows over the Gaussian class points."""
-    from .qbe import qbe_fold
+    from ltr_bench.data.qbe import qbe_fold
 
     X, classes = gauss_points(opts, seed)
     return qbe_fold(

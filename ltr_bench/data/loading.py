@@ -26,12 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..folds import Fold, Split, fingerprint_arrays
-from ..progress import report_progress
-from .cache import cache_key, file_sha256, load_entry, source_signature, write_entry
-from .errors import DataError, DatasetNotFoundError, DataWarning
-from .reader import read_letor_file
-from .specs import (
+from ltr_bench.data.cache import cache_key, file_sha256, load_entry, source_signature, write_entry
+from ltr_bench.data.errors import DataError, DatasetNotFoundError, DataWarning
+from ltr_bench.data.reader import read_letor_file
+from ltr_bench.data.specs import (
     _SPECS,
     COMPRESSION_SUFFIXES,
     DatasetSpec,
@@ -39,6 +37,8 @@ from .specs import (
     resolve_cache_dir,
     resolve_data_dir,
 )
+from ltr_bench.folds import Fold, Split, fingerprint_arrays
+from ltr_bench.progress import report_progress
 
 __all__ = ["available_folds", "dataset_identity", "dataset_present", "load_fold"]
 
@@ -612,7 +612,7 @@ def load_fold(
     if spec.kind == "generated":
         if not 1 <= fold <= 5:
             raise DataError(f"dataset {spec.name!r} has folds 1..5, not {fold}.")
-        from .generated import synthetic_fold
+        from ltr_bench.data.generated import synthetic_fold
 
         return synthetic_fold(
             opts,
@@ -627,10 +627,10 @@ def load_fold(
     if not 0.0 < float(opts["test_size"]) < 1.0:
         raise DataError(f"option test_size={opts['test_size']} must be between 0 and 1.")
     if spec.name.startswith("gauss-"):
-        from .generated import gauss_fold
+        from ltr_bench.data.generated import gauss_fold
 
         return gauss_fold(spec.name, opts, int(seed), fold)
-    from .qbe import load_qbe_points, qbe_fold
+    from ltr_bench.data.qbe import load_qbe_points, qbe_fold
 
     X, classes = load_qbe_points(spec.name)
     return qbe_fold(

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..folds import Fold, Split
+from ltr_bench.folds import Fold, Split
 
 __all__ = ["load_qbe_points", "qbe_fold", "qbe_rows"]
 

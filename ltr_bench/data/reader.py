@@ -43,7 +43,7 @@ from typing import BinaryIO
 import numpy as np
 from sklearn.datasets import load_svmlight_file
 
-from .errors import DataError, DataWarning
+from ltr_bench.data.errors import DataError, DataWarning
 
 __all__ = [
     "BLOCK_BYTES",

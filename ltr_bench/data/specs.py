@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import UnknownDatasetError
+from ltr_bench.data.errors import UnknownDatasetError
 
 __all__ = [
     "COMPRESSION_SUFFIXES",

@@ -5,12 +5,16 @@
   :class:`MlflowListener` is the logging policy during a run (a harness listener).
 * :mod:`.reader`: :func:`fetch_fold_results` reads records back for the report.
 
-It depends on :mod:`ltr_bench.results` and :mod:`ltr_bench.metrics`, never on the harness,
+It depends on :mod:`ltr_bench.results` and :mod:`ltr_bench.evaluation.metrics`, never on the harness,
 and it never writes the local results store.
 """
 
-from .reader import fetch_fold_results, list_datasets_in_store, log_parent_artifacts
-from .store import (
+from ltr_bench.tracking.reader import (
+    fetch_fold_results,
+    list_datasets_in_store,
+    log_parent_artifacts,
+)
+from ltr_bench.tracking.store import (
     NoResultsError,
     TrackingError,
     artifact_root_for,
@@ -20,7 +24,7 @@ from .store import (
     resolve_tracking_uri,
     sqlite_path,
 )
-from .writer import MlflowListener, Tracker
+from ltr_bench.tracking.writer import MlflowListener, Tracker
 
 __all__ = [
     "MlflowListener",

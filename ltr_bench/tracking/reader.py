@@ -14,8 +14,8 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..results import ResultRecord, read_per_query_csv
-from .store import (
+from ltr_bench.results import ResultRecord, read_per_query_csv
+from ltr_bench.tracking.store import (
     EXPERIMENT_PREFIX,
     NoResultsError,
     TrackingError,
@@ -25,7 +25,7 @@ from .store import (
     resolve_tracking_uri,
     sqlite_path,
 )
-from .writer import PER_QUERY_ARTIFACT, RECORD_ARTIFACT, TAG_ROLE
+from ltr_bench.tracking.writer import PER_QUERY_ARTIFACT, RECORD_ARTIFACT, TAG_ROLE
 
 __all__ = ["fetch_fold_results", "list_datasets_in_store", "log_parent_artifacts"]
 

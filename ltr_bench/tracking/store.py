@@ -27,7 +27,7 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
-from ..errors import LtrBenchError, UsageError
+from ltr_bench.errors import LtrBenchError, UsageError
 
 __all__ = [
     "EXPERIMENT_PREFIX",
@@ -127,10 +127,10 @@ def artifact_root_for(uri: str) -> str | None:
 def mlflow_metric_key(name: str) -> str:
     """The MLflow key of a record's metric or measure name (MLflow rejects ``@``).
 
-    Metric names go through :class:`ltr_bench.metrics.MetricKey` when they parse as one;
+    Metric names go through :class:`ltr_bench.evaluation.metrics.MetricKey` when they parse as one;
     other names (``fit_seconds``, ``knn_error``, ``model.n_trees``) keep their characters
     MLflow accepts and get ``_`` for the others."""
-    from ..metrics import metric_key_or_none
+    from ltr_bench.evaluation.metrics import metric_key_or_none
 
     key = metric_key_or_none(name)
     if key is not None:

@@ -1,6 +1,6 @@
 """Tuning trials as MLflow runs: children of the tuned configuration's parent run.
 
-Layout: each finished Optuna trial of a tuned cell (:mod:`ltr_bench.tuning`) becomes one run
+Layout: each finished Optuna trial of a tuned cell (:mod:`ltr_bench.tune.study`) becomes one run
 nested under the parent run of the tuned record (``mlflow.parentRunId``), tagged
 ``ltr_bench_role = "trial"`` (so :func:`~ltr_bench.tracking.fetch_fold_results`, which reads
 ``"fold"`` runs, never mistakes a trial for a result), with the trial's parameters as params,
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..results import ResultRecord
-from .store import TrackingError, mlflow_metric_key
-from .writer import TAG_ROLE, Tracker, param_text
+from ltr_bench.results import ResultRecord
+from ltr_bench.tracking.store import TrackingError, mlflow_metric_key
+from ltr_bench.tracking.writer import TAG_ROLE, Tracker, param_text
 
 __all__ = ["log_trials"]
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 
-from .store import mlflow_metric_key
+from ltr_bench.tracking.store import mlflow_metric_key
 
 __all__ = ["COLUMNS", "PATH", "create_app", "page_html"]
 

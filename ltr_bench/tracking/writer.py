@@ -16,7 +16,7 @@ Nested run content
     of ``model_info`` as ``model.<name>``. params: every resolved hyper-parameter, ``seed``,
     ``dataset``, ``fold``, dataset options (``dataset_option.<name>``). tags: ``ranker``,
     ``label``, versions, fingerprints, threads, conventions (from
-    :data:`ltr_bench.metrics.CONVENTIONS`), environment, warnings, the keys. artifacts:
+    :data:`ltr_bench.evaluation.metrics.CONVENTIONS`), environment, warnings, the keys. artifacts:
     ``record.json`` (the whole :class:`~ltr_bench.results.ResultRecord`, which
     :func:`~ltr_bench.tracking.fetch_fold_results` reads back), ``config.json`` (the cell's
     resolved configuration and the invocation's plan) and ``per_query_metrics.csv``.
@@ -38,8 +38,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from ..results import ResultRecord, aggregate, per_query_csv
-from .store import (
+from ltr_bench.results import ResultRecord, aggregate, per_query_csv
+from ltr_bench.tracking.store import (
     TrackingError,
     artifact_root_for,
     experiment_name,
@@ -114,7 +114,7 @@ def _record_values(record: ResultRecord) -> dict[str, float]:
 
 def _parent_note(records: list[ResultRecord], stats) -> str:
     """Markdown for a parent run's Description: what it is and its fold means."""
-    from ..metrics import metric_display
+    from ltr_bench.evaluation.metrics import metric_display
 
     first = records[0]
     units = sorted({(r.fold, r.seed) for r in records})
@@ -336,7 +336,7 @@ class Tracker:
     def _fold_tags(self, parent: str, record: ResultRecord) -> dict[str, str]:
         from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
-        from ..metrics import CONVENTIONS
+        from ltr_bench.evaluation.metrics import CONVENTIONS
 
         env = record.environment or {}
         tags: dict[str, str] = {

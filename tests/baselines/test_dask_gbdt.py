@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ltr_bench.data import load_fold
-from ltr_bench.metrics import evaluate
+from ltr_bench.evaluation.metrics import evaluate
 from ltr_bench.ranker import query_boundaries
 from ltr_bench.testing import parametrize_with_checks
 from ltr_bench_baselines.dask_gbdt import (

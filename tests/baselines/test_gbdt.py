@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from ltr_bench.metrics import evaluate
+from ltr_bench.evaluation.metrics import evaluate
 from ltr_bench.progress import progress_handler
 from ltr_bench.ranker import RankerInputError, RankerTags, query_boundaries
 from ltr_bench.registry import load_ranker_class
@@ -370,7 +370,7 @@ XGB_CLASSES = [XGBoostGBRTRanker, XGBoostLambdaMARTRanker]
 
 
 class _PruneFromStep:
-    """A stand-in for an Optuna trial (what ``ltr_bench.tuning._TRIAL`` holds): records every
+    """A stand-in for an Optuna trial (what :func:`ltr_bench.tune.study.trial_reporter` reports to): records every
     reported (step, value) and asks to prune once a step reaches ``step``."""
 
     def __init__(self, step):
@@ -384,20 +384,18 @@ class _PruneFromStep:
 
 
 def _in_trial(trial, fn):
-    from ltr_bench import tuning
+    from ltr_bench.progress import intermediate_handler
+    from ltr_bench.tune.study import trial_reporter
 
-    token = tuning._TRIAL.set(trial)
-    try:
+    with intermediate_handler(trial_reporter(trial)):
         return fn()
-    finally:
-        tuning._TRIAL.reset(token)
 
 
 @pytest.mark.parametrize("cls", XGB_CLASSES, ids=lambda c: c.__name__)
 def test_xgboost_reports_the_validation_curve_and_a_pruned_trial_leaves_fit(cls):
     import optuna
 
-    from ltr_bench.tuning import REPORT_EVERY
+    from ltr_bench.tune.study import REPORT_EVERY
 
     X, y, qid = ranking_data(5, 40)
     val = ranking_data(6, 30)

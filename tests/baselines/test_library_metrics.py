@@ -5,7 +5,7 @@ The libraries evaluate given scores here without learning anything: the scores g
 exceeds the rows, so every document gets the same offset) or ``base_margin`` (XGBoost, one
 round with ``eta=0``), and the metric of round 1 is read from ``evals_result``.
 
-Documented differences (README, "Metric conventions"; ``ltr_bench.metrics``):
+Documented differences (README, "Metric conventions"; ``ltr_bench.evaluation.metrics``):
 * ties: the libraries rank tied documents in file order, we take the expected value over
   all orderings of the tied documents;
 * XGBoost's ``map`` without a cutoff is ``map@32`` (XGBoost >= 2), whose AP divides by
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ltr_bench.metrics import evaluate
+from ltr_bench.evaluation.metrics import evaluate
 
 
 def xgboost_metrics(y, scores, sizes, metrics):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.optimize import check_grad
 
-from ltr_bench.metrics import evaluate
+from ltr_bench.evaluation.metrics import evaluate
 from ltr_bench.ranker import RankerTags, query_boundaries
 from ltr_bench.registry import load_ranker_class
 from ltr_bench.testing import make_check_data, parametrize_with_checks

@@ -140,7 +140,7 @@ def validation_diagnostics(
     the score structure on ``eval_set = (X, y, qid)`` -- or on the training rows ``X_train``
     with query bounds ``train_bounds`` when ``eval_set`` is None -- and, with ``eval_set``
     only, the validation NDCG@10 entries. ``fit`` stores the result as ``diagnostics_``."""
-    from ltr_bench.metrics import evaluate  # the metrics stack is only needed here
+    from ltr_bench.evaluation.metrics import evaluate  # the metrics stack is only needed here
 
     if eval_set is not None:
         Xv, yv, qv = check_ranking_input(*eval_set, n_features=ranker.n_features_in_)

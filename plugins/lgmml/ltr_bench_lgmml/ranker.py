@@ -155,7 +155,7 @@ class LGMMLRanker(BaseRanker):
     :mod:`ltr_bench_lgmml.diagnostics`.
     """
 
-    #: ``ltr-bench tune`` search space (ltr_bench.tuning.parse_spec). Values are sampled
+    #: ``ltr-bench tune`` search space (ltr_bench.tune.study.parse_spec). Values are sampled
     #: independently, so no "mean" weight_strategy: listnet + mean is rejected (a wasted
     #: trial), and mean trailed global on OHSUMED validation (#lgmml-unseen-queries).
     #: reg_scale stays "relative": this reg_lambda range is a fraction of the pair scatter;

@@ -5,7 +5,7 @@ import lzma
 import numpy as np
 import pytest
 
-from ltr_bench.metrics import evaluate
+from ltr_bench.evaluation.metrics import evaluate
 from ltr_bench_lgmml import LGMMLRanker
 
 

@@ -186,8 +186,8 @@ def test_n_threads_is_the_one_thread_parameter_and_the_harness_sets_it_from_thre
 
 
 def test_the_thread_count_is_not_part_of_an_lgmml_configuration_key():
-    from ltr_bench.cells import expand_plan
-    from ltr_bench.plan import DatasetChoice, Plan, RankerChoice
+    from ltr_bench.run.cells import expand_plan
+    from ltr_bench.run.plan import DatasetChoice, Plan, RankerChoice
 
     def cells(threads):
         plan = Plan(

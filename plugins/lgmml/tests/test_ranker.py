@@ -54,7 +54,7 @@ def test_closer_first_form_learns_the_informative_feature_better_than_chance(str
     # Relevant documents cluster near the anchors here, so a closer-first score must beat
     # chance. The "positive" form with l2 scaling (best on OHSUMED validation) ranks far
     # documents first and does not (see the ranker docstring).
-    from ltr_bench.metrics import evaluate
+    from ltr_bench.evaluation.metrics import evaluate
 
     X, y, qid = _data(seed=1)
     Xt, yt, qt = _data(seed=2)
@@ -136,7 +136,7 @@ def test_query_dependent_mode_ranks_documents_near_the_query_point_first():
     r = LGMMLRanker(n_metrics=5, query_dim=d, random_state=0).fit(X, y, qid=qid)
     assert r.metric_bank_.anchors is None
     s = r.predict(X)
-    from ltr_bench.metrics import evaluate
+    from ltr_bench.evaluation.metrics import evaluate
 
     assert evaluate(y, s, qid, "ndcg@10")["ndcg@10"] > 0.9
     with pytest.raises(ValueError, match="query_dim"):
@@ -213,7 +213,7 @@ def test_fitted_info_is_json_scalars_and_has_validation_diagnostics_only_with_ev
 
 
 def test_vali_ndcg_in_fitted_info_equals_evaluating_predict_on_the_eval_set():
-    from ltr_bench.metrics import evaluate
+    from ltr_bench.evaluation.metrics import evaluate
 
     X, y, qid = _data(seed=1)
     Xv, yv, qv = _data(seed=2)
@@ -274,7 +274,7 @@ def test_relative_lambda_makes_scores_invariant_to_rescaling_raw_features():
 
 
 def test_listnet_weights_beat_chance_and_listnet_with_per_query_mean_is_rejected():
-    from ltr_bench.metrics import evaluate
+    from ltr_bench.evaluation.metrics import evaluate
 
     X, y, qid = _data(seed=1)
     Xt, yt, qt = _data(seed=2)

@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from ltr_bench.tuning import parse_spec
+from ltr_bench.tune.study import parse_spec
 from ltr_bench_lgmml import LGMMLRanker
 
 SPACE = LGMMLRanker.SEARCH_SPACE

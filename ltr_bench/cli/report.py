@@ -1,0 +1,311 @@
+"""``ltr-bench report``: compare finished results (from MLflow or the local results folder).
+
+The command only parses options and prints; the reading is
+:func:`ltr_bench.tracking.fetch_fold_results` (MLflow) or
+:class:`ltr_bench.results.ResultStore` (``--results-dir``), the statistics
+:func:`ltr_bench.report.tables.build_report`, the rendering :mod:`ltr_bench.report.text`.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import click
+
+from ltr_bench.cli import options
+from ltr_bench.errors import EXIT_FAILED, EXIT_OK
+from ltr_bench.evaluation.metric_keys import METRICS_HELP
+from ltr_bench.results.labels import split_names
+
+CONTEXT = options.CONTEXT
+
+
+def _records(dataset: str | None, results_dir: str | None, tracking_uri: str | None):
+    """(dataset, records) from the local results folder or from MLflow."""
+    from ltr_bench.report.tables import ReportError
+
+    if results_dir is not None:
+        from ltr_bench.results import ResultStore
+
+        store = ResultStore(results_dir)
+        if not store.root.is_dir():
+            raise ReportError(f"--results-dir {results_dir}: no such folder", usage=True)
+        records = store.records()
+        datasets = sorted({r.dataset for r in records})
+        where = f"the results folder {store.root}"
+    else:
+        from ltr_bench.tracking import fetch_fold_results, list_datasets_in_store
+
+        datasets = list_datasets_in_store(tracking_uri) if dataset is None else [dataset]
+        records = None
+        where = "the MLflow store"
+    if dataset is None:
+        if len(datasets) != 1:
+            raise ReportError(
+                f"--dataset is needed: {where} has results for "
+                + (", ".join(datasets) if datasets else "no dataset"),
+                usage=bool(datasets),
+            )
+        dataset = datasets[0]
+    if records is None:
+        click.echo(f"reading the {dataset} runs ...", err=True)
+        records = fetch_fold_results(dataset, tracking_uri)
+    else:
+        records = [r for r in records if r.dataset == dataset]
+        for r in records:
+            store.per_query(r)
+        if not records:
+            raise ReportError(
+                f"no results for dataset {dataset!r} in {where}; datasets with "
+                f"results: {', '.join(datasets) or 'none'}"
+            )
+    return dataset, records
+
+
+@click.command("report", cls=options.Command, context_settings=CONTEXT)
+@click.option(
+    "--dataset",
+    default=None,
+    metavar="NAME[,NAME...]",
+    help="Dataset whose results to compare (default: the only one there is). "
+    "Several: rank the configurations over them (Friedman, Nemenyi, "
+    "critical-difference diagram with --plots).",
+)
+@click.option(
+    "--all-datasets", is_flag=True, help="Rank the configurations over every dataset with results."
+)
+@click.option(
+    "--metric",
+    "metrics",
+    multiple=True,
+    metavar="M[,M...]",
+    help="Metrics to show and test, e.g. ndcg@10,map,knn_error. "
+    + METRICS_HELP
+    + " Default: every default metric the runs recorded.",
+)
+@click.option(
+    "--baseline",
+    default=None,
+    metavar="RANKER",
+    help="Row the others are tested against (default lightgbm when present, else the first row).",
+)
+@click.option(
+    "--ranker",
+    "rankers",
+    multiple=True,
+    metavar="NAME[,NAME...]",
+    help="Only these rankers (names, or row labels like lightgbm[num_leaves=31]); "
+    "a comma inside a label's [...] does not split the list.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("md", "csv", "html")),
+    default="md",
+    show_default=True,
+    help="md: Markdown table and legend; csv: one line per ranker and quantity; "
+    "html: a standalone page.",
+)
+@click.option(
+    "--output",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Write the report here instead of stdout.",
+)
+@click.option(
+    "--plots",
+    "plots_dir",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="Write PNG figures here (NDCG@k against k, accuracy against training "
+    "time, the metric per fold) and attach them to the parent MLflow runs.",
+)
+@click.option(
+    "--no-log-plots",
+    is_flag=True,
+    help="With --plots: do not attach the figures to the MLflow runs.",
+)
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="Significance level after Holm.",
+)
+@click.option(
+    "--test",
+    type=click.Choice(("both", "ttest", "wilcoxon")),
+    default="both",
+    show_default=True,
+    help="Which paired test must be significant to mark a win or loss.",
+)
+@click.option(
+    "--convention",
+    default=None,
+    metavar="PROFILE",
+    help="Show the metrics under a convention profile recorded with `run "
+    "--convention` (letor4, letor3, trec, nonempty).",
+)
+@options.tracking_uri
+@click.option(
+    "--results-dir",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="Read the local results folder instead of MLflow (the report is the "
+    "same; e.g. after `run --no-mlflow`).",
+)
+@click.pass_context
+def report_command(
+    ctx: click.Context,
+    dataset,
+    all_datasets,
+    metrics,
+    baseline,
+    rankers,
+    fmt,
+    output,
+    plots_dir,
+    no_log_plots,
+    alpha,
+    test,
+    convention,
+    tracking_uri,
+    results_dir,
+) -> None:
+    """Rankers x metrics table (mean ± std over folds and seeds, fit and scoring time) with
+    paired significance tests against a baseline, from finished results.
+
+    Per-query values are paired by (fold, seed, query id) over the units every ranker has;
+    the paired t-test and Wilcoxon signed-rank test are Holm-corrected over all rankers x
+    metrics. Nothing is retrained.
+
+    Exit codes: 0 ok, 1 nothing to report / results not comparable / MLflow failed,
+    2 bad invocation.
+    """
+    from ltr_bench.report.tables import build_report
+    from ltr_bench.report.text import format_report
+    from ltr_bench.results import atomic_write_text
+
+    # every list option is checked before anything is read (reading MLflow takes a while)
+    names = split_names((dataset,), option="--dataset") if dataset else []
+    ranker_names = split_names(rankers, option="--ranker") or None
+    wanted = split_names(metrics, option="--metric") or None
+    if all_datasets or len(names) > 1:
+        ctx.exit(
+            _multi(
+                names,
+                all_datasets,
+                wanted,
+                ranker_names,
+                output,
+                plots_dir,
+                alpha,
+                tracking_uri,
+                results_dir,
+            )
+        )
+    dataset, records = _records(names[0] if names else None, results_dir, tracking_uri)
+    if convention is not None:
+        from ltr_bench.evaluation.conventions import profile_keys
+        from ltr_bench.evaluation.metrics import DEFAULT_METRICS
+        from ltr_bench.run.plan import parse_conventions
+
+        parse_conventions(convention)
+        wanted = profile_keys(wanted or DEFAULT_METRICS, convention)
+    report = build_report(
+        records,
+        dataset=dataset,
+        metrics=wanted,
+        baseline=baseline,
+        rankers=ranker_names,
+        alpha=alpha,
+        test=test,
+    )
+    paths: list[Path] = []
+    with tempfile.TemporaryDirectory(prefix="ltr-bench-plots-") as tmp:
+        if plots_dir or fmt == "html":  # the HTML page embeds the figures
+            from ltr_bench.report.plots import write_plots
+
+            try:
+                paths = write_plots(report, plots_dir or tmp)
+                if plots_dir:
+                    from ltr_bench.report.plots import write_pareto_plots
+
+                    paths += write_pareto_plots(
+                        report,
+                        plots_dir,
+                        metric=("ndcg@10" if "ndcg@10" in report.metrics else report.metrics[0]),
+                    )
+            except (OSError, ValueError) as exc:
+                click.echo(f"Error: --plots {plots_dir}: {exc}", err=True)
+                ctx.exit(EXIT_FAILED)
+        text = format_report(report, fmt, plots=paths)
+    if output:
+        atomic_write_text(Path(output), text)
+        click.echo(f"report written to {output}", err=True)
+    else:
+        click.echo(text, nl=False)
+
+    code = EXIT_OK
+    if plots_dir:
+        for p in paths:
+            click.echo(f"plot written to {p}", err=True)
+        parents = sorted({pid for row in report.rows for pid in row.parent_run_ids})
+        if parents and not no_log_plots:
+            from ltr_bench.tracking import TrackingError, log_parent_artifacts
+
+            try:
+                for pid in parents:
+                    log_parent_artifacts(pid, paths, tracking_uri=tracking_uri)
+                click.echo(
+                    f"plots attached to {len(parents)} parent run(s) under report/", err=True
+                )
+            except TrackingError as exc:
+                click.echo(f"Error: {exc} (the PNG files are written)", err=True)
+                code = EXIT_FAILED
+    ctx.exit(code)
+
+
+def _multi(
+    names, all_datasets, wanted, rankers, output, plots_dir, alpha, tracking_uri, results_dir
+) -> int:
+    """``report --dataset a,b,...`` / ``--all-datasets``: :mod:`ltr_bench.report.multi`.
+    ``wanted`` and ``rankers``: the split ``--metric`` and ``--ranker`` names (or None)."""
+    from ltr_bench.report.multi import build_multi_report, format_multi, plot_cd_diagram
+    from ltr_bench.report.tables import ReportError, build_report
+    from ltr_bench.results import atomic_write_text
+
+    if all_datasets:
+        if names:
+            raise ReportError("give --dataset or --all-datasets, not both", usage=True)
+        if results_dir is not None:
+            from ltr_bench.results import ResultStore
+
+            names = sorted({r.dataset for r in ResultStore(results_dir).records()})
+        else:
+            from ltr_bench.tracking import list_datasets_in_store
+
+            names = list_datasets_in_store(tracking_uri)
+    wanted = wanted or []
+    metric = wanted[0] if wanted else "ndcg@10"
+    if len(wanted) > 1:
+        click.echo(f"note: across datasets only the first metric is ranked ({metric})", err=True)
+    reports = {}
+    for name in names:
+        dataset, records = _records(name, results_dir, tracking_uri)
+        reports[dataset] = build_report(
+            records, dataset=dataset, metrics=[metric], rankers=rankers, alpha=alpha
+        )
+    multi = build_multi_report(reports, metric=reports[next(iter(reports))].metrics[0], alpha=alpha)
+    text = format_multi(multi)
+    if plots_dir:
+        path = plot_cd_diagram(multi, Path(plots_dir) / "critical_difference.png")
+        text += f"\n![critical-difference diagram]({path})\n"
+        click.echo(f"plot written to {path}", err=True)
+    if output:
+        atomic_write_text(Path(output), text)
+        click.echo(f"report written to {output}", err=True)
+    else:
+        click.echo(text, nl=False)
+    return EXIT_OK

@@ -1,0 +1,473 @@
+"""Comparison tables and paired significance tests from finished results (no retraining).
+
+Pure: the input is :class:`~ltr_bench.results.ResultRecord` objects, read from the local
+results store (:class:`~ltr_bench.results.ResultStore`) or from MLflow
+(:func:`ltr_bench.tracking.fetch_fold_results`); both give the same report. Nothing here
+fits, predicts or touches MLflow. Rendering is in :mod:`ltr_bench.report.text`.
+
+Rows
+    One row per configuration (``ResultRecord.config_key``: ranker, parameters, dataset
+    options; the seed and thread count are not part of it), labelled with the plan's name
+    for it (``ResultRecord.label``). When one label stands for several configurations, the
+    label names the parameters that differ, e.g. ``lightgbm[num_leaves=31]`` (a short key
+    hash when nothing printable differs). Rows are in natural order of their labels
+    (:func:`ltr_bench.results.labels.label_sort_key`: ``lgmml[n_metrics=2]`` before
+    ``lgmml[n_metrics=10]``), the
+    baseline first. Lists of names and labels (``--ranker a,b``) are split by
+    :func:`ltr_bench.results.labels.split_names`, which keeps the commas inside ``[...]``.
+
+Units
+    A row's values are per *unit* = (fold, seed). Only units that every selected row has are
+    used (a note names the ones left out), so all rows are averaged over the same splits and
+    seeds. Rows are compared only when they saw the same data: the train / vali / test
+    fingerprints of every unit agree. Rows run on other data are left out, and a note says
+    which and why (the baseline's data decides).
+
+Cells
+    mean and sample standard deviation (``ddof=1``; none with one unit) over those units of
+    the unit-level metric (the mean over the test queries), of ``fit_seconds`` and of
+    ``score_us_per_doc``. ``Stat.seed_std`` is the standard deviation over seeds of the
+    per-seed means (NaN with one seed): the variance due to the seed alone.
+
+Significance
+    For each non-baseline row and metric, per-query values are paired with the baseline's
+    by ``(fold, seed, qid)`` and pooled (``n`` pairs). Paired t-test
+    (``scipy.stats.ttest_rel``, two-sided) and Wilcoxon signed-rank
+    (``scipy.stats.wilcoxon``, two-sided, zero differences dropped) give ``p_t`` and
+    ``p_w``. Each family (all t-test p-values over rows x metrics; all Wilcoxon p-values)
+    gets Holm's step-down correction (:func:`ltr_bench.evaluation.stats.holm`). A cell is marked a
+    *win* (``▲``) or *loss* (``▼``) when the mean difference is positive / negative and the
+    Holm-adjusted p-value of the chosen test is below ``alpha``; with ``test="both"``
+    (default) both adjusted p-values must be. All-zero differences give p = 1; a non-zero
+    constant difference gives ``p_t = 0`` (t is infinite).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ltr_bench.errors import EXIT_FAILED, EXIT_USAGE, LtrBenchError
+from ltr_bench.evaluation.stats import holm, paired_pvalues
+from ltr_bench.results import ResultRecord, group_flags
+from ltr_bench.results.labels import label_sort_key
+
+__all__ = ["Comparison", "Report", "ReportError", "Row", "Stat", "build_report", "normalise_metric"]
+
+WIN, LOSS = "\u25b2", "\u25bc"  # ▲ ▼
+TESTS = ("both", "ttest", "wilcoxon")
+TIMING_KEYS = ("fit_seconds", "score_us_per_doc")
+TIMING_LABELS = {"fit_seconds": "fit time (s)", "score_us_per_doc": "scoring (µs/doc)"}
+Unit = tuple[int, int]  # (fold, seed)
+
+
+class ReportError(LtrBenchError):
+    """A report cannot be made as asked. ``usage`` is True for a bad request (unknown
+    metric, ranker or baseline: exit 2) and False for a problem with the stored results
+    (nothing comparable, missing values: exit 1)."""
+
+    def __init__(self, message: str, *, usage: bool = False):
+        super().__init__(message)
+        self.usage = usage
+        self.exit_code = EXIT_USAGE if usage else EXIT_FAILED
+
+
+def normalise_metric(name: str) -> str:
+    """Any spelling of a metric (``NDCG@10``, ``ndcg_at_10``, its empty-query-0 form) -> the
+    record's key (:class:`ltr_bench.evaluation.metrics.MetricKey`); other names (``knn_error``) are
+    returned lower-cased."""
+    from ltr_bench.evaluation.metrics import metric_key_or_none
+
+    key = metric_key_or_none(name)
+    return key.text if key is not None else name.strip().lower()
+
+
+@dataclass
+class Stat:
+    """mean and sample std (ddof=1, NaN for one value) of ``n`` unit values; ``seed_std``:
+    std over seeds of the per-seed means (NaN with one seed)."""
+
+    mean: float
+    std: float
+    n: int
+    seed_std: float = float("nan")
+
+    @classmethod
+    def of(cls, values: dict[Unit, float] | Iterable[float]) -> Stat:
+        by_seed: dict[int, list[float]] = {}
+        if isinstance(values, dict):
+            for (_, seed), v in values.items():
+                if v is not None and not math.isnan(v):
+                    by_seed.setdefault(seed, []).append(v)
+            flat = [v for vs in by_seed.values() for v in vs]
+        else:
+            flat = [v for v in values if v is not None and not math.isnan(v)]
+        arr = np.asarray(flat, dtype=np.float64)
+        if arr.size == 0:
+            return cls(float("nan"), float("nan"), 0)
+        std = float(np.std(arr, ddof=1)) if arr.size > 1 else float("nan")
+        seed_std = float("nan")
+        if len(by_seed) > 1:
+            seed_std = float(np.std([np.mean(v) for v in by_seed.values()], ddof=1))
+        return cls(float(np.mean(arr)), std, int(arr.size), seed_std)
+
+
+@dataclass
+class Row:
+    label: str
+    ranker: str
+    config_key: str
+    params: dict[str, Any]
+    runs: dict[Unit, ResultRecord]  # the used units only
+    cells: dict[str, Stat]  # metric -> over units; also the TIMING_KEYS
+    is_baseline: bool = False
+
+    @property
+    def parent_run_ids(self) -> list[str]:
+        return sorted({(r.mlflow or {}).get("parent_run_id") for r in self.runs.values()} - {None})
+
+    def fold_values(self, metric: str) -> dict[int, float]:
+        """fold -> the metric, averaged over the seeds of that fold."""
+        by_fold: dict[int, list[float]] = {}
+        for (fold, _), r in sorted(self.runs.items()):
+            by_fold.setdefault(fold, []).append(_value(r, metric))
+        return {f: float(np.mean(v)) for f, v in by_fold.items()}
+
+
+@dataclass
+class Comparison:
+    label: str
+    metric: str
+    n_pairs: int
+    mean_diff: float  # candidate - baseline, per query, pooled
+    p_ttest: float
+    p_wilcoxon: float
+    p_ttest_holm: float = float("nan")
+    p_wilcoxon_holm: float = float("nan")
+    mark: str = ""  # "win", "loss" or ""
+
+
+@dataclass
+class Report:
+    dataset: str
+    metrics: list[str]
+    baseline: str
+    alpha: float
+    test: str
+    units: list[Unit]
+    rows: list[Row]
+    comparisons: dict[tuple[str, str], Comparison]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def folds(self) -> list[int]:
+        return sorted({f for f, _ in self.units})
+
+    @property
+    def seeds(self) -> list[int]:
+        return sorted({s for _, s in self.units})
+
+    def row(self, label: str) -> Row:
+        for r in self.rows:
+            if r.label == label:
+                return r
+        raise KeyError(label)
+
+
+def _value(run: ResultRecord, key: str) -> float:
+    if key in TIMING_KEYS:
+        return float(getattr(run, key))
+    v = run.all_metrics().get(key)
+    return float("nan") if v is None else float(v)
+
+
+def _text(v: Any) -> str:
+    return v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=repr)
+
+
+def _labels(groups: dict[str, list[ResultRecord]]) -> dict[str, str]:
+    """config_key -> row label: the plan's label, plus the differing parameters when one
+    label stands for several configurations."""
+    by_label: dict[str, list[str]] = {}
+    for ck, runs in groups.items():
+        by_label.setdefault(runs[0].label or runs[0].ranker, []).append(ck)
+    out = {}
+    for label, cks in by_label.items():
+        if len(cks) == 1:
+            out[cks[0]] = label
+            continue
+
+        def settings(ck: str) -> dict[str, str]:
+            r = groups[ck][0]
+            s = {k: _text(v) for k, v in r.params.items()}
+            s.update({f"dataset_option.{k}": _text(v) for k, v in r.dataset_options.items()})
+            return s
+
+        all_s = {ck: settings(ck) for ck in cks}
+        keys = sorted({k for s in all_s.values() for k in s})
+        differing = [k for k in keys if len({s.get(k) for s in all_s.values()}) > 1]
+        for ck in cks:
+            text = ",".join(f"{k}={all_s[ck].get(k, '-')}" for k in differing)
+            if not text or len(text) > 48:
+                text = ck[:6]  # the configuration key is already a sha256
+            out[ck] = f"{label}[{text}]"
+        if len(set(out[ck] for ck in cks)) < len(cks):  # still ambiguous: use the key
+            for ck in cks:
+                out[ck] = f"{label}[{ck[:8]}]"
+    return out
+
+
+def _select(
+    groups: dict[str, list[ResultRecord]], labels: dict[str, str], rankers: Sequence[str] | None
+) -> list[str]:
+    if not rankers:
+        return sorted(groups, key=lambda ck: label_sort_key(labels[ck]))
+    chosen: list[str] = []
+    for name in rankers:
+        hits = [
+            ck for ck in groups if name in (labels[ck], groups[ck][0].ranker, groups[ck][0].label)
+        ]
+        if not hits:
+            known = ", ".join(sorted(labels.values(), key=label_sort_key))
+            raise ReportError(
+                f"--ranker {name}: no results for it in this dataset; rankers "
+                f"with results: {known}",
+                usage=True,
+            )
+        chosen.extend(
+            ck for ck in sorted(hits, key=lambda ck: label_sort_key(labels[ck])) if ck not in chosen
+        )
+    return chosen
+
+
+def _pairs(
+    cand: ResultRecord, base: ResultRecord, metric: str, c_label: str, b_label: str
+) -> tuple[np.ndarray, np.ndarray] | None:
+    pc, pb = cand.per_query, base.per_query
+    if not pc or not pb or metric not in pc or metric not in pb:
+        return None
+    bq = {q: i for i, q in enumerate(pb["qid"])}
+    if len(bq) != len(pb["qid"]) or set(bq) != set(pc["qid"]) or len(pc["qid"]) != len(bq):
+        raise ReportError(
+            f"per-query results of {c_label} and {b_label} on fold {cand.fold} "
+            f"seed {cand.seed} do not cover the same query ids; cannot pair them"
+        )
+    idx = np.array([bq[q] for q in pc["qid"]], dtype=np.int64)
+    return (np.asarray(pc[metric], dtype=np.float64), np.asarray(pb[metric], dtype=np.float64)[idx])
+
+
+def _pick_baseline(chosen: list[str], labels: dict[str, str], groups, baseline) -> str:
+    if baseline is None:
+        return next((ck for ck in chosen if labels[ck] == "lightgbm"), chosen[0])
+    hits = [ck for ck in chosen if labels[ck] == baseline]
+    if not hits:
+        hits = [ck for ck in chosen if baseline in (groups[ck][0].ranker, groups[ck][0].label)]
+    if len(hits) != 1:
+        what = (
+            "is ambiguous: pick one of " + ", ".join(labels[ck] for ck in hits)
+            if hits
+            else "has no results among the selected rankers; choose one of "
+            + ", ".join(labels[ck] for ck in chosen)
+        )
+        raise ReportError(f"--baseline {baseline} {what}", usage=True)
+    return hits[0]
+
+
+def build_report(
+    records: Iterable[ResultRecord],
+    *,
+    dataset: str,
+    metrics: Sequence[str] | None = None,
+    baseline: str | None = None,
+    rankers: Sequence[str] | None = None,
+    alpha: float = 0.05,
+    test: str = "both",
+) -> Report:
+    """Rows x metrics table and paired tests against ``baseline`` (see the module docstring).
+
+    ``metrics``: names like ``ndcg@10`` (default: every metric of the default list that
+    all rows have, plain convention; plus ``knn_error`` where recorded). ``baseline``: a
+    ranker name or row label (default ``lightgbm`` when present, else the first row).
+    ``rankers``: restrict to these names or labels. Raises :class:`ReportError`.
+    """
+    from ltr_bench.evaluation.metrics import DEFAULT_METRICS
+
+    if test not in TESTS:
+        raise ReportError(f"--test must be one of {', '.join(TESTS)}, not {test!r}", usage=True)
+    if not 0 < alpha < 1:
+        raise ReportError(f"--alpha must be between 0 and 1, not {alpha}", usage=True)
+    runs = [r for r in records if r.ok and r.dataset == dataset]
+    if not runs:
+        raise ReportError(f"no finished results for dataset {dataset!r}")
+    groups: dict[str, list[ResultRecord]] = {}
+    for r in runs:
+        groups.setdefault(r.config_key or r.plan_key, []).append(r)
+    labels = _labels(groups)
+    chosen = _select(groups, labels, rankers)
+    notes: list[str] = []
+
+    by_unit: dict[str, dict[Unit, ResultRecord]] = {}
+    for ck in chosen:
+        d: dict[Unit, ResultRecord] = {}
+        for r in groups[ck]:
+            unit = (int(r.fold), int(r.seed))
+            if unit in d:
+                raise ReportError(
+                    f"{labels[ck]} has two finished results for fold {r.fold} "
+                    f"seed {r.seed} (keys {d[unit].key[:12]}, {r.key[:12]})"
+                )
+            d[unit] = r
+        by_unit[ck] = d
+    base_ck = _pick_baseline(chosen, labels, groups, baseline)
+
+    # same data: a unit's fingerprints must agree with the baseline's
+    def data_of(ck: str) -> dict[Unit, tuple]:
+        return {u: tuple(sorted(r.fingerprints.items())) for u, r in by_unit[ck].items()}
+
+    base_data = data_of(base_ck)
+    for ck in list(chosen):
+        if ck == base_ck:
+            continue
+        mine = data_of(ck)
+        clash = [u for u in set(mine) & set(base_data) if mine[u] != base_data[u]]
+        if clash:
+            u = sorted(clash)[0]
+            notes.append(
+                f"{labels[ck]} left out: it was run on other data than "
+                f"{labels[base_ck]} (fold {u[0]} seed {u[1]} fingerprints differ)"
+            )
+            chosen.remove(ck)
+
+    unit_sets = {ck: set(by_unit[ck]) for ck in chosen}
+    units = sorted(set.intersection(*unit_sets.values()))
+    if not units:
+        raise ReportError(
+            "the selected rankers share no fold and seed: "
+            + "; ".join(
+                f"{labels[ck]}: " + ",".join(f"{f}/{s}" for f, s in sorted(us))
+                for ck, us in unit_sets.items()
+            )
+            + " (fold/seed). Pick rankers with --ranker."
+        )
+    for ck, s in unit_sets.items():
+        extra = sorted(s - set(units))
+        if extra:
+            notes.append(
+                f"{labels[ck]}: fold/seed "
+                + ",".join(f"{f}/{sd}" for f, sd in extra)
+                + " left out (not every ranker has them)"
+            )
+
+    # metrics
+    def have(m: str) -> bool:
+        return all(m in by_unit[ck][u].all_metrics() for ck in chosen for u in units)
+
+    common = sorted(
+        set.intersection(*(set(by_unit[ck][u].all_metrics()) for ck in chosen for u in units))
+    )
+    if metrics:
+        wanted = [normalise_metric(m) for m in metrics]
+        missing = [m for m in wanted if not have(m)]
+        if missing:
+            raise ReportError(
+                f"--metric {', '.join(missing)}: not recorded for every selected "
+                f"run; available: {', '.join(common) or 'none'}",
+                usage=True,
+            )
+    else:
+        wanted = [m for m in (*DEFAULT_METRICS, "knn_error") if have(m)] or common[:6]
+    if len(set(wanted)) != len(wanted):
+        raise ReportError(f"--metric: a metric is listed twice: {', '.join(wanted)}", usage=True)
+
+    rows: list[Row] = []
+    for ck in chosen:
+        used = {u: by_unit[ck][u] for u in units}
+        cells = {
+            m: Stat.of({u: _value(r, m) for u, r in used.items()}) for m in [*wanted, *TIMING_KEYS]
+        }
+        first = used[units[0]]
+        rows.append(
+            Row(
+                label=labels[ck],
+                ranker=first.ranker,
+                config_key=ck,
+                params=dict(first.params),
+                runs=used,
+                cells=cells,
+                is_baseline=ck == base_ck,
+            )
+        )
+    rows.sort(key=lambda r: (not r.is_baseline, label_sort_key(r.label)))
+    for row in rows:
+        notes += [f"{row.label}: {flag}" for flag in group_flags(row.runs.values())]
+        said: dict[str, int] = {}
+        for run in row.runs.values():  # the ranker's own warnings, once each with a count
+            for w in run.warnings:
+                said[w] = said.get(w, 0) + 1
+        notes += [
+            f"{row.label}: warning in {n}/{len(row.runs)} unit(s): {w[:300]}"
+            for w, n in said.items()
+            if not w.startswith("all test scores are equal")
+        ]
+    comparisons, no_pq = _compare(rows, wanted, units)
+    if no_pq:
+        notes.append(
+            f"no per-query values to test for {', '.join(sorted(no_pq))} (or for the "
+            f"baseline): those cells are not tested"
+        )
+    comps = list(comparisons.values())
+    for attr in ("p_ttest", "p_wilcoxon"):
+        adj = holm([getattr(c, attr) for c in comps])
+        for c, a in zip(comps, adj):
+            setattr(c, attr + "_holm", float(a))
+    for c in comps:
+        ps = {
+            "both": (c.p_ttest_holm, c.p_wilcoxon_holm),
+            "ttest": (c.p_ttest_holm,),
+            "wilcoxon": (c.p_wilcoxon_holm,),
+        }[test]
+        if all(p < alpha for p in ps) and c.mean_diff != 0:  # NaN compares False
+            c.mark = "win" if c.mean_diff > 0 else "loss"
+    return Report(
+        dataset=dataset,
+        metrics=list(wanted),
+        baseline=rows[0].label,
+        alpha=alpha,
+        test=test,
+        units=units,
+        rows=rows,
+        comparisons=comparisons,
+        notes=notes,
+    )
+
+
+def _compare(rows: list[Row], wanted: list[str], units: list[Unit]):
+    base_row = rows[0]
+    comparisons: dict[tuple[str, str], Comparison] = {}
+    no_pq: set[str] = set()
+    for row in rows[1:]:
+        for m in wanted:
+            xs, ys = [], []
+            for u in units:
+                pair = _pairs(row.runs[u], base_row.runs[u], m, row.label, base_row.label)
+                if pair is None:
+                    break
+                xs.append(pair[0])
+                ys.append(pair[1])
+            else:
+                x, y = np.concatenate(xs), np.concatenate(ys)
+                p_t, p_w = paired_pvalues(x, y)
+                comparisons[(row.label, m)] = Comparison(
+                    row.label, m, int(x.size), float(np.mean(x - y)), p_t, p_w
+                )
+                continue
+            no_pq.add(row.label)
+            comparisons[(row.label, m)] = Comparison(
+                row.label, m, 0, float("nan"), float("nan"), float("nan")
+            )
+    return comparisons, no_pq

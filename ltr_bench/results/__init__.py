@@ -1,0 +1,44 @@
+"""Results: the one shape of a finished cell and where it is kept.
+
+Owns :class:`ResultRecord` (:mod:`.record`), the local store (:mod:`.store`), file formats
+(:mod:`.files`: atomic writes, per-query CSV, TREC runs, JSON) and the labels that name a
+configuration (:mod:`.labels`). May import the root contract only; knows neither the harness
+nor MLflow (``tracking`` and ``report`` read results, never the other way round).
+"""
+
+from ltr_bench.results.files import (
+    ResultsWriteError,
+    atomic_write_text,
+    check_writable_dir,
+    per_query_csv,
+    read_per_query_csv,
+    records_json,
+    trec_run_text,
+)
+from ltr_bench.results.record import (
+    RECORD_FORMAT,
+    ResultRecord,
+    aggregate,
+    group_flags,
+    jsonable,
+    now,
+)
+from ltr_bench.results.store import CellClaim, ResultStore
+
+__all__ = [
+    "RECORD_FORMAT",
+    "CellClaim",
+    "ResultRecord",
+    "ResultStore",
+    "ResultsWriteError",
+    "aggregate",
+    "atomic_write_text",
+    "check_writable_dir",
+    "group_flags",
+    "jsonable",
+    "now",
+    "per_query_csv",
+    "read_per_query_csv",
+    "records_json",
+    "trec_run_text",
+]

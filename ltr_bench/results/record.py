@@ -1,0 +1,201 @@
+"""The one shape of a finished cell: :class:`ResultRecord`.
+
+Everything measured for one (ranker, parameters, dataset, fold, seed) cell. The CLI's
+``--output`` JSON, the MLflow runs (:mod:`ltr_bench.tracking`) and the comparison report
+(:mod:`ltr_bench.report.tables`) are all made from it, and
+:func:`ltr_bench.tracking.fetch_fold_results` reads MLflow runs back into it.
+:func:`aggregate` gives mean, sample standard deviation and count over records;
+:func:`group_flags` the notes a group of records deserves. Knows neither MLflow nor the harness.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+RECORD_FORMAT = 1
+
+
+def now() -> str:
+    """The current UTC time, ISO 8601 with milliseconds (the records' time stamps)."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def jsonable(value: Any) -> Any:
+    """A JSON-safe copy: numpy scalars -> Python, tuples -> lists, other objects -> repr."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, Path):
+        return str(value)
+    return repr(value)
+
+
+@dataclass
+class ResultRecord:
+    """Everything measured for one cell: the one shape of a finished fold. JSON-able via
+    :meth:`to_dict` (without ``per_query``, which the store keeps in a CSV beside the JSON).
+
+    key / plan_key / config_key: the cell, its (configuration, seed) group (one MLflow parent
+    run) and its configuration over seeds (see :mod:`ltr_bench.run.cells`).
+    ranker / label: the registered name, and the configuration's name in the plan.
+    metrics: mean over test queries, keys as :mod:`ltr_bench.evaluation.metrics` names them (each
+    requested metric under both empty-query conventions).
+    extra_metrics: measures that are not ranking metrics (``knn_error`` on
+    query-by-example data).
+    per_query: ``{"qid": [...], "<metric>": [...], ...}``, queries in order of first
+    appearance in the test split (for paired significance tests).
+    fit_seconds / score_us_per_doc / peak_rss_mb / ranker_peak_mb / load_avg: see
+    :mod:`ltr_bench.timing`.
+    stage_seconds: wall seconds of the cell's stages: ``load`` (reading or generating the
+    fold; in process one load serves every ranker of a fold and each of its records carries
+    it), ``setup`` (building the ranker), ``fit``, ``score`` (the warm-up call and the timed
+    repeats of ``predict`` on the test split), ``evaluate`` (the metrics).
+    model_info: what the fitted model is (its size, diagnostics): the ranker's
+    ``fitted_info()``.
+    status: ``"ok"`` or ``"failed"`` (then ``error``, ``error_stage``, ``traceback``).
+    flags: machine-readable marks on the numbers: ``constant_scores`` (every test score
+    equal: the metrics are a random ranking's), ``loaded_machine`` (the load average
+    during the cell exceeded the thread count by more than one: timings are suspect).
+    warnings: things a reader of the numbers must know, as sentences (the flags explained,
+    the ranker's own warnings).
+    mlflow: ``{"tracking_uri", "experiment_id", "run_id", "parent_run_id"}`` on records read
+    back from MLflow (:func:`ltr_bench.tracking.fetch_fold_results`); never stored locally.
+    """
+
+    key: str
+    plan_key: str
+    ranker: str
+    dataset: str
+    fold: int
+    seed: int
+    status: str = "ok"
+    config_key: str = ""
+    label: str = ""
+    ranker_distribution: str = ""
+    ranker_version: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+    user_params: dict[str, Any] = field(default_factory=dict)
+    dataset_source: str = ""
+    dataset_options: dict[str, Any] = field(default_factory=dict)
+    dataset_identity: dict[str, Any] = field(default_factory=dict)
+    metrics_requested: list[str] = field(default_factory=list)
+    fingerprints: dict[str, str] = field(default_factory=dict)
+    n_train_docs: int = 0
+    n_test_docs: int = 0
+    n_test_queries: int = 0
+    metrics: dict[str, float] = field(default_factory=dict)
+    extra_metrics: dict[str, float] = field(default_factory=dict)
+    fit_seconds: float = float("nan")
+    score_us_per_doc: float = float("nan")
+    score_repeats: int = 0
+    peak_rss_mb: float = float("nan")
+    ranker_peak_mb: float = float("nan")
+    peak_rss_method: str = ""
+    load_avg: dict[str, float | None] = field(default_factory=dict)
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    n_threads: int | None = None
+    started: str = ""
+    finished: str = ""
+    environment: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    model_info: dict[str, Any] = field(default_factory=dict)
+    run_file: str | None = None
+    flags: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None
+    error_stage: str | None = None
+    traceback: str | None = None
+    mlflow: dict[str, Any] | None = None
+    format: int = RECORD_FORMAT
+    per_query: dict[str, list] | None = field(default=None, repr=False)
+    run_text: str | None = field(default=None, repr=False)  # TREC run, until the store saves it
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def to_dict(self, *, per_query: bool = False) -> dict[str, Any]:
+        d = {k: v for k, v in self.__dict__.items() if k not in ("per_query", "mlflow", "run_text")}
+        if self.mlflow:
+            d["mlflow"] = self.mlflow
+        d = jsonable(d)
+        if per_query:
+            d["per_query"] = jsonable(self.per_query)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ResultRecord:
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+    def all_metrics(self) -> dict[str, float]:
+        """Ranking metrics and extra metrics in one mapping."""
+        return {**self.metrics, **self.extra_metrics}
+
+    def summary_line(self) -> str:
+        """``lightgbm / synthetic fold 2`` (for messages)."""
+        seed = f" seed {self.seed}" if self.seed else ""
+        return f"{self.label or self.ranker} / {self.dataset} fold {self.fold}{seed}"
+
+
+def aggregate(records: list[ResultRecord]) -> dict[str, tuple[float, float, int]]:
+    """Per key of ``metrics`` plus fit_seconds / score_us_per_doc / peak_rss_mb and extra
+    metrics: ``(mean, std, n)`` over the records (folds). ``std`` is the sample standard
+    deviation (ddof=1), NaN for a single fold."""
+    values: dict[str, list[float]] = {}
+    for r in records:
+        items = dict(r.metrics)
+        items.update(r.extra_metrics)
+        items.update(
+            fit_seconds=r.fit_seconds,
+            score_us_per_doc=r.score_us_per_doc,
+            peak_rss_mb=r.peak_rss_mb,
+            ranker_peak_mb=r.ranker_peak_mb,
+        )
+        for k, v in items.items():
+            if v is not None and not (isinstance(v, float) and math.isnan(v)):
+                values.setdefault(k, []).append(float(v))
+    out = {}
+    for k, vs in values.items():
+        arr = np.asarray(vs)
+        std = float(np.std(arr, ddof=1)) if arr.size > 1 else float("nan")
+        out[k] = (float(np.mean(arr)), std, int(arr.size))
+    return out
+
+
+FLAG_TEXT = {
+    "constant_scores": "constant model (all test scores equal)",
+    "loaded_machine": "machine loaded during the cell (timings suspect)",
+}
+
+
+def group_flags(records: Iterable[ResultRecord]) -> list[str]:
+    """Readable flags of a group of records (one configuration): per-record flags with their
+    count, and ``fit time spread`` when the slowest fold took more than twice the median
+    (on an idle machine fold times of one configuration differ far less)."""
+    records = list(records)
+    out = []
+    for flag, text in FLAG_TEXT.items():
+        n = sum(flag in r.flags for r in records)
+        if n:
+            out.append(f"{text}: {n}/{len(records)}")
+    fits = np.array([r.fit_seconds for r in records if r.fit_seconds == r.fit_seconds])
+    if fits.size >= 2 and np.median(fits) > 0.05 and fits.max() > 2 * np.median(fits):
+        out.append(
+            f"fit time spread {fits.max() / np.median(fits):.1f}x the median (machine disturbed?)"
+        )
+    return out

@@ -1,0 +1,179 @@
+"""The local store of results: :class:`ResultStore` and the per-cell lock :class:`CellClaim`.
+
+Finished records are files, ``<root>/<key>.json`` and ``<root>/<key>.per_query.csv``,
+written atomically (:func:`ltr_bench.results.files.atomic_write_text`), the CSV before the
+JSON, so a record file exists only for a completely written result. This is the source of
+truth of every finished cell; MLflow gets a copy. Knows neither MLflow nor the harness.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from pathlib import Path
+
+from ltr_bench.results.files import (
+    ResultsWriteError,
+    atomic_write_text,
+    per_query_csv,
+    read_per_query_csv,
+)
+from ltr_bench.results.record import ResultRecord
+
+
+class ResultStore:
+    """Finished cells as files: ``<root>/<key>.json`` and ``<root>/<key>.per_query.csv``.
+
+    Writes are atomic (temporary file + ``os.replace``), the CSV before the JSON, so a record
+    file exists only for a completely written result. Failures are appended to
+    ``<root>/failures.log`` (tracebacks) and not stored as finished.
+    """
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        self._cache: dict[str, ResultRecord] | None = None
+
+    def json_path(self, key: str) -> Path:
+        return self.root / f"{key}.json"
+
+    def per_query_path(self, key: str) -> Path:
+        return self.root / f"{key}.per_query.csv"
+
+    @property
+    def failure_log(self) -> Path:
+        return self.root / "failures.log"
+
+    @property
+    def claims_dir(self) -> Path:
+        return self.root / ".claims"
+
+    def claim(self, key: str, *, wait: bool = False) -> CellClaim | None:
+        """Claim cell ``key`` for this process (an exclusive ``flock`` on
+        ``<root>/.claims/<key>.lock``, released by :meth:`CellClaim.release` or when the
+        process ends, however it ends). None when another process holds it (with ``wait``:
+        block until it is free). Raises :class:`ResultsWriteError` when the lock file cannot
+        be created."""
+        path = self.claims_dir / f"{key}.lock"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as exc:
+            raise ResultsWriteError(path, exc) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except BaseException:
+            os.close(fd)
+            raise
+        return CellClaim(fd)
+
+    def reload(self, key: str) -> ResultRecord | None:
+        """The finished record with this key as it is on disk now (another process may have
+        written it since this store was indexed)."""
+        rec = self._read(self.json_path(key))
+        if rec is not None and rec.key == key:
+            self._index()[key] = rec
+            return rec
+        return None
+
+    def _read(self, path: Path) -> ResultRecord | None:
+        try:
+            rec = ResultRecord.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError):
+            return None  # unreadable or foreign file: treat as not finished
+        return rec if rec.ok else None
+
+    def _index(self) -> dict[str, ResultRecord]:
+        if self._cache is None:
+            self._cache = {}
+            if self.root.is_dir():
+                for p in sorted(self.root.glob("*.json")):
+                    rec = self._read(p)
+                    if rec is not None and p.stem == rec.key:
+                        self._cache[rec.key] = rec
+        return self._cache
+
+    def get(self, key: str) -> ResultRecord | None:
+        """The finished record with this key, or None."""
+        return self._index().get(key)
+
+    def __contains__(self, key: str) -> bool:
+        return self.get(key) is not None
+
+    def records(self, *, plan_key: str | None = None) -> list[ResultRecord]:
+        recs = list(self._index().values())
+        if plan_key is not None:
+            recs = [r for r in recs if r.plan_key == plan_key]
+        return sorted(recs, key=lambda r: (r.dataset, r.ranker, r.fold))
+
+    def save(self, record: ResultRecord, *, per_query: bool = True) -> Path:
+        """:meth:`_save`; an :class:`OSError` (full disk, permissions) becomes
+        :class:`ResultsWriteError` naming the file (the earlier records stay intact: every
+        write is atomic)."""
+        try:
+            return self._save(record, per_query=per_query)
+        except OSError as exc:
+            raise ResultsWriteError(Path(exc.filename or self.json_path(record.key)), exc) from None
+
+    def _save(self, record: ResultRecord, *, per_query: bool = True) -> Path:
+        """Write a finished record (and, with ``per_query``, its per-query CSV) atomically;
+        returns the JSON path. ``per_query=False`` rewrites only the JSON (e.g. to note the
+        MLflow run id)."""
+        if not record.ok:
+            raise ValueError("only finished (status ok) records are stored; use log_failure")
+        if per_query and record.per_query is not None:
+            atomic_write_text(self.per_query_path(record.key), per_query_csv(record.per_query))
+        if record.run_text is not None:
+            run_path = self.root / f"{record.key}.run.txt"
+            atomic_write_text(run_path, record.run_text)
+            record.run_file = str(run_path.resolve())
+        path = self.json_path(record.key)
+        atomic_write_text(
+            path, json.dumps(record.to_dict(), indent=1, sort_keys=True, allow_nan=True) + "\n"
+        )
+        self._index()[record.key] = record
+        return path
+
+    def per_query(self, record: ResultRecord) -> dict[str, list] | None:
+        """The per-query values of a record (from memory, else from its CSV)."""
+        if record.per_query is not None:
+            return record.per_query
+        p = self.per_query_path(record.key)
+        if p.is_file():
+            record.per_query = read_per_query_csv(p)
+        return record.per_query
+
+    def log_failure(self, record: ResultRecord) -> Path:
+        """Append a failed cell's traceback to ``failures.log``; returns the log path."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            with open(self.failure_log, "a", encoding="utf-8") as fh:
+                fh.write(
+                    f"=== {record.finished} {record.summary_line()} (key {record.key}, "
+                    f"stage {record.error_stage})\n"
+                )
+                fh.write((record.traceback or record.error or "").rstrip() + "\n\n")
+        except OSError as exc:
+            raise ResultsWriteError(self.failure_log, exc) from None
+        return self.failure_log
+
+
+class CellClaim:
+    """A held claim on a cell (see :meth:`ResultStore.claim`)."""
+
+    def __init__(self, fd: int):
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor drops the flock
+            self._fd = None
+
+    def __enter__(self) -> CellClaim:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()

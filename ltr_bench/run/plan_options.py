@@ -1,0 +1,188 @@
+"""A plan from the command line: ``--config`` (if any) with the options applied on top.
+
+:func:`build_plan` is what ``ltr-bench run`` and ``ltr-bench tune`` call with the options as
+typed (:class:`CommandLine`): ``--ranker``/``--dataset`` replace the file's lists (a name the
+file also lists keeps its parameters / options), ``--param``/``--dataset-option``/``--sweep``
+add to or override them, scalar options replace the file's values. Everything is checked
+here, before any data is loaded (:class:`~ltr_bench.run.plan.PlanError`, exit 2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ltr_bench.results.labels import split_names
+from ltr_bench.run.plan import (
+    DatasetChoice,
+    Plan,
+    PlanError,
+    RankerChoice,
+    expand_sweeps,
+    load_plan,
+    parse_assignment,
+    parse_conventions,
+    parse_folds,
+    parse_seeds,
+    parse_sweep,
+)
+
+__all__ = ["CommandLine", "build_plan"]
+
+
+def _all_rankers(warn) -> list[str]:
+    from ltr_bench.registry import RankerLoadError, list_rankers
+
+    names = []
+    for entry in list_rankers():
+        try:
+            entry.load()
+        except RankerLoadError as exc:
+            warn(f"skipping unavailable ranker: {exc}")
+            continue
+        names.append(entry.name)
+    return names
+
+
+@dataclass
+class CommandLine:
+    """The plan-shaping options of ``ltr-bench run`` as typed (``None``/empty: not given)."""
+
+    config: str | None = None
+    rankers: tuple[str, ...] = ()
+    datasets: tuple[str, ...] = ()
+    folds: str | None = None
+    params: tuple[str, ...] = ()
+    dataset_options: tuple[str, ...] = ()
+    seed: int | None = None
+    seeds: str | None = None
+    conventions: str | None = None
+    threads: int | None = None
+    metrics: str | None = None
+    data_dir: str | None = None
+    cache_dir: str | None = None
+    sweeps: tuple[str, ...] = ()
+
+
+def build_plan(cl: CommandLine, *, warn=lambda message: None) -> Plan:
+    """The plan from ``--config`` (if any) with the command-line options applied on top.
+
+    ``warn(message)`` hears of rankers ``--ranker all`` leaves out (broken plugins).
+
+    ``--ranker``/``--dataset`` replace the file's lists (a name the file also lists keeps
+    its parameters / options); ``--param``/``--dataset-option`` add to or override them;
+    scalar options replace the file's values. Raises PlanError / UnknownRankerError.
+    """
+    from ltr_bench.registry import UnknownRankerError, get_entry, list_rankers
+
+    if cl.config is not None and not Path(cl.config).is_file():
+        raise PlanError(f"--config: file {cl.config} does not exist")
+    plan = load_plan(cl.config) if cl.config else Plan(rankers=[], datasets=[])
+    names = split_names(cl.rankers, option="--ranker")
+    if names:
+        if "all" in names:
+            if names != ["all"]:
+                raise PlanError("--ranker: 'all' cannot be combined with other names")
+            names = _all_rankers(warn)
+            if not names:
+                raise PlanError("--ranker all: no ranker is installed and importable")
+        if len(set(names)) != len(names):
+            raise PlanError(f"--ranker: a ranker is listed twice: {','.join(names)}")
+        old = {r.display: r for r in plan.rankers}
+        plan.rankers = [
+            RankerChoice(old[n].name, dict(old[n].params), old[n].label)
+            if n in old
+            else RankerChoice(n)
+            for n in names
+        ]
+    for name in [r.name for r in plan.rankers]:
+        get_entry(name)  # unknown name -> UnknownRankerError with close matches
+    by_name = {r.display: dict(r.params) for r in plan.rankers}
+    for text in cl.params:
+        name, key, value = parse_assignment(text, option="--param")
+        if name not in by_name:
+            known = [e.name for e in list_rankers()]
+            if name not in known:
+                err = UnknownRankerError(name, known)
+                raise PlanError(f"--param {text}: {err}")
+            raise PlanError(
+                f"--param {text}: ranker {name!r} is not part of this run "
+                f"(rankers: {', '.join(by_name) or 'none'}); add it to --ranker"
+            )
+        by_name[name][key] = value
+    plan.rankers = [RankerChoice(r.name, by_name[r.display], r.label) for r in plan.rankers]
+
+    dnames = split_names(cl.datasets, option="--dataset")
+    if dnames:
+        if len(set(dnames)) != len(dnames):
+            raise PlanError(f"--dataset: a dataset is listed twice: {','.join(dnames)}")
+        old_opts = {d.name: d.options for d in plan.datasets}
+        plan.datasets = [DatasetChoice(n, dict(old_opts.get(n, {}))) for n in dnames]
+    if cl.dataset_options:
+        _apply_dataset_options(plan, cl.dataset_options)
+
+    if cl.folds is not None:
+        plan.folds = parse_folds(cl.folds)
+    if cl.seed is not None and cl.seeds is not None:
+        raise PlanError("give either --seed or --seeds, not both")
+    if cl.seed is not None:
+        plan.seed, plan.seeds = cl.seed, None
+    if cl.seeds is not None:
+        plan.seeds = parse_seeds(cl.seeds)
+        plan.seed = plan.seeds[0]
+    if cl.threads is not None:
+        plan.threads = cl.threads
+    if cl.conventions is not None:
+        plan.conventions = parse_conventions(cl.conventions)
+    if cl.metrics is not None:
+        plan.metrics = tuple(m for m in (p.strip() for p in cl.metrics.split(",")) if m)
+    if cl.data_dir is not None:
+        plan.data_dir = cl.data_dir
+    if cl.cache_dir is not None:
+        plan.cache_dir = cl.cache_dir
+    if not plan.rankers:
+        raise PlanError(
+            "no ranker given: use --ranker NAME[,NAME...|all] or --config FILE "
+            "(see `ltr-bench rankers`)"
+        )
+    if not plan.datasets:
+        raise PlanError(
+            "no dataset given: use --dataset NAME|PATH or --config FILE (see `ltr-bench datasets`)"
+        )
+    for text in cl.sweeps:
+        name, key, values = parse_sweep(text)
+        plan.sweeps.setdefault(name, {})[key] = values
+    return expand_sweeps(plan)
+
+
+def _apply_dataset_options(plan: Plan, assignments: tuple[str, ...]) -> None:
+    from ltr_bench.data import UnknownDatasetError, get_spec
+    from ltr_bench.run.cells import PATH_DATASET_OPTIONS
+
+    def allowed(name: str) -> set[str]:
+        try:
+            return set(get_spec(name).options or {})
+        except UnknownDatasetError:
+            return set(PATH_DATASET_OPTIONS)  # a folder; unknown names fail later
+
+    opts = {d.name: dict(d.options) for d in plan.datasets}
+    for text in assignments:
+        target, key, value = parse_assignment(text, option="--dataset-option", scoped=False)
+        if target is not None:
+            if target not in opts:
+                raise PlanError(
+                    f"--dataset-option {text}: dataset {target!r} is not part of "
+                    f"this run (datasets: {', '.join(opts) or 'none'})"
+                )
+            targets = [target]
+        else:
+            targets = [n for n in opts if key in allowed(n)]
+            if not targets:
+                raise PlanError(
+                    f"--dataset-option {text}: no dataset of this run has an option "
+                    f"{key!r}; options: "
+                    + "; ".join(f"{n}: {', '.join(sorted(allowed(n))) or 'none'}" for n in opts)
+                )
+        for n in targets:
+            opts[n][key] = value
+    plan.datasets = [DatasetChoice(n, o) for n, o in opts.items()]
