@@ -13,7 +13,11 @@ Public API (the harness and the CLI code against these names)::
 
 Modules: :mod:`.specs` (registry, data home), :mod:`.errors`, :mod:`.reader` (parsing and
 validation), :mod:`.cache` (memory-mapped cache), :mod:`.generated` (``synthetic``,
-``gauss-*``), :mod:`.qbe` (``wine``, ``wdbc``), :mod:`.loading` (``load_fold`` and friends).
+``gauss-*``), :mod:`.qbe` (``wine``, ``wdbc``), :mod:`.loading` (``load_fold`` and friends),
+:mod:`.download` (resumable, checksummed downloads).
+
+May import the root contract only (``ltr_bench.folds``, ``ltr_bench.errors``, ...); evaluates
+nothing and knows neither the harness nor MLflow.
 """
 
 from ltr_bench.data.errors import DataError, DatasetNotFoundError, DataWarning, UnknownDatasetError

@@ -49,15 +49,38 @@ document cap (n x m x 8 bytes for the whole MSLR-WEB30K validation split with m 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from ltr_bench.ranker import check_ranking_input, query_boundaries, split_query_document
 
-if TYPE_CHECKING:  # pragma: no cover - import cycle at run time (ranker imports this module)
+if TYPE_CHECKING:  # pragma: no cover - annotations only
     from .gmml import LowRankQuadratic
-    from .ranker import LGMMLRanker
+    from .scoring import MetricBank
+
+
+class FittedLGMML(Protocol):
+    """What the diagnostics read of a fitted ``LGMMLRanker`` (the ranker imports this module,
+    so the diagnostics name the attributes they need instead of importing the ranker)."""
+
+    metric_bank_: MetricBank
+    weights_: np.ndarray
+    metric_eig_ratio_: np.ndarray
+    metric_reg_lambda_: np.ndarray
+    score_form_: str
+    warp_collapsed_: bool
+    weight_method: str
+    weight_strategy: str
+    scaling: str
+    reg_scale: str
+    n_features_in_: int
+    query_dim: int | None
+    scaler_: Any
+
+    def decision_features(self, X: np.ndarray) -> np.ndarray: ...
+    def _feature_chunks(self, X: np.ndarray) -> tuple[int, Any]: ...
+    def _chunk_rows(self, bank: MetricBank) -> int: ...
 
 __all__ = ["metric_spectra", "model_summary", "score_structure", "validation_diagnostics"]
 
@@ -77,7 +100,7 @@ def metric_spectra(metrics: list[LowRankQuadratic], distance: str) -> tuple[np.n
     return eig_ratio, reg_lambda
 
 
-def model_summary(ranker: LGMMLRanker) -> dict:
+def model_summary(ranker: FittedLGMML) -> dict:
     """The model-summary entries of the module docstring, from a fitted ranker (needs
     ``metric_bank_``, ``weights_``, ``metric_eig_ratio_``, ``metric_reg_lambda_``,
     ``score_form_``, ``warp_collapsed_``). Values may be NaN/inf; ``fitted_info`` drops those."""
@@ -102,7 +125,7 @@ def model_summary(ranker: LGMMLRanker) -> dict:
     }
 
 
-def score_structure(ranker: LGMMLRanker, X: np.ndarray, bounds: np.ndarray) -> dict:
+def score_structure(ranker: FittedLGMML, X: np.ndarray, bounds: np.ndarray) -> dict:
     """``top_anchor_r2`` and ``top5_anchor_r2`` (module docstring) of the fitted ``ranker``
     on the first whole queries of X (n, n_features), query ``bounds`` (n_queries + 1,) as
     :func:`ltr_bench.ranker.query_boundaries` returns them, up to about
@@ -134,7 +157,7 @@ def score_structure(ranker: LGMMLRanker, X: np.ndarray, bounds: np.ndarray) -> d
 
 
 def validation_diagnostics(
-    ranker: LGMMLRanker, eval_set, X_train: np.ndarray, train_bounds: np.ndarray
+    ranker: FittedLGMML, eval_set, X_train: np.ndarray, train_bounds: np.ndarray
 ) -> dict:
     """Every diagnostic that depends on data (module docstring), for a fitted ``ranker``:
     the score structure on ``eval_set = (X, y, qid)`` -- or on the training rows ``X_train``
