@@ -16,13 +16,13 @@ from ltr_bench.evaluation.metrics import (
     METRICS_HELP,
     VALID_FORMS,
     MetricKey,
-    _RankedQueries,
     evaluate_conventions,
     metric_display,
     metric_key_or_none,
     parse_metric,
     record_metric_keys,
 )
+from ltr_bench.evaluation.ranked import RankedQueries
 
 # (spelling, name, k, empty, canonical text, MLflow key, display)
 SPELLINGS = [
@@ -249,7 +249,7 @@ def test_every_table_row_has_a_kernel_forms_a_convention_text_and_a_parsable_dis
     assert VALID_FORMS == ("ndcg@k", "map", "map@k", "mrr", "mrr@k", "err@k", "p@k", "recall@k")
     for name, spec in METRIC_TABLE.items():
         assert spec.name == name and spec.cutoff in ("required", "optional", "forbidden")
-        assert callable(getattr(_RankedQueries, spec.kernel)), spec.kernel
+        assert callable(getattr(RankedQueries, spec.kernel)), spec.kernel
         assert all(form in METRICS_HELP for form in spec.forms)
         for field in (spec.formula, spec.empty_query, spec.ties, spec.beyond_query):
             assert field and field in CONVENTIONS[name]

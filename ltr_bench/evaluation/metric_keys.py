@@ -2,10 +2,10 @@
 
 :data:`METRIC_TABLE` holds, for every metric base name, whether it takes a cutoff ``k``, its
 formula, its edge cases (query without relevant documents, ties, ``k`` beyond the query's
-length), its display name and the kernel that computes it (a method of the ranked-queries
-object in :mod:`ltr_bench.evaluation.metrics`). :data:`VALID_FORMS`, :data:`CONVENTIONS` (logged with
-every run) and :data:`METRICS_HELP` are derived from it, so a new metric is one row here and
-one kernel there.
+length), its display name and the kernel that computes it (a method of
+:class:`ltr_bench.evaluation.ranked.RankedQueries`). :data:`VALID_FORMS`, :data:`CONVENTIONS`
+(logged with every run) and :data:`METRICS_HELP` are derived from it, so a new metric is one
+row here and one kernel there.
 
 :class:`MetricKey` is the one parser and printer of metric names. A key is a metric, its
 cutoff and its empty-query convention, and has four spellings:
@@ -17,8 +17,8 @@ spelling        example                    used by
 ``.mlflow_key`` ``ndcg_at_10_empty0``      MLflow metric keys (MLflow rejects ``@``)
 ``.display``    ``NDCG@10 (empty query     report tables and plot labels
                 = 0)``
-``.base``       ``ndcg@10``                :func:`ltr_bench.evaluation.metrics.evaluate` (the convention
-                                           is its ``empty_query`` argument)
+``.base``       ``ndcg@10``                :func:`~ltr_bench.evaluation.metrics.evaluate` (the
+                                           convention is its ``empty_query`` argument)
 ==============  =========================  ===================================================
 
 :meth:`MetricKey.parse` reads all four, in any letter case. The empty-query convention: a
@@ -82,7 +82,7 @@ class MetricSpec:
     ``empty_query``, ``ties``, ``beyond_query``: the definition and its edge cases as text
     (logged with every run); ``follows_empty_query``: whether a query without relevant
     documents takes the convention's value (True) or has a value of its own (False: one
-    key only); ``kernel``: the method of ``ltr_bench.evaluation.metrics._RankedQueries`` computing the
+    key only); ``kernel``: the method of ``ltr_bench.evaluation.ranked.RankedQueries`` computing the
     (n_queries,) raw values, called with ``k`` (an int, or None for no cutoff).
     """
 
@@ -235,7 +235,8 @@ METRICS_HELP: str = (
 )
 
 _DISPLAY_RE = re.compile(re.escape(_DISPLAY_EMPTY0.strip()) + r"$")
-#: Convention profiles (:mod:`ltr_bench.evaluation.conventions`): a key suffix each, e.g. ndcg@10_letor4.
+#: Convention profiles (:mod:`ltr_bench.evaluation.conventions`): a key suffix each, e.g.
+#: ndcg@10_letor4.
 PROFILE_TITLES = {
     "letor4": "LETOR 4.0 script",
     "letor3": "LETOR 3.0 script",
@@ -267,7 +268,9 @@ class MetricKey:
     name: str
     k: int | None = None
     empty: str = "1"
-    profile: str = ""  # a convention profile of ltr_bench.evaluation.conventions, "" = ltr-bench's own
+    profile: str = (
+        ""  # a convention profile of ltr_bench.evaluation.conventions, "" = ltr-bench's own
+    )
 
     def __post_init__(self):
         _check_fields(self.name, self.k, self.empty, repr(self.name))
@@ -319,8 +322,8 @@ class MetricKey:
 
     @property
     def base(self) -> str:
-        """The key without the convention, as :func:`ltr_bench.evaluation.metrics.evaluate` takes it:
-        ``ndcg@10``, ``map``."""
+        """The key without the convention, as :func:`~ltr_bench.evaluation.metrics.evaluate`
+        takes it: ``ndcg@10``, ``map``."""
         return self.name + ("" if self.k is None else f"@{self.k}")
 
     @property
@@ -356,7 +359,8 @@ class MetricKey:
 
     @property
     def empty_query(self) -> float:
-        """The ``empty_query`` value :func:`ltr_bench.evaluation.metrics.evaluate` needs for this key."""
+        """The ``empty_query`` value :func:`~ltr_bench.evaluation.metrics.evaluate` needs for
+        this key."""
         return float(self.empty)
 
     @property
