@@ -61,7 +61,7 @@ from pathlib import Path
 import numpy as np
 
 from ltr_bench.data import resolve_data_dir
-from ltr_bench.data.loading import BUILTIN_DIR
+from ltr_bench.data.layout import BUILTIN_DIR
 from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input
 
 __all__ = ["GRID", "NormReferenceRanker", "load_validation_sets", "main", "ridge_scores"]

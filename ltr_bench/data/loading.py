@@ -20,7 +20,6 @@ A string is a name when it is registered; otherwise a string that names an exist
 from __future__ import annotations
 
 import os
-import re
 import warnings
 from pathlib import Path
 
@@ -28,10 +27,15 @@ import numpy as np
 
 from ltr_bench.data.cache import cache_key, file_sha256, load_entry, source_signature, write_entry
 from ltr_bench.data.errors import DataError, DatasetNotFoundError, DataWarning
+from ltr_bench.data.layout import (
+    BUILTIN_DIR,
+    as_path,
+    generic_files,
+    generic_layout,
+    named_files,
+)
 from ltr_bench.data.reader import read_letor_file
 from ltr_bench.data.specs import (
-    _SPECS,
-    COMPRESSION_SUFFIXES,
     DatasetSpec,
     get_spec,
     resolve_cache_dir,
@@ -42,73 +46,10 @@ from ltr_bench.progress import report_progress
 
 __all__ = ["available_folds", "dataset_identity", "dataset_present", "load_fold"]
 
-_GENERIC_NAMES = {
-    "train": ("train.txt", "trainingset.txt", "rank.train", "train"),
-    "vali": ("vali.txt", "valid.txt", "validationset.txt", "rank.vali", "vali"),
-    "test": ("test.txt", "testset.txt", "rank.test", "test"),
-}
-_FOLD_RE = re.compile(r"^fold(\d+)$", re.IGNORECASE)
-
 #: Largest label a folder dataset's training split may hold without the ``label_max``
 #: option: graded relevance in LETOR data is 0..4 (Yahoo, MSLR) or 0..2; a larger value is
 #: almost always a wrong column, and LightGBM's default gain table stops at 30.
 FOLDER_LABEL_CAP = 31
-
-
-# ----------------------------------------------------------------------------- resolution
-
-
-def _as_path(dataset) -> Path | None:
-    """The folder path ``dataset`` denotes, or None when it is a dataset name."""
-    if isinstance(dataset, os.PathLike):
-        return Path(dataset).expanduser()
-    s = str(dataset)
-    if s.strip().lower() in _SPECS:
-        return None
-    if os.sep in s or "/" in s or s.startswith((".", "~")) or Path(s).expanduser().is_dir():
-        return Path(s).expanduser()
-    return None
-
-
-def _data_home_note(data_dir) -> str:
-    if data_dir is not None and str(data_dir) != "":
-        src = "set by --data-dir"
-    elif os.environ.get("LTR_BENCH_DATA"):
-        src = "set by $LTR_BENCH_DATA"
-    else:
-        src = "the default; set --data-dir or $LTR_BENCH_DATA to use another folder"
-    return f"The data home is {resolve_data_dir(data_dir)} ({src})."
-
-
-def _find_file(expected: Path) -> Path | None:
-    """``expected`` or its compressed variant; DataError if more than one exists."""
-    found = [expected.with_name(expected.name + s) for s in COMPRESSION_SUFFIXES]
-    for p in found:
-        if p.exists() and not p.is_file():
-            raise DataError(
-                f"{p}: is a folder (or not a regular file), but it has the name "
-                "of a data file; replace it by the data file or rename it.",
-                path=p,
-            )
-    found = [p for p in found if p.is_file()]
-    if len(found) > 1:
-        raise DataError(
-            f"{expected.parent}: both " + " and ".join(p.name for p in found) + " exist; "
-            "keep only one of them so that it is clear which data is used.",
-            path=found[0],
-        )
-    return found[0] if found else None
-
-
-def _strip_compression(name: str) -> str:
-    for s in COMPRESSION_SUFFIXES[1:]:
-        if name.endswith(s):
-            return name[: -len(s)]
-    return name
-
-
-def _query_file_for(data_file: Path) -> Path | None:
-    return _find_file(data_file.with_name(_strip_compression(data_file.name) + ".query"))
 
 
 def _options(spec: DatasetSpec, options: dict | None) -> dict:
@@ -155,114 +96,6 @@ def _path_options(options: dict | None) -> dict:
         except (TypeError, ValueError):
             raise DataError(f"option {key}={value!r} must be an integer.") from None
     return opts
-
-
-# ----------------------------------------------------------------------------- layouts
-
-
-def _not_found(spec: DatasetSpec, data_dir, missing: Path, fold: int) -> DatasetNotFoundError:
-    home = resolve_data_dir(data_dir)
-    lines = [
-        f"dataset {spec.name!r} ({spec.title}) was not found: {missing} does not exist.",
-        f"Download it from {spec.homepage} and put the files here:",
-    ]
-    for p in spec.fold_files(home, fold).values():
-        lines.append(f"  {p}")
-        if spec.query_files:
-            lines.append(f"  {p}.query")
-    lines.append(f"Expected layout: {spec.layout}.")
-    lines.append(_data_home_note(data_dir))
-    return DatasetNotFoundError("\n".join(lines), path=missing)
-
-
-#: Datasets shipped inside the package (small, with a licence that allows it): a folder per
-#: spec root. A copy under the data home takes precedence.
-BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
-
-
-def _named_files(spec: DatasetSpec, data_dir, fold: int) -> dict[str, tuple[Path, Path | None]]:
-    if not 1 <= fold <= spec.n_folds:
-        raise DataError(f"dataset {spec.name!r} has folds 1..{spec.n_folds}, not {fold}.")
-    home = resolve_data_dir(data_dir)
-    builtin = BUILTIN_DIR / spec.root
-    if builtin.is_dir() and _find_file(spec.fold_files(home, fold)[spec.split_files[0][0]]) is None:
-        home = BUILTIN_DIR  # shipped with the package (a copy in the data home wins)
-    out = {}
-    for split, expected in spec.fold_files(home, fold).items():
-        f = _find_file(expected)
-        if f is None:
-            rel = expected.relative_to(home).parts
-            chain = [home] + [home.joinpath(*rel[:i]) for i in range(1, len(rel))]
-            missing = next((c for c in chain if not c.exists()), expected)
-            raise _not_found(spec, data_dir, missing, fold)
-        q = None
-        if spec.query_files:
-            q = _query_file_for(f)
-            if q is None:
-                raise _not_found(spec, data_dir, expected.with_name(expected.name + ".query"), fold)
-        out[split] = (f, q)
-    return out
-
-
-def _split_files_in(folder: Path) -> dict[str, tuple[Path, Path | None]]:
-    out = {}
-    for split, names in _GENERIC_NAMES.items():
-        hits = [f for f in (_find_file(folder / n) for n in names) if f is not None]
-        if len(hits) > 1:
-            raise DataError(
-                f"{folder}: several files could be the {split} split ("
-                + ", ".join(h.name for h in hits)
-                + "); keep only one.",
-                path=folder,
-            )
-        if hits:
-            out[split] = (hits[0], _query_file_for(hits[0]))
-    return out
-
-
-def _generic_layout(root: Path) -> dict[int, Path]:
-    """Fold number -> folder with that fold's split files."""
-    if not root.is_dir():
-        raise DatasetNotFoundError(
-            f"{root}: no such folder. Pass a registered dataset name or a folder that holds "
-            "LETOR files (Fold1/, Fold2/, ... sub-folders, or train.txt/vali.txt/test.txt).",
-            path=root,
-        )
-    folds = {}
-    for child in root.iterdir():
-        m = _FOLD_RE.match(child.name)
-        if m and child.is_dir():
-            folds[int(m.group(1))] = child
-    if folds:
-        return dict(sorted(folds.items()))
-    if _split_files_in(root):
-        return {1: root}
-    names = ", ".join(sorted({n for ns in _GENERIC_NAMES.values() for n in ns}))
-    raise DatasetNotFoundError(
-        f"{root}: no LETOR layout found. Expected Fold1/, Fold2/, ... sub-folders, or split "
-        f"files directly in the folder, named one of: {names} (each may end in .gz, .bz2 or "
-        ".xz; LightGBM-style files without qid: need a .query file beside them).",
-        path=root,
-    )
-
-
-def _generic_files(root: Path, fold: int) -> dict[str, tuple[Path, Path | None]]:
-    layout = _generic_layout(root)
-    if fold not in layout:
-        raise DataError(
-            f"{root}: there is no fold {fold}; found folds " + ", ".join(map(str, layout)) + ".",
-            path=root,
-        )
-    files = _split_files_in(layout[fold])
-    missing = [s for s in ("train", "test") if s not in files]
-    if missing:
-        raise DatasetNotFoundError(
-            f"{layout[fold]}: no {' and no '.join(missing)} file. Name them "
-            + "; ".join(f"{s}: " + " or ".join(_GENERIC_NAMES[s][:2]) for s in missing)
-            + " (optionally .gz/.bz2/.xz).",
-            path=layout[fold],
-        )
-    return files
 
 
 # ----------------------------------------------------------------------------- LETOR splits
@@ -485,7 +318,7 @@ def dataset_present(spec_or_name, data_dir=None) -> tuple[bool, Path]:
     if spec.kind != "letor":
         return True, home
     try:
-        files = _named_files(spec, data_dir, 1)
+        files = named_files(spec, data_dir, 1)
     except DataError:
         return False, home / spec.root
     first = next(iter(files.values()))[0]
@@ -500,20 +333,20 @@ def available_folds(dataset, *, data_dir=None, options=None) -> list[int]:
     :class:`DatasetNotFoundError` when none is). Folder path: the ``Fold*`` sub-folders (or
     ``[1]``). ``synthetic``: 1..5. Query-by-example: 1..``n_folds`` (option, default 10).
     """
-    path = _as_path(dataset)
+    path = as_path(dataset)
     if path is not None:
-        return list(_generic_layout(path))
+        return list(generic_layout(path))
     spec = get_spec(dataset)
     if spec.kind == "letor":
         folds = []
         for k in range(1, spec.n_folds + 1):
             try:
-                _named_files(spec, data_dir, k)
+                named_files(spec, data_dir, k)
             except DatasetNotFoundError:
                 continue
             folds.append(k)
         if not folds:
-            _named_files(spec, data_dir, 1)  # raises the full "where to download" message
+            named_files(spec, data_dir, 1)  # raises the full "where to download" message
         return folds
     opts = _options(spec, options)
     if spec.kind == "generated":
@@ -528,7 +361,7 @@ def dataset_identity(dataset, *, data_dir=None, seed: int = 0, options=None) -> 
     "path", "options"}``; generated/qbe: ``{"name", "kind", "seed", "options"}`` with every
     option resolved (defaults included), so equal identities mean equal data.
     """
-    path = _as_path(dataset)
+    path = as_path(dataset)
     if path is not None:
         return {
             "name": path.resolve().name,
@@ -575,10 +408,10 @@ def load_fold(
     content: file:line, what, how to fix).
     """
     fold = int(fold)
-    path = _as_path(dataset)
+    path = as_path(dataset)
     if path is not None:
         opts = _path_options(options)
-        files = _generic_files(path, fold)
+        files = generic_files(path, fold)
         return _letor_fold(
             str(dataset),
             files,
@@ -596,7 +429,7 @@ def load_fold(
             raise DataError(
                 f"dataset {spec.name!r} takes no options (got " + ", ".join(options) + ")."
             )
-        files = _named_files(spec, data_dir, fold)
+        files = named_files(spec, data_dir, fold)
         return _letor_fold(
             spec.name,
             files,

@@ -19,7 +19,7 @@ def test_lightgbm_example_loads_from_the_package_with_an_empty_data_home(tmp_pat
 def test_a_copy_in_the_data_home_takes_precedence(tmp_path):
     import shutil
 
-    from ltr_bench.data.loading import BUILTIN_DIR
+    from ltr_bench.data.layout import BUILTIN_DIR
 
     shutil.copytree(BUILTIN_DIR / "lightgbm-example", tmp_path / "lightgbm-example")
     present, where = dataset_present("lightgbm-example", data_dir=tmp_path)
