@@ -1,0 +1,106 @@
+"""What is there to run: ``ltr-bench rankers``, ``datasets`` and ``download``."""
+
+from __future__ import annotations
+
+import click
+
+from ltr_bench.cli import options
+
+CONTEXT = options.CONTEXT
+
+
+@click.command(cls=options.Command, name="rankers", context_settings=CONTEXT)
+@click.option(
+    "--no-check",
+    is_flag=True,
+    help="Do not import the rankers (faster; status shows 'not checked').",
+)
+def rankers_cmd(no_check: bool) -> None:
+    """List registered rankers: name, distribution, version, status.
+
+    Status imports each ranker's plugin (one at a time: a broken plugin shows as
+    'unavailable' with its error and does not affect the others).
+    """
+    from ltr_bench.registry import RankerLoadError, list_rankers
+
+    rows = [["name", "distribution", "version", "status"]]
+    for e in list_rankers():
+        if no_check:
+            status = "not checked"
+        else:
+            try:
+                e.load()
+                status = "ok"
+            except RankerLoadError as exc:
+                status = f"unavailable: {exc}"
+        rows.append([e.name, e.distribution, e.version, status])
+    if len(rows) == 1:
+        click.echo("no rankers installed (none registers the 'ltr_bench.rankers' entry point)")
+        return
+    click.echo(_table(rows))
+
+
+def _table(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    out = []
+    for j, r in enumerate(rows):
+        out.append("  ".join([c.ljust(w) for c, w in zip(r[:-1], widths)] + [r[-1]]).rstrip())
+        if j == 0:
+            out.append("  ".join(["-" * w for w in widths] + ["-" * len(r[-1])]))
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------------------- datasets
+
+
+@click.command(cls=options.Command, name="datasets", context_settings=CONTEXT)
+@options.data_dir
+def datasets_cmd(data_dir: str | None) -> None:
+    """List known datasets: kind, folds, present or missing (where), and where to get them."""
+    from ltr_bench.data import dataset_present, list_datasets, resolve_data_dir
+
+    home = resolve_data_dir(data_dir)
+    click.echo(f"data home: {home}")
+    rows = [["name", "kind", "folds", "status", "source"]]
+    for spec in list_datasets():
+        present, where = dataset_present(spec, data_dir=data_dir)
+        if spec.kind != "letor":
+            status = "built-in (no download)"
+        else:
+            status = f"present at {where}" if present else f"missing: expected at {where}"
+        rows.append([spec.name, spec.kind, str(spec.n_folds), status, spec.homepage])
+    click.echo(_table(rows))
+
+
+# ------------------------------------------------------------------------------- download
+
+
+@click.command(cls=options.Command, name="download", context_settings=CONTEXT)
+@click.argument("name")
+@options.data_dir
+@click.option(
+    "--url",
+    default=None,
+    metavar="URL",
+    help="Download from here instead of the publisher's address (same checks).",
+)
+def download_cmd(name: str, data_dir: str | None, url: str | None) -> None:
+    """Download a LETOR dataset into the data home, check it and unpack it where the loader
+    expects it (mslr10k, mslr30k, mq2007, mq2008, ohsumed). Resumes an interrupted download.
+    For datasets whose licence must be accepted by hand (yahoo-set1/2, istella-s) it prints
+    the steps instead."""
+    from ltr_bench.cli.console import Console
+    from ltr_bench.data.download import download_dataset
+
+    console = Console()
+
+    def progress(done: int, total: int, what: str) -> None:
+        pct = f" {100.0 * done / total:5.1f}%" if total else ""
+        console.status(
+            f"{what}: {done / 2**20:,.1f} MiB"
+            + (f" of {total / 2**20:,.1f} MiB" if total else "")
+            + pct
+        )
+
+    download_dataset(name, data_dir=data_dir, url=url, progress=progress, say=console.line)
+    console.clear()

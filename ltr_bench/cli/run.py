@@ -1,0 +1,382 @@
+"""``ltr-bench run``: parse the plan's options, run its cells, print the summary.
+
+The plan is built in :mod:`ltr_bench.run.plan_options`, expanded in :mod:`ltr_bench.run.cells`,
+run by :mod:`ltr_bench.run.harness` (in process or on Dask, :mod:`ltr_bench.run.executors`),
+logged by :mod:`ltr_bench.tracking` and summarised by :mod:`ltr_bench.report.text`.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from pathlib import Path
+
+import click
+
+from ltr_bench.cli import options
+from ltr_bench.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, LtrBenchError, UsageError
+from ltr_bench.evaluation.metric_keys import METRICS_HELP
+
+CONTEXT = options.CONTEXT
+
+
+def _err(message: str) -> None:
+    click.echo(message, err=True)
+
+
+@click.command("run", cls=options.Command, context_settings=CONTEXT)
+@click.option(
+    "--ranker",
+    "rankers",
+    multiple=True,
+    metavar="NAME[,NAME...]|all",
+    help="Rankers to run (comma list, repeatable, or 'all'); see `ltr-bench rankers`.",
+)
+@click.option(
+    "--dataset",
+    "datasets",
+    multiple=True,
+    metavar="NAME|PATH",
+    help="Dataset name (see `ltr-bench datasets`) or a folder of LETOR files; "
+    "comma list or repeatable.",
+)
+@click.option(
+    "--folds",
+    default=None,
+    metavar="all|1,3",
+    help="Folds to run (1-based). Default: all the dataset has.",
+)
+@options.data_dir
+@options.cache_dir
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="NAME.key=value",
+    help="A ranker hyper-parameter, e.g. lightgbm.num_leaves=31 (value parsed as "
+    "number/bool/none/[list] when it is one, else text). Repeatable.",
+)
+@click.option(
+    "--dataset-option",
+    "dataset_options",
+    multiple=True,
+    metavar="[DATASET.]key=value",
+    help="Option of a generated dataset, e.g. n_queries=100. Repeatable.",
+)
+@click.option(
+    "--sweep",
+    "sweeps",
+    multiple=True,
+    metavar="NAME.key=v1,v2,...",
+    help="Run one configuration per value, each its own row NAME[key=value]; "
+    "repeat for a grid, e.g. --sweep lightgbm.num_leaves=7,31,127.",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Seed for data generation/splits and every ranker's seed parameter (default 0).",
+)
+@click.option(
+    "--seeds",
+    default=None,
+    metavar="0,1,2|N",
+    help="Repeat every cell with each of these seeds (or with seeds 0..N-1).",
+)
+@click.option(
+    "--convention",
+    "conventions",
+    default=None,
+    metavar="PROFILE[,PROFILE]",
+    help="Also score every cell the way another tool does: letor4 (the LETOR 4.0 "
+    "script, MQ2007/MQ2008), letor3 (LETOR 3.0, OHSUMED), trec (trec_eval), "
+    "nonempty (queries without relevant documents left out). Keys get the "
+    "profile as suffix, e.g. ndcg@10_letor4; the summary shows them.",
+)
+@click.option(
+    "--threads",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Threads per ranker (its thread parameter, and BLAS/OpenMP pools); "
+    "default 1, so that timings compare like with like.",
+)
+@click.option(
+    "--metrics",
+    default=None,
+    metavar="M1,M2,...",
+    help="Metrics (default ndcg@1,3,5,10,20, map, mrr, err@10). " + METRICS_HELP,
+)
+@options.tracking_uri
+@click.option("--no-mlflow", is_flag=True, help="Only save results locally.")
+@options.results_dir
+@click.option(
+    "--output",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Also write the results as JSON: one record per (ranker, dataset, fold, "
+    "seed), the same fields as the local result files.",
+)
+@click.option("--force", is_flag=True, help="Re-run cells that finished before.")
+@click.option(
+    "--save-scores",
+    is_flag=True,
+    help="Keep each cell's test scores as a TREC run file (qid Q0 docid rank score "
+    "tag; docid = the row's position in the split) beside its result and in "
+    "MLflow, for trec_eval, ranx or the LETOR scripts.",
+)
+@click.option(
+    "--config",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="A TOML benchmark plan (rankers, parameters, datasets, folds, seed); "
+    "command-line options override it.",
+)
+@options.workers("cells")
+@options.scheduler("the data home")
+@click.option(
+    "--score-repeats",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Timed predict calls (after one warm-up) for score_us_per_doc.",
+)
+@click.pass_context
+def run_cmd(
+    ctx: click.Context,
+    tracking_uri,
+    no_mlflow,
+    results_dir,
+    output,
+    force,
+    score_repeats,
+    save_scores,
+    workers,
+    scheduler,
+    **plan_options,
+) -> None:
+    """Fit, score and evaluate every ranker on every fold; record and log the results.
+
+    Each fold is loaded once and every ranker sees the same splits (fingerprints are
+    recorded). Finished (ranker, parameters, dataset, fold, seed) cells are skipped when the
+    same command runs again (--force re-runs them); Ctrl-C keeps every finished cell.
+
+    Exit codes: 0 ok, 1 a run failed, 2 bad invocation, 130 interrupted.
+    """
+    workers, scheduler = options.executor_choice(ctx, workers, scheduler)
+    try:
+        with options.sigterm_as_interrupt():
+            _run(
+                ctx,
+                tracking_uri=tracking_uri,
+                no_mlflow=no_mlflow,
+                results_dir=results_dir,
+                output=output,
+                force=force,
+                score_repeats=score_repeats,
+                save_scores=save_scores,
+                workers=workers,
+                scheduler=scheduler,
+                **plan_options,
+            )
+    except KeyboardInterrupt:  # outside a cell (checking, logging): nothing is lost
+        _err("\ninterrupted; every finished cell is saved; re-run the same command to resume")
+        ctx.exit(EXIT_INTERRUPTED)
+
+
+def _run(
+    ctx,
+    *,
+    tracking_uri,
+    no_mlflow,
+    results_dir,
+    output,
+    force,
+    score_repeats,
+    save_scores=False,
+    workers=None,
+    scheduler=None,
+    **plan_options,
+) -> None:
+    from ltr_bench.cli.console import Console, ConsoleListener
+    from ltr_bench.report.text import summary_table
+    from ltr_bench.results import ResultStore, atomic_write_text, check_writable_dir, records_json
+    from ltr_bench.run.cells import expand_plan
+    from ltr_bench.run.harness import HarnessInterrupted, HarnessWriteError, Listeners, run_plan
+    from ltr_bench.run.plan_options import CommandLine, build_plan
+
+    console = Console()
+    plan = build_plan(CommandLine(**plan_options), warn=lambda m: _err(f"warning: {m}"))
+    plan.command = shlex.join(["ltr-bench", *sys.argv[1:]])
+    from ltr_bench.run.executors import make_executor
+
+    executor = make_executor(workers=workers, scheduler=scheduler, threads=plan.threads)
+    console.status("checking rankers and data ...", force=True)
+    expanded = expand_plan(plan, score_repeats=score_repeats, save_scores=save_scores)
+
+    store = ResultStore(
+        Path(results_dir) if results_dir else Path.cwd() / "mlflow_runs" / "results"
+    )
+    _check_outputs(store.root, output, plan.cache_dir, check_writable_dir)
+    headline = "ndcg@10" if "ndcg@10" in expanded.metrics else expanded.metrics[0]
+    listeners = [ConsoleListener(console, headline=headline, failure_log=store.failure_log)]
+    mlflow_listener, tracking_error = None, None
+    if not no_mlflow:
+        from ltr_bench.tracking import MlflowListener, Tracker, TrackingError
+
+        tracker = Tracker(tracking_uri)
+        try:
+            console.status(f"opening MLflow store {tracker.uri} ...", force=True)
+            tracker.check()
+            mlflow_listener = MlflowListener(
+                tracker,
+                store,
+                plan=plan.to_dict(),
+                plan_toml=Path(plan.source).read_text(encoding="utf-8") if plan.source else None,
+                on_error=lambda m: console.line(
+                    f"warning: {m}; from now on results are only saved locally"
+                ),
+            )
+            listeners.append(mlflow_listener)
+        except TrackingError as exc:
+            tracking_error = str(exc)
+            console.line(f"warning: {exc}; results will only be saved locally")
+    console.line(
+        f"{len(expanded.cells)} cell(s) ({len(plan.datasets)} dataset(s) x folds x "
+        f"{len(plan.rankers)} ranker(s) x {len(plan.all_seeds())} seed(s)); results in "
+        f"{store.root}" + (f"; MLflow {tracker.uri}" if mlflow_listener else "")
+    )
+
+    interrupted, write_error = False, None
+    try:
+        if not executor.in_process and (
+            force or any(store.get(c.key) is None for c in expanded.cells)
+        ):
+            console.status(f"starting Dask: cells will run {executor.describe()} ...", force=True)
+            executor.client()  # an unreachable scheduler fails here, before any cell
+            console.line(f"cells run {executor.describe()}")
+        report = run_plan(
+            expanded,
+            store,
+            force=force,
+            listener=Listeners(*listeners),
+            warn=lambda m: console.line(f"warning: {m}"),
+            executor=executor,
+        )
+    except HarnessInterrupted as exc:
+        report, interrupted = exc.report, True
+    except HarnessWriteError as exc:
+        report, write_error = exc.report, str(exc)
+    finally:
+        executor.close()
+    if mlflow_listener is not None:
+        mlflow_listener.close(interrupted=interrupted or write_error is not None)
+        if not interrupted and write_error is None:
+            _attach_html_reports(store, report.records, mlflow_listener, console)
+        tracking_error = mlflow_listener.error or tracking_error
+    console.clear()
+
+    output_error = None
+    if output:
+        try:
+            atomic_write_text(Path(output), records_json([*report.records, *report.failed]))
+        except OSError as exc:
+            output_error = (
+                f"--output {output}: cannot write it: {exc.strerror or exc}; the "
+                f"results are saved in {store.root}"
+            )
+    if report.records:
+        click.echo(
+            summary_table(
+                report.records,
+                expanded.metrics,
+                convention=plan.conventions[0] if plan.conventions else None,
+            )
+        )
+    if output_error:
+        _err(output_error)
+    if write_error is not None:
+        _err(
+            f"stopped: {write_error}. {report.n_saved} cell(s) finished and saved in "
+            f"{store.root}; free space (or fix the permissions) and re-run the same command "
+            "to resume."
+        )
+        ctx.exit(EXIT_FAILED)
+    if interrupted:
+        _err(
+            f"interrupted; {report.n_saved} cell(s) finished and saved in {store.root}; "
+            f"re-run the same command to resume"
+        )
+        ctx.exit(EXIT_INTERRUPTED)
+    code = EXIT_OK
+    if report.failed:
+        _err(
+            f"{len(report.failed)} of {len(expanded.cells)} cell(s) failed: "
+            + "; ".join(
+                f"{r.summary_line()} ({r.error_stage}: {r.error})" for r in report.failed[:5]
+            )
+            + (" ..." if len(report.failed) > 5 else "")
+            + f". Tracebacks: {store.failure_log}"
+        )
+        code = EXIT_FAILED
+    if output_error:
+        code = EXIT_FAILED
+    if tracking_error:
+        _err(
+            f"MLflow logging failed: {tracking_error}. The results are saved in "
+            f"{store.root}; re-run the same command when the store is reachable to log them "
+            f"(nothing is recomputed), or add --no-mlflow."
+        )
+        code = EXIT_FAILED
+    ctx.exit(code)
+
+
+def _check_outputs(
+    results_root: Path, output: str | None, cache_dir: str | None, check_writable_dir
+) -> None:
+    """Every place the run writes to, tried before the first fit (exit 2 naming the option):
+    the results folder, the folder of --output and the parsed-data cache. An unusable
+    default cache only warns: the data is then parsed in memory."""
+    check_writable_dir(results_root, "--results-dir")
+    if output:
+        out = Path(output)
+        if out.is_dir():
+            raise UsageError(
+                f"--output {output}: is a folder; give a file name, e.g. {out / 'results.json'}"
+            )
+        check_writable_dir(out.resolve().parent, f"--output {output}: its folder")
+    from ltr_bench.data import resolve_cache_dir
+
+    cache = resolve_cache_dir(cache_dir)
+    try:
+        check_writable_dir(cache, "--cache-dir" if cache_dir else "the parsed-data cache")
+    except UsageError as exc:
+        if cache_dir or os.environ.get("LTR_BENCH_CACHE"):
+            raise
+        _err(f"warning: {exc} Files are parsed in memory (again on every run).")
+
+
+def _attach_html_reports(store, records, listener, console) -> None:
+    """Each dataset's HTML report on its parent runs: every result in the store on the folds
+    and seeds of this run (so, on the same data, what it can be compared with)."""
+    import tempfile
+
+    from ltr_bench.report.html import to_html
+    from ltr_bench.report.plots import write_plots
+    from ltr_bench.report.tables import build_report
+
+    for dataset in sorted({r.dataset for r in records}):
+        units = {(r.fold, r.seed) for r in records if r.dataset == dataset}
+        recs = [
+            r for r in store.records() if r.dataset == dataset and (r.fold, r.seed) in units
+        ]  # what is comparable with this run
+        for r in recs:
+            store.per_query(r)
+        try:
+            with tempfile.TemporaryDirectory(prefix="ltr-bench-report-") as tmp:
+                rep = build_report(recs, dataset=dataset)
+                path = Path(tmp) / "report.html"
+                path.write_text(to_html(rep, plots=write_plots(rep, tmp)), encoding="utf-8")
+                listener.attach_report(dataset, path)
+        except (LtrBenchError, ValueError, OSError) as exc:
+            console.line(f"note: no HTML report attached for {dataset}: {exc}")

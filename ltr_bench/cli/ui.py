@@ -1,0 +1,102 @@
+"""``ltr-bench ui``: the real MLflow UI on the results store, opened on the comparison."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from ltr_bench.cli import options
+from ltr_bench.errors import UsageError
+
+CONTEXT = options.CONTEXT
+
+
+def _err(message: str) -> None:
+    click.echo(message, err=True)
+
+
+@click.command("ui", cls=options.Command, context_settings=CONTEXT)
+@options.tracking_uri
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on (loopback by default; 0.0.0.0 exposes it).",
+)
+@click.option("--port", default=5000, show_default=True, type=click.IntRange(1, 65535))
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Server worker processes (MLflow's own default, 4, suits a shared server).",
+)
+@click.pass_context
+def ui_cmd(
+    ctx: click.Context, tracking_uri: str | None, host: str, port: int, workers: int
+) -> None:
+    """Start the MLflow UI on the results store (foreground; Ctrl-C stops it).
+
+    Runs `python -m mlflow ui --app-name ltr-bench` (MLflow's server plus the page
+    /ltr-bench/, which opens the runs tables with the metric columns shown, sorted by NDCG@10)
+    with the store's URI and artifact root. MLflow's background
+    job runner (GenAI scorers, not used by ltr-bench) is off unless
+    MLFLOW_SERVER_ENABLE_JOB_EXECUTION is set.
+    """
+    from ltr_bench.tracking import artifact_root_for, resolve_tracking_uri, sqlite_path
+
+    uri = resolve_tracking_uri(tracking_uri)
+    if uri.startswith(("http://", "https://")):
+        raise UsageError(f"{uri} is already an MLflow server: open it in a browser")
+    db = sqlite_path(uri)
+    if db is not None and not db.exists():
+        _err(f"note: {db} does not exist yet (no runs logged here); starting on an empty store")
+        db.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "mlflow",
+        "ui",
+        "--backend-store-uri",
+        uri,
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+    ]
+    from importlib.metadata import entry_points
+
+    served = any(ep.name == "ltr-bench" for ep in entry_points(group="mlflow.app"))
+    if served:
+        cmd += ["--app-name", "ltr-bench"]
+    os.environ.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
+    root = artifact_root_for(uri)
+    if root is not None:
+        cmd += ["--default-artifact-root", root]
+    # MLflow keeps a runs table's columns in the browser; /ltr-bench/ (tracking.ui_app) sets
+    # them to the headline metrics, sorted by NDCG@10, parents only, then opens the
+    # model-training view (MLflow 3 opens in its GenAI view otherwise).
+    if served:
+        _err(f"MLflow UI for {uri}: open http://{host}:{port}/ltr-bench/ (Ctrl-C to stop)")
+    else:  # an install from before the app existed: MLflow's plain UI
+        _err(
+            f"MLflow UI for {uri}: open http://{host}:{port}/#/experiments?workflowType="
+            "machine_learning (Ctrl-C to stop; reinstall ltr-bench, pip install -e ., for "
+            "the page that opens the runs tables with their metric columns)"
+        )
+    sys.stderr.flush()
+    sys.stdout.flush()
+    if os.name == "posix" and not os.environ.get("LTR_BENCH_UI_NO_EXEC"):
+        os.execv(sys.executable, cmd)  # become the server: signals reach it directly
+    import subprocess
+
+    proc = subprocess.Popen(cmd)
+    try:
+        ctx.exit(proc.wait())
+    except KeyboardInterrupt:
+        proc.terminate()
+        ctx.exit(proc.wait())
