@@ -317,3 +317,34 @@ def test_progress_lines_are_throttled_when_stderr_is_not_a_terminal():
     console.status("forced", force=True)
     console.line("done")
     assert stream.getvalue().splitlines() == ["round 0", "forced", "done"]
+
+
+def test_a_configuration_with_set_parameters_is_named_by_them_in_summary_records_and_mlflow(cli):
+    first = cli("run", "--ranker", "fake-linear", "--dataset", "synthetic", "--folds", "1", *TINY)
+    second = cli(
+        "run",
+        "--ranker",
+        "fake-linear",
+        "--param",
+        "fake-linear.scale=2",
+        "--dataset",
+        "synthetic",
+        "--folds",
+        "1",
+        *TINY,
+    )
+    assert first.exit_code == 0 and second.exit_code == 0, first.output + second.output
+    assert "fake-linear[scale=2]" in second.stdout and "null" not in second.stdout
+    records = [json.loads(p.read_text()) for p in (cli.work / "mlflow_runs/results").glob("*.json")]
+    assert sorted(r["label"] for r in records) == ["fake-linear", "fake-linear[scale=2]"]
+    import mlflow
+
+    from ltr_bench.tracking import default_tracking_uri
+
+    client = mlflow.MlflowClient(default_tracking_uri())
+    names = {
+        run.info.run_name
+        for exp in client.search_experiments()
+        for run in client.search_runs([exp.experiment_id], "tags.ltr_bench_role = 'parent'")
+    }
+    assert names == {"fake-linear @ synthetic", "fake-linear[scale=2] @ synthetic"}

@@ -322,12 +322,13 @@ def test_sweeps_expand_to_one_labelled_configuration_per_grid_point():
             sweeps=("lightgbm.num_leaves=7,31", "lightgbm.min_data_in_leaf=5,20"),
         )
     )
-    labels = [r.display for r in plan.rankers]
+    # every parameter the user set is in the label, the --param one first (order given)
+    labels = [r.row_label for r in plan.rankers]
     assert labels == [
-        "lightgbm[num_leaves=7,min_data_in_leaf=5]",
-        "lightgbm[num_leaves=7,min_data_in_leaf=20]",
-        "lightgbm[num_leaves=31,min_data_in_leaf=5]",
-        "lightgbm[num_leaves=31,min_data_in_leaf=20]",
+        "lightgbm[learning_rate=0.2,num_leaves=7,min_data_in_leaf=5]",
+        "lightgbm[learning_rate=0.2,num_leaves=7,min_data_in_leaf=20]",
+        "lightgbm[learning_rate=0.2,num_leaves=31,min_data_in_leaf=5]",
+        "lightgbm[learning_rate=0.2,num_leaves=31,min_data_in_leaf=20]",
         "ridge",
     ]
     assert plan.rankers[1].params == {"learning_rate": 0.2, "num_leaves": 7, "min_data_in_leaf": 20}
@@ -351,7 +352,7 @@ def test_a_sweep_of_list_valued_parameters_and_from_a_toml_plan():
     p = plan_from_dict(doc, source="plan.toml")
     from ltr_bench.run.plan import expand_sweeps
 
-    assert [r.display for r in expand_sweeps(p).rankers] == [
+    assert [r.row_label for r in expand_sweeps(p).rankers] == [
         "lightgbm[num_leaves=7]",
         "lightgbm[num_leaves=31]",
         "lightgbm[num_leaves=127]",
@@ -544,7 +545,11 @@ def test_tune_with_workers_runs_on_a_local_cluster_and_a_rerun_skips_without_one
     assert res.exit_code == 0, res.output
     assert "local Dask cluster of 2 worker" in res.output
     recs = [json.loads(p.read_text()) for p in (tmp_path / "results").glob("*.json")]
-    assert sorted(r["label"] for r in recs) == ["lightgbm[tuned,trials=2]", "ridge[tuned,trials=2]"]
+    # the parameter the user fixed is in the label, then the tuning
+    assert sorted(r["label"] for r in recs) == [
+        "lightgbm[n_estimators=10][tuned,trials=2]",
+        "ridge[tuned,trials=2]",
+    ]
     assert all(r["status"] == "ok" and r["config"]["tuning"]["trials_finished"] == 2 for r in recs)
     assert (tmp_path / "optuna.journal").stat().st_size > 0  # the default, beside results
     again = CliRunner().invoke(main, args, catch_exceptions=False)

@@ -272,7 +272,7 @@ def _tune(
     spaces = {}
     for r in plan.rankers:
         ranker = build_ranker(r.name, r.params, seed=plan.seed, threads=plan.threads)
-        spaces[r.display] = resolve_space(
+        spaces[r.row_label] = resolve_space(
             r.display, ranker, override=plan.tuning.get(r.display), fixed=r.params, where=where
         )
 

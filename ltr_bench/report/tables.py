@@ -55,7 +55,7 @@ import numpy as np
 from ltr_bench.errors import EXIT_FAILED, EXIT_USAGE, LtrBenchError
 from ltr_bench.evaluation.stats import holm, paired_pvalues
 from ltr_bench.results import ResultRecord, group_flags
-from ltr_bench.results.labels import label_sort_key
+from ltr_bench.results.labels import label_sort_key, value_text
 
 __all__ = ["Comparison", "Report", "ReportError", "Row", "Stat", "build_report", "normalise_metric"]
 
@@ -203,9 +203,12 @@ def _labels(groups: dict[str, list[ResultRecord]]) -> dict[str, str]:
             continue
 
         def settings(ck: str) -> dict[str, str]:
+            # what the user set first (records from before labels named it; a resolved
+            # default would read "None"), then the resolved values and dataset options
             r = groups[ck][0]
-            s = {k: _text(v) for k, v in r.params.items()}
-            s.update({f"dataset_option.{k}": _text(v) for k, v in r.dataset_options.items()})
+            s = {k: value_text(v) for k, v in r.params.items()}
+            s.update({k: value_text(v) for k, v in r.user_params.items()})
+            s.update({f"dataset_option.{k}": value_text(v) for k, v in r.dataset_options.items()})
             return s
 
         all_s = {ck: settings(ck) for ck in cks}
@@ -262,8 +265,9 @@ def _pairs(
 
 
 def _pick_baseline(chosen: list[str], labels: dict[str, str], groups, baseline) -> str:
-    if baseline is None:
-        return next((ck for ck in chosen if labels[ck] == "lightgbm"), chosen[0])
+    if baseline is None:  # LightGBM's defaults, else the first ranker's defaults
+        defaults = [ck for ck in chosen if labels[ck] == groups[ck][0].ranker]
+        return next((ck for ck in defaults if labels[ck] == "lightgbm"), (defaults or chosen)[0])
     hits = [ck for ck in chosen if labels[ck] == baseline]
     if not hits:
         hits = [ck for ck in chosen if baseline in (groups[ck][0].ranker, groups[ck][0].label)]
@@ -292,7 +296,8 @@ def build_report(
 
     ``metrics``: names like ``ndcg@10`` (default: every metric of the default list that
     all rows have, plain convention; plus ``knn_error`` where recorded). ``baseline``: a
-    ranker name or row label (default ``lightgbm`` when present, else the first row).
+    ranker name or row label (default: LightGBM's default configuration when present, else
+    the first ranker's default configuration, else the first row).
     ``rankers``: restrict to these names or labels. Raises :class:`ReportError`.
     """
     from ltr_bench.evaluation.metrics import DEFAULT_METRICS

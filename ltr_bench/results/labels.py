@@ -1,8 +1,11 @@
 """Configuration labels: the one natural order of row labels and ranker names, and lists of
 them on the command line.
 
-A label is a ranker name plus the settings that differ from its defaults
-(``lightgbm[num_leaves=63,learning_rate=0.05]``, see :mod:`ltr_bench.run.cells`). Commands that
+A label names a configuration everywhere it is shown (the run summary, the records, the MLflow
+run names, the report and its plots), and :func:`config_label` is the one function that makes
+it: the plan's own label when the user named the configuration, else the ranker's name alone
+for its defaults, else the name plus the parameters the user set
+(``lightgbm[num_leaves=63,learning_rate=0.05]``). Commands that
 take ``NAME[,NAME...]`` (``run --ranker``, ``tune --ranker``, ``report --ranker``) split with
 :func:`split_names`, so a comma inside brackets belongs to the label; tables list labels in
 :func:`label_sort_key` order.
@@ -10,12 +13,41 @@ take ``NAME[,NAME...]`` (``run --ranker``, ``tune --ranker``, ``report --ranker`
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ltr_bench.errors import UsageError
 
-__all__ = ["label_sort_key", "split_names"]
+__all__ = ["config_label", "label_sort_key", "split_names", "value_text"]
+
+
+def value_text(value: Any) -> str:
+    """A parameter value as a label shows it: strings bare, anything else as compact JSON
+    (``0.05``, ``true``, ``[64,32]``, ``{"max_bin":63}``); ``None`` as ``None``, never ``null``."""
+    if value is None:
+        return "None"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"), sort_keys=True, default=repr)
+
+
+def config_label(name: str, params: Mapping[str, Any] | None = None, label: str = "") -> str:
+    """The label of a ranker configuration.
+
+    ``label`` (a ``[rankers.LABEL]`` table of a plan, or a sweep point's label) wins when the
+    user gave one. Otherwise: ``name`` alone when ``params`` (the parameters the *user* set,
+    in the order given; never the resolved defaults) is empty, else
+    ``name[key=value,...]`` with :func:`value_text` values, e.g. ``lightgbm[num_leaves=7]``.
+    Two configurations of one ranker with different user-set parameters therefore never share
+    a label, and the defaults' label is the bare name (the report's default baseline).
+    """
+    if label:
+        return label
+    if not params:
+        return name
+    return f"{name}[" + ",".join(f"{k}={value_text(v)}" for k, v in params.items()) + "]"
 
 
 # A decimal number in a label: digits, an optional fraction and exponent (json.dumps writes

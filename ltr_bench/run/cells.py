@@ -211,7 +211,7 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
     if not plan.datasets:
         raise PlanError("no dataset given")
 
-    labels = [c.display for c in plan.rankers]
+    labels = [c.row_label for c in plan.rankers]
     if len(set(labels)) != len(labels):
         raise PlanError(f"a ranker configuration is listed twice: {', '.join(labels)}")
 
@@ -276,10 +276,10 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
                     if plan.conventions:  # profile keys in the record: part of its identity
                         config["conventions"] = list(plan.conventions)
                     config_key = _sha256(config)
-                    if seen.setdefault(config_key, choice.display) != choice.display:
+                    if seen.setdefault(config_key, choice.row_label) != choice.row_label:
                         raise PlanError(
                             f"ranker configurations {seen[config_key]!r} and "
-                            f"{choice.display!r} have the same parameters"
+                            f"{choice.row_label!r} have the same parameters"
                         )
                     base = {**config, "dataset": identity, "seed": seed}
                     cells.append(
@@ -288,7 +288,7 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
                             plan_key=_sha256(base),
                             config_key=config_key,
                             ranker=choice.name,
-                            label=choice.display,
+                            label=choice.row_label,
                             params=resolved,
                             user_params=dict(choice.params),
                             dataset=display,

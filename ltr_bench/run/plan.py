@@ -7,7 +7,7 @@ plan.toml``). The file format, every key optional except ``rankers`` and ``datas
     folds = "all"                  # or a list of 1-based fold numbers, e.g. [1, 3]
     threads = 2                    # each ranker's thread count (RankerTags.thread_param); default 1
     metrics = ["ndcg@10", "map"]   # default: ltr_bench.evaluation.metrics.DEFAULT_METRICS
-    conventions = ["letor4"]       # also score under these profiles (ltr_bench.evaluation.conventions)
+    conventions = ["letor4"]       # also score under these profiles (evaluation.conventions)
     data_dir = "~/ltr_bench_data"  # the data home (else --data-dir / LTR_BENCH_DATA / ~)
     cache_dir = "/tmp/ltr-cache"   # parsed-data cache
 
@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from ltr_bench.errors import UsageError
+from ltr_bench.results.labels import config_label
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -111,7 +112,14 @@ class RankerChoice:
 
     @property
     def display(self) -> str:
+        """How the user refers to this configuration (``--param NAME.key``, sweeps, tuning
+        tables): its plan label, else the ranker's name."""
         return self.label or self.name
+
+    @property
+    def row_label(self) -> str:
+        """How results show this configuration: :func:`ltr_bench.results.labels.config_label`."""
+        return config_label(self.name, self.params, self.label)
 
 
 @dataclass(frozen=True)
@@ -147,7 +155,8 @@ class Plan:
     source: str | None = None
     seeds: tuple[int, ...] | None = None
     command: str | None = None  # the command line that made the plan (provenance only)
-    conventions: tuple[str, ...] = ()  # extra convention profiles (ltr_bench.evaluation.conventions)
+    # extra convention profiles (ltr_bench.evaluation.conventions)
+    conventions: tuple[str, ...] = ()
     sweeps: dict[str, dict[str, list]] = field(default_factory=dict)  # label -> key -> values
     tuning: dict[str, dict[str, Any]] = field(default_factory=dict)  # label -> search space
 
@@ -161,12 +170,12 @@ class Plan:
         (``[sweep.LABEL]``) are kept, copied so that changing the dict leaves the plan alone;
         each key is left out when it is empty."""
         rankers = {}
+        displays = [r.display for r in self.rankers]
         for r in self.rankers:
-            rankers[r.display] = (
-                {RANKER_KEY: r.name, **r.params}
-                if r.label and r.label != r.name
-                else dict(r.params)
-            )
+            # expanded sweep points of one unnamed configuration share its display name:
+            # each is written as a table named by its row label
+            key = r.display if displays.count(r.display) == 1 else r.row_label
+            rankers[key] = {RANKER_KEY: r.name, **r.params} if key != r.name else dict(r.params)
         seeds = {"seeds": list(self.seeds)} if self.seeds else {"seed": self.seed}
         return {
             **seeds,
@@ -369,15 +378,13 @@ def parse_sweep(text: str) -> tuple[str, str, list]:
     return name, key, _check_sweep_values(values, f"--sweep {text}")
 
 
-def _value_text(v: Any) -> str:
-    return v if isinstance(v, str) else json.dumps(v, separators=(",", ":"))
-
-
 def expand_sweeps(plan: Plan) -> Plan:
     """Replace each swept configuration by one labelled :class:`RankerChoice` per point of
     its grid (the product of its swept keys' values, keys in the order given), labelled
-    ``LABEL[key=value,...]``; a swept value overrides the configuration's own. Raises
-    PlanError for a sweep of a ranker the plan does not run. Empties ``plan.sweeps``."""
+    ``LABEL[key=value,...]`` (an unnamed configuration: the ranker name with every
+    parameter the user set, :func:`~ltr_bench.results.labels.config_label`); a swept value
+    overrides the configuration's own. Raises PlanError for a sweep of a ranker the plan does
+    not run. Empties ``plan.sweeps``."""
     import itertools
 
     labels = [r.display for r in plan.rankers]
@@ -396,8 +403,12 @@ def expand_sweeps(plan: Plan) -> Plan:
         keys = list(grid)
         for point in itertools.product(*(grid[k] for k in keys)):
             setting = dict(zip(keys, point))
-            text = ",".join(f"{k}={_value_text(v)}" for k, v in setting.items())
-            out.append(RankerChoice(r.name, {**r.params, **setting}, label=f"{r.display}[{text}]"))
+            params = {**r.params, **setting}
+            if r.label:  # a named configuration keeps its name: "NAME[swept=value,...]"
+                label = config_label(r.label, setting)
+            else:  # the ranker's name with every user-set parameter, swept ones included
+                label = ""
+            out.append(RankerChoice(r.name, params, label=label))
     plan.rankers = out
     plan.sweeps = {}
     return plan
