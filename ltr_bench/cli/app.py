@@ -616,6 +616,9 @@ main.add_command(cache_group)
 from ltr_bench.cli.tune import tune_command  # noqa: E402
 
 main.add_command(tune_command)
+from ltr_bench.cli.published import published_command  # noqa: E402
+
+main.add_command(published_command)
 
 
 if __name__ == "__main__":  # pragma: no cover
