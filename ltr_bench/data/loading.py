@@ -7,11 +7,16 @@ named ``train.txt`` / ``vali.txt`` (or ``valid.txt``) / ``test.txt``, or
 ``trainingset.txt`` / ``validationset.txt`` / ``testset.txt``, or LightGBM-style
 ``rank.train`` / ``rank.test`` with ``.query`` files; any of them may be ``.gz``, ``.bz2`` or
 ``.xz``. For a folder, ``options`` may set ``n_features`` (else the largest index in the
-fold's files) and ``label_max``. Without ``label_max`` the label range comes from the
-training split: its labels must be integers in ``0..``:data:`FOLDER_LABEL_CAP`, the
+fold's files), ``label_max`` and ``query_norm``. Without ``label_max`` the label range comes
+from the training split: its labels must be integers in ``0..``:data:`FOLDER_LABEL_CAP`, the
 validation and test labels must lie in ``0..max(training labels)`` (a label outside is an
 error naming the file and line), and ``Fold.max_label`` (ERR's top grade) is the largest
 training label: never anything read from the test split.
+
+Every LETOR-format dataset (named or a folder) takes the option ``query_norm`` (default
+false): true gives LETOR's ``QueryLevelNorm`` version of the features, each feature min-max
+scaled within each query (:func:`query_level_norm`), computed after parsing (the parsed-data
+cache keeps the files' own values) and applied to every split the same way.
 
 A string is a name when it is registered; otherwise a string that names an existing folder
 (or contains a path separator, or starts with ``.`` or ``~``) is a path.
@@ -143,18 +148,76 @@ def _options(spec: DatasetSpec, options: dict | None) -> dict:
 
 
 def _path_options(options: dict | None) -> dict:
+    """A folder's options resolved. ``query_norm`` appears only when true, so that the
+    identity (and resume keys) of folder runs made before the option existed do not change."""
     allowed = {"n_features": None, "label_max": None}
     opts = dict(allowed)
     for key, value in (options or {}).items():
+        if key == "query_norm":
+            if _as_bool(key, value, "a folder dataset"):
+                opts[key] = True
+            continue
         if key not in allowed:
             raise DataError(
-                f"a folder dataset has no option {key!r}; allowed options: n_features, label_max."
+                f"a folder dataset has no option {key!r}; allowed options: n_features, "
+                "label_max, query_norm."
             )
         try:
             opts[key] = None if value is None else int(value)
         except (TypeError, ValueError):
             raise DataError(f"option {key}={value!r} must be an integer.") from None
     return opts
+
+
+def _as_bool(key: str, value, what: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes"):
+        return True
+    if text in ("0", "false", "no"):
+        return False
+    raise DataError(f"option {key}={value!r} of {what} must be true or false.")
+
+
+def query_level_norm(X: np.ndarray, qid: np.ndarray) -> np.ndarray:
+    """LETOR's ``QueryLevelNorm`` features: per query q and feature j,
+    ``x'_ij = (x_ij - min_q x_.j) / (max_q x_.j - min_q x_.j)``, and 0 where the feature is
+    constant within the query (the range is 0). ``X``: (n_docs, n_features); ``qid``:
+    (n_docs,), each query's rows contiguous (as every loaded split has them). Returns a new
+    float64 array in [0, 1]; ``X`` is not changed (it may be a read-only memory map)."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.shape[0] == 0:
+        return X.copy()
+    qid = np.asarray(qid)
+    starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
+    counts = np.diff(np.r_[starts, qid.size])
+    lo = np.minimum.reduceat(X, starts, axis=0)
+    span = np.maximum.reduceat(X, starts, axis=0) - lo
+    out = X - np.repeat(lo, counts, axis=0)
+    span_rows = np.repeat(span, counts, axis=0)
+    np.divide(out, span_rows, out=out, where=span_rows > 0)
+    out[span_rows <= 0] = 0.0
+    return out
+
+
+def _normalised(fold: Fold) -> Fold:
+    """``fold`` with every split's features query-level normalised (:func:`query_level_norm`)."""
+
+    def norm(s: Split | None) -> Split | None:
+        if s is None:
+            return None
+        X = query_level_norm(s.X, s.qid)
+        return Split(name=s.name, X=X, y=s.y, qid=s.qid, extras=s.extras)
+
+    return Fold(
+        dataset=fold.dataset,
+        index=fold.index,
+        train=norm(fold.train),
+        test=norm(fold.test),
+        vali=norm(fold.vali),
+        max_label=fold.max_label,
+    )
 
 
 # ----------------------------------------------------------------------------- layouts
@@ -538,11 +601,17 @@ def dataset_identity(dataset, *, data_dir=None, seed: int = 0, options=None) -> 
         }
     spec = get_spec(dataset)
     if spec.kind == "letor":
-        return {
+        ident = {
             "name": spec.name,
             "kind": "letor",
             "path": str((resolve_data_dir(data_dir) / spec.root).resolve()),
         }
+        # options only when set to other than their defaults: identities (and so resume keys)
+        # of runs on the files as they are stay what they were before options existed
+        changed = {k: v for k, v in _options(spec, options).items() if v != spec.options[k]}
+        if changed:
+            ident["options"] = changed
+        return ident
     return {
         "name": spec.name,
         "kind": spec.kind,
@@ -579,7 +648,7 @@ def load_fold(
     if path is not None:
         opts = _path_options(options)
         files = _generic_files(path, fold)
-        return _letor_fold(
+        loaded = _letor_fold(
             str(dataset),
             files,
             fold,
@@ -590,14 +659,12 @@ def load_fold(
             cache_dir=cache_dir,
             progress=progress,
         )
+        return _normalised(loaded) if opts.get("query_norm") else loaded
     spec = get_spec(dataset)
     if spec.kind == "letor":
-        if options:
-            raise DataError(
-                f"dataset {spec.name!r} takes no options (got " + ", ".join(options) + ")."
-            )
+        opts = _options(spec, options)
         files = _named_files(spec, data_dir, fold)
-        return _letor_fold(
+        loaded = _letor_fold(
             spec.name,
             files,
             fold,
@@ -608,6 +675,7 @@ def load_fold(
             cache_dir=cache_dir,
             progress=progress,
         )
+        return _normalised(loaded) if opts.get("query_norm") else loaded
     opts = _options(spec, options)
     if spec.kind == "generated":
         if not 1 <= fold <= 5:

@@ -284,7 +284,11 @@ def _load(path: Path) -> list[PublishedRow]:
                 _fail(path, 1, f"the header lacks the column(s) {', '.join(absent)}")
             unknown = [c for c in header if c not in COLUMNS]
             if unknown:
-                _fail(path, 1, f"unknown column(s) {', '.join(unknown)}; columns: {', '.join(COLUMNS)}")
+                _fail(
+                    path,
+                    1,
+                    f"unknown column(s) {', '.join(unknown)}; columns: {', '.join(COLUMNS)}",
+                )
             rows: list[PublishedRow] = []
             seen: dict[tuple, int] = {}
             start = reader.line_num + 1
