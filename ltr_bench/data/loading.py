@@ -15,8 +15,9 @@ training label: never anything read from the test split.
 
 Every LETOR-format dataset (named or a folder) takes the option ``query_norm`` (default
 false): true gives LETOR's ``QueryLevelNorm`` version of the features, each feature min-max
-scaled within each query (:func:`query_level_norm`), computed after parsing (the parsed-data
-cache keeps the files' own values) and applied to every split the same way.
+scaled within each query (:func:`ltr_bench.data.normalise.query_level_norm`), computed
+after parsing (the parsed-data cache keeps the files' own values) and applied to every split
+the same way.
 
 A string is a name when it is registered; otherwise a string that names an existing folder
 (or contains a path separator, or starts with ``.`` or ``~``) is a path.
@@ -33,6 +34,7 @@ import numpy as np
 
 from ltr_bench.data.cache import cache_key, file_sha256, load_entry, source_signature, write_entry
 from ltr_bench.data.errors import DataError, DatasetNotFoundError, DataWarning
+from ltr_bench.data.normalise import normalised
 from ltr_bench.data.reader import read_letor_file
 from ltr_bench.data.specs import (
     _SPECS,
@@ -178,46 +180,6 @@ def _as_bool(key: str, value, what: str) -> bool:
     if text in ("0", "false", "no"):
         return False
     raise DataError(f"option {key}={value!r} of {what} must be true or false.")
-
-
-def query_level_norm(X: np.ndarray, qid: np.ndarray) -> np.ndarray:
-    """LETOR's ``QueryLevelNorm`` features: per query q and feature j,
-    ``x'_ij = (x_ij - min_q x_.j) / (max_q x_.j - min_q x_.j)``, and 0 where the feature is
-    constant within the query (the range is 0). ``X``: (n_docs, n_features); ``qid``:
-    (n_docs,), each query's rows contiguous (as every loaded split has them). Returns a new
-    float64 array in [0, 1]; ``X`` is not changed (it may be a read-only memory map)."""
-    X = np.asarray(X, dtype=np.float64)
-    if X.shape[0] == 0:
-        return X.copy()
-    qid = np.asarray(qid)
-    starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
-    counts = np.diff(np.r_[starts, qid.size])
-    lo = np.minimum.reduceat(X, starts, axis=0)
-    span = np.maximum.reduceat(X, starts, axis=0) - lo
-    out = X - np.repeat(lo, counts, axis=0)
-    span_rows = np.repeat(span, counts, axis=0)
-    np.divide(out, span_rows, out=out, where=span_rows > 0)
-    out[span_rows <= 0] = 0.0
-    return out
-
-
-def _normalised(fold: Fold) -> Fold:
-    """``fold`` with every split's features query-level normalised (:func:`query_level_norm`)."""
-
-    def norm(s: Split | None) -> Split | None:
-        if s is None:
-            return None
-        X = query_level_norm(s.X, s.qid)
-        return Split(name=s.name, X=X, y=s.y, qid=s.qid, extras=s.extras)
-
-    return Fold(
-        dataset=fold.dataset,
-        index=fold.index,
-        train=norm(fold.train),
-        test=norm(fold.test),
-        vali=norm(fold.vali),
-        max_label=fold.max_label,
-    )
 
 
 # ----------------------------------------------------------------------------- layouts
@@ -659,7 +621,7 @@ def load_fold(
             cache_dir=cache_dir,
             progress=progress,
         )
-        return _normalised(loaded) if opts.get("query_norm") else loaded
+        return normalised(loaded) if opts.get("query_norm") else loaded
     spec = get_spec(dataset)
     if spec.kind == "letor":
         opts = _options(spec, options)
@@ -675,7 +637,7 @@ def load_fold(
             cache_dir=cache_dir,
             progress=progress,
         )
-        return _normalised(loaded) if opts.get("query_norm") else loaded
+        return normalised(loaded) if opts.get("query_norm") else loaded
     opts = _options(spec, options)
     if spec.kind == "generated":
         if not 1 <= fold <= 5:
