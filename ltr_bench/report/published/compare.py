@@ -90,6 +90,11 @@ MODEL_MAP: dict[str, ModelMap] = {
     "xgb-lambdamart-ndcg": ModelMap("xgboost-lambdamart"),
     "xgb-rmse": ModelMap("xgboost-gbrt"),  # reg:linear, today's reg:squarederror
     "LambdaMART": ModelMap("lightgbm", if_present=(("objective", "lambdarank"),)),
+    # LightGBM's comparison experiment (docs/Experiments.rst; objectives from
+    # guolinke/boosting_tree_benchmarks test_accuracy.sh)
+    "LightGBM (lambdarank)": ModelMap("lightgbm", if_present=(("objective", "lambdarank"),)),
+    "xgboost (rank:ndcg, exact)": ModelMap("xgboost-lambdamart"),
+    "xgboost_hist (rank:ndcg)": ModelMap("xgboost-lambdamart"),
 }
 
 
@@ -147,6 +152,14 @@ def _report_bases(report) -> list[str]:
         if key.base not in out:
             out.append(key.base)
     return out
+
+
+def _metric_order(key: str) -> tuple:
+    """``ndcg@2`` before ``ndcg@10``, then ``p@k``, then ``map``."""
+    from ltr_bench.evaluation.metric_keys import MetricKey
+
+    parsed = MetricKey.parse(key)
+    return (parsed.name, parsed.k or 0)
 
 
 def _ours(row, metric_key: str, folds: tuple[int, ...]) -> tuple[float, tuple[int, ...]]:
@@ -221,7 +234,7 @@ def published_section(report, table: list[PublishedRow] | None = None) -> Publis
             "not shown."
         )
     if other_metric:
-        names = sorted({r.base_key for r in other_metric}, key=lambda b: (len(b), b))
+        names = sorted({r.base_key for r in other_metric}, key=_metric_order)
         section.notes.append(
             f"{len(other_metric)} published row(s) are for metrics this report does not show "
             f"({', '.join(names[:8])}{' ...' if len(names) > 8 else ''}): add them with --metric."

@@ -147,13 +147,11 @@ def section_markdown(section: PublishedSection) -> str:
     parts = [f"### Published results for {section.dataset}", ""]
     if section.lines:
         sources = _note_numbers([ln.published.source for ln in section.lines])
-        body = [
-            [*_section_cells(ln), f"[S{sources[ln.published.source]}]({ln.published.source})"]
-            for ln in section.lines
-        ]
+        # reference-style links keep the table narrow; the definitions follow the list
+        body = [[*_section_cells(ln), f"[S{sources[ln.published.source]}]"] for ln in section.lines]
         parts += _md_table([*_SECTION_HEADER, "source"], body, right=4)
         parts += [""]
-        parts += [f"- S{i}: {source_name(s)}" for s, i in sources.items()]
+        parts += [f"- [S{i}]: {source_name(s)}" for s, i in sources.items()]
         convs = ", ".join(section.conventions)
         parts += [
             f"- Shown: published test numbers under a convention these results recorded "
@@ -161,6 +159,8 @@ def section_markdown(section: PublishedSection) -> str:
             "over the same folds (mean over seeds per fold, then over folds).",
         ]
     parts += [f"- Note: {n}" for n in section.notes]
+    if section.lines:
+        parts += [""] + [f"[S{i}]: {s}" for s, i in sources.items()]
     return "\n".join(parts) + "\n"
 
 
