@@ -195,6 +195,8 @@ def test_html_report_shows_the_section_with_sources_as_links():
     parser.feed(page)
     src = _published("ListNet", "NDCG@10").source
     assert src in parser.links
+    # the link text is short (repository, commit, file name); the full path is its title
+    assert ">honbaa/RankBCA@0908f51 ParallelRankBCAClient.java</a>" in page
     line = next(ln for ln in published_section(report).lines if ln.label == "listnet")
     assert f"<td>{line.ours:.4f}</td>" in page and f"<td>{line.difference:+.4f}</td>" in page
 

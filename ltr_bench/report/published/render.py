@@ -25,6 +25,13 @@ def source_name(url: str) -> str:
     return f"{m.group(1)}@{m.group(2)}:{m.group(3)}" if m else url
 
 
+def source_short(url: str) -> str:
+    """``owner/repo@abc1234 file`` (the file's base name) for a GitHub file link: a table
+    cell's link text; the full path is in the link's title."""
+    m = _GITHUB.match(url)
+    return f"{m.group(1)}@{m.group(2)} {m.group(3).rsplit('/', 1)[-1]}" if m else url
+
+
 def _num(v: float) -> str:
     return "-" if v is None or math.isnan(v) else f"{v:.4f}"
 
@@ -177,9 +184,11 @@ def section_html(section: PublishedSection) -> str:
             cells = _section_cells(ln)
             tds = "".join(f"<td>{e(c)}</td>" for c in cells)
             src = ln.published.source
-            rows.append(
-                f'<tr>{tds}<td><a href="{e(src, quote=True)}">{e(source_name(src))}</a></td></tr>'
+            link = (
+                f'<a href="{e(src, quote=True)}" title="{e(source_name(src), quote=True)}">'
+                f"{e(source_short(src))}</a>"
             )
+            rows.append(f"<tr>{tds}<td>{link}</td></tr>")
         out.append(
             '<div class="scroll"><table class="published"><thead><tr>'
             + head
