@@ -36,13 +36,15 @@ def test_query_level_norm_is_min_max_within_each_query_by_hand():
     assert out.dtype == np.float64 and X[0, 0] == 1.0  # the input is not changed
 
 
-def test_query_level_norm_matches_a_per_query_loop_on_random_data():
+@pytest.mark.parametrize("chunk_rows", [1, 7, 50, 1 << 16])
+def test_query_level_norm_matches_a_per_query_loop_on_random_data(chunk_rows):
+    # chunk_rows 1 and 7 are shorter than some queries (a long query is a chunk of its own)
     rng = np.random.default_rng(0)
-    sizes = rng.integers(1, 9, size=40)
+    sizes = rng.integers(1, 12, size=40)
     qid = np.repeat(np.arange(sizes.size) * 3 + 1, sizes)
     X = rng.normal(size=(qid.size, 6)) * rng.uniform(0.1, 100, size=6)
     X[:, 2] = np.round(X[:, 2])  # ties, and constant columns in small queries
-    out = query_level_norm(X, qid)
+    out = query_level_norm(X, qid, chunk_rows=chunk_rows)
     for q in np.unique(qid):
         rows = X[qid == q]
         lo, hi = rows.min(axis=0), rows.max(axis=0)
