@@ -29,6 +29,31 @@ def _needs_ohsumed(path: Path) -> bool:
     return any(d.name == "ohsumed" for d in load_plan(path).datasets)
 
 
+def _downloaded(path: Path) -> list[str]:
+    """Datasets of a plan that must be downloaded and are not in ../shared (MQ2007 ...)."""
+    from ltr_bench.data import get_spec
+
+    return [
+        d.name
+        for d in load_plan(path).datasets
+        if d.name != "ohsumed" and get_spec(d.name).kind == "letor"
+    ]
+
+
+#: Rankers issue 24 adds on other branches; until they are merged a plan naming them is
+#: skipped with this reason (after the merge every one is registered and the test runs).
+PENDING_RANKERS = {"catboost", "ranksvm", "adarank", "rankboost", "coordinate-ascent"}
+
+
+def _skip_unregistered(plan) -> None:
+    from ltr_bench.registry import list_rankers
+
+    known = {e.name for e in list_rankers()}
+    pending = sorted({r.name for r in plan.rankers} - known)
+    if pending and set(pending) <= PENDING_RANKERS:
+        pytest.skip(f"ranker(s) {', '.join(pending)} not registered in this checkout yet")
+
+
 @pytest.fixture
 def ohsumed_home(shared_data, tmp_path) -> Path:
     """A data home holding OHSUMED in the loader's layout, as symlinks to the shared copy."""
@@ -56,9 +81,42 @@ def test_there_are_plans_for_every_reproduced_table():
     } <= names
 
 
-@pytest.mark.parametrize("path", [p for p in PLANS if not _needs_ohsumed(p)], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", [p for p in PLANS if not _needs_ohsumed(p) and not _downloaded(p)], ids=lambda p: p.name
+)
 def test_generated_data_plan_expands_with_one_thread_and_its_run_command(path):
     _check_plan(path, data_dir=None)
+
+
+def _fake_letor_home(root: Path, names: list[str]) -> Path:
+    """A data home with each dataset's official layout filled with small valid files of
+    the spec's width (the real data is a download; the plan only needs to expand)."""
+    from ltr_bench.data import get_spec
+
+    rng = np.random.default_rng(0)
+    for name in names:
+        spec = get_spec(name)
+        for k in range(1, spec.n_folds + 1):
+            for i, (split, _) in enumerate(spec.split_files):
+                lines = []
+                for q in range(3):
+                    for _ in range(4):
+                        feats = " ".join(
+                            f"{j}:{v:.3f}"
+                            for j, v in enumerate(rng.uniform(size=spec.n_features), 1)
+                        )
+                        lines.append(f"{rng.integers(0, 3)} qid:{100 * i + q} {feats}")
+                path = spec.fold_files(root, k)[split]
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize("path", [p for p in PLANS if _downloaded(p)], ids=lambda p: p.name)
+def test_downloaded_data_plan_expands_on_a_data_home_of_that_layout(path, tmp_path):
+    home = _fake_letor_home(tmp_path / "data", _downloaded(path))
+    expanded = _check_plan(path, data_dir=home)
+    assert {c.fold for c in expanded.cells} == set(expanded.plan.folds or range(1, 6))
 
 
 @pytest.mark.parametrize("path", [p for p in PLANS if _needs_ohsumed(p)], ids=lambda p: p.name)
@@ -71,6 +129,7 @@ def test_ohsumed_plan_expands_on_a_symlinked_data_home(path, ohsumed_home):
 
 def _check_plan(path: Path, data_dir):
     plan = load_plan(path)
+    _skip_unregistered(plan)
     # timings in the README compare rankers on one thread each; users have no ../shared
     assert plan.threads == 1
     assert plan.data_dir is None and plan.cache_dir is None

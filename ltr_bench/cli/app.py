@@ -52,6 +52,7 @@ def _register() -> None:
     """Add every command to the group (each lives in its own module of this package)."""
     from ltr_bench.cli.cache import cache_group
     from ltr_bench.cli.catalog import datasets_cmd, download_cmd, rankers_cmd
+    from ltr_bench.cli.published import published_command
     from ltr_bench.cli.report import report_command
     from ltr_bench.cli.run import run_cmd
     from ltr_bench.cli.tune import tune_command
@@ -66,6 +67,7 @@ def _register() -> None:
         report_command,
         cache_group,
         tune_command,
+        published_command,
     ):
         main.add_command(command)
 

@@ -7,11 +7,17 @@ named ``train.txt`` / ``vali.txt`` (or ``valid.txt``) / ``test.txt``, or
 ``trainingset.txt`` / ``validationset.txt`` / ``testset.txt``, or LightGBM-style
 ``rank.train`` / ``rank.test`` with ``.query`` files; any of them may be ``.gz``, ``.bz2`` or
 ``.xz``. For a folder, ``options`` may set ``n_features`` (else the largest index in the
-fold's files) and ``label_max``. Without ``label_max`` the label range comes from the
-training split: its labels must be integers in ``0..``:data:`FOLDER_LABEL_CAP`, the
+fold's files), ``label_max`` and ``query_norm``. Without ``label_max`` the label range comes
+from the training split: its labels must be integers in ``0..``:data:`FOLDER_LABEL_CAP`, the
 validation and test labels must lie in ``0..max(training labels)`` (a label outside is an
 error naming the file and line), and ``Fold.max_label`` (ERR's top grade) is the largest
 training label: never anything read from the test split.
+
+Every LETOR-format dataset (named or a folder) takes the option ``query_norm`` (default
+false): true gives LETOR's ``QueryLevelNorm`` version of the features, each feature min-max
+scaled within each query (:func:`ltr_bench.data.normalise.query_level_norm`), computed
+after parsing (the parsed-data cache keeps the files' own values) and applied to every split
+the same way.
 
 A string is a name when it is registered; otherwise a string that names an existing folder
 (or contains a path separator, or starts with ``.`` or ``~``) is a path.
@@ -34,6 +40,8 @@ from ltr_bench.data.layout import (
     generic_layout,
     named_files,
 )
+from ltr_bench.data.normalise import normalised
+from ltr_bench.data.options import folder_options, resolve_options
 from ltr_bench.data.reader import read_letor_file
 from ltr_bench.data.specs import (
     DatasetSpec,
@@ -50,52 +58,6 @@ __all__ = ["available_folds", "dataset_identity", "dataset_present", "load_fold"
 #: option: graded relevance in LETOR data is 0..4 (Yahoo, MSLR) or 0..2; a larger value is
 #: almost always a wrong column, and LightGBM's default gain table stops at 30.
 FOLDER_LABEL_CAP = 31
-
-
-def _options(spec: DatasetSpec, options: dict | None) -> dict:
-    """``spec.options`` updated with ``options``, values coerced to the defaults' types."""
-    opts = dict(spec.options)
-    for key, value in (options or {}).items():
-        if key not in spec.options:
-            allowed = ", ".join(spec.options) or "none"
-            raise DataError(
-                f"dataset {spec.name!r} has no option {key!r}; allowed options: {allowed}."
-            )
-        default = spec.options[key]
-        try:
-            if isinstance(default, bool):
-                value = (
-                    value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes")
-                )
-            elif isinstance(default, int):
-                f = float(value)
-                if f != int(f):
-                    raise ValueError
-                value = int(f)
-            elif isinstance(default, float):
-                value = float(value)
-        except (TypeError, ValueError):
-            raise DataError(
-                f"option {key}={value!r} of dataset {spec.name!r} must be a "
-                f"{type(default).__name__} (default {default!r})."
-            ) from None
-        opts[key] = value
-    return opts
-
-
-def _path_options(options: dict | None) -> dict:
-    allowed = {"n_features": None, "label_max": None}
-    opts = dict(allowed)
-    for key, value in (options or {}).items():
-        if key not in allowed:
-            raise DataError(
-                f"a folder dataset has no option {key!r}; allowed options: n_features, label_max."
-            )
-        try:
-            opts[key] = None if value is None else int(value)
-        except (TypeError, ValueError):
-            raise DataError(f"option {key}={value!r} must be an integer.") from None
-    return opts
 
 
 # ----------------------------------------------------------------------------- LETOR splits
@@ -348,7 +310,7 @@ def available_folds(dataset, *, data_dir=None, options=None) -> list[int]:
         if not folds:
             named_files(spec, data_dir, 1)  # raises the full "where to download" message
         return folds
-    opts = _options(spec, options)
+    opts = resolve_options(spec, options)
     if spec.kind == "generated":
         return list(range(1, spec.n_folds + 1))
     return list(range(1, int(opts["n_folds"]) + 1))
@@ -367,20 +329,26 @@ def dataset_identity(dataset, *, data_dir=None, seed: int = 0, options=None) -> 
             "name": path.resolve().name,
             "kind": "path",
             "path": str(path.resolve()),
-            "options": _path_options(options),
+            "options": folder_options(options),
         }
     spec = get_spec(dataset)
     if spec.kind == "letor":
-        return {
+        ident = {
             "name": spec.name,
             "kind": "letor",
             "path": str((resolve_data_dir(data_dir) / spec.root).resolve()),
         }
+        # options only when set to other than their defaults: identities (and so resume keys)
+        # of runs on the files as they are stay what they were before options existed
+        changed = {k: v for k, v in resolve_options(spec, options).items() if v != spec.options[k]}
+        if changed:
+            ident["options"] = changed
+        return ident
     return {
         "name": spec.name,
         "kind": spec.kind,
         "seed": int(seed),
-        "options": _options(spec, options),
+        "options": resolve_options(spec, options),
     }
 
 
@@ -410,9 +378,9 @@ def load_fold(
     fold = int(fold)
     path = as_path(dataset)
     if path is not None:
-        opts = _path_options(options)
+        opts = folder_options(options)
         files = generic_files(path, fold)
-        return _letor_fold(
+        loaded = _letor_fold(
             str(dataset),
             files,
             fold,
@@ -423,14 +391,12 @@ def load_fold(
             cache_dir=cache_dir,
             progress=progress,
         )
+        return normalised(loaded) if opts.get("query_norm") else loaded
     spec = get_spec(dataset)
     if spec.kind == "letor":
-        if options:
-            raise DataError(
-                f"dataset {spec.name!r} takes no options (got " + ", ".join(options) + ")."
-            )
+        opts = resolve_options(spec, options)
         files = named_files(spec, data_dir, fold)
-        return _letor_fold(
+        loaded = _letor_fold(
             spec.name,
             files,
             fold,
@@ -441,7 +407,8 @@ def load_fold(
             cache_dir=cache_dir,
             progress=progress,
         )
-    opts = _options(spec, options)
+        return normalised(loaded) if opts.get("query_norm") else loaded
+    opts = resolve_options(spec, options)
     if spec.kind == "generated":
         if not 1 <= fold <= 5:
             raise DataError(f"dataset {spec.name!r} has folds 1..5, not {fold}.")

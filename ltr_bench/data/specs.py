@@ -44,7 +44,13 @@ class DatasetSpec:
     kind: ``"letor"`` (files under the data home), ``"generated"`` (LETOR-like generated) or
     ``"qbe"`` (query-by-example rows ``[query, document]``, built in memory).
     layout: human text of the expected files under the data home. has_vali: a validation
-    split exists. options: allowed option names -> defaults (generated/qbe data).
+    split exists. options: allowed option names -> defaults. Generated and query-by-example
+    data: their generator's settings. LETOR-format data (``kind="letor"``):
+    ``query_norm`` (default false; true: LETOR's ``QueryLevelNorm`` features, each feature
+    min-max scaled within each query as ``(x - min_q) / (max_q - min_q)``, 0 where constant
+    in the query; :func:`ltr_bench.data.loading.query_level_norm`). The LETOR 3.0 OHSUMED
+    baseline table was computed on QueryLevelNorm features; the files ltr-bench reads for
+    ``ohsumed`` are the ``Feature-min`` (raw) version, so set it to compare with that table.
 
     The remaining fields describe the official archive for the loader: ``root`` (folder under
     the data home), ``fold_dir`` (per-fold sub-folder template with ``{k}``, or ``""`` for a
@@ -116,6 +122,7 @@ def _mslr(name: str, folder: str, size: str) -> DatasetSpec:
         root=folder,
         fold_dir="Fold{k}",
         split_files=_LETOR_SPLITS,
+        options=dict(LETOR_OPTIONS),
     )
 
 
@@ -142,6 +149,7 @@ def _mq(name: str, folder: str) -> DatasetSpec:
         root=folder,
         fold_dir="Fold{k}",
         split_files=_LETOR_SPLITS,
+        options=dict(LETOR_OPTIONS),
     )
 
 
@@ -173,8 +181,12 @@ def _yahoo(k: int) -> DatasetSpec:
         root="ltrc_yahoo",
         fold_dir="",
         split_files=splits,
+        options=dict(LETOR_OPTIONS),
     )
 
+
+#: Options of every LETOR-format dataset (see :class:`DatasetSpec`).
+LETOR_OPTIONS = {"query_norm": False}
 
 SYNTHETIC_DEFAULTS = {
     "n_queries": 300,
@@ -252,6 +264,7 @@ for _s in (
         root="OHSUMED/Feature-min",
         fold_dir="Fold{k}",
         split_files=_LETOR3_SPLITS,
+        options=dict(LETOR_OPTIONS),
     ),
     _yahoo(1),
     _yahoo(2),
@@ -278,6 +291,7 @@ for _s in (
         root="istella-s/sample",
         fold_dir="",
         split_files=_LETOR_SPLITS,
+        options=dict(LETOR_OPTIONS),
     ),
     DatasetSpec(
         name="lightgbm-example",
@@ -298,6 +312,7 @@ for _s in (
         fold_dir="",
         split_files=(("train", "rank.train"), ("test", "rank.test")),
         query_files=True,
+        options=dict(LETOR_OPTIONS),
     ),
     DatasetSpec(
         name="synthetic",

@@ -189,6 +189,12 @@ def to_html(report: Report, *, plots: Iterable[Path] = ()) -> str:
         f"kNN error). {WIN} / {LOSS}: significantly better / worse than the baseline.</p>",
         f'<ul class="notes">{notes}</ul>',
     ]
+    from ltr_bench.report.published import published_section
+    from ltr_bench.report.published.render import section_html
+
+    published = section_html(published_section(report))  # under the table, as in Markdown
+    if published:
+        parts.append(published)
     figures = _figures(plots)
     if figures:
         parts += ["<h2>Figures</h2>", figures]

@@ -123,6 +123,9 @@ def to_markdown(report: Report) -> str:
         "",
     ]
     parts += [f"- {s}" for s in legend(report)]
+    published = _published_markdown(report)
+    if published:
+        parts += ["", published.rstrip("\n")]
     if report.comparisons:
         parts += [
             "",
@@ -131,6 +134,14 @@ def to_markdown(report: Report) -> str:
             _md_table(_test_header(report), _test_rows(report)),
         ]
     return "\n".join(parts) + "\n"
+
+
+def _published_markdown(report: Report) -> str:
+    """The published rows for the report's dataset beside ours (:mod:`.published`)."""
+    from ltr_bench.report.published import published_section
+    from ltr_bench.report.published.render import section_markdown
+
+    return section_markdown(published_section(report))
 
 
 def to_csv(report: Report) -> str:

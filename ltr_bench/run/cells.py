@@ -140,7 +140,7 @@ def _is_path(text: str) -> bool:
     )
 
 
-PATH_DATASET_OPTIONS = ("n_features", "label_max")
+PATH_DATASET_OPTIONS = ("n_features", "label_max", "query_norm")
 
 
 def _resolve_dataset(choice: DatasetChoice, plan: Plan) -> tuple[str, str, Any]:

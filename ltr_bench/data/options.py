@@ -1,0 +1,75 @@
+"""Dataset options: a named dataset's options resolved against its spec, a folder's checked.
+
+Every value is coerced to the type of the spec's default (``n_queries=200`` from the command
+line is an int) and unknown keys are a :class:`~ltr_bench.data.errors.DataError` listing the
+allowed ones.
+"""
+
+from __future__ import annotations
+
+from ltr_bench.data.errors import DataError
+from ltr_bench.data.specs import DatasetSpec
+
+
+def resolve_options(spec: DatasetSpec, options: dict | None) -> dict:
+    """``spec.options`` updated with ``options``, values coerced to the defaults' types."""
+    opts = dict(spec.options)
+    for key, value in (options or {}).items():
+        if key not in spec.options:
+            allowed = ", ".join(spec.options) or "none"
+            raise DataError(
+                f"dataset {spec.name!r} has no option {key!r}; allowed options: {allowed}."
+            )
+        default = spec.options[key]
+        try:
+            if isinstance(default, bool):
+                value = (
+                    value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes")
+                )
+            elif isinstance(default, int):
+                f = float(value)
+                if f != int(f):
+                    raise ValueError
+                value = int(f)
+            elif isinstance(default, float):
+                value = float(value)
+        except (TypeError, ValueError):
+            raise DataError(
+                f"option {key}={value!r} of dataset {spec.name!r} must be a "
+                f"{type(default).__name__} (default {default!r})."
+            ) from None
+        opts[key] = value
+    return opts
+
+
+def folder_options(options: dict | None) -> dict:
+    """A folder's options resolved. ``query_norm`` appears only when true, so that the
+    identity (and resume keys) of folder runs made before the option existed do not change."""
+    allowed = {"n_features": None, "label_max": None}
+    opts = dict(allowed)
+    for key, value in (options or {}).items():
+        if key == "query_norm":
+            if as_bool(key, value, "a folder dataset"):
+                opts[key] = True
+            continue
+        if key not in allowed:
+            raise DataError(
+                f"a folder dataset has no option {key!r}; allowed options: n_features, "
+                "label_max, query_norm."
+            )
+        try:
+            opts[key] = None if value is None else int(value)
+        except (TypeError, ValueError):
+            raise DataError(f"option {key}={value!r} must be an integer.") from None
+    return opts
+
+
+def as_bool(key: str, value, what: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes"):
+        return True
+    if text in ("0", "false", "no"):
+        return False
+    raise DataError(f"option {key}={value!r} of {what} must be true or false.")
