@@ -147,6 +147,24 @@ def test_the_validation_rules_pass_a_clean_site(tmp_path):
 # ------------------------------------------------------------------------------ pages vs code
 
 
+#: paths in the docs that name files of other projects (LightGBM's repository), not ours
+OTHER_PROJECTS_PATHS = {"examples/lambdarank", "docs/Experiments.rst"}
+
+
+def test_every_repository_path_the_docs_name_exists():
+    top = "ltr_bench|baselines|plugins|tests|experiments|benchmarks|examples|docs|\\.ci"
+    pattern = rf"`((?:{top})/[^`\s]*)`"
+    missing = []
+    for page in [README, *sorted(DOCS.rglob("*.md"))]:
+        for path in re.findall(pattern, page.read_text(encoding="utf-8")):
+            path = path.split("#")[0]
+            if any(c in path for c in "*<{") or path in OTHER_PROJECTS_PATHS:
+                continue  # a pattern (``Fold*/``, ``plugins/<name>``), or not ours
+            if not (REPO / path).exists():
+                missing.append(f"{page.relative_to(REPO)}: {path}")
+    assert not missing, "the docs name paths that do not exist:\n" + "\n".join(missing)
+
+
 def test_the_example_plugin_of_the_docs_passes_the_conformance_suite():
     from ltr_bench.testing import check_ranker
 
