@@ -198,3 +198,19 @@ def test_each_ranker_page_lists_every_parameter_of_its_rankers(page, names):
             pytest.skip(f"{name} is not available: {exc}")
         missing = sorted(set(cls().get_params()) - documented)
         assert not missing, f"{page} does not list {name}'s parameters {missing}"
+
+
+def test_every_decision_anchor_is_listed_on_the_decisions_index():
+    # code cites docs/decisions.md#<anchor>; the index keeps every such citation landing
+    index = (DOCS / "decisions.md").read_text(encoding="utf-8")
+    listed = set(re.findall(r'<a id="([a-z0-9-]+)"></a>', index))
+    on_pages = {
+        anchor: page.name
+        for page in sorted((DOCS / "decisions").glob("*.md"))
+        for anchor in re.findall(r"^#+ .* \{#([a-z0-9-]+)\}$", page.read_text("utf-8"), re.M)
+    }
+    assert len(on_pages) >= 40, "the decision pages lost their explicit anchors"
+    assert set(on_pages) == listed, {
+        "not on the index": sorted(set(on_pages) - listed),
+        "on the index but on no page": sorted(listed - set(on_pages)),
+    }
