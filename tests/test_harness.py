@@ -13,7 +13,8 @@ from ltr_bench.evaluation.metrics import evaluate
 from ltr_bench.registry import BadParameterError, UnknownRankerError
 from ltr_bench.results import ResultStore, read_per_query_csv
 from ltr_bench.run.cells import expand_plan
-from ltr_bench.run.harness import HarnessInterrupted, Listener, run_plan
+from ltr_bench.run.harness import HarnessInterrupted, run_plan
+from ltr_bench.run.listener import Listener
 from ltr_bench.run.plan import DatasetChoice, Plan, PlanError, RankerChoice
 
 TINY = {"n_queries": 30, "docs_per_query": 6, "n_features": 5, "n_informative": 3}
@@ -248,7 +249,7 @@ def test_query_dim_is_set_on_query_by_example_data(fake_rankers, tmp_path):
 
 def test_query_by_example_records_carry_the_knn_error_of_their_test_scores(fake_rankers, tmp_path):
     from ltr_bench.evaluation.metrics import knn_error
-    from ltr_bench.run.harness import KNN_K
+    from ltr_bench.run.unit import KNN_K
 
     plan = Plan(
         rankers=[RankerChoice("fake-linear", {})],
@@ -291,7 +292,7 @@ def test_plan_errors_are_raised_before_anything_runs(fake_rankers, tmp_path):
 def test_a_cell_is_a_picklable_unit_of_work_that_reproduces_its_record(fake_rankers, tmp_path):
     import pickle
 
-    from ltr_bench.run.harness import run_cell
+    from ltr_bench.run.unit import run_cell
 
     expanded = expand_plan(_plan(rankers=("fake-linear",), folds=(2,), seed=3))
     report = run_plan(expanded, ResultStore(tmp_path / "r"))
