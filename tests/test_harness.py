@@ -328,3 +328,44 @@ def test_a_ranker_cannot_change_the_data_the_next_ranker_sees(fake_rankers, tmp_
     fold = load_fold("synthetic", 1, options=TINY, seed=0)
     assert ok.fingerprints == fold.fingerprints()
     assert fakes.FITS[-1]["sum"] == pytest.approx(float(np.sum(fold.train.X)))
+
+
+# ------------------------------------------------------------------------ learning curves
+
+
+def test_learning_curves_of_the_ranker_are_kept_in_the_record_and_its_file(fake_rankers, tmp_path):
+    from ltr_bench.results import ResultRecord
+    from ltr_bench.run.cells import build_ranker
+
+    store = ResultStore(tmp_path / "r")
+    report = run_plan(expand_plan(_plan(rankers=("fake-curves", "fake-linear"), folds=(1,))), store)
+    curved, plain = report.records
+    # the same ranker fitted here on the same fold gives the curves the record holds
+    fold = load_fold("synthetic", 1, options=TINY, seed=0)
+    ranker = build_ranker("fake-curves", {}, seed=0, threads=None)
+    ranker.fit(
+        fold.train.X,
+        fold.train.y,
+        qid=fold.train.qid,
+        eval_set=(fold.vali.X, fold.vali.y, fold.vali.qid),
+    )
+    expected = ranker.learning_curves()
+    assert set(expected) == {"train_loss", "vali_ndcg@10"} and len(expected["train_loss"]) == 5
+    assert curved.learning_curves == expected
+    assert plain.learning_curves == {}  # BaseRanker's default: no curves
+    on_disk = json.loads(store.json_path(curved.key).read_text())
+    assert on_disk["learning_curves"] == expected
+    # a record written before curves existed reads back with none
+    del on_disk["learning_curves"]
+    assert ResultRecord.from_dict(on_disk).learning_curves == {}
+
+
+def test_a_learning_curve_that_is_not_numbers_fails_its_cell_with_the_reason(
+    fake_rankers, tmp_path
+):
+    report = run_plan(
+        expand_plan(_plan(rankers=("fake-bad-curves",), folds=(1,))), ResultStore(tmp_path / "r")
+    )
+    (failed,) = report.failed
+    assert failed.error_stage == "learning_curves"
+    assert "learning_curves()['train_loss'] must be a sequence of numbers" in failed.error

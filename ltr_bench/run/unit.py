@@ -153,6 +153,25 @@ def _fitted_info(ranker) -> dict[str, Any]:
     return {str(k): jsonable(v) for k, v in info.items()}
 
 
+def _learning_curves(ranker) -> dict[str, list[float]]:
+    """The ranker's ``learning_curves()`` (if it has the method) as ``{str: [float, ...]}``."""
+    fn = getattr(ranker, "learning_curves", None)
+    if not callable(fn):
+        return {}
+    curves = fn()
+    if not isinstance(curves, dict):
+        raise TypeError(f"learning_curves() must return a dict, got {type(curves).__name__}")
+    out: dict[str, list[float]] = {}
+    for name, values in curves.items():
+        try:
+            out[str(name)] = [float(v) for v in values]
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f"learning_curves()[{name!r}] must be a sequence of numbers ({exc})"
+            ) from None
+    return out
+
+
 def _warning_text(w: warnings.WarningMessage) -> str:
     return f"{w.category.__name__}: {w.message}"
 
@@ -232,6 +251,8 @@ def run_cell(
         rec.peak_rss_method = mem.method
         stage = "fitted_info"
         rec.model_info = _fitted_info(ranker)
+        stage = "learning_curves"
+        rec.learning_curves = _learning_curves(ranker)
 
         scores = _check_scores(timing.scores, test.n_docs, cell.ranker)
         if scores.size > 1 and np.all(scores == scores[0]):

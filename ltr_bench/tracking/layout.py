@@ -25,6 +25,7 @@ __all__ = [
     "TAG_KEY",
     "TAG_PLAN_KEY",
     "TAG_ROLE",
+    "curve_metrics",
     "fold_tags",
     "param_text",
     "parent_note",
@@ -90,6 +91,27 @@ def record_values(record: ResultRecord) -> dict[str, float]:
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             values[f"model.{k}"] = float(v)
     return values
+
+
+#: prefix of a learning curve's MLflow key: ``curve.<quantity>``, e.g. ``curve.vali_ndcg_at_10``
+CURVE_PREFIX = "curve."
+
+
+def curve_key(name: str) -> str:
+    """The MLflow key of a learning curve named ``name`` (``vali_ndcg@10`` ->
+    ``curve.vali_ndcg_at_10``: ``@`` reads ``_at_`` as in the metric keys; other characters
+    MLflow rejects become ``_``)."""
+    return CURVE_PREFIX + re.sub(r"[^A-Za-z0-9_\-./ ]", "_", name.replace("@", "_at_"))
+
+
+def curve_metrics(record: ResultRecord) -> list[tuple[str, float, int]]:
+    """``(key, value, step)`` of every point of the record's learning curves, step = the
+    iteration (1-based: the i-th value of a curve is step i + 1), in curve then step order."""
+    return [
+        (curve_key(name), float(v), step)
+        for name, values in sorted(record.learning_curves.items())
+        for step, v in enumerate(values, start=1)
+    ]
 
 
 def parent_note(records: list[ResultRecord], stats) -> str:

@@ -12,11 +12,13 @@ Layout
 Nested run content
     metrics: every metric of the record under its MLflow key (``ndcg_at_10``, ...), extra
     metrics, ``fit_seconds``, ``score_us_per_doc``, ``peak_rss_mb``, the stage times
-    ``stage_seconds.<load|setup|fit|score|evaluate>``, and the numeric entries
-    of ``model_info`` as ``model.<name>``. params: every resolved hyper-parameter, ``seed``,
-    ``dataset``, ``fold``, dataset options (``dataset_option.<name>``). tags: ``ranker``,
-    ``label``, versions, fingerprints, threads, conventions (from
-    :data:`ltr_bench.evaluation.metrics.CONVENTIONS`), environment, warnings, the keys. artifacts:
+    ``stage_seconds.<load|setup|fit|score|evaluate>``, the numeric entries of ``model_info``
+    as ``model.<name>``, and the ranker's learning curves as step metrics
+    ``curve.<quantity>`` (step = iteration or epoch, so the UI draws them). params: every
+    resolved hyper-parameter, ``seed``, ``dataset``, ``fold``, dataset options
+    (``dataset_option.<name>``). tags: ``ranker``, ``label``, versions, fingerprints,
+    threads, conventions (from :data:`ltr_bench.evaluation.metrics.CONVENTIONS`),
+    environment, warnings, the keys. artifacts:
     ``record.json`` (the whole :class:`~ltr_bench.results.ResultRecord`, which
     :func:`~ltr_bench.tracking.fetch_fold_results` reads back), ``config.json`` (the cell's
     resolved configuration and the invocation's plan) and ``per_query_metrics.csv``.
@@ -49,6 +51,7 @@ from ltr_bench.tracking.layout import (
     TAG_ROLE,
     _millis,
     _safe_dir_name,
+    curve_metrics,
     fold_tags,
     param_text,
     parent_note,
@@ -67,6 +70,9 @@ from ltr_bench.tracking.store import (
 )
 
 __all__ = ["Tracker", "param_text"]
+
+#: the most metrics MLflow accepts in one ``log_batch`` call
+_BATCH_MAX = 1000
 
 
 class Tracker:
@@ -292,6 +298,9 @@ class Tracker:
                 params=[Param(k, param_text(v)) for k, v in sorted(params.items())],
                 tags=[],
             )
+            curve = [Metric(k, v, ts, step) for k, v, step in curve_metrics(record)]
+            for start in range(0, len(curve), _BATCH_MAX):  # MLflow takes 1000 per call
+                client.log_batch(run_id, metrics=curve[start : start + _BATCH_MAX])
             self._log_json(run_id, {"cell": record.config, "plan": plan}, "config.json")
             self._log_text(
                 run_id,
