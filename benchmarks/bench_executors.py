@@ -6,7 +6,7 @@ The cells of ``--rankers`` (default ``lightgbm,xgboost-gbrt``) x every fold of `
 
 1. in this process (today's default), one cell after another;
 2. on a ``LocalCluster`` of ``--workers`` (default 2) one-thread worker processes
-   (:class:`ltr_bench.run.executors.DaskExecutor`, what ``ltr-bench run --workers 2`` uses).
+   (:class:`ltr_bench.run.dask_executor.DaskExecutor`, what ``ltr-bench run --workers 2`` uses).
 
 Every fold is loaded once before anything is timed, so both runs read the parsed-data cache
 (the in-process run shares one loaded fold among the rankers of that fold; each Dask cell
@@ -78,12 +78,13 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
 
-    from ltr_bench.run.cells import expand_plan
-    from ltr_bench.run.executors import DaskExecutor
-    from ltr_bench.run.harness import _load_fold, run_plan
-    from ltr_bench.run.plan import DatasetChoice, Plan, RankerChoice
     from ltr_bench.registry import load_ranker_class
     from ltr_bench.results import ResultStore
+    from ltr_bench.run.cells import expand_plan
+    from ltr_bench.run.dask_executor import DaskExecutor
+    from ltr_bench.run.harness import run_plan
+    from ltr_bench.run.plan import DatasetChoice, Plan, RankerChoice
+    from ltr_bench.run.unit import load_fold as _load_fold
 
     plan = Plan(
         rankers=[RankerChoice(r, {}) for r in args.rankers.split(",")],

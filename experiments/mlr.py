@@ -44,9 +44,9 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from sklearn.model_selection import GroupKFold, KFold, StratifiedKFold
 
-from ltr_bench.run.harness import KNN_K  # select with the k the harness reports
 from ltr_bench.evaluation.metrics import evaluate, knn_error
 from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input
+from ltr_bench.run.unit import KNN_K  # select with the k the harness reports
 from ltr_bench_baselines.mlr import MLRRanker, RMLRRanker
 
 __all__ = ["MLRWithCV", "MLRWithValidation", "KNN_K"]

@@ -303,7 +303,8 @@ class BaseRanker(BaseEstimator):
     """Base class: scikit-learn parameter handling (get/set_params, clone) plus tags.
 
     Subclasses implement ``fit`` and ``predict``, override :meth:`ranker_tags` when they
-    differ from the defaults and :meth:`fitted_info` when they can say what they learned.
+    differ from the defaults, :meth:`fitted_info` when they can say what they learned and
+    :meth:`learning_curves` when they train in iterations or epochs.
     """
 
     def ranker_tags(self) -> RankerTags:
@@ -337,6 +338,21 @@ class BaseRanker(BaseEstimator):
         integers are not ``int``: convert them). Leave out what is unknown rather than
         returning None or NaN. Should be cheap compared with ``fit``. The default says
         nothing: ``{}``.
+        """
+        return {}
+
+    def learning_curves(self) -> dict[str, list[float]]:
+        """The fitted model's training curves: one value per iteration (boosting round) or
+        epoch, in training order, per quantity.
+
+        Keys name the quantity and the split it was measured on, e.g. ``"train_loss"``,
+        ``"vali_loss"``, ``"vali_ndcg@10"`` (metric names as ``--metrics`` spells them);
+        values are lists of ``float`` (the i-th value belongs to iteration ``i + 1``; curves
+        of one ranker may differ in length, e.g. a metric evaluated every few epochs). Called
+        by the harness once after ``fit``; the curves are stored in the result record
+        (``ResultRecord.learning_curves``) and logged to MLflow as step metrics of the fold
+        run (``curve.<key>``, step = iteration), so the MLflow UI draws them. Use only
+        training and validation data: never the test split. The default: no curves, ``{}``.
         """
         return {}
 

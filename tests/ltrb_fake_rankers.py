@@ -21,6 +21,8 @@ ENTRY_POINTS = {
     "fake-qbe": "ltrb_fake_rankers:QueryDimRanker",
     "fake-constant": "ltrb_fake_rankers:ConstantRanker",
     "fake-mutating": "ltrb_fake_rankers:MutatingRanker",
+    "fake-curves": "ltrb_fake_rankers:CurveRanker",
+    "fake-bad-curves": "ltrb_fake_rankers:BadCurveRanker",
     "fake-broken": "ltrb_fake_rankers_missing_module:Nothing",
 }
 
@@ -143,3 +145,38 @@ class QueryDimRanker(LinearRanker):
 
     def fitted_info(self) -> dict:
         return {"query_dim_seen": self.query_dim}
+
+
+class CurveRanker(LinearRanker):
+    """Trains in ``n_iter`` steps towards the random direction ``w`` (iteration i scores with
+    ``w * i / n_iter``) and records learning curves: the training mean squared error of the
+    scores against the labels and the validation NDCG@10 after each iteration."""
+
+    def __init__(self, random_state=None, n_jobs=None, scale=1.0, n_iter=5):
+        super().__init__(random_state=random_state, n_jobs=n_jobs, scale=scale)
+        self.n_iter = n_iter
+
+    def fit(self, X, y, *, qid, eval_set=None):
+        from ltr_bench.evaluation.metrics import evaluate
+
+        super().fit(X, y, qid=qid, eval_set=eval_set)
+        w = self.w_
+        self.curves_ = {"train_loss": [], "vali_ndcg@10": []}
+        for i in range(1, self.n_iter + 1):
+            wi = w * (i / self.n_iter)
+            self.curves_["train_loss"].append(float(np.mean((X @ wi - y) ** 2)))
+            if eval_set is not None:
+                Xv, yv, qv = eval_set
+                ndcg = evaluate(yv, Xv @ wi, qv, "ndcg@10")["ndcg@10"]
+                self.curves_["vali_ndcg@10"].append(float(ndcg))
+        return self
+
+    def learning_curves(self) -> dict[str, list[float]]:
+        return {k: list(v) for k, v in self.curves_.items() if v}
+
+
+class BadCurveRanker(LinearRanker):
+    """Breaks the contract: its learning curve holds text."""
+
+    def learning_curves(self):
+        return {"train_loss": [0.5, "low"]}

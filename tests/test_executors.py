@@ -18,8 +18,10 @@ from ltr_bench.errors import UsageError
 from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input
 from ltr_bench.results import ResultStore
 from ltr_bench.run.cells import expand_plan
-from ltr_bench.run.executors import DaskExecutor, InProcessExecutor, make_executor
-from ltr_bench.run.harness import HarnessInterrupted, Listener, run_plan
+from ltr_bench.run.dask_executor import DaskExecutor
+from ltr_bench.run.executors import InProcessExecutor, make_executor
+from ltr_bench.run.harness import HarnessInterrupted, run_plan
+from ltr_bench.run.listener import Listener
 from ltr_bench.run.plan import DatasetChoice, Plan, RankerChoice
 
 pytest.importorskip("distributed")
@@ -276,13 +278,17 @@ def test_warm_up_imports_the_rankers_modules_on_every_worker(dask_executor):
     loaded = dask_executor.client().run(
         lambda: sorted(
             m
-            for m in ("ltr_bench.run.harness", "ltr_bench_baselines.gbdt", "ltr_bench_baselines.linear")
+            for m in (
+                "ltr_bench.run.unit",
+                "ltr_bench_baselines.gbdt",
+                "ltr_bench_baselines.linear",
+            )
             if m in __import__("sys").modules
         )
     )
     assert len(loaded) == 2
     assert all(
-        mods == ["ltr_bench.run.harness", "ltr_bench_baselines.gbdt", "ltr_bench_baselines.linear"]
+        mods == ["ltr_bench.run.unit", "ltr_bench_baselines.gbdt", "ltr_bench_baselines.linear"]
         for mods in loaded.values()
     )
 
@@ -325,7 +331,7 @@ def _tuned(rankers, storage, folds=(1,), n_trials=TUNE_BUDGET_TRIALS):
     budget = Budget(n_trials=n_trials)
     cells = expand_plan(_plan(rankers, folds=folds)).cells
     spaces = {
-        r.display: resolve_space(r.display, make_ranker(r.name, r.params), fixed=r.params)
+        r.row_label: resolve_space(r.display, make_ranker(r.name, r.params), fixed=r.params)
         for r in rankers
     }
     tcells = [

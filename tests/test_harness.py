@@ -13,7 +13,8 @@ from ltr_bench.evaluation.metrics import evaluate
 from ltr_bench.registry import BadParameterError, UnknownRankerError
 from ltr_bench.results import ResultStore, read_per_query_csv
 from ltr_bench.run.cells import expand_plan
-from ltr_bench.run.harness import HarnessInterrupted, Listener, run_plan
+from ltr_bench.run.harness import HarnessInterrupted, run_plan
+from ltr_bench.run.listener import Listener
 from ltr_bench.run.plan import DatasetChoice, Plan, PlanError, RankerChoice
 
 TINY = {"n_queries": 30, "docs_per_query": 6, "n_features": 5, "n_informative": 3}
@@ -248,7 +249,7 @@ def test_query_dim_is_set_on_query_by_example_data(fake_rankers, tmp_path):
 
 def test_query_by_example_records_carry_the_knn_error_of_their_test_scores(fake_rankers, tmp_path):
     from ltr_bench.evaluation.metrics import knn_error
-    from ltr_bench.run.harness import KNN_K
+    from ltr_bench.run.unit import KNN_K
 
     plan = Plan(
         rankers=[RankerChoice("fake-linear", {})],
@@ -291,7 +292,7 @@ def test_plan_errors_are_raised_before_anything_runs(fake_rankers, tmp_path):
 def test_a_cell_is_a_picklable_unit_of_work_that_reproduces_its_record(fake_rankers, tmp_path):
     import pickle
 
-    from ltr_bench.run.harness import run_cell
+    from ltr_bench.run.unit import run_cell
 
     expanded = expand_plan(_plan(rankers=("fake-linear",), folds=(2,), seed=3))
     report = run_plan(expanded, ResultStore(tmp_path / "r"))
@@ -327,3 +328,44 @@ def test_a_ranker_cannot_change_the_data_the_next_ranker_sees(fake_rankers, tmp_
     fold = load_fold("synthetic", 1, options=TINY, seed=0)
     assert ok.fingerprints == fold.fingerprints()
     assert fakes.FITS[-1]["sum"] == pytest.approx(float(np.sum(fold.train.X)))
+
+
+# ------------------------------------------------------------------------ learning curves
+
+
+def test_learning_curves_of_the_ranker_are_kept_in_the_record_and_its_file(fake_rankers, tmp_path):
+    from ltr_bench.results import ResultRecord
+    from ltr_bench.run.cells import build_ranker
+
+    store = ResultStore(tmp_path / "r")
+    report = run_plan(expand_plan(_plan(rankers=("fake-curves", "fake-linear"), folds=(1,))), store)
+    curved, plain = report.records
+    # the same ranker fitted here on the same fold gives the curves the record holds
+    fold = load_fold("synthetic", 1, options=TINY, seed=0)
+    ranker = build_ranker("fake-curves", {}, seed=0, threads=None)
+    ranker.fit(
+        fold.train.X,
+        fold.train.y,
+        qid=fold.train.qid,
+        eval_set=(fold.vali.X, fold.vali.y, fold.vali.qid),
+    )
+    expected = ranker.learning_curves()
+    assert set(expected) == {"train_loss", "vali_ndcg@10"} and len(expected["train_loss"]) == 5
+    assert curved.learning_curves == expected
+    assert plain.learning_curves == {}  # BaseRanker's default: no curves
+    on_disk = json.loads(store.json_path(curved.key).read_text())
+    assert on_disk["learning_curves"] == expected
+    # a record written before curves existed reads back with none
+    del on_disk["learning_curves"]
+    assert ResultRecord.from_dict(on_disk).learning_curves == {}
+
+
+def test_a_learning_curve_that_is_not_numbers_fails_its_cell_with_the_reason(
+    fake_rankers, tmp_path
+):
+    report = run_plan(
+        expand_plan(_plan(rankers=("fake-bad-curves",), folds=(1,))), ResultStore(tmp_path / "r")
+    )
+    (failed,) = report.failed
+    assert failed.error_stage == "learning_curves"
+    assert "learning_curves()['train_loss'] must be a sequence of numbers" in failed.error

@@ -704,8 +704,9 @@ def test_full_disk_for_results_fails_before_any_fit(env, tiny_tmpfs):
 def test_a_cell_claimed_by_another_process_is_waited_for_and_not_computed_twice(env, tmp_path):
     from ltr_bench.results import ResultStore
     from ltr_bench.run.cells import expand_plan
-    from ltr_bench.run.harness import run_cell, run_plan
+    from ltr_bench.run.harness import run_plan
     from ltr_bench.run.plan_options import CommandLine, build_plan
+    from ltr_bench.run.unit import run_cell
 
     plan = build_plan(CommandLine(rankers=(FAKE,), datasets=(str(env.data),)))
     expanded = expand_plan(plan)

@@ -466,3 +466,25 @@ def test_each_parent_carries_the_html_report_of_its_dataset(ctx, tmp_path):
             client.download_artifacts(parent.info.run_id, "report/report.html", tmp_path)
         ).read_text()
         assert "<h1>synthetic: 2 ranker(s) compared</h1>" in page
+
+
+def test_learning_curves_are_step_metrics_of_the_fold_run(own_ctx):
+    ctx = own_ctx
+    client = ctx["client"]
+    # 2 curves x 600 iterations: more points than an MLflow server takes in one log_batch
+    result = ctx["invoke"](
+        *BASE, "--ranker", "fake-curves", "--folds", "1", "--param", "fake-curves.n_iter=600"
+    )
+    assert result.exit_code == 0, result.output
+    exp = _experiment(client)
+    (run,) = [r for r in _runs(client, exp, "fold") if r.data.tags["ranker"] == "fake-curves"]
+    (record,) = [r for r in _local_records(ctx["work"]).values() if r["ranker"] == "fake-curves"]
+    curves = record["learning_curves"]
+    assert set(curves) == {"train_loss", "vali_ndcg@10"} and len(curves["train_loss"]) == 600
+    for name, key in (
+        ("train_loss", "curve.train_loss"),
+        ("vali_ndcg@10", "curve.vali_ndcg_at_10"),
+    ):
+        history = sorted(client.get_metric_history(run.info.run_id, key), key=lambda m: m.step)
+        assert [m.step for m in history] == list(range(1, len(curves[name]) + 1))
+        assert [m.value for m in history] == curves[name]

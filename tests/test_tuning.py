@@ -20,9 +20,9 @@ from ltr_bench.folds import fingerprint_arrays
 from ltr_bench.progress import intermediate_handler, report_intermediate
 from ltr_bench.ranker import BaseRanker, check_ranking_input
 from ltr_bench.run.cells import expand_plan
-from ltr_bench.run.harness import _load_fold
 from ltr_bench.run.plan import DatasetChoice, Plan, PlanError, RankerChoice, plan_from_dict
 from ltr_bench.run.plan_options import CommandLine, build_plan
+from ltr_bench.run.unit import load_fold as _load_fold
 from ltr_bench.tune.search_space import resolve_space
 from ltr_bench.tune.study import Budget, trial_reporter, tune, tuned_cell, tuning_split
 

@@ -202,7 +202,8 @@ def _run(
     from ltr_bench.report.text import summary_table
     from ltr_bench.results import ResultStore, atomic_write_text, check_writable_dir, records_json
     from ltr_bench.run.cells import expand_plan
-    from ltr_bench.run.harness import HarnessInterrupted, HarnessWriteError, Listeners, run_plan
+    from ltr_bench.run.harness import HarnessInterrupted, HarnessWriteError, run_plan
+    from ltr_bench.run.listener import Listeners
     from ltr_bench.run.plan_options import CommandLine, build_plan
 
     console = Console()

@@ -66,6 +66,9 @@ class ResultRecord:
     repeats of ``predict`` on the test split), ``evaluate`` (the metrics).
     model_info: what the fitted model is (its size, diagnostics): the ranker's
     ``fitted_info()``.
+    learning_curves: the ranker's ``learning_curves()``: ``{"train_loss": [...],
+    "vali_ndcg@10": [...]}``, one float per iteration or epoch (empty for rankers without
+    curves, and in records written before curves existed).
     status: ``"ok"`` or ``"failed"`` (then ``error``, ``error_stage``, ``traceback``).
     flags: machine-readable marks on the numbers: ``constant_scores`` (every test score
     equal: the metrics are a random ranking's), ``loaded_machine`` (the load average
@@ -113,6 +116,7 @@ class ResultRecord:
     environment: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
     model_info: dict[str, Any] = field(default_factory=dict)
+    learning_curves: dict[str, list[float]] = field(default_factory=dict)
     run_file: str | None = None
     flags: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)

@@ -1,7 +1,7 @@
 """Where cells run: in this process (the default) or on a Dask cluster.
 
 An :class:`Executor` turns cells into :class:`~ltr_bench.results.ResultRecord` objects by
-calling :func:`ltr_bench.run.harness.run_cell` somewhere. It never writes anything: records come
+calling :func:`ltr_bench.run.unit.run_cell` somewhere. It never writes anything: records come
 back to the client, and :func:`ltr_bench.run.harness.run_plan` saves each one to the result
 store and then tells the listeners (MLflow), exactly as for an in-process run. So the store
 has one writer and resume works the same whatever the executor.
@@ -16,104 +16,30 @@ writing.
 (:func:`ltr_bench.progress.report_progress`: a ranker's boosting rounds, a fold being parsed on
 its worker, a study's finished trials), always from the thread that iterates ``map_cells``.
 
-* :class:`InProcessExecutor` - today's behaviour. ``run_plan`` runs its own fold loop for it
-  (one loaded fold shared by all rankers of that fold); :meth:`InProcessExecutor.map_cells`
-  exists for other callers.
-* :class:`DaskExecutor` - a ``distributed.LocalCluster`` of ``workers`` processes, or an
-  existing cluster reached at ``scheduler`` (``tcp://host:8786``; ``DASK_SCHEDULER_ADDRESS``
-  on the command line). Each cell travels as the picklable :class:`~ltr_bench.run.cells.Cell`
-  and runs ``run_cell(cell)`` on a worker, which loads its fold itself: a LETOR fold from
-  the data home (a shared filesystem on a real cluster) through the worker's own
-  parsed-data cache, a generated fold generated on the worker from the cell's seed (never
-  shipped).
-
-Threads
--------
-A cell runs with ``threads`` threads (``--threads``, default 1). A local cluster's worker has
-``threads`` Dask threads, a resource ``cores = threads``, and BLAS/OpenMP pools of that size
-(environment variables set before the worker starts); every cell asks for ``cores =
-threads``, so a worker runs one cell at a time and ``workers x threads`` cores are busy, never
-more. On an external cluster the same resource is used when every worker declares a
-``cores`` resource (``dask worker --nthreads 4 --resources cores=4`` runs two 2-thread cells
-at once); otherwise each Dask thread runs one cell (start workers with ``--nthreads 1``
-unless the rankers are single-threaded).
-
-At most as many cells are submitted as can run at once (the slots above, recounted as
-workers join or leave), so a cell is announced as started (``Listener.cell_started``) when it
-starts, and Ctrl-C has little to cancel. Cells are not queued ahead on the cluster: Dask
-hands a task with a resource restriction to a worker before it can start, and a worker that
-dies counts against every task it holds, so a queued cell would share the blame for a
-neighbour that kills its worker. Before the first cell, :meth:`DaskExecutor.warm_up` imports the
-rankers' modules on every worker.
-
-Progress
---------
-On Dask each cell runs inside :class:`_WithProgress`, which installs a progress handler on
-the worker that publishes Dask structured events (``Worker.log_event``) under a topic unique
-to the ``map_cells`` call; the payload is ``{"position", "done", "total", "message"}``. The
-worker throttles: at most one event per cell every :data:`PROGRESS_INTERVAL` seconds, a
-report of ``done >= total`` always, and the last report held back is sent when the cell's
-function returns, so the final state always arrives. The client subscribes to the topic
-(``Client.subscribe_topic``); its handler runs on the client's event-loop thread and only puts
-events on a queue, which ``map_cells`` drains in its poll loop (and before yielding a
-finished cell, whose events arrive ahead of its result: worker, scheduler and client each
-forward them in order on the same stream). Events of a cell already yielded are dropped.
-
-Faults
-------
-A worker that dies while running a cell (killed, out of memory, a crash in native code)
-costs that cell only: the scheduler reruns it on another worker up to
-``distributed.scheduler.allowed-failures`` times (``retries`` of a local cluster; the
-scheduler's own configuration on an external one), then gives up with ``KilledWorker`` and
-the cell gets a ``status="failed"`` record with stage ``"worker"`` saying so; the other cells
-go on. An exception inside the ranker is already a failed record made by ``run_cell`` on the
-worker. Ctrl-C (or an exception in a listener) while waiting cancels every cell not yet
-returned; records already returned were saved by the caller.
+* :class:`InProcessExecutor` (here) - today's behaviour. ``run_plan`` runs its own fold loop
+  for it (one loaded fold shared by all rankers of that fold);
+  :meth:`InProcessExecutor.map_cells` exists for other callers.
+* :class:`~ltr_bench.run.dask_executor.DaskExecutor` - a ``distributed.LocalCluster`` or an
+  existing cluster (threads, progress events and faults are described in its module).
 """
 
 from __future__ import annotations
 
 import functools
-import logging
-import queue
-import threading
-import time
-import uuid
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from ltr_bench.errors import LtrBenchError, UsageError
 from ltr_bench.progress import progress_handler
-from ltr_bench.results import ResultRecord
 from ltr_bench.run.cells import Cell
 
 __all__ = [
-    "DaskExecutor",
     "Executor",
     "ExecutorError",
     "InProcessExecutor",
     "WorkerDied",
     "make_executor",
 ]
-
-#: environment variables that size the BLAS/OpenMP thread pools of a local worker
-THREAD_ENV = (
-    "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS",
-    "NUMEXPR_NUM_THREADS",
-    "VECLIB_MAXIMUM_THREADS",
-)
-
-#: the Dask resource a cell asks for, one unit per thread it uses
-CORES = "cores"
-
-_POLL_SECONDS = 0.01
-#: a cell's progress events are at least this many seconds apart on the wire (see Progress)
-PROGRESS_INTERVAL = 0.5
-#: how often the free worker slots are recounted (workers may join or leave)
-_RECOUNT_SECONDS = 1.0
 
 
 class ExecutorError(LtrBenchError):
@@ -148,12 +74,12 @@ class Executor:
         Closing the iterator early (an exception in the caller, Ctrl-C) cancels the cells
         not yet yielded.
 
-        ``fn``: a picklable function of one cell (default :func:`ltr_bench.run.harness.run_cell`,
+        ``fn``: a picklable function of one cell (default :func:`ltr_bench.run.unit.run_cell`,
         whose result must then be a ``ResultRecord``); with ``fn`` given its result is
         yielded unchanged. ``on_failure(cell, exc, stage)`` makes the item yielded for a
         cell whose ``fn`` did not return: stage ``"worker"`` with a :class:`WorkerDied`
         (its worker kept dying, or the cluster dropped it), stage ``"executor"`` with the
-        exception ``fn`` raised. Default :func:`ltr_bench.run.harness.failed_record`. Ctrl-C is
+        exception ``fn`` raised. Default :func:`ltr_bench.run.unit.failed_record`. Ctrl-C is
         never turned into an item: it propagates.
 
         ``progress(position, done, total, message)``: the progress reports made while a
@@ -201,327 +127,21 @@ class InProcessExecutor(Executor):
         return "in this process"
 
 
-class DaskExecutor(Executor):
-    """Cells on a Dask cluster: a new ``LocalCluster`` of ``workers`` processes, or the
-    existing cluster whose scheduler is at ``scheduler``.
-
-    Parameters
-    ----------
-    workers : number of local worker processes (ignored when ``scheduler`` is given).
-    scheduler : address of a running scheduler, e.g. ``tcp://host:8786``.
-    threads : threads of one cell (the plan's ``threads``; None means 1).
-    retries : worker deaths a cell may cause before it is recorded as failed (sets
-        ``distributed.scheduler.allowed-failures`` of a local cluster).
-    memory_limit : per local worker, as ``LocalCluster`` takes it (``"auto"``: the machine's
-        memory divided by ``workers``; 0: no limit). A worker above 95 % of it is restarted
-        by its nanny, which counts as a worker death for the cell it was running.
-    """
-
-    in_process = False
-
-    def __init__(
-        self,
-        *,
-        workers: int | None = None,
-        scheduler: str | None = None,
-        threads: int | None = None,
-        retries: int = 2,
-        memory_limit: str | float | int = "auto",
-    ):
-        if scheduler is None and workers is None:
-            raise UsageError(
-                "DaskExecutor needs workers=N (a local cluster) or "
-                "scheduler=ADDRESS (an existing cluster)"
-            )
-        if workers is not None and int(workers) < 1:
-            raise UsageError(f"workers must be at least 1, got {workers}")
-        if threads is not None and int(threads) < 1:
-            raise UsageError(f"threads must be at least 1, got {threads}")
-        if int(retries) < 0:
-            raise UsageError(f"retries must be 0 or more, got {retries}")
-        self.workers = None if workers is None else int(workers)
-        self.scheduler = scheduler
-        self.threads = int(threads or 1)
-        self.retries = int(retries)
-        self.memory_limit = memory_limit
-        self._cluster = None
-        self._client = None
-
-    # ---------------------------------------------------------------------------- cluster
-
-    def client(self):
-        """The ``distributed.Client`` (connecting or starting the cluster on first use)."""
-        if self._client is not None:
-            return self._client
-        try:
-            import dask
-            from distributed import Client, LocalCluster
-        except ImportError as exc:  # pragma: no cover - a declared dependency
-            raise ExecutorError(
-                f"the Dask executor needs dask[distributed] ({exc}); "
-                "pip install 'dask[distributed]'"
-            ) from None
-        if self.scheduler is not None:
-            try:
-                self._client = Client(self.scheduler, timeout="30s")
-            except (OSError, TimeoutError) as exc:
-                raise ExecutorError(
-                    f"cannot reach the Dask scheduler at {self.scheduler} ({exc}); is "
-                    "`dask scheduler` running there and the port open?"
-                ) from None
-            return self._client
-        env = {
-            **dask.config.get("distributed.nanny.pre-spawn-environ", {}),
-            **{name: str(self.threads) for name in THREAD_ENV},
-        }
-        # allowed-failures is read by the scheduler when it starts, here in this process
-        with dask.config.set(
-            {
-                "distributed.scheduler.allowed-failures": self.retries,
-                "distributed.nanny.pre-spawn-environ": env,
-            }
-        ):
-            self._cluster = LocalCluster(
-                n_workers=self.workers,
-                threads_per_worker=self.threads,
-                processes=True,
-                resources={CORES: self.threads},
-                memory_limit=self.memory_limit,
-                dashboard_address=":0",
-                silence_logs=logging.ERROR,
-            )
-            self._client = Client(self._cluster)
-        return self._client
-
-    def close(self) -> None:
-        client, cluster = self._client, self._cluster
-        self._client = self._cluster = None
-        if client is not None:
-            client.close()
-        if cluster is not None:
-            cluster.close()
-
-    def describe(self) -> str:
-        if self.scheduler is not None:
-            return f"on the Dask cluster at {self.scheduler}"
-        return (
-            f"on a local Dask cluster of {self.workers} worker process(es) x "
-            f"{self.threads} thread(s)"
-        )
-
-    def _slots(self, client) -> tuple[int, dict[str, int] | None]:
-        """(cells that can run at once, the resources each cell asks for or None)."""
-        workers = client.scheduler_info(n_workers=-1).get("workers", {})
-        cores = [(w.get("resources") or {}).get(CORES) for w in workers.values()]
-        if workers and all(c is not None for c in cores):
-            return (max(1, sum(int(c) // self.threads for c in cores)), {CORES: self.threads})
-        # no resources declared: one cell per Dask thread; with no worker yet, queue one
-        return max(1, sum(int(w.get("nthreads", 1)) for w in workers.values())), None
-
-    # ---------------------------------------------------------------------------- running
-
-    def warm_up(self, cells: Sequence[Cell]) -> None:
-        """Import the harness and the modules of ``cells``' rankers on every worker now.
-
-        A fresh worker process otherwise pays these imports (about a second for LightGBM,
-        XGBoost and scikit-learn) inside its first cell; done here, once per worker and in
-        parallel, they are part of starting the cluster. Workers that join later import on
-        first use. An import that fails is left to the cell, which records the error."""
-        from ltr_bench.registry import get_entry
-
-        modules = {"ltr_bench.run.harness"}
-        for name in {cell.ranker for cell in cells}:
-            try:
-                modules.add(get_entry(name).target.partition(":")[0])
-            except Exception:  # noqa: BLE001 - the cell reports an unknown ranker itself
-                continue
-        self.client().run(_import_modules, sorted(modules))
-
-    def map_cells(self, cells, *, started=None, fn=None, on_failure=None, progress=None):
-        from distributed import as_completed
-
-        check_records = fn is None  # run_cell's results are checked; a caller's fn's are its own
-        given, (fn, on_failure) = fn, _defaults(fn, on_failure)
-        client = self.client()
-        try:
-            self.warm_up(cells)
-        except Exception:  # noqa: BLE001 - an optimisation; the cells report real problems
-            pass
-        waiting = deque(range(len(cells)))
-        running: dict[Any, int] = {}
-        done = as_completed()
-        counted = -_RECOUNT_SECONDS
-        events: queue.Queue = queue.Queue()
-        topic = None
-        if progress is not None:
-            topic = f"ltr-bench-progress-{uuid.uuid4().hex}"
-            # runs on the client's event-loop thread: only enqueue (timestamp, payload)
-            client.subscribe_topic(topic, events.put)
-
-        def relay() -> None:
-            """Hand the queued events of cells still out to ``progress``, here."""
-            out = set(running.values())
-            while True:
-                try:
-                    _, event = events.get_nowait()
-                except queue.Empty:
-                    return
-                if event.get("position") in out:  # a cell yielded already: too late
-                    progress(event["position"], event["done"], event["total"], event["message"])
-
-        try:
-            while waiting or running:
-                if topic is not None:
-                    relay()
-                if time.monotonic() - counted >= _RECOUNT_SECONDS:  # an RPC: not every poll
-                    slots, resources = self._slots(client)
-                    counted = time.monotonic()
-                while waiting and len(running) < slots:
-                    i = waiting.popleft()
-                    cell = cells[i]
-                    # a fresh key per submission: a re-run is not served from Dask's memory
-                    key = f"ltr-bench-cell-{cell.key[:12]}-{uuid.uuid4().hex[:8]}"
-                    task = fn if topic is None else _WithProgress(given, topic, i)
-                    future = client.submit(task, cell, key=key, pure=False, resources=resources)
-                    running[future] = i
-                    done.add(future)
-                    if started is not None:
-                        started(i)
-                if not done.has_ready():
-                    time.sleep(_POLL_SECONDS)  # interruptible; recounts slots as workers join
-                    continue
-                future = next(done)
-                if topic is not None:
-                    relay()  # this cell's events came in ahead of its result
-                i = running.pop(future)
-                result = self._result(future, cells[i], on_failure, check_records)
-                future.release()
-                yield i, result
-        finally:
-            if running:
-                client.cancel(list(running), force=True)
-            if topic is not None:
-                try:
-                    client.unsubscribe_topic(topic)
-                except Exception:  # noqa: BLE001 - a closed client: nothing will arrive
-                    pass
-
-    def _result(self, future, cell: Cell, on_failure, check_record: bool):
-        from distributed import KilledWorker
-
-        if future.status == "finished":
-            result = future.result()
-            if check_record and not isinstance(result, ResultRecord):
-                return on_failure(
-                    cell,
-                    TypeError(f"the worker returned {type(result).__name__}, not a ResultRecord"),
-                    "executor",
-                )
-            return result
-        if future.status == "cancelled":
-            return on_failure(
-                cell,
-                WorkerDied("the cell was cancelled on the cluster (scheduler restarted or lost?)"),
-                "worker",
-            )
-        exc = future.exception()
-        if isinstance(exc, KilledWorker):
-            reason = WorkerDied(
-                f"the worker running this cell died every time it was tried ({exc}); the "
-                "scheduler gave up after distributed.scheduler.allowed-failures reruns. "
-                "Usual causes: out of memory (the nanny restarts a worker at 95 % of its "
-                "memory limit), a crash in native code, or the process was killed"
-            )
-            return on_failure(cell, reason, "worker")
-        return on_failure(cell, exc, "executor")
-
-
 def _defaults(fn, on_failure):
     """``fn`` and ``on_failure`` of :meth:`Executor.map_cells`, defaults filled in."""
-    from ltr_bench.run.harness import failed_record, run_cell
+    from ltr_bench.run.unit import failed_record, run_cell
 
     return fn or run_cell, on_failure or failed_record
 
 
 def _call_reporting(fn, cell: Cell, handler) -> Any:
     """``fn(cell)`` with ``handler(done, total, message)`` receiving its progress reports;
-    ``fn`` None is :func:`~ltr_bench.run.harness.run_cell`, which installs the handler itself
+    ``fn`` None is :func:`~ltr_bench.run.unit.run_cell`, which installs the handler itself
     around the fit (and would otherwise install none there)."""
-    from ltr_bench.run.harness import run_cell
+    from ltr_bench.run.unit import run_cell
 
     with progress_handler(handler):
         return run_cell(cell, progress=handler) if fn is None else fn(cell)
-
-
-class _WithProgress:
-    """What :meth:`DaskExecutor.map_cells` submits when progress is wanted: ``fn(cell)``
-    (``fn`` None: ``run_cell``) with its progress reports published as events under
-    ``topic``, tagged with the cell's ``position`` (picklable: it travels to the worker)."""
-
-    def __init__(self, fn, topic: str, position: int):
-        self.fn, self.topic, self.position = fn, topic, int(position)
-
-    def __call__(self, cell: Cell) -> Any:
-        publisher = _Publisher(self.topic, self.position)
-        try:
-            return _call_reporting(self.fn, cell, publisher)
-        finally:
-            publisher.flush()  # the last report held back by the throttle
-
-
-class _Publisher:
-    """A progress handler on a worker: ``log_event(topic, {"position", "done", "total",
-    "message"})``, at most once per ``interval`` seconds (``done >= total`` always goes out);
-    a report held back is kept and sent by the next one to go out or by :meth:`flush`.
-    Off a worker (no ``get_worker()``) it publishes nothing."""
-
-    def __init__(self, topic: str, position: int, interval: float = PROGRESS_INTERVAL):
-        self.topic, self.position, self.interval = topic, position, interval
-        self._held: dict | None = None
-        self._sent_at = -float("inf")
-        self._lock = threading.Lock()  # a ranker may report from its own threads
-
-    def __call__(self, done: int, total: int, message: str) -> None:
-        event = {
-            "position": self.position,
-            "done": int(done),
-            "total": int(total),
-            "message": str(message),
-        }
-        with self._lock:
-            now = time.monotonic()
-            if now - self._sent_at >= self.interval or (total > 0 and done >= total):
-                self._send(event, now)
-            else:
-                self._held = event
-
-    def flush(self) -> None:
-        with self._lock:
-            if self._held is not None:
-                self._send(self._held, time.monotonic())
-
-    def _send(self, event: dict, now: float) -> None:
-        self._held, self._sent_at = None, now
-        try:
-            from distributed import get_worker
-
-            worker = get_worker()
-        except (ImportError, ValueError):  # ValueError: not running on a worker
-            return
-        # from a task thread this only schedules the send on the worker's event loop, in
-        # order with the task's own result message
-        worker.log_event(self.topic, event)
-
-
-def _import_modules(modules: list[str]) -> None:
-    """Run on a worker by :meth:`DaskExecutor.warm_up`."""
-    import importlib
-
-    for module in modules:
-        try:
-            importlib.import_module(module)
-        except Exception:  # noqa: BLE001 - the cell that needs it records the error
-            pass
 
 
 def make_executor(
@@ -535,6 +155,8 @@ def make_executor(
             "give --workers (start a local Dask cluster) or --scheduler (use a "
             "running one), not both"
         )
+    from ltr_bench.run.dask_executor import DaskExecutor
+
     if scheduler is not None:
         scheduler = scheduler.strip()
         if not scheduler:
@@ -543,3 +165,12 @@ def make_executor(
     if workers is not None:
         return DaskExecutor(workers=workers, threads=threads)
     return InProcessExecutor()
+
+
+def __getattr__(name: str):
+    # DaskExecutor lives in its own module (imported on first use: distributed is heavy)
+    if name == "DaskExecutor":
+        from ltr_bench.run.dask_executor import DaskExecutor
+
+        return DaskExecutor
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,11 +1,12 @@
-"""The unit of work and its orchestration: fit, score, evaluate; cell after cell.
+"""Running a plan: cell after cell, each claimed, saved locally, then announced.
 
 Data flow: :func:`ltr_bench.run.cells.expand_plan` (validates everything, one
 :class:`~ltr_bench.run.cells.Cell` per dataset x fold x ranker configuration x seed) ->
-:func:`run_cell` (pure: a cell and, when the caller has it, the loaded fold, in; a
-:class:`~ltr_bench.results.ResultRecord` out) -> :class:`~ltr_bench.results.ResultStore`
-(saved before anyone else hears of it) -> a :class:`Listener` (the CLI prints; the MLflow
-listener of :mod:`ltr_bench.tracking` logs). This module never imports MLflow.
+:func:`ltr_bench.run.unit.run_cell` (pure: a cell and, when the caller has it, the loaded
+fold, in; a :class:`~ltr_bench.results.ResultRecord` out) ->
+:class:`~ltr_bench.results.ResultStore` (saved before anyone else hears of it) -> a
+:class:`~ltr_bench.run.listener.Listener` (the CLI prints; the MLflow listener of
+:mod:`ltr_bench.tracking` logs). This module never imports MLflow.
 
 Guarantees
 ----------
@@ -30,43 +31,35 @@ Guarantees
 * Failures: an exception in ``fit``/``predict``/evaluation makes a ``status="failed"``
   record (message and traceback, appended to ``<results>/failures.log``); the other cells
   still run. Failed cells are not saved as finished, so a re-run retries them.
-
-Query-by-example data (``Split.extras`` has ``doc_class`` and ``query_class``): every record
-also gets ``extra_metrics["knn_error"]``, the k-NN classification error (k = ``KNN_K`` = 3,
-the MLR paper's demos' k) read off the ranker's test scores by :func:`metrics.knn_error`,
-the one implementation used everywhere.
 """
 
 from __future__ import annotations
 
 import functools
-import traceback
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-import numpy as np
-
-from ltr_bench.environment import environment
 from ltr_bench.errors import LtrBenchError
-from ltr_bench.evaluation.conventions import evaluate_profile
-from ltr_bench.evaluation.metrics import evaluate_conventions
-from ltr_bench.progress import progress_handler
-from ltr_bench.results import (
-    ResultRecord,
-    ResultStore,
-    ResultsWriteError,
-    jsonable,
-    now,
-    trec_run_text,
-)
-from ltr_bench.run.cells import Cell, ExpandedPlan, build_ranker, ranker_tags
+from ltr_bench.results import ResultRecord, ResultStore, ResultsWriteError, now
+from ltr_bench.run.cells import Cell, ExpandedPlan
+from ltr_bench.run.listener import Listener, Listeners
 from ltr_bench.run.plan import canonical_json
-from ltr_bench.timing import PeakMemory, Stopwatch, load_average, thread_limit, time_scoring
+from ltr_bench.run.unit import (
+    KNN_K,
+    failed_record,
+    freeze_fold,
+    load_fold,
+    new_record,
+    run_cell,
+)
+
+# The unit of work and the listeners moved to their own modules; their names stay importable
+# from here for callers that used them through the harness.
+_load_fold = load_fold
 
 __all__ = [
+    "KNN_K",
     "HarnessInterrupted",
     "HarnessWriteError",
     "Listener",
@@ -74,287 +67,11 @@ __all__ = [
     "RunReport",
     "failed_record",
     "freeze_fold",
+    "load_fold",
     "new_record",
     "run_cell",
     "run_plan",
 ]
-
-KNN_K = 3
-
-
-# --------------------------------------------------------------------------------------------
-# the unit of work
-
-
-def _data():
-    from ltr_bench import data
-
-    return data
-
-
-def _load_fold(cell: Cell, progress=None):
-    data = _data()
-    source: Any = cell.dataset_source
-    if cell.dataset_identity.get("kind") == "path":
-        source = Path(source)
-    with Stopwatch() as sw:
-        fold = data.load_fold(
-            source,
-            cell.fold,
-            data_dir=cell.data_dir,
-            cache_dir=cell.cache_dir,
-            seed=cell.seed,
-            options=dict(cell.dataset_options) or None,
-            progress=progress,
-        )
-    fold.load_seconds = sw.seconds
-    return fold
-
-
-def freeze_fold(fold) -> None:
-    """Make every split's X, y, qid read-only, so that no ranker can change the data the
-    next ranker sees (an in-place write raises ValueError and fails that cell only)."""
-    for split in (fold.train, fold.vali, fold.test):
-        if split is None:
-            continue
-        for arr in (split.X, split.y, split.qid):
-            if isinstance(arr, np.ndarray):
-                arr.flags.writeable = False
-
-
-def _check_scores(scores: Any, n: int, ranker: str) -> np.ndarray:
-    arr = np.asarray(scores)
-    if arr.shape != (n,):
-        raise ValueError(
-            f"ranker {ranker!r} returned scores of shape {arr.shape}; expected "
-            f"({n},), one score per test document"
-        )
-    arr = arr.astype(np.float64, copy=False)
-    if not np.isfinite(arr).all():
-        bad = int(np.flatnonzero(~np.isfinite(arr))[0])
-        raise ValueError(
-            f"ranker {ranker!r} returned a non-finite score ({arr[bad]}) at test row {bad}"
-        )
-    return arr
-
-
-def new_record(cell: Cell) -> ResultRecord:
-    """A record for ``cell`` with everything known before running it (status "ok")."""
-    return ResultRecord(
-        key=cell.key,
-        plan_key=cell.plan_key,
-        config_key=cell.config_key,
-        ranker=cell.ranker,
-        label=cell.label or cell.ranker,
-        dataset=cell.dataset,
-        fold=cell.fold,
-        seed=cell.seed,
-        ranker_distribution=cell.ranker_distribution,
-        ranker_version=cell.ranker_version,
-        params=jsonable(cell.params),
-        user_params=jsonable(cell.user_params),
-        dataset_source=cell.dataset_source,
-        dataset_options=jsonable(cell.dataset_options),
-        dataset_identity=jsonable(cell.dataset_identity),
-        metrics_requested=list(cell.metrics),
-        n_threads=cell.threads,
-        started=now(),
-        environment=environment(),
-        config=cell.config(),
-    )
-
-
-def failed_record(cell: Cell, exc: BaseException, stage: str) -> ResultRecord:
-    """A ``status="failed"`` record for ``cell`` (e.g. its fold could not be loaded)."""
-    rec = new_record(cell)
-    rec.status = "failed"
-    rec.error_stage = stage
-    rec.error = f"{type(exc).__name__}: {exc}"
-    rec.traceback = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    rec.finished = now()
-    return rec
-
-
-def _fitted_info(ranker) -> dict[str, Any]:
-    """The ranker's ``fitted_info()`` (model size, diagnostics) as JSON-able scalars."""
-    fn = getattr(ranker, "fitted_info", None)
-    if not callable(fn):
-        return {}
-    info = fn()
-    if not isinstance(info, dict):
-        raise TypeError(f"fitted_info() must return a dict, got {type(info).__name__}")
-    return {str(k): jsonable(v) for k, v in info.items()}
-
-
-def _warning_text(w: warnings.WarningMessage) -> str:
-    return f"{w.category.__name__}: {w.message}"
-
-
-def run_cell(
-    cell: Cell,
-    *,
-    fold=None,
-    progress: Callable[[int, int, str], None] | None = None,
-) -> ResultRecord:
-    """Fit on train (validation split as ``eval_set``), score test, evaluate: one record.
-
-    ``fold``: the loaded fold when the caller has it (the harness shares one per fold among
-    all rankers); otherwise it is loaded from the cell. ``progress(done, total, message)``
-    receives the ranker's own progress reports. Warnings the ranker raises (``warnings``
-    module) are kept in ``record.warnings``. Exceptions from loading, the ranker or the
-    evaluation give a ``status="failed"`` record; ``KeyboardInterrupt`` propagates.
-    """
-    rec = new_record(cell)
-    rec.load_avg["start"] = load_average()
-    stage = "load"
-    try:
-        if fold is None:
-            fold = _load_fold(cell)
-        if fold.load_seconds is not None:
-            rec.stage_seconds["load"] = fold.load_seconds
-        freeze_fold(fold)
-        rec.fingerprints = dict(fold.fingerprints())
-        train, test, vali = fold.train, fold.test, fold.vali
-        rec.n_train_docs, rec.n_test_docs = train.n_docs, test.n_docs
-        rec.n_test_queries = test.n_queries
-
-        stage = "setup"
-        with Stopwatch() as setup:
-            ranker = build_ranker(
-                cell.ranker,
-                cell.user_params,
-                seed=cell.seed,
-                threads=cell.threads,
-                query_dim=fold.query_dim,
-            )
-            rec.params = jsonable(ranker.get_params(deep=False))
-            tags = ranker_tags(ranker)
-        rec.stage_seconds["setup"] = setup.seconds
-        if cell.threads is None and tags.thread_param:
-            value = rec.params.get(tags.thread_param)
-            rec.n_threads = value if isinstance(value, int) and value > 0 else None
-        eval_set = None if vali is None else (vali.X, vali.y, vali.qid)
-        max_label = cell.max_label if cell.max_label is not None else fold.max_label
-
-        with (
-            thread_limit(cell.threads),
-            PeakMemory() as mem,
-            progress_handler(progress),
-            warnings.catch_warnings(record=True) as caught,
-        ):
-            warnings.simplefilter("always")
-            stage = "fit"
-            with Stopwatch() as sw:
-                ranker.fit(train.X, train.y, qid=train.qid, eval_set=eval_set)
-            stage = "predict"
-            timing = time_scoring(
-                lambda: ranker.predict(test.X, qid=test.qid),
-                test.n_docs,
-                repeats=cell.score_repeats,
-            )
-        for w in caught:
-            text = _warning_text(w)
-            if text not in rec.warnings:
-                rec.warnings.append(text)
-        rec.fit_seconds = rec.stage_seconds["fit"] = sw.seconds
-        rec.stage_seconds["score"] = timing.warmup_seconds + sum(timing.seconds)
-        rec.score_us_per_doc = timing.us_per_doc
-        rec.score_repeats = timing.repeats
-        rec.peak_rss_mb = mem.peak_mb
-        rec.ranker_peak_mb = mem.above_entry_mb
-        rec.peak_rss_method = mem.method
-        stage = "fitted_info"
-        rec.model_info = _fitted_info(ranker)
-
-        scores = _check_scores(timing.scores, test.n_docs, cell.ranker)
-        if scores.size > 1 and np.all(scores == scores[0]):
-            rec.flags.append("constant_scores")
-            rec.warnings.append(
-                "all test scores are equal: the fitted model is constant, so every metric is "
-                "the value of a random ranking (check the ranker's parameters, e.g. minimum "
-                "leaf sizes or hessians on small data)"
-            )
-        stage = "evaluate"
-        with Stopwatch() as evaluation:
-            rec.metrics, rec.per_query = evaluate_conventions(
-                test.y, scores, test.qid, cell.metrics, max_label=max_label
-            )
-            if cell.save_scores:
-                rec.run_text = trec_run_text(test.qid, scores, tag=cell.label or cell.ranker)
-            for profile in cell.conventions:  # the same scores as another tool scores them
-                means, per_query = evaluate_profile(
-                    test.y, scores, test.qid, cell.metrics, profile, max_label=max_label
-                )
-                rec.metrics.update(means)
-                rec.per_query.update(per_query)
-            extras = test.extras
-            if "doc_class" in extras and "query_class" in extras:
-                # query-by-example data: the MLR paper's measure
-                from ltr_bench.evaluation.metrics import knn_error
-
-                rec.extra_metrics["knn_error"] = knn_error(
-                    scores, test.qid, extras["doc_class"], extras["query_class"], k=KNN_K
-                )
-        rec.stage_seconds["evaluate"] = evaluation.seconds
-        rec.status = "ok"
-    except Exception as exc:  # noqa: BLE001 - a failing ranker must not stop the benchmark
-        rec.status = "failed"
-        rec.error_stage = stage
-        rec.error = f"{type(exc).__name__}: {exc}"
-        rec.traceback = traceback.format_exc()
-    rec.load_avg["end"] = load_average()
-    busy = max((v for v in rec.load_avg.values() if v is not None), default=0.0)
-    if busy > (cell.threads or 1) + 1:
-        rec.flags.append("loaded_machine")
-    rec.finished = now()
-    return rec
-
-
-# --------------------------------------------------------------------------------------------
-# running a plan
-
-
-class Listener:
-    """Callbacks of :func:`run_plan` (all optional no-ops); the CLI prints and logs here."""
-
-    def fold_loading(self, dataset: str, fold: int) -> None:
-        """About to load (or generate) a fold."""
-
-    def fold_progress(self, dataset: str, fold: int, done: int, total: int, message: str) -> None:
-        """Progress of a long parse or generation (see :mod:`ltr_bench.progress`)."""
-
-    def cell_started(self, cell: Cell, index: int, total: int) -> None:
-        """``index`` is 1-based over all cells of the plan."""
-
-    def cell_progress(self, cell: Cell, done: int, total: int, message: str) -> None:
-        """The ranker reported progress (see :mod:`ltr_bench.progress`)."""
-
-    def cell_finished(self, record: ResultRecord, index: int, total: int, *, skipped: bool) -> None:
-        """A cell finished (ok: already saved locally; failed: logged) or was skipped."""
-
-
-class Listeners(Listener):
-    """Several listeners heard in order (e.g. the console, then MLflow)."""
-
-    def __init__(self, *listeners):
-        self.listeners = [x for x in listeners if x is not None]
-
-    def __getattribute__(self, name: str):
-        if name in (
-            "fold_loading",
-            "fold_progress",
-            "cell_started",
-            "cell_progress",
-            "cell_finished",
-        ):
-            targets = object.__getattribute__(self, "listeners")
-
-            def fan_out(*args, **kwargs):
-                for target in targets:
-                    getattr(target, name)(*args, **kwargs)
-
-            return fan_out
-        return object.__getattribute__(self, name)
 
 
 @dataclass
@@ -463,7 +180,7 @@ def run_plan(
                 # said once per fold through ``warn``, not as Python warning text
                 warnings.simplefilter("always")
                 try:
-                    fold = _load_fold(
+                    fold = load_fold(
                         first,
                         progress=functools.partial(
                             listener.fold_progress, first.dataset, first.fold

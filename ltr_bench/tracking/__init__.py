@@ -1,14 +1,17 @@
 """The one package that talks to MLflow (imported lazily, so listing rankers stays fast).
 
 * :mod:`.store`: where the store is (URIs, SQLite path, artifact root), opening it, errors.
-* :mod:`.writer`: :class:`Tracker` logs result records (layout in its docstring) and
-  :class:`MlflowListener` is the logging policy during a run (a harness listener).
+* :mod:`.layout`: what a run holds (tag names, params, metric values, tags), without MLflow.
+* :mod:`.writer`: :class:`Tracker` logs result records (layout in its docstring).
+* :mod:`.listener`: :class:`MlflowListener`, the logging policy during a run (a harness
+  listener).
 * :mod:`.reader`: :func:`fetch_fold_results` reads records back for the report.
 
-It depends on :mod:`ltr_bench.results` and :mod:`ltr_bench.evaluation.metrics`, never on the harness,
-and it never writes the local results store.
+It depends on :mod:`ltr_bench.results` and :mod:`ltr_bench.evaluation.metrics`, never on the
+harness, and it never writes the local results store.
 """
 
+from ltr_bench.tracking.listener import MlflowListener
 from ltr_bench.tracking.reader import (
     fetch_fold_results,
     list_datasets_in_store,
@@ -24,7 +27,7 @@ from ltr_bench.tracking.store import (
     resolve_tracking_uri,
     sqlite_path,
 )
-from ltr_bench.tracking.writer import MlflowListener, Tracker
+from ltr_bench.tracking.writer import Tracker
 
 __all__ = [
     "MlflowListener",

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ltr_bench.results import ResultRecord, read_per_query_csv
+from ltr_bench.tracking.layout import PER_QUERY_ARTIFACT, RECORD_ARTIFACT, TAG_ROLE
 from ltr_bench.tracking.store import (
     EXPERIMENT_PREFIX,
     NoResultsError,
@@ -25,7 +26,6 @@ from ltr_bench.tracking.store import (
     resolve_tracking_uri,
     sqlite_path,
 )
-from ltr_bench.tracking.writer import PER_QUERY_ARTIFACT, RECORD_ARTIFACT, TAG_ROLE
 
 __all__ = ["fetch_fold_results", "list_datasets_in_store", "log_parent_artifacts"]
 

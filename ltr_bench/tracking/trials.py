@@ -15,8 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ltr_bench.results import ResultRecord
+from ltr_bench.tracking.layout import TAG_ROLE, param_text
 from ltr_bench.tracking.store import TrackingError, mlflow_metric_key
-from ltr_bench.tracking.writer import TAG_ROLE, Tracker, param_text
+from ltr_bench.tracking.writer import Tracker
 
 __all__ = ["log_trials"]
 

@@ -12,11 +12,13 @@ Layout
 Nested run content
     metrics: every metric of the record under its MLflow key (``ndcg_at_10``, ...), extra
     metrics, ``fit_seconds``, ``score_us_per_doc``, ``peak_rss_mb``, the stage times
-    ``stage_seconds.<load|setup|fit|score|evaluate>``, and the numeric entries
-    of ``model_info`` as ``model.<name>``. params: every resolved hyper-parameter, ``seed``,
-    ``dataset``, ``fold``, dataset options (``dataset_option.<name>``). tags: ``ranker``,
-    ``label``, versions, fingerprints, threads, conventions (from
-    :data:`ltr_bench.evaluation.metrics.CONVENTIONS`), environment, warnings, the keys. artifacts:
+    ``stage_seconds.<load|setup|fit|score|evaluate>``, the numeric entries of ``model_info``
+    as ``model.<name>``, and the ranker's learning curves as step metrics
+    ``curve.<quantity>`` (step = iteration or epoch, so the UI draws them). params: every
+    resolved hyper-parameter, ``seed``, ``dataset``, ``fold``, dataset options
+    (``dataset_option.<name>``). tags: ``ranker``, ``label``, versions, fingerprints,
+    threads, conventions (from :data:`ltr_bench.evaluation.metrics.CONVENTIONS`),
+    environment, warnings, the keys. artifacts:
     ``record.json`` (the whole :class:`~ltr_bench.results.ResultRecord`, which
     :func:`~ltr_bench.tracking.fetch_fold_results` reads back), ``config.json`` (the cell's
     resolved configuration and the invocation's plan) and ``per_query_metrics.csv``.
@@ -30,15 +32,32 @@ Parent run content
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
-import re
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from ltr_bench.results import ResultRecord, aggregate, per_query_csv
+from ltr_bench.tracking.layout import (
+    EXPERIMENT_TAGS,
+    NOTE_TAG,
+    PER_QUERY_ARTIFACT,
+    RECORD_ARTIFACT,
+    TAG_CONFIG_KEY,
+    TAG_FINISHED,
+    TAG_KEY,
+    TAG_PLAN_KEY,
+    TAG_ROLE,
+    _millis,
+    _safe_dir_name,
+    curve_metrics,
+    fold_tags,
+    param_text,
+    parent_note,
+    record_values,
+    run_params,
+)
 from ltr_bench.tracking.store import (
     TrackingError,
     artifact_root_for,
@@ -50,92 +69,10 @@ from ltr_bench.tracking.store import (
     resolve_tracking_uri,
 )
 
-__all__ = ["MlflowListener", "Tracker"]
+__all__ = ["Tracker", "param_text"]
 
-TAG_KEY = "ltr_bench_key"
-TAG_PLAN_KEY = "ltr_bench_plan_key"
-TAG_CONFIG_KEY = "ltr_bench_config_key"
-TAG_FINISHED = "ltr_bench_finished"
-TAG_ROLE = "ltr_bench_role"  # "parent" or "fold"
-RECORD_ARTIFACT = "record.json"
-NOTE_TAG = "mlflow.note.content"  # the run's Description in the MLflow UI
-#: Marks our experiments as model-training experiments: MLflow 3's UI otherwise opens them
-#: in its GenAI view (traces, token usage).
-EXPERIMENT_TAGS = {"mlflow.experimentKind": "custom_model_development"}
-PER_QUERY_ARTIFACT = "per_query_metrics.csv"
-_PARAM_MAX = 6000  # MLflow's limit on a param value's length
-
-
-def _millis(iso: str | None) -> int | None:
-    if not iso:
-        return None
-    try:
-        return int(_dt.datetime.fromisoformat(iso).timestamp() * 1000)
-    except ValueError:
-        return None
-
-
-def _safe_dir_name(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("._") or "dataset"
-
-
-def param_text(v: Any) -> str:
-    """The text MLflow holds for a parameter value (also used for report labels)."""
-    s = v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=repr)
-    return s if len(s) <= _PARAM_MAX else s[: _PARAM_MAX - 3] + "..."
-
-
-def _run_params(record: ResultRecord, *, fold: bool) -> dict[str, Any]:
-    params = {**record.params, "seed": record.seed, "dataset": record.dataset}
-    if fold:
-        params["fold"] = record.fold
-    for k, v in record.dataset_options.items():
-        params[f"dataset_option.{k}"] = v
-    return params
-
-
-def _record_values(record: ResultRecord) -> dict[str, float]:
-    """Every number of a record that is logged as an MLflow metric, by record name."""
-    values: dict[str, float] = dict(record.metrics)
-    values.update(record.extra_metrics)
-    values.update(
-        fit_seconds=record.fit_seconds,
-        score_us_per_doc=record.score_us_per_doc,
-        peak_rss_mb=record.peak_rss_mb,
-        ranker_peak_mb=record.ranker_peak_mb,
-    )
-    for k, v in record.stage_seconds.items():
-        values[f"stage_seconds.{k}"] = float(v)
-    for k, v in record.model_info.items():
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            values[f"model.{k}"] = float(v)
-    return values
-
-
-def _parent_note(records: list[ResultRecord], stats) -> str:
-    """Markdown for a parent run's Description: what it is and its fold means."""
-    from ltr_bench.evaluation.metrics import metric_display
-
-    first = records[0]
-    units = sorted({(r.fold, r.seed) for r in records})
-    lines = [
-        f"**{first.label or first.ranker}** on **{first.dataset}**: "
-        f"{len(units)} fold(s), seed {first.seed}, {first.n_threads or 'default'} "
-        f"thread(s).",
-        "",
-        "| quantity | mean | std |",
-        "|---|---:|---:|",
-    ]
-    for k, (mean, std, n) in sorted(stats.items()):
-        shown = metric_display(k)
-        lines.append(f"| {shown} | {mean:.4f} | {'' if n < 2 else f'{std:.4f}'} |")
-    flags = sorted({f for r in records for f in r.flags})
-    if flags:
-        lines += ["", "Flags: " + ", ".join(flags)]
-    params = {k: v for k, v in first.user_params.items()}
-    if params:
-        lines += ["", "Parameters set: " + ", ".join(f"`{k}={v}`" for k, v in params.items())]
-    return "\n".join(lines)
+#: the most metrics MLflow accepts in one ``log_batch`` call
+_BATCH_MAX = 1000
 
 
 class Tracker:
@@ -273,7 +210,7 @@ class Tracker:
                 run_id,
                 params=[
                     Param(k, param_text(v))
-                    for k, v in sorted(_run_params(record, fold=False).items())
+                    for k, v in sorted(run_params(record, fold=False).items())
                 ],
             )
         if plan is not None:
@@ -333,63 +270,6 @@ class Tracker:
         except Exception as exc:
             raise TrackingError(self._message(f"log {record.summary_line()}", exc)) from exc
 
-    def _fold_tags(self, parent: str, record: ResultRecord) -> dict[str, str]:
-        from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
-
-        from ltr_bench.evaluation.metrics import CONVENTIONS
-
-        env = record.environment or {}
-        tags: dict[str, str] = {
-            MLFLOW_PARENT_RUN_ID: parent,
-            TAG_ROLE: "fold",
-            TAG_KEY: record.key,
-            TAG_PLAN_KEY: record.plan_key,
-            TAG_CONFIG_KEY: record.config_key,
-            TAG_FINISHED: record.finished,
-            "ranker": record.ranker,
-            "label": record.label or record.ranker,
-            "ranker_distribution": record.ranker_distribution,
-            "ranker_version": record.ranker_version,
-            "dataset": record.dataset,
-            "dataset_source": record.dataset_source,
-            "fold": str(record.fold),
-            "seed": str(record.seed),
-            "threads": "default" if record.n_threads is None else str(record.n_threads),
-            "n_train_docs": str(record.n_train_docs),
-            "n_test_docs": str(record.n_test_docs),
-            "n_test_queries": str(record.n_test_queries),
-            "score_repeats": str(record.score_repeats),
-            "peak_rss_method": record.peak_rss_method,
-            "git_commit": str(env.get("git_commit")),
-            "ltr_bench_git_commit": str(env.get("ltr_bench_git_commit")),
-            "cpu_model": str(env.get("cpu_model")),
-            "cpu_count": str(env.get("cpu_count")),
-            "platform": str(env.get("platform")),
-            "hostname": str(env.get("hostname")),
-            "convention.score_us_per_doc": "median of timed predict calls after one warm-up, "
-            "divided by the test documents, microseconds",
-            "convention.peak_rss_mb": "peak resident memory of the process during fit and "
-            "scoring, MiB, including the loaded data",
-            "convention.ranker_peak_mb": "peak_rss_mb minus the resident memory when the cell "
-            "started: what the ranker added, MiB",
-            "load_avg_start": str(record.load_avg.get("start")),
-            "load_avg_end": str(record.load_avg.get("end")),
-        }
-        if record.warnings:
-            tags["warnings"] = " | ".join(record.warnings)
-        if record.flags:
-            tags["flags"] = ",".join(record.flags)
-        for split, fp in record.fingerprints.items():
-            tags[f"fingerprint_{split}"] = fp
-        for name, text in CONVENTIONS.items():
-            tags[f"convention.{name}"] = text
-        for pkg, ver in (env.get("versions") or {}).items():
-            tags[f"version.{pkg}"] = str(ver)
-        for k, v in record.model_info.items():
-            if not isinstance(v, (int, float)) or isinstance(v, bool):
-                tags[f"model.{k}"] = str(v)
-        return {k: v[:5000] for k, v in tags.items()}
-
     def _log_fold_run(
         self, exp_id: str, parent: str, record: ResultRecord, plan: dict[str, Any] | None
     ) -> str:
@@ -401,23 +281,26 @@ class Tracker:
             start_time=_millis(record.started),
             run_name=f"{record.label or record.ranker} fold {record.fold}"
             + (f" seed {record.seed}" if record.seed else ""),
-            tags=self._fold_tags(parent, record),
+            tags=fold_tags(parent, record),
         )
         run_id = run.info.run_id
         try:
             ts = _millis(record.finished) or 0
             metrics = [
                 Metric(mlflow_metric_key(k), float(v), ts, 0)
-                for k, v in sorted(_record_values(record).items())
+                for k, v in sorted(record_values(record).items())
                 if v is not None
             ]
-            params = _run_params(record, fold=True)
+            params = run_params(record, fold=True)
             client.log_batch(
                 run_id,
                 metrics=metrics,
                 params=[Param(k, param_text(v)) for k, v in sorted(params.items())],
                 tags=[],
             )
+            curve = [Metric(k, v, ts, step) for k, v, step in curve_metrics(record)]
+            for start in range(0, len(curve), _BATCH_MAX):  # MLflow takes 1000 per call
+                client.log_batch(run_id, metrics=curve[start : start + _BATCH_MAX])
             self._log_json(run_id, {"cell": record.config, "plan": plan}, "config.json")
             self._log_text(
                 run_id,
@@ -475,7 +358,7 @@ class Tracker:
                 if records:
                     stats = aggregate(records)
                     ts = max(_millis(r.finished) or 0 for r in records)
-                    self.client.set_tag(run_id, NOTE_TAG, _parent_note(records, stats))
+                    self.client.set_tag(run_id, NOTE_TAG, parent_note(records, stats))
                     metrics = [Metric("n_folds", float(len(records)), ts, 0)]
                     for k, (mean, std, count) in sorted(stats.items()):
                         key = mlflow_metric_key(k)
@@ -493,87 +376,3 @@ class Tracker:
                 )
         except Exception as exc:
             raise TrackingError(self._message("end the parent runs", exc)) from exc
-
-
-class MlflowListener:
-    """The MLflow logging policy during ``run_plan``: every finished record (computed now or
-    found finished) is logged unless already there; a failed cell marks its parent FAILED; a
-    store that stops answering turns logging off for the rest of the run (the results stay in
-    the local store) and is reported by :attr:`error`.
-
-    ``store`` (a :class:`~ltr_bench.results.ResultStore`) is only read: per-query values of
-    records found finished, and every finished fold of a parent for its aggregates.
-    ``on_error(message)`` hears of the first logging failure.
-    """
-
-    def __init__(
-        self,
-        tracker: Tracker,
-        store,
-        *,
-        plan: dict[str, Any] | None = None,
-        plan_toml: str | None = None,
-        on_error: Callable[[str], None] | None = None,
-    ):
-        self.tracker: Tracker | None = tracker
-        self.store = store
-        self.plan = plan
-        self.plan_toml = plan_toml
-        self.on_error = on_error
-        self.error: str | None = None
-
-    def fold_loading(self, dataset: str, fold: int) -> None:
-        pass
-
-    def fold_progress(self, *args) -> None:
-        pass
-
-    def cell_started(self, *args) -> None:
-        pass
-
-    def cell_progress(self, *args) -> None:
-        pass
-
-    def cell_finished(self, record: ResultRecord, index: int, total: int, *, skipped: bool) -> None:
-        if self.tracker is None:
-            return
-        if not record.ok:
-            self.tracker.mark_failed(record.plan_key)
-            return
-        if record.per_query is None:
-            self.store.per_query(record)
-        try:
-            self.tracker.log_record(record, plan=self.plan, plan_toml=self.plan_toml)
-        except TrackingError as exc:
-            self._failed(str(exc))
-
-    def attach_report(self, dataset: str, path: Path) -> None:
-        """Attach a report file (e.g. the HTML report) under ``report/`` to every parent run
-        of ``dataset`` this invocation touched."""
-        if self.tracker is None:
-            return
-        tracker = self.tracker
-        try:
-            for plan_key, run_id in tracker._parents.items():
-                recs = tracker._parent_records.get(plan_key, {})
-                if any(r.dataset == dataset for r in recs.values()):
-                    tracker.client.log_artifact(run_id, str(path), artifact_path="report")
-        except Exception as exc:  # noqa: BLE001 - the report is a convenience, not a result
-            self._failed(message(tracker.uri, f"attach {path.name}", exc))
-
-    def _failed(self, text: str) -> None:
-        self.error = text
-        self.tracker = None  # keep computing; everything stays in the local results
-        if self.on_error is not None:
-            self.on_error(text)
-
-    def close(self, *, interrupted: bool = False) -> None:
-        """End the parent runs touched by this invocation (see :meth:`Tracker.finish`)."""
-        if self.tracker is None:
-            return
-        try:
-            self.tracker.finish(
-                interrupted=interrupted, all_records=lambda key: self.store.records(plan_key=key)
-            )
-        except TrackingError as exc:
-            self._failed(str(exc))

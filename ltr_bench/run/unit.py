@@ -1,0 +1,298 @@
+"""The unit of work: one cell in, one :class:`~ltr_bench.results.ResultRecord` out.
+
+:func:`run_cell` is a pure function of a :class:`~ltr_bench.run.cells.Cell` (and, when the
+caller has it, the loaded fold): load, fit on train (validation split as ``eval_set``), score
+test, evaluate. It writes nothing, so an executor can run it anywhere (in this process or on
+a Dask worker); :mod:`ltr_bench.run.harness` saves and announces what it returns.
+
+Guarantees
+----------
+* Identical splits: every split's arrays are frozen read-only (:func:`freeze_fold`) before
+  the ranker sees them; the record carries the train / vali / test fingerprints.
+* One seed: every ranker gets ``cell.seed`` through the parameter its tags declare
+  (:attr:`RankerTags.seed_param`), so a cell run on its own reproduces the same number.
+* Failures: an exception in loading, ``fit``/``predict``/evaluation makes a
+  ``status="failed"`` record (message, stage and traceback); ``KeyboardInterrupt``
+  propagates.
+
+Query-by-example data (``Split.extras`` has ``doc_class`` and ``query_class``): every record
+also gets ``extra_metrics["knn_error"]``, the k-NN classification error (k = ``KNN_K`` = 3,
+the MLR paper's demos' k) read off the ranker's test scores by :func:`metrics.knn_error`,
+the one implementation used everywhere.
+"""
+
+from __future__ import annotations
+
+import traceback
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ltr_bench.environment import environment
+from ltr_bench.evaluation.conventions import evaluate_profile
+from ltr_bench.evaluation.metrics import evaluate_conventions
+from ltr_bench.progress import progress_handler
+from ltr_bench.results import ResultRecord, jsonable, now, trec_run_text
+from ltr_bench.run.cells import Cell, build_ranker, ranker_tags
+from ltr_bench.timing import PeakMemory, Stopwatch, load_average, thread_limit, time_scoring
+
+__all__ = [
+    "KNN_K",
+    "failed_record",
+    "freeze_fold",
+    "load_fold",
+    "new_record",
+    "run_cell",
+]
+
+KNN_K = 3
+
+
+def _data():
+    from ltr_bench import data
+
+    return data
+
+
+def load_fold(cell: Cell, progress=None):
+    """The fold a cell runs on, loaded (or generated) as the cell describes it; its
+    ``load_seconds`` is set. ``progress(done, total, message)`` hears a long parse."""
+    data = _data()
+    source: Any = cell.dataset_source
+    if cell.dataset_identity.get("kind") == "path":
+        source = Path(source)
+    with Stopwatch() as sw:
+        fold = data.load_fold(
+            source,
+            cell.fold,
+            data_dir=cell.data_dir,
+            cache_dir=cell.cache_dir,
+            seed=cell.seed,
+            options=dict(cell.dataset_options) or None,
+            progress=progress,
+        )
+    fold.load_seconds = sw.seconds
+    return fold
+
+
+def freeze_fold(fold) -> None:
+    """Make every split's X, y, qid read-only, so that no ranker can change the data the
+    next ranker sees (an in-place write raises ValueError and fails that cell only)."""
+    for split in (fold.train, fold.vali, fold.test):
+        if split is None:
+            continue
+        for arr in (split.X, split.y, split.qid):
+            if isinstance(arr, np.ndarray):
+                arr.flags.writeable = False
+
+
+def _check_scores(scores: Any, n: int, ranker: str) -> np.ndarray:
+    arr = np.asarray(scores)
+    if arr.shape != (n,):
+        raise ValueError(
+            f"ranker {ranker!r} returned scores of shape {arr.shape}; expected "
+            f"({n},), one score per test document"
+        )
+    arr = arr.astype(np.float64, copy=False)
+    if not np.isfinite(arr).all():
+        bad = int(np.flatnonzero(~np.isfinite(arr))[0])
+        raise ValueError(
+            f"ranker {ranker!r} returned a non-finite score ({arr[bad]}) at test row {bad}"
+        )
+    return arr
+
+
+def new_record(cell: Cell) -> ResultRecord:
+    """A record for ``cell`` with everything known before running it (status "ok")."""
+    return ResultRecord(
+        key=cell.key,
+        plan_key=cell.plan_key,
+        config_key=cell.config_key,
+        ranker=cell.ranker,
+        label=cell.label or cell.ranker,
+        dataset=cell.dataset,
+        fold=cell.fold,
+        seed=cell.seed,
+        ranker_distribution=cell.ranker_distribution,
+        ranker_version=cell.ranker_version,
+        params=jsonable(cell.params),
+        user_params=jsonable(cell.user_params),
+        dataset_source=cell.dataset_source,
+        dataset_options=jsonable(cell.dataset_options),
+        dataset_identity=jsonable(cell.dataset_identity),
+        metrics_requested=list(cell.metrics),
+        n_threads=cell.threads,
+        started=now(),
+        environment=environment(),
+        config=cell.config(),
+    )
+
+
+def failed_record(cell: Cell, exc: BaseException, stage: str) -> ResultRecord:
+    """A ``status="failed"`` record for ``cell`` (e.g. its fold could not be loaded)."""
+    rec = new_record(cell)
+    rec.status = "failed"
+    rec.error_stage = stage
+    rec.error = f"{type(exc).__name__}: {exc}"
+    rec.traceback = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    rec.finished = now()
+    return rec
+
+
+def _fitted_info(ranker) -> dict[str, Any]:
+    """The ranker's ``fitted_info()`` (model size, diagnostics) as JSON-able scalars."""
+    fn = getattr(ranker, "fitted_info", None)
+    if not callable(fn):
+        return {}
+    info = fn()
+    if not isinstance(info, dict):
+        raise TypeError(f"fitted_info() must return a dict, got {type(info).__name__}")
+    return {str(k): jsonable(v) for k, v in info.items()}
+
+
+def _learning_curves(ranker) -> dict[str, list[float]]:
+    """The ranker's ``learning_curves()`` (if it has the method) as ``{str: [float, ...]}``."""
+    fn = getattr(ranker, "learning_curves", None)
+    if not callable(fn):
+        return {}
+    curves = fn()
+    if not isinstance(curves, dict):
+        raise TypeError(f"learning_curves() must return a dict, got {type(curves).__name__}")
+    out: dict[str, list[float]] = {}
+    for name, values in curves.items():
+        try:
+            out[str(name)] = [float(v) for v in values]
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f"learning_curves()[{name!r}] must be a sequence of numbers ({exc})"
+            ) from None
+    return out
+
+
+def _warning_text(w: warnings.WarningMessage) -> str:
+    return f"{w.category.__name__}: {w.message}"
+
+
+def run_cell(
+    cell: Cell,
+    *,
+    fold=None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> ResultRecord:
+    """Fit on train (validation split as ``eval_set``), score test, evaluate: one record.
+
+    ``fold``: the loaded fold when the caller has it (the harness shares one per fold among
+    all rankers); otherwise it is loaded from the cell. ``progress(done, total, message)``
+    receives the ranker's own progress reports. Warnings the ranker raises (``warnings``
+    module) are kept in ``record.warnings``. Exceptions from loading, the ranker or the
+    evaluation give a ``status="failed"`` record; ``KeyboardInterrupt`` propagates.
+    """
+    rec = new_record(cell)
+    rec.load_avg["start"] = load_average()
+    stage = "load"
+    try:
+        if fold is None:
+            fold = load_fold(cell)
+        if fold.load_seconds is not None:
+            rec.stage_seconds["load"] = fold.load_seconds
+        freeze_fold(fold)
+        rec.fingerprints = dict(fold.fingerprints())
+        train, test, vali = fold.train, fold.test, fold.vali
+        rec.n_train_docs, rec.n_test_docs = train.n_docs, test.n_docs
+        rec.n_test_queries = test.n_queries
+
+        stage = "setup"
+        with Stopwatch() as setup:
+            ranker = build_ranker(
+                cell.ranker,
+                cell.user_params,
+                seed=cell.seed,
+                threads=cell.threads,
+                query_dim=fold.query_dim,
+            )
+            rec.params = jsonable(ranker.get_params(deep=False))
+            tags = ranker_tags(ranker)
+        rec.stage_seconds["setup"] = setup.seconds
+        if cell.threads is None and tags.thread_param:
+            value = rec.params.get(tags.thread_param)
+            rec.n_threads = value if isinstance(value, int) and value > 0 else None
+        eval_set = None if vali is None else (vali.X, vali.y, vali.qid)
+        max_label = cell.max_label if cell.max_label is not None else fold.max_label
+
+        with (
+            thread_limit(cell.threads),
+            PeakMemory() as mem,
+            progress_handler(progress),
+            warnings.catch_warnings(record=True) as caught,
+        ):
+            warnings.simplefilter("always")
+            stage = "fit"
+            with Stopwatch() as sw:
+                ranker.fit(train.X, train.y, qid=train.qid, eval_set=eval_set)
+            stage = "predict"
+            timing = time_scoring(
+                lambda: ranker.predict(test.X, qid=test.qid),
+                test.n_docs,
+                repeats=cell.score_repeats,
+            )
+        for w in caught:
+            text = _warning_text(w)
+            if text not in rec.warnings:
+                rec.warnings.append(text)
+        rec.fit_seconds = rec.stage_seconds["fit"] = sw.seconds
+        rec.stage_seconds["score"] = timing.warmup_seconds + sum(timing.seconds)
+        rec.score_us_per_doc = timing.us_per_doc
+        rec.score_repeats = timing.repeats
+        rec.peak_rss_mb = mem.peak_mb
+        rec.ranker_peak_mb = mem.above_entry_mb
+        rec.peak_rss_method = mem.method
+        stage = "fitted_info"
+        rec.model_info = _fitted_info(ranker)
+        stage = "learning_curves"
+        rec.learning_curves = _learning_curves(ranker)
+
+        scores = _check_scores(timing.scores, test.n_docs, cell.ranker)
+        if scores.size > 1 and np.all(scores == scores[0]):
+            rec.flags.append("constant_scores")
+            rec.warnings.append(
+                "all test scores are equal: the fitted model is constant, so every metric is "
+                "the value of a random ranking (check the ranker's parameters, e.g. minimum "
+                "leaf sizes or hessians on small data)"
+            )
+        stage = "evaluate"
+        with Stopwatch() as evaluation:
+            rec.metrics, rec.per_query = evaluate_conventions(
+                test.y, scores, test.qid, cell.metrics, max_label=max_label
+            )
+            if cell.save_scores:
+                rec.run_text = trec_run_text(test.qid, scores, tag=cell.label or cell.ranker)
+            for profile in cell.conventions:  # the same scores as another tool scores them
+                means, per_query = evaluate_profile(
+                    test.y, scores, test.qid, cell.metrics, profile, max_label=max_label
+                )
+                rec.metrics.update(means)
+                rec.per_query.update(per_query)
+            extras = test.extras
+            if "doc_class" in extras and "query_class" in extras:
+                # query-by-example data: the MLR paper's measure
+                from ltr_bench.evaluation.metrics import knn_error
+
+                rec.extra_metrics["knn_error"] = knn_error(
+                    scores, test.qid, extras["doc_class"], extras["query_class"], k=KNN_K
+                )
+        rec.stage_seconds["evaluate"] = evaluation.seconds
+        rec.status = "ok"
+    except Exception as exc:  # noqa: BLE001 - a failing ranker must not stop the benchmark
+        rec.status = "failed"
+        rec.error_stage = stage
+        rec.error = f"{type(exc).__name__}: {exc}"
+        rec.traceback = traceback.format_exc()
+    rec.load_avg["end"] = load_average()
+    busy = max((v for v in rec.load_avg.values() if v is not None), default=0.0)
+    if busy > (cell.threads or 1) + 1:
+        rec.flags.append("loaded_machine")
+    rec.finished = now()
+    return rec
