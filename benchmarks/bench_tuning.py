@@ -36,11 +36,12 @@ def main() -> None:
     ap.add_argument("--fold", type=int, default=1)
     args = ap.parse_args()
 
+    from ltr_bench.registry import make_ranker
     from ltr_bench.run.cells import expand_plan
     from ltr_bench.run.harness import _load_fold
     from ltr_bench.run.plan import DatasetChoice, Plan, RankerChoice
-    from ltr_bench.registry import make_ranker
-    from ltr_bench.tune.study import Budget, resolve_space, tune, tuned_cell
+    from ltr_bench.tune.cell import tuned_cell
+    from ltr_bench.tune.study import Budget, resolve_space, tune
 
     plan = Plan(
         rankers=[RankerChoice(args.ranker)],

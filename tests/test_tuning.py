@@ -23,8 +23,9 @@ from ltr_bench.run.cells import expand_plan
 from ltr_bench.run.harness import _load_fold
 from ltr_bench.run.plan import DatasetChoice, Plan, PlanError, RankerChoice, plan_from_dict
 from ltr_bench.run.plan_options import CommandLine, build_plan
+from ltr_bench.tune.cell import tuned_cell
 from ltr_bench.tune.search_space import resolve_space
-from ltr_bench.tune.study import Budget, trial_reporter, tune, tuned_cell, tuning_split
+from ltr_bench.tune.study import Budget, trial_reporter, tune, tuning_split
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -434,7 +435,7 @@ def test_tune_cell_turns_a_load_error_and_a_study_without_a_completed_trial_into
     tmp_path, monkeypatch
 ):
     from ltr_bench.run import harness
-    from ltr_bench.tune.study import TunedCell, tune_cell
+    from ltr_bench.tune.cell import TunedCell, tune_cell
 
     cell, fold = _cell()
     space = resolve_space("r", RecordingRanker())
@@ -473,7 +474,7 @@ def test_tune_cell_turns_a_load_error_and_a_study_without_a_completed_trial_into
 def test_a_tune_job_survives_pickling_and_runs_the_same_unit(tmp_path):
     import pickle
 
-    from ltr_bench.tune.study import TuneJob, tune_cell
+    from ltr_bench.tune.cell import TuneJob, tune_cell
 
     cell, fold = _cell()
     space = resolve_space("r", RecordingRanker())
@@ -639,7 +640,7 @@ def test_a_tune_job_reports_each_finished_trial_to_the_installed_handler_not_the
     import re
 
     from ltr_bench.progress import progress_handler
-    from ltr_bench.tune.study import TuneJob
+    from ltr_bench.tune.cell import TuneJob
 
     cell, _ = _cell(ranker=f"{__name__}:ChattyRanker")
     space = resolve_space("r", RecordingRanker())

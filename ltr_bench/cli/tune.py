@@ -2,10 +2,10 @@
 and evaluate the chosen configuration once on test (protocol: :mod:`ltr_bench.tune.study`).
 
 The command parses options and prints; the plan is :func:`ltr_bench.run.plan_options.build_plan`,
-each tuned cell :func:`ltr_bench.tune.study.tune_cell` (the search :func:`ltr_bench.tune.study.tune`,
+each tuned cell :func:`ltr_bench.tune.cell.tune_cell` (the search :func:`ltr_bench.tune.study.tune`,
 then the final fit and test evaluation :func:`ltr_bench.run.harness.run_cell`: an ordinary
 record), run here or, with ``--workers`` / ``--scheduler``, as one Dask task per tuned cell
-(:class:`ltr_bench.tune.study.TuneJob` through :meth:`ltr_bench.run.executors.Executor.map_cells`).
+(:class:`ltr_bench.tune.cell.TuneJob` through :meth:`ltr_bench.run.executors.Executor.map_cells`).
 Either way this process alone saves the records, tells the listeners and logs the trials'
 MLflow runs (:func:`ltr_bench.tracking.trials.log_trials`).
 """
@@ -244,8 +244,9 @@ def _tune(
     from ltr_bench.results import ResultStore
     from ltr_bench.run.cells import build_ranker, expand_plan
     from ltr_bench.run.executors import InProcessExecutor
+    from ltr_bench.tune.cell import TuneJob, tuned_cell
+    from ltr_bench.tune.runner import tune_here, tune_remote
     from ltr_bench.tune.search_space import resolve_space
-    from ltr_bench.tune.study import TuneJob, tuned_cell
 
     console = Console()
     console.status("checking rankers and data ...", force=True)
@@ -356,7 +357,7 @@ def _tune(
             else:
                 pending.append((i, tcell))
         if executor.in_process:
-            _tune_here(pending, job, listeners, console, finish, total)
+            tune_here(pending, job, listeners, console, finish, total)
         elif pending:
             console.status(
                 f"starting Dask: tuned cells will run {executor.describe()} ...", force=True
@@ -366,7 +367,7 @@ def _tune(
                 f"tuned cells run {executor.describe()}; studies in "
                 f"{optuna_storage} (every worker must see it)"
             )
-            _tune_remote(executor, pending, job, listeners, finish, total, status=console.status)
+            tune_remote(executor, pending, job, listeners, finish, total, status=console.status)
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -399,85 +400,6 @@ def _tune(
         _err(f"MLflow logging failed: {tracking_error}; results are in {store.root}")
         code = EXIT_FAILED
     return code
-
-
-def _tune_here(pending, job, listeners, console, finish, total: int) -> None:
-    """In this process, in plan order: one fold in memory at a time, shared by the rankers
-    of that fold (a fold that failed to load fails its cells without a second attempt)."""
-    from ltr_bench.run.harness import _fold_of, _load_fold
-    from ltr_bench.tune.study import TunedCell, trial_text, tune_cell
-
-    folds_loaded: dict[tuple, object] = {}
-    budget = job.budget
-    for i, tcell in pending:
-        fkey = _fold_of(tcell)
-        if fkey not in folds_loaded:
-            folds_loaded.clear()
-            for x in listeners:
-                x.fold_loading(tcell.dataset, tcell.fold)
-            try:
-                folds_loaded[fkey] = _load_fold(tcell)
-            except Exception as exc:  # noqa: BLE001 - reported per cell
-                folds_loaded[fkey] = exc
-        fold = folds_loaded[fkey]
-        if isinstance(fold, Exception):
-            finish(TunedCell.failed(tcell, fold, "load"), i)
-            continue
-
-        def on_trial(t, n, _c=tcell, _i=i):
-            console.status(
-                f"[{_i}/{total}] {_c.label} on {_c.dataset} fold {_c.fold}: "
-                + trial_text(t, n, budget.n_trials)
-            )
-
-        def on_final(final, _i=i):
-            for x in listeners:
-                x.cell_started(final, _i, total)
-
-        finish(
-            tune_cell(
-                tcell,
-                space=job.spaces[tcell.key],
-                budget=budget,
-                storage=job.storage,
-                objective=job.objective,
-                fold=fold,
-                on_trial=on_trial,
-                on_final=on_final,
-            ),
-            i,
-        )
-
-
-def _tune_remote(executor, pending, job, listeners, finish, total: int, *, status=None) -> None:
-    """On ``executor`` (Dask): one task per tuned cell runs ``job`` on a worker, which loads
-    its fold itself; each result is finished here as it returns. Leaving early (Ctrl-C)
-    cancels the tasks still out. ``status(text)`` shows each finished trial as the in-process
-    path does (``job`` reports them, the executor relays them here)."""
-    from ltr_bench.tune.study import TunedCell
-
-    tcells = [t for _, t in pending]
-
-    def started(k: int) -> None:
-        for x in listeners:
-            x.cell_started(tcells[k], pending[k][0], total)
-
-    def progress(k: int, done: int, n: int, message: str) -> None:
-        c = tcells[k]
-        status(f"[{pending[k][0]}/{total}] {c.label} on {c.dataset} fold {c.fold}: {message}")
-
-    results = executor.map_cells(
-        tcells,
-        started=started,
-        fn=job,
-        on_failure=TunedCell.failed,
-        progress=None if status is None else progress,
-    )
-    try:
-        for k, tc in results:
-            finish(tc, pending[k][0])
-    finally:
-        results.close()
 
 
 def _chosen_table(records) -> str:
