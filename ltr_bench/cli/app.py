@@ -237,7 +237,13 @@ def _run(
 ) -> None:
     from ltr_bench.cli.console import Console, ConsoleListener
     from ltr_bench.report.text import summary_table
-    from ltr_bench.results import ResultStore, atomic_write_text, check_writable_dir, records_json
+    from ltr_bench.results import (
+        OutputError,
+        ResultStore,
+        check_writable_dir,
+        records_json,
+        write_output,
+    )
     from ltr_bench.run.cells import expand_plan
     from ltr_bench.run.harness import HarnessInterrupted, HarnessWriteError, Listeners, run_plan
     from ltr_bench.run.plan_options import CommandLine, build_plan
@@ -276,6 +282,8 @@ def _run(
             )
             listeners.append(mlflow_listener)
         except TrackingError as exc:
+            if isinstance(exc, UsageError):  # not a store to use: refuse the command
+                raise
             tracking_error = str(exc)
             console.line(f"warning: {exc}; results will only be saved locally")
     console.line(
@@ -316,12 +324,9 @@ def _run(
     output_error = None
     if output:
         try:
-            atomic_write_text(Path(output), records_json([*report.records, *report.failed]))
-        except OSError as exc:
-            output_error = (
-                f"--output {output}: cannot write it: {exc.strerror or exc}; the "
-                f"results are saved in {store.root}"
-            )
+            write_output(output, records_json([*report.records, *report.failed]), what="--output")
+        except OutputError as exc:
+            output_error = f"{exc}; the results are saved in {store.root}"
     if report.records:
         click.echo(
             summary_table(
@@ -372,16 +377,14 @@ def _check_outputs(
     results_root: Path, output: str | None, cache_dir: str | None, check_writable_dir
 ) -> None:
     """Every place the run writes to, tried before the first fit (exit 2 naming the option):
-    the results folder, the folder of --output and the parsed-data cache. An unusable
-    default cache only warns: the data is then parsed in memory."""
+    the results folder, --output (:func:`ltr_bench.results.check_output_path`) and the
+    parsed-data cache. An unusable default cache only warns: the data is then parsed in
+    memory."""
+    from ltr_bench.results import check_output_path
+
     check_writable_dir(results_root, "--results-dir")
     if output:
-        out = Path(output)
-        if out.is_dir():
-            raise UsageError(
-                f"--output {output}: is a folder; give a file name, e.g. {out / 'results.json'}"
-            )
-        check_writable_dir(out.resolve().parent, f"--output {output}: its folder")
+        check_output_path(output, "--output")
     from ltr_bench.data import resolve_cache_dir
 
     cache = resolve_cache_dir(cache_dir)

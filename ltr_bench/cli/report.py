@@ -185,9 +185,15 @@ def report_command(
     """
     from ltr_bench.report.tables import build_report
     from ltr_bench.report.text import format_report
-    from ltr_bench.results import atomic_write_text
+    from ltr_bench.results import check_output_path, check_writable_dir, write_output
+    from ltr_bench.results.files import reason_of
 
     # every list option is checked before anything is read (reading MLflow takes a while)
+
+    if output:
+        check_output_path(output, "--output")
+    if plots_dir:
+        check_writable_dir(Path(plots_dir), "--plots")
     names = split_names((dataset,), option="--dataset") if dataset else []
     ranker_names = split_names(rankers, option="--ranker") or None
     wanted = split_names(metrics, option="--metric") or None
@@ -238,11 +244,12 @@ def report_command(
                         metric=("ndcg@10" if "ndcg@10" in report.metrics else report.metrics[0]),
                     )
             except (OSError, ValueError) as exc:
-                click.echo(f"Error: --plots {plots_dir}: {exc}", err=True)
+                reason = reason_of(exc) if isinstance(exc, OSError) else exc
+                click.echo(f"Error: --plots {plots_dir}: {reason}", err=True)
                 ctx.exit(EXIT_FAILED)
         text = format_report(report, fmt, plots=paths)
     if output:
-        atomic_write_text(Path(output), text)
+        write_output(output, text, what="--output")
         click.echo(f"report written to {output}", err=True)
     else:
         click.echo(text, nl=False)
@@ -274,7 +281,7 @@ def _multi(
     ``wanted`` and ``rankers``: the split ``--metric`` and ``--ranker`` names (or None)."""
     from ltr_bench.report.multi import build_multi_report, format_multi, plot_cd_diagram
     from ltr_bench.report.tables import ReportError, build_report
-    from ltr_bench.results import atomic_write_text
+    from ltr_bench.results import write_output
 
     if all_datasets:
         if names:
@@ -304,7 +311,7 @@ def _multi(
         text += f"\n![critical-difference diagram]({path})\n"
         click.echo(f"plot written to {path}", err=True)
     if output:
-        atomic_write_text(Path(output), text)
+        write_output(output, text, what="--output")
         click.echo(f"report written to {output}", err=True)
     else:
         click.echo(text, nl=False)

@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 
 from ltr_bench.cli import options
-from ltr_bench.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from ltr_bench.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError
 
 CONTEXT = options.CONTEXT
 
@@ -296,6 +296,8 @@ def _tune(
             )
             listeners.append(mlflow_listener)
         except TrackingError as exc:
+            if isinstance(exc, UsageError):  # not a store to use: refuse the command
+                raise
             tracking_error = str(exc)
             console.line(f"warning: {exc}; results will only be saved locally")
 

@@ -109,11 +109,18 @@ def _finish_time_plot(fig, ax, path: str | Path, metric: str) -> Path:
 
 
 def _save(fig, path: str | Path) -> Path:
+    """The figure as PNG through the one output writer
+    (:func:`ltr_bench.results.files.write_output`: atomic, through symlinks, never over a
+    device); :class:`~ltr_bench.results.files.OutputError` names the file."""
+    from ltr_bench.results.files import figure_png, write_output
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, format="png", dpi=120)
-    _plt().close(fig)
+    try:
+        data = figure_png(fig, dpi=120)
+    finally:
+        _plt().close(fig)
+    write_output(path, data, what="--plots")
     return path
 
 

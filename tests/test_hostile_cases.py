@@ -1,0 +1,342 @@
+"""Issue 27's corpus: what a hostile or unlucky user does to ``tune``, ``report``, plans and
+shared stores, and what must still hold afterwards.
+
+Each case of :data:`CASES` is (name, setup, exit code, message fragment, check): ``setup(env)``
+prepares files and returns the argv of one ``ltr-bench`` command (run in-process); the command
+must exit with the code, print the fragment, print no traceback; then ``check(env)`` asserts
+what must still be on disk (the user's rows, a device node, a symlink). The tests after the
+corpus use real processes and signals (a second process holding a lock, a kill between saving
+and logging, two ``tune`` processes on one study).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from test_reliability import FAKE, make_folder
+
+from ltr_bench.cli import main
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch, fake_rankers):
+    """Working directory ``work``, cache, and a one-fold LETOR folder ``data``."""
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("LTR_BENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+
+    class Env:
+        data = make_folder(tmp_path / "data")
+        root = tmp_path
+        cwd = work
+
+        @staticmethod
+        def run(*args):
+            result = CliRunner().invoke(main, [str(a) for a in args])
+            if result.exception is not None and not isinstance(result.exception, SystemExit):
+                raise result.exception  # an uncaught exception is itself a failure
+            return result.exit_code, result.output
+
+        @staticmethod
+        def fake_run(*extra):
+            """A fast ``run`` of the fake ranker on the data folder (local results ``res``)."""
+            return Env.run(
+                "run",
+                "--ranker",
+                FAKE,
+                "--dataset",
+                Env.data,
+                "--metrics",
+                "ndcg@10,err@10",
+                "--results-dir",
+                "res",
+                *extra,
+            )
+
+    return Env
+
+
+def _run_argv(e, *extra):
+    return [
+        "run",
+        "--ranker",
+        FAKE,
+        "--dataset",
+        e.data,
+        "--metrics",
+        "ndcg@10,err@10",
+        "--results-dir",
+        "res",
+        *extra,
+    ]
+
+
+def _report_argv(e, *extra):
+    code, out = e.fake_run("--no-mlflow")
+    assert code == 0, out
+    return ["report", "--results-dir", "res", *extra]
+
+
+# ------------------------------------------------------------------- foreign SQLite stores
+
+
+def _lab_db(e) -> Path:
+    """A user's own database: one table ``experiments(id, sample, result)`` of 1,000 rows."""
+    db = e.cwd / "lab.db"
+    con = sqlite3.connect(db)
+    con.execute("create table experiments (id integer primary key, sample text, result real)")
+    con.executemany(
+        "insert into experiments values (?, ?, ?)", [(i, f"s{i}", i / 7) for i in range(1000)]
+    )
+    con.commit()
+    con.close()
+    return db
+
+
+def _lab_db_no_clash(e) -> Path:
+    db = e.cwd / "lab.db"
+    con = sqlite3.connect(db)
+    con.execute("create table samples (id integer primary key, note text)")
+    con.execute("insert into samples values (1, 'keep me')")
+    con.commit()
+    con.close()
+    return db
+
+
+def _rows_of(db: Path, table: str) -> int:
+    con = sqlite3.connect(db)
+    try:
+        return con.execute(f"select count(*) from {table}").fetchone()[0]
+    finally:
+        con.close()
+
+
+def _tables_of(db: Path) -> list[str]:
+    con = sqlite3.connect(db)
+    try:
+        return [r[0] for r in con.execute("select name from sqlite_master where type='table'")]
+    finally:
+        con.close()
+
+
+def _foreign_run(e):
+    return _run_argv(e, "--tracking-uri", f"sqlite:///{_lab_db(e)}")
+
+
+def _foreign_tune(e):
+    return [
+        "tune",
+        "--ranker",
+        "ridge",
+        "--dataset",
+        e.data,
+        "--trials",
+        "2",
+        "--results-dir",
+        "res",
+        "--tracking-uri",
+        f"sqlite:///{_lab_db(e)}",
+    ]
+
+
+def _foreign_no_clash(e):
+    return _run_argv(e, "--tracking-uri", f"sqlite:///{_lab_db_no_clash(e)}")
+
+
+def _foreign_report(e):
+    return ["report", "--dataset", "data", "--tracking-uri", f"sqlite:///{_lab_db(e)}"]
+
+
+def _user_rows_kept(e):
+    db = e.cwd / "lab.db"
+    assert _tables_of(db) == ["experiments"]
+    assert _rows_of(db, "experiments") == 1000
+    assert not (e.cwd / "res").exists() or not list((e.cwd / "res").glob("*.json"))
+
+
+def _no_clash_kept(e):
+    assert _tables_of(e.cwd / "lab.db") == ["samples"]
+
+
+def _truncated_store(e):
+    """A real MLflow store holding runs, then cut to half its size (a full disk, a bad copy)."""
+    code, out = e.fake_run("--tracking-uri", "sqlite:///" + str(e.cwd / "m.db"))
+    assert code == 0, out
+    db = e.cwd / "m.db"
+    size = db.stat().st_size
+    with open(db, "r+b") as fh:
+        fh.truncate(size // 2)
+    e.kept_size = size // 2
+    return _run_argv(e, "--force", "--tracking-uri", f"sqlite:///{db}")
+
+
+def _truncated_kept(e):
+    db = e.cwd / "m.db"
+    assert db.exists() and db.stat().st_size == e.kept_size  # neither deleted nor rebuilt
+
+
+# ------------------------------------------------------------------------------- outputs
+
+
+def _report_to_symlink(e):
+    argv = _report_argv(e)
+    (e.cwd / "real.md").write_text("old\n")
+    (e.cwd / "link.md").symlink_to("real.md")
+    return [*argv, "--output", "link.md"]
+
+
+def _symlink_kept(e):
+    assert (e.cwd / "link.md").is_symlink()
+    assert "ndcg@10" in (e.cwd / "real.md").read_text().lower()
+
+
+def _report_to_dev_full(e):
+    return [*_report_argv(e), "--output", "/dev/full"]
+
+
+def _device_kept(e):
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+def _report_to_proc(e):
+    return [*_report_argv(e), "--output", "/proc/version"]
+
+
+def _report_to_fifo(e):
+    argv = _report_argv(e)
+    os.mkfifo(e.cwd / "pipe")
+    return [*argv, "--output", "pipe"]
+
+
+def _fifo_kept(e):
+    assert stat.S_ISFIFO(os.stat(e.cwd / "pipe").st_mode)
+
+
+def _report_plots_into_file(e):
+    argv = _report_argv(e)
+    (e.cwd / "plots").write_text("a file\n")
+    return [*argv, "--plots", "plots"]
+
+
+def _plots_file_kept(e):
+    assert (e.cwd / "plots").read_text() == "a file\n"
+
+
+def _report_plots_to_dev_full(e):
+    argv = _report_argv(e)
+    (e.cwd / "plots").mkdir()
+    (e.cwd / "plots" / "data_ndcg_at_10_per_fold.png").symlink_to("/dev/full")
+    return [*argv, "--plots", "plots", "--no-log-plots"]
+
+
+def _run_output_to_fifo(e):
+    os.mkfifo(e.cwd / "pipe")
+    return _run_argv(e, "--no-mlflow", "--output", "pipe")
+
+
+def _nothing(e):
+    pass
+
+
+DEV_FULL = Path("/dev/full").exists()
+
+CASES = [
+    # never write into (or delete) a database that is not an MLflow store
+    ("run on a user's database", _foreign_run, 2, "not an MLflow store", _user_rows_kept),
+    ("tune on a user's database", _foreign_tune, 2, "its tables: experiments", _user_rows_kept),
+    ("report on a user's database", _foreign_report, 2, "lab.db is an SQLite", _user_rows_kept),
+    ("run on a database without clash", _foreign_no_clash, 2, "tables: samples", _no_clash_kept),
+    ("run on a truncated store with runs", _truncated_store, 1, "mv ", _truncated_kept),
+    # one writer for every output
+    ("report --output through a symlink", _report_to_symlink, 0, "report written", _symlink_kept),
+    ("report --output to a named pipe", _report_to_fifo, 2, "is a named pipe", _fifo_kept),
+    ("report --output impossible", _report_to_proc, 2, "--output /proc/version", _nothing),
+    ("report --plots is a file", _report_plots_into_file, 2, "--plots", _plots_file_kept),
+    ("run --output to a named pipe", _run_output_to_fifo, 2, "is a named pipe", _fifo_kept),
+]
+if DEV_FULL:
+    CASES += [
+        ("report --output /dev/full", _report_to_dev_full, 1, "no space left", _device_kept),
+        ("report --plots onto /dev/full", _report_plots_to_dev_full, 1, "no space", _device_kept),
+    ]
+
+
+@pytest.mark.parametrize("name,setup,code,fragment,check", CASES, ids=[c[0] for c in CASES])
+def test_hostile_case_exits_with_its_code_and_message_and_keeps_what_it_must(
+    env, name, setup, code, fragment, check
+):
+    argv = setup(env)
+    exit_code, out = env.run(*argv)
+    assert exit_code == code, out
+    assert fragment in out, out
+    assert "Traceback (most recent call last)" not in out, out
+    check(env)
+
+
+# ------------------------------------------------------------ stores held by other processes
+
+
+def test_a_locked_store_is_refused_and_not_deleted(env, tmp_path):
+    """Another process holds an exclusive lock on a real store for 30 s: the run neither
+    deletes nor rebuilds it; once the lock is gone the store has its runs and opens."""
+    db = env.cwd / "m.db"
+    code, out = env.fake_run("--tracking-uri", f"sqlite:///{db}")
+    assert code == 0, out
+    runs_before = _rows_of(db, "runs")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys, time\n"
+            f"con = sqlite3.connect({str(db)!r}, isolation_level=None)\n"
+            "con.execute('begin exclusive')\n"
+            "print('locked', flush=True)\n"
+            "time.sleep(30)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        t0 = time.monotonic()
+        code, out = env.fake_run("--force", "--tracking-uri", f"sqlite:///{db}")
+        assert time.monotonic() - t0 < 25
+    finally:
+        holder.kill()
+        holder.wait()
+    assert code == 1, out
+    assert "locked by another process" in out and "Traceback" not in out, out
+    assert _rows_of(db, "runs") == runs_before
+
+
+def test_an_interrupted_creation_by_ltr_bench_is_rebuilt_but_the_same_file_without_marker_is_not(
+    env,
+):
+    db = env.cwd / "h.db"
+
+    def half_created():
+        con = sqlite3.connect(db)
+        con.execute("create table experiments (experiment_id integer primary key, name text)")
+        con.commit()
+        con.close()
+
+    half_created()
+    code, out = env.fake_run("--tracking-uri", f"sqlite:///{db}")
+    assert code == 2 and "not an MLflow store" in out, out
+    assert _tables_of(db) == ["experiments"]
+
+    (env.cwd / "h.db.creating").write_text("12345\n")  # what ltr-bench's creation leaves
+    code, out = env.fake_run("--tracking-uri", f"sqlite:///{db}")
+    assert code == 0, out
+    assert "alembic_version" in _tables_of(db) and _rows_of(db, "runs") > 0
+    assert not (env.cwd / "h.db.creating").exists()
