@@ -248,6 +248,59 @@ def _nothing(e):
     pass
 
 
+# --------------------------------------------------------------------- --optuna-storage
+
+
+def _tune_argv(e, *extra, dataset=None):
+    return [
+        "tune",
+        "--ranker",
+        "ridge",
+        "--dataset",
+        dataset or e.data,
+        "--trials",
+        "2",
+        "--no-mlflow",
+        "--results-dir",
+        "res",
+        *extra,
+    ]
+
+
+def _storage(value):
+    """A bad --optuna-storage with a dataset that does not exist: the storage is named, so
+    it was checked before the data."""
+
+    def setup(e):
+        v = value(e) if callable(value) else value
+        return _tune_argv(e, "--optuna-storage", v, dataset=e.root / "no-such-data")
+
+    return setup
+
+
+def _journal_folder(e):
+    (e.cwd / "s.journal").mkdir()
+    return "s.journal"
+
+
+def _optuna_foreign(e):
+    return f"sqlite:///{_lab_db(e)}"
+
+
+def _journal_damaged(e):
+    code, out = e.run(*_tune_argv(e, "--optuna-storage", "s.journal"))
+    assert code == 0, out
+    j = e.cwd / "s.journal"
+    lines = j.read_text().splitlines()
+    lines[2] = lines[2][: len(lines[2]) // 2]  # a damaged line in the middle
+    j.write_text("\n".join(lines) + "\n")
+    return _tune_argv(e, "--optuna-storage", "s.journal", "--trials", "3")
+
+
+def _journal_kept(e):
+    assert (e.cwd / "s.journal").exists()
+
+
 DEV_FULL = Path("/dev/full").exists()
 
 CASES = [
@@ -263,6 +316,15 @@ CASES = [
     ("report --output impossible", _report_to_proc, 2, "--output /proc/version", _nothing),
     ("report --plots is a file", _report_plots_into_file, 2, "--plots", _plots_file_kept),
     ("run --output to a named pipe", _run_output_to_fifo, 2, "is a named pipe", _fifo_kept),
+    # --optuna-storage: checked before the data, named, exit 2 (damage: file and line, exit 1)
+    ("storage not a storage", _storage("optuna"), 2, "--optuna-storage optuna: not a", _nothing),
+    ("storage unknown dialect", _storage("nosuchdb://h/x"), 2, "no database driver", _nothing),
+    ("storage bad URL", _storage("sqlite://:x:y"), 2, "--optuna-storage sqlite://", _nothing),
+    ("storage in memory", _storage("sqlite:///:memory:"), 2, "in-memory", _nothing),
+    ("storage journal is a folder", _storage(_journal_folder), 2, "is not a file", _nothing),
+    ("storage journal impossible", _storage("/proc/x.journal"), 2, "its folder", _nothing),
+    ("storage user's database", _storage(_optuna_foreign), 2, "not an Optuna", _user_rows_kept),
+    ("journal damaged mid-file", _journal_damaged, 1, "s.journal:3: damaged", _journal_kept),
 ]
 if DEV_FULL:
     CASES += [
@@ -340,3 +402,166 @@ def test_an_interrupted_creation_by_ltr_bench_is_rebuilt_but_the_same_file_witho
     assert code == 0, out
     assert "alembic_version" in _tables_of(db) and _rows_of(db, "runs") > 0
     assert not (env.cwd / "h.db.creating").exists()
+
+
+# -------------------------------------------------------------------- tune: journal, MLflow
+
+
+def _mlflow_trial_runs(db: Path) -> list[tuple[str, str]]:
+    """(trial key, status) of every live trial run in an MLflow SQLite store."""
+    con = sqlite3.connect(db)
+    try:
+        return sorted(
+            con.execute(
+                "select t.value, r.status from runs r join tags t on t.run_uuid = r.run_uuid"
+                " where t.key = 'ltr_bench_trial_key' and r.lifecycle_stage = 'active'"
+            ).fetchall()
+        )
+    finally:
+        con.close()
+
+
+def _statuses(db: Path) -> set[str]:
+    con = sqlite3.connect(db)
+    try:
+        return {
+            r[0] for r in con.execute("select status from runs where lifecycle_stage = 'active'")
+        }
+    finally:
+        con.close()
+
+
+def test_a_torn_last_journal_line_is_cut_off_and_tuning_resumes(env):
+    argv = _tune_argv(env, "--optuna-storage", "s.journal")
+    code, out = env.run(*argv)
+    assert code == 0, out
+    j = env.cwd / "s.journal"
+    with open(j, "ab") as fh:
+        fh.write(b'{"op_code": 4, "worker_id": "x", "trial_id"')  # a power cut mid-append
+    code, out = env.run(*[a if a != "2" else "3" for a in argv])  # one more trial
+    assert code == 0 and "Traceback" not in out, out
+    import json
+
+    assert all(isinstance(json.loads(line), dict) for line in j.read_text().splitlines())
+    assert (env.cwd / "s.journal.torn").read_bytes().startswith(b'{"op_code": 4')
+
+
+def test_trials_that_never_reached_mlflow_are_logged_from_the_journal_on_the_next_run(env):
+    """The state a kill between saving the tuned record and logging its trials leaves (the
+    record saved, its trials only in the journal) is made here with --no-mlflow; the same
+    command with MLflow then logs every trial, without tuning again."""
+    argv = _tune_argv(env, "--trials", "3")
+    code, out = env.run(*argv)
+    assert code == 0, out
+    db = env.cwd / "m.db"
+    with_mlflow = [a for a in argv if a != "--no-mlflow"] + ["--tracking-uri", f"sqlite:///{db}"]
+    code, out = env.run(*with_mlflow)
+    assert code == 0 and "finished earlier" in out, out
+    runs = _mlflow_trial_runs(db)
+    assert len(runs) == 3 and {s for _, s in runs} <= {"FINISHED", "KILLED", "FAILED"}, runs
+    code, out = env.run(*with_mlflow)  # idempotent: nothing logged twice
+    assert code == 0 and _mlflow_trial_runs(db) == runs
+    assert "RUNNING" not in _statuses(db)
+
+
+SLOW_TUNABLE = """
+import time
+from ltrb_fake_rankers import LinearRanker
+
+class SlowTunable(LinearRanker):
+    SEARCH_SPACE = {"scale": {"low": 0.5, "high": 2.0}}
+
+    def fit(self, X, y, *, qid, eval_set=None):
+        time.sleep(0.25)
+        return super().fit(X, y, qid=qid, eval_set=eval_set)
+"""
+
+
+def _tune_subprocess(tmp_path, data, *extra, trials=6):
+    from test_reliability import TESTS
+
+    mods = tmp_path / "mods"
+    mods.mkdir(exist_ok=True)
+    (mods / "ltrb_slow_tunable.py").write_text(SLOW_TUNABLE)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(mods), str(TESTS)]),
+        LTR_BENCH_CACHE=str(tmp_path / "cache"),
+        OMP_NUM_THREADS="1",
+    )
+    env.pop("MLFLOW_TRACKING_URI", None)
+    cmd = [
+        sys.executable,
+        "-m",
+        "ltr_bench.cli",
+        "tune",
+        "--ranker",
+        "ltrb_slow_tunable:SlowTunable",
+        "--dataset",
+        str(data),
+        "--trials",
+        str(trials),
+        "--metrics",
+        "ndcg@10",
+        "--results-dir",
+        str(tmp_path / "res"),
+        "--optuna-storage",
+        str(tmp_path / "s.journal"),
+        "--tracking-uri",
+        f"sqlite:///{tmp_path / 'm.db'}",
+        *extra,
+    ]
+    return cmd, env
+
+
+def _journal_trials(journal: Path) -> int:
+    """Trials that reached a finished state in a journal (op 6: set_trial_state_values)."""
+    import json
+
+    done = 0
+    for line in journal.read_text().splitlines():
+        op = json.loads(line)
+        if op.get("op_code") == 6 and op.get("state") in (1, 2, 3):
+            done += 1
+    return done
+
+
+@pytest.mark.slow
+def test_sigkill_right_after_saving_a_tuned_record_loses_no_trial_in_mlflow(tmp_path):
+    data = make_folder(tmp_path / "data")
+    cmd, env = _tune_subprocess(tmp_path, data)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    t0 = time.monotonic()
+    while not list((tmp_path / "res").glob("*.json")):  # the tuned record is saved ...
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() - t0 < 120
+        time.sleep(0.005)
+    proc.send_signal(9)  # ... and the process is killed at once, before or while logging
+    proc.wait()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    runs = _mlflow_trial_runs(tmp_path / "m.db")
+    assert len(runs) == 6, runs  # every trial of the study, each once
+    assert "RUNNING" not in _statuses(tmp_path / "m.db")
+
+
+@pytest.mark.slow
+def test_a_second_tune_of_one_study_waits_for_the_first_and_reuses_its_result(tmp_path):
+    data = make_folder(tmp_path / "data")
+    cmd, env = _tune_subprocess(tmp_path, data, trials=12)
+    first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    journal = tmp_path / "s.journal"
+    t0 = time.monotonic()
+    while not journal.exists() or _journal_trials(journal) < 1:  # the first is tuning
+        assert first.poll() is None, first.communicate()
+        assert time.monotonic() - t0 < 120
+        time.sleep(0.05)
+    second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    out1, err1 = first.communicate(timeout=300)
+    assert first.returncode == 0, err1
+    assert second.returncode == 0, second.stderr
+    text = second.stdout + second.stderr
+    assert f"another process (pid {first.pid}) is tuning" in text, text
+    assert "Traceback" not in text and b"Traceback" not in err1
+    assert _journal_trials(journal) == 12  # no trial marked stale, none redone

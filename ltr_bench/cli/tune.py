@@ -179,6 +179,11 @@ def tune_command(
     except ValueError as exc:
         raise PlanError(f"--objective: {exc}") from None
     budget = Budget(trials, timeout)
+    from ltr_bench.tune.storage import resolve_storage
+
+    # before the plan and the data: a bad storage fails in milliseconds, naming the option
+    results_root = Path(results_dir) if results_dir else Path.cwd() / "mlflow_runs" / "results"
+    optuna_storage = resolve_storage(optuna_storage, results_root.parent)
     workers, scheduler = options.executor_choice(ctx, workers, scheduler)
     plan = build_plan(
         CommandLine(
@@ -247,6 +252,7 @@ def _tune(
     from ltr_bench.tune.cell import TuneJob, tuned_cell
     from ltr_bench.tune.runner import tune_here, tune_remote
     from ltr_bench.tune.search_space import resolve_space
+    from ltr_bench.tune.storage import resolve_storage
 
     console = Console()
     console.status("checking rankers and data ...", force=True)
@@ -254,12 +260,9 @@ def _tune(
     store = ResultStore(
         Path(results_dir) if results_dir else Path.cwd() / "mlflow_runs" / "results"
     )
-    if optuna_storage is None:
-        store.root.parent.mkdir(parents=True, exist_ok=True)
+    if optuna_storage is None or optuna_storage.endswith(".journal"):
         # absolute: every local worker process opens this same file
-        optuna_storage = str((store.root.parent / "optuna.journal").resolve())
-    elif optuna_storage.endswith(".journal"):  # a file: the same one whatever a worker's cwd
-        optuna_storage = str(Path(optuna_storage.removeprefix("journal:")).resolve())
+        optuna_storage = resolve_storage(optuna_storage, store.root.parent)
 
     where = f"{plan.source}: tuning" if plan.source else "tuning"
     unknown = sorted(set(plan.tuning) - {r.display for r in plan.rankers})
@@ -320,9 +323,43 @@ def _tune(
     )
     records, failed = [], []
 
+    busy: list[str] = []
+    trial_errors: list[str] = []
+
+    def log_study(rec, trials=None) -> None:
+        """Log the trials of ``rec``'s study as MLflow runs (idempotent); without ``trials``
+        they are read back from the Optuna storage, so a re-run logs what an earlier run
+        could not (its logging failed, or it was killed between saving and logging)."""
+        if mlflow_listener is None or mlflow_listener.tracker is None or not rec.ok:
+            return
+        from ltr_bench.errors import LtrBenchError
+        from ltr_bench.tracking.trials import log_trials
+        from ltr_bench.tune.storage import study_trials
+
+        try:
+            if trials is None:
+                name = rec.config.get("tuning", {}).get("study")
+                trials = study_trials(optuna_storage, name) if name else None
+                if trials is None:
+                    return  # the study is gone (a new storage): nothing to log
+            log_trials(tracker, rec, trials, objective=objective)
+        except (LtrBenchError, OSError, ValueError) as exc:
+            trial_errors.append(f"{rec.summary_line()}: {exc}")
+            console.line(f"warning: trials not logged to MLflow: {exc}")
+
     def finish(tc, index: int) -> None:
         """The client's part, whoever tuned the cell: save first, then tell and log."""
         rec, result = tc.record, tc.result
+        if tc.busy is not None:
+            busy.append(tc.busy)
+            console.line(f"warning: {tc.busy}")
+            return
+        if tc.reused:  # another process finished it while this one waited
+            records.append(rec)
+            for x in listeners:
+                x.cell_finished(rec, index, total, skipped=True)
+            log_study(rec)
+            return
         if rec.ok:
             store.save(rec)
             records.append(rec)
@@ -331,19 +368,8 @@ def _tune(
             failed.append(rec)
         for x in listeners:
             x.cell_finished(rec, index, total, skipped=False)
-        if (
-            rec.ok
-            and result is not None
-            and mlflow_listener is not None
-            and mlflow_listener.tracker is not None
-        ):
-            from ltr_bench.tracking import TrackingError
-            from ltr_bench.tracking.trials import log_trials
-
-            try:
-                log_trials(tracker, rec, result.trials, objective=objective)
-            except TrackingError as exc:
-                console.line(f"warning: trials not logged to MLflow: {exc}")
+        if rec.ok and result is not None:
+            log_study(rec, result.trials)
 
     own = executor is None
     executor = executor or InProcessExecutor()
@@ -356,10 +382,16 @@ def _tune(
                 records.append(previous)
                 for x in listeners:
                     x.cell_finished(previous, i, total, skipped=True)
+                log_study(previous)  # trials an earlier run did not log
             else:
                 pending.append((i, tcell))
+
+        def existing(tcell):
+            previous = None if force else store.get(tcell.key)
+            return previous if previous is not None and "tuning" in previous.config else None
+
         if executor.in_process:
-            tune_here(pending, job, listeners, console, finish, total)
+            tune_here(pending, job, listeners, console, finish, total, existing=existing)
         elif pending:
             console.status(
                 f"starting Dask: tuned cells will run {executor.describe()} ...", force=True
@@ -398,8 +430,19 @@ def _tune(
             + f". Tracebacks: {store.failure_log}"
         )
         code = EXIT_FAILED
+    if busy:
+        _err(f"{len(busy)} tuned cell(s) skipped: " + "; ".join(busy[:3]))
+        code = EXIT_FAILED
+    if trial_errors and not tracking_error:
+        tracking_error = (
+            f"trials of {len(trial_errors)} tuned cell(s) not logged ({trial_errors[0]})"
+        )
     if tracking_error:
-        _err(f"MLflow logging failed: {tracking_error}; results are in {store.root}")
+        _err(
+            f"MLflow logging failed: {tracking_error}; results are in {store.root}; re-run "
+            "the same command to log them (nothing is recomputed: the trials are read back "
+            f"from {optuna_storage})"
+        )
         code = EXIT_FAILED
     return code
 

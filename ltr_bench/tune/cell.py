@@ -18,7 +18,8 @@ from ltr_bench.progress import current_handler, progress_handler
 from ltr_bench.results import jsonable
 from ltr_bench.run.cells import Cell, build_ranker
 from ltr_bench.run.plan import canonical_json
-from ltr_bench.tune.study import Budget, TuningResult, tune
+from ltr_bench.tune.storage import StudyBusyError, study_lock
+from ltr_bench.tune.study import Budget, TuningResult, study_name, tune
 
 __all__ = [
     "TuneJob",
@@ -80,10 +81,15 @@ def finalize_cell(tcell: Cell, best_params: Mapping[str, Any]) -> Cell:
 class TunedCell:
     """What one tuned cell gives back (picklable: it travels from a Dask worker). ``record``:
     the final record (``config["tuning"]`` holds :meth:`TuningResult.summary`), or a failed
-    one; ``result``: the study's result with its trials, None when tuning failed."""
+    one; ``result``: the study's result with its trials, None when tuning failed.
+    ``reused``: another process finished this tuned cell while this one waited for its study
+    (``record`` is that process's record); ``busy``: another process kept the study for
+    longer than the wait (no record; the words say which process)."""
 
     record: Any  # ResultRecord; Any keeps this module free of the results import cycle
     result: TuningResult | None = None
+    reused: bool = False
+    busy: str | None = None
 
     @classmethod
     def failed(cls, tcell: Cell, exc: BaseException, stage: str) -> TunedCell:
@@ -104,6 +110,9 @@ def tune_cell(
     on_trial: Callable[[Any, int], None] | None = None,
     on_final: Callable[[Cell], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    on_wait: Callable[[str], None] | None = None,
+    existing: Callable[[], Any] | None = None,
+    then: Callable[[TunedCell], None] | None = None,
 ) -> TunedCell:
     """Tune one cell and evaluate its choice: :func:`tune`, then :func:`finalize_cell` and
     :func:`ltr_bench.run.harness.run_cell` on the same fold, the study's summary put in
@@ -114,6 +123,12 @@ def tune_cell(
     no completed trial (or unusable tuning data) gives a failed record (stage ``"tune"``).
     ``on_final(final_cell)`` is called before the final fit; ``on_trial`` and
     ``should_stop`` go to :func:`tune`. Writes only to the Optuna ``storage``.
+
+    One process per study (:func:`ltr_bench.tune.storage.study_lock`): while another holds
+    it, ``on_wait(message)`` hears its pid and this one waits; once it has the study,
+    ``existing()`` (when given) may return the record the other process saved meanwhile,
+    which is then reused rather than computed again. ``then(tuned)`` runs while the study
+    is still held (the caller saves the record there, before any waiting process looks).
     """
     from ltr_bench.run.harness import _load_fold, run_cell
 
@@ -123,16 +138,36 @@ def tune_cell(
         except Exception as exc:  # noqa: BLE001 - a failed record, like run_cell's
             return TunedCell.failed(tcell, exc, "load")
     try:
-        result = tune(
-            tcell,
-            fold,
-            space=space,
-            budget=budget,
-            storage=storage,
-            objective=objective,
-            on_trial=on_trial,
-            should_stop=should_stop,
-        )
+        with study_lock(storage, study_name(tcell), on_wait=on_wait):
+            previous = existing() if existing is not None else None
+            if previous is not None:
+                tuned = TunedCell(previous, reused=True)
+            else:
+                tuned = _tune_and_test(
+                    tcell,
+                    fold,
+                    run_cell,
+                    space=space,
+                    budget=budget,
+                    storage=storage,
+                    objective=objective,
+                    on_trial=on_trial,
+                    on_final=on_final,
+                    should_stop=should_stop,
+                )
+            if then is not None:
+                then(tuned)
+            return tuned
+    except StudyBusyError as exc:
+        tuned = TunedCell(None, busy=str(exc))
+        if then is not None:
+            then(tuned)
+        return tuned
+
+
+def _tune_and_test(tcell, fold, run_cell, *, budget, objective, on_final, **kwargs) -> TunedCell:
+    try:
+        result = tune(tcell, fold, budget=budget, objective=objective, **kwargs)
     except (RuntimeError, ValueError) as exc:
         return TunedCell.failed(tcell, exc, "tune")
     final = finalize_cell(tcell, result.best_params)
@@ -176,6 +211,7 @@ class TuneJob:
                 objective=self.objective,
                 on_trial=on_trial,
                 should_stop=_task_cancelled,
+                on_wait=None if report is None else (lambda m: report(0, n_trials or 0, m)),
             )
 
 

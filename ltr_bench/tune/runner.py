@@ -10,9 +10,11 @@ from ltr_bench.tune.cell import TunedCell, trial_text, tune_cell
 __all__ = ["tune_here", "tune_remote"]
 
 
-def tune_here(pending, job, listeners, console, finish, total: int) -> None:
+def tune_here(pending, job, listeners, console, finish, total: int, *, existing=None) -> None:
     """In this process, in plan order: one fold in memory at a time, shared by the rankers
-    of that fold (a fold that failed to load fails its cells without a second attempt)."""
+    of that fold (a fold that failed to load fails its cells without a second attempt).
+    ``finish`` runs while the cell's study is held; ``existing(tcell)``: the tuned record
+    already saved (by a process this one waited for), or None."""
     from ltr_bench.run.harness import _fold_of, _load_fold
 
     folds_loaded: dict[tuple, object] = {}
@@ -42,18 +44,18 @@ def tune_here(pending, job, listeners, console, finish, total: int) -> None:
             for x in listeners:
                 x.cell_started(final, _i, total)
 
-        finish(
-            tune_cell(
-                tcell,
-                space=job.spaces[tcell.key],
-                budget=budget,
-                storage=job.storage,
-                objective=job.objective,
-                fold=fold,
-                on_trial=on_trial,
-                on_final=on_final,
-            ),
-            i,
+        tune_cell(
+            tcell,
+            space=job.spaces[tcell.key],
+            budget=budget,
+            storage=job.storage,
+            objective=job.objective,
+            fold=fold,
+            on_trial=on_trial,
+            on_final=on_final,
+            on_wait=lambda m: console.line(f"note: {m}"),
+            existing=None if existing is None else (lambda _c=tcell: existing(_c)),
+            then=lambda tuned, _i=i: finish(tuned, _i),
         )
 
 

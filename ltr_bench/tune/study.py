@@ -83,7 +83,7 @@ from ltr_bench.tune.search_space import (
     search_space_of,
     suggest,
 )
-from ltr_bench.tune.storage import open_storage
+from ltr_bench.tune.storage import counted_trials, open_storage
 
 __all__ = [
     "Budget",
@@ -96,6 +96,7 @@ __all__ = [
     "trial_reporter",
     "resolve_space",
     "search_space_of",
+    "study_name",
     "trial_sampler",
     "tune",
     "tuning_split",
@@ -232,21 +233,6 @@ class TuningResult:
         }
 
 
-def _finished_states():
-    from optuna.trial import TrialState
-
-    return (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
-
-
-def _counted(study) -> list:
-    """The trials that used budget: finished, and not ones an interruption cut short."""
-    return [
-        t
-        for t in study.get_trials(deepcopy=False, states=_finished_states())
-        if not t.user_attrs.get("interrupted")
-    ]
-
-
 def _discard_stale(study) -> None:
     """Trials left RUNNING by an interrupted process: mark them FAIL and not counted."""
     from optuna.trial import TrialState
@@ -258,6 +244,11 @@ def _discard_stale(study) -> None:
             storage.set_trial_state_values(t._trial_id, TrialState.FAIL)  # noqa: SLF001
         except Exception:  # noqa: BLE001 - finished meanwhile by someone else
             pass
+
+
+def study_name(tcell: Cell) -> str:
+    """The Optuna study of tuned cell ``tcell``: ``label|dataset|foldF|seedS|<key[:16]>``."""
+    return f"{tcell.label}|{tcell.dataset}|fold{tcell.fold}|seed{tcell.seed}|{tcell.key[:16]}"
 
 
 def trial_sampler(seed: int, n_finished: int):
@@ -309,7 +300,7 @@ def tune(
     fit_split, eval_split, how = tuning_split(fold, tcell.seed)
     max_label = int(tcell.max_label if tcell.max_label is not None else fold.max_label)
     eval_set = (eval_split.X, eval_split.y, eval_split.qid)
-    name = f"{tcell.label}|{tcell.dataset}|fold{tcell.fold}|seed{tcell.seed}|{tcell.key[:16]}"
+    name = study_name(tcell)
     study = optuna.create_study(
         study_name=name,
         storage=open_storage(storage) if isinstance(storage, str) else storage,
@@ -362,7 +353,7 @@ def tune(
             ]
         )
 
-    counted0 = _counted(study)
+    counted0 = counted_trials(study)
     done = len(counted0)
     spent = sum(t.duration.total_seconds() for t in counted0 if t.duration)
     while True:
@@ -396,7 +387,7 @@ def tune(
         if on_trial is not None:
             on_trial(study.get_trials(deepcopy=False)[-1], done)
 
-    counted = _counted(study)
+    counted = counted_trials(study)
     complete = [t for t in counted if t.state == TrialState.COMPLETE]
     if not complete:
         errors = {t.user_attrs.get("error", "") for t in counted} - {""}
