@@ -147,21 +147,9 @@ def main() -> None:
 @options.tracking_uri
 @click.option("--no-mlflow", is_flag=True, help="Only save results locally.")
 @options.results_dir
-@click.option(
-    "--output",
-    default=None,
-    type=click.Path(dir_okay=False),
-    help="Also write the results as JSON: one record per (ranker, dataset, fold, "
-    "seed), the same fields as the local result files.",
-)
+@options.output
 @click.option("--force", is_flag=True, help="Re-run cells that finished before.")
-@click.option(
-    "--save-scores",
-    is_flag=True,
-    help="Keep each cell's test scores as a TREC run file (qid Q0 docid rank score "
-    "tag; docid = the row's position in the split) beside its result and in "
-    "MLflow, for trec_eval, ranx or the LETOR scripts.",
-)
+@options.save_scores
 @click.option(
     "--config",
     default=None,
@@ -237,13 +225,7 @@ def _run(
 ) -> None:
     from ltr_bench.cli.console import Console, ConsoleListener
     from ltr_bench.report.text import summary_table
-    from ltr_bench.results import (
-        OutputError,
-        ResultStore,
-        check_writable_dir,
-        records_json,
-        write_output,
-    )
+    from ltr_bench.results import ResultStore
     from ltr_bench.run.cells import expand_plan
     from ltr_bench.run.harness import HarnessInterrupted, HarnessWriteError, Listeners, run_plan
     from ltr_bench.run.plan_options import CommandLine, build_plan
@@ -260,7 +242,7 @@ def _run(
     store = ResultStore(
         Path(results_dir) if results_dir else Path.cwd() / "mlflow_runs" / "results"
     )
-    _check_outputs(store.root, output, plan.cache_dir, check_writable_dir)
+    options.check_outputs(store.root, output, plan.cache_dir)
     headline = "ndcg@10" if "ndcg@10" in expanded.metrics else expanded.metrics[0]
     listeners = [ConsoleListener(console, headline=headline, failure_log=store.failure_log)]
     mlflow_listener, tracking_error = None, None
@@ -321,12 +303,9 @@ def _run(
         tracking_error = mlflow_listener.error or tracking_error
     console.clear()
 
-    output_error = None
-    if output:
-        try:
-            write_output(output, records_json([*report.records, *report.failed]), what="--output")
-        except OutputError as exc:
-            output_error = f"{exc}; the results are saved in {store.root}"
+    output_error = options.write_records_output(
+        output, [*report.records, *report.failed], store.root
+    )
     if report.records:
         click.echo(
             summary_table(
@@ -371,29 +350,6 @@ def _run(
         )
         code = EXIT_FAILED
     ctx.exit(code)
-
-
-def _check_outputs(
-    results_root: Path, output: str | None, cache_dir: str | None, check_writable_dir
-) -> None:
-    """Every place the run writes to, tried before the first fit (exit 2 naming the option):
-    the results folder, --output (:func:`ltr_bench.results.check_output_path`) and the
-    parsed-data cache. An unusable default cache only warns: the data is then parsed in
-    memory."""
-    from ltr_bench.results import check_output_path
-
-    check_writable_dir(results_root, "--results-dir")
-    if output:
-        check_output_path(output, "--output")
-    from ltr_bench.data import resolve_cache_dir
-
-    cache = resolve_cache_dir(cache_dir)
-    try:
-        check_writable_dir(cache, "--cache-dir" if cache_dir else "the parsed-data cache")
-    except UsageError as exc:
-        if cache_dir or os.environ.get("LTR_BENCH_CACHE"):
-            raise
-        _err(f"warning: {exc} Files are parsed in memory (again on every run).")
 
 
 def _attach_html_reports(store, records, listener, console) -> None:

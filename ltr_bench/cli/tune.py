@@ -109,6 +109,8 @@ def _err(message: str) -> None:
 @options.tracking_uri
 @click.option("--no-mlflow", is_flag=True, help="Only save results locally.")
 @options.results_dir
+@options.output
+@options.save_scores
 @click.option(
     "--optuna-storage",
     default=None,
@@ -147,6 +149,8 @@ def tune_command(
     tracking_uri,
     no_mlflow,
     results_dir,
+    output,
+    save_scores,
     optuna_storage,
     force,
     workers,
@@ -219,6 +223,8 @@ def tune_command(
                 force=force,
                 score_repeats=score_repeats,
                 executor=executor,
+                output=output,
+                save_scores=save_scores,
             )
     except KeyboardInterrupt:
         _err(
@@ -240,6 +246,8 @@ def _tune(
     force,
     score_repeats,
     executor=None,
+    output=None,
+    save_scores=False,
 ) -> int:
     """Tune every cell of ``plan`` not yet tuned (all with ``force``) on ``executor`` (in
     process when None; a Dask executor given here is left open, one made by the command is
@@ -256,10 +264,11 @@ def _tune(
 
     console = Console()
     console.status("checking rankers and data ...", force=True)
-    expanded = expand_plan(plan, score_repeats=score_repeats)
+    expanded = expand_plan(plan, score_repeats=score_repeats, save_scores=save_scores)
     store = ResultStore(
         Path(results_dir) if results_dir else Path.cwd() / "mlflow_runs" / "results"
     )
+    options.check_outputs(store.root, output, plan.cache_dir)
     if optuna_storage is None or optuna_storage.endswith(".journal"):
         # absolute: every local worker process opens this same file
         optuna_storage = resolve_storage(optuna_storage, store.root.parent)
@@ -413,16 +422,19 @@ def _tune(
     console.clear()
     position = {t.key: k for k, t in enumerate(tcells)}
     records.sort(key=lambda r: position.get(r.key, len(position)))  # plan order, not arrival
+    output_error = options.write_records_output(output, [*records, *failed], store.root)
     if records:
         click.echo(summary_table(records, expanded.metrics))
         click.echo(_chosen_table(records))
+    if output_error:
+        _err(output_error)
     if interrupted:
         _err(
             f"interrupted; {len(records)} tuned cell(s) and every finished trial are saved; "
             f"re-run the same command to resume"
         )
         return EXIT_INTERRUPTED
-    code = EXIT_OK
+    code = EXIT_FAILED if output_error else EXIT_OK
     if failed:
         _err(
             f"{len(failed)} of {total} cell(s) failed: "
