@@ -248,6 +248,34 @@ def _nothing(e):
     pass
 
 
+# ------------------------------------------------------------- numbers a machine cannot do
+
+
+def _run_with(*extra):
+    def setup(e):
+        return _run_argv(e, "--no-mlflow", *extra)
+
+    return setup
+
+
+def _synthetic(*options):
+    def setup(e):
+        argv = ["run", "--ranker", FAKE, "--dataset", "synthetic", "--folds", "1", "--no-mlflow"]
+        for o in options:
+            argv += ["--dataset-option", o]
+        return argv
+
+    return setup
+
+
+def _no_results(e):
+    assert not (e.cwd / "res").exists() or not list((e.cwd / "res").glob("*.json"))
+
+
+def _one_result(e):
+    assert len(list((e.cwd / "res").glob("*.json"))) == 1
+
+
 # --------------------------------------------------------------------- --optuna-storage
 
 
@@ -316,6 +344,18 @@ CASES = [
     ("report --output impossible", _report_to_proc, 2, "--output /proc/version", _nothing),
     ("report --plots is a file", _report_plots_into_file, 2, "--plots", _plots_file_kept),
     ("run --output to a named pipe", _run_output_to_fifo, 2, "is a named pipe", _fifo_kept),
+    # threads, seeds and generated sizes bounded by the machine, checked before any work
+    ("threads beyond the CPUs", _run_with("--threads", "1000"), 0, "CPU(s) of this", _one_result),
+    ("threads 100000", _run_with("--threads", "100000"), 2, "--threads 100000", _no_results),
+    ("a million seeds", _run_with("--seeds", "1000000"), 2, "--seeds (a count)", _no_results),
+    ("a seed too large", _run_with("--seeds", "0,99999999999"), 2, "0 to 2147483647", _nothing),
+    ("seed too large", _run_with("--seed", "99999999999"), 2, "'--seed'", _nothing),
+    ("seeds not numbers", _run_with("--seeds", "0,x"), 2, "expected seeds like", _nothing),
+    ("label_noise nan", _synthetic("label_noise=nan"), 2, "label_noise=nan", _nothing),
+    ("label_noise negative", _synthetic("label_noise=-1"), 2, "label_noise must be", _nothing),
+    ("n_queries inf", _synthetic("n_queries=inf"), 2, "n_queries=inf", _nothing),
+    ("docs_per_query 2.5", _synthetic("docs_per_query=2.5"), 2, "finite int", _nothing),
+    ("a fold larger than memory", _synthetic("docs_per_query=1000000000"), 2, "GiB", _nothing),
     # --optuna-storage: checked before the data, named, exit 2 (damage: file and line, exit 1)
     ("storage not a storage", _storage("optuna"), 2, "--optuna-storage optuna: not a", _nothing),
     ("storage unknown dialect", _storage("nosuchdb://h/x"), 2, "no database driver", _nothing),

@@ -350,7 +350,7 @@ def test_a_sweep_of_list_valued_parameters_and_from_a_toml_plan():
         "sweep": {"lightgbm": {"num_leaves": [7, 31, 127]}},
     }
     p = plan_from_dict(doc, source="plan.toml")
-    from ltr_bench.run.plan import expand_sweeps
+    from ltr_bench.run.sweeps import expand_sweeps
 
     assert [r.display for r in expand_sweeps(p).rankers] == [
         "lightgbm[num_leaves=7]",

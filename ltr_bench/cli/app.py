@@ -111,7 +111,7 @@ def main() -> None:
 )
 @click.option(
     "--seed",
-    type=click.IntRange(min=0),
+    type=click.IntRange(min=0, max=2**31 - 1),
     default=None,
     help="Seed for data generation/splits and every ranker's seed parameter (default 0).",
 )
@@ -231,7 +231,11 @@ def _run(
     from ltr_bench.run.plan_options import CommandLine, build_plan
 
     console = Console()
-    plan = build_plan(CommandLine(**plan_options), warn=lambda m: _err(f"warning: {m}"))
+    plan = build_plan(
+        CommandLine(**plan_options),
+        warn=lambda m: _err(f"warning: {m}"),
+        local=scheduler is None,
+    )
     plan.command = shlex.join(["ltr-bench", *sys.argv[1:]])
     from ltr_bench.run.executors import make_executor
 

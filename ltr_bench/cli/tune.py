@@ -86,7 +86,7 @@ def _err(message: str) -> None:
 )
 @click.option(
     "--seed",
-    type=click.IntRange(min=0),
+    type=click.IntRange(min=0, max=2**31 - 1),
     default=None,
     help="Seed of the data, the rankers and the TPE sampler (default 0).",
 )
@@ -205,6 +205,7 @@ def tune_command(
             cache_dir=cache_dir,
         ),
         warn=lambda m: _err(f"warning: {m}"),
+        local=scheduler is None,
     )
     plan.command = shlex.join(["ltr-bench", *sys.argv[1:]])
     from ltr_bench.run.executors import make_executor
