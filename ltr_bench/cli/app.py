@@ -306,6 +306,8 @@ def _run(
             _attach_html_reports(store, report.records, mlflow_listener, console)
         tracking_error = mlflow_listener.error or tracking_error
     console.clear()
+    for note in store.damage_notes():  # named, kept beside the recomputed record
+        _err(f"warning: {note} (not used; a cell it held is computed again, beside it)")
 
     output_error = options.write_records_output(
         output, [*report.records, *report.failed], store.root

@@ -21,8 +21,12 @@ from ltr_bench.results.labels import split_names
 CONTEXT = options.CONTEXT
 
 
-def _records(dataset: str | None, results_dir: str | None, tracking_uri: str | None):
-    """(dataset, records) from the local results folder or from MLflow."""
+def _records(
+    dataset: str | None, results_dir: str | None, tracking_uri: str | None, set_aside=None
+):
+    """(dataset, records) from the local results folder or from MLflow. Damaged records
+    (files or artifacts) are left out and named in ``set_aside`` (a list of notes), with
+    the repair: re-running their command with --force replaces them."""
     from ltr_bench.report.tables import ReportError
 
     if results_dir is not None:
@@ -50,11 +54,17 @@ def _records(dataset: str | None, results_dir: str | None, tracking_uri: str | N
         dataset = datasets[0]
     if records is None:
         click.echo(f"reading the {dataset} runs ...", err=True)
-        records = fetch_fold_results(dataset, tracking_uri)
+        damaged: list = []
+        records = fetch_fold_results(dataset, tracking_uri, damaged=damaged)
+        if set_aside is not None:
+            set_aside += [f"set aside (damaged): {d}" for d in damaged]
     else:
         records = [r for r in records if r.dataset == dataset]
         for r in records:
             store.per_query(r)
+        records = [r for r in records if store.get(r.key) is r]  # CSVs found damaged: out
+        if set_aside is not None:
+            set_aside += store.damage_notes()
         if not records:
             raise ReportError(
                 f"no results for dataset {dataset!r} in {where}; datasets with "
@@ -211,7 +221,8 @@ def report_command(
                 results_dir,
             )
         )
-    dataset, records = _records(names[0] if names else None, results_dir, tracking_uri)
+    set_aside: list[str] = []
+    dataset, records = _records(names[0] if names else None, results_dir, tracking_uri, set_aside)
     if convention is not None:
         from ltr_bench.evaluation.conventions import profile_keys
         from ltr_bench.evaluation.metrics import DEFAULT_METRICS
@@ -227,6 +238,7 @@ def report_command(
         rankers=ranker_names,
         alpha=alpha,
         test=test,
+        set_aside=set_aside,
     )
     paths: list[Path] = []
     with tempfile.TemporaryDirectory(prefix="ltr-bench-plots-") as tmp:

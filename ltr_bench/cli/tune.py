@@ -421,6 +421,8 @@ def _tune(
         mlflow_listener.close(interrupted=interrupted)
         tracking_error = mlflow_listener.error or tracking_error
     console.clear()
+    for note in store.damage_notes():
+        _err(f"warning: {note} (not used; a cell it held is computed again, beside it)")
     position = {t.key: k for k, t in enumerate(tcells)}
     records.sort(key=lambda r: position.get(r.key, len(position)))  # plan order, not arrival
     output_error = options.write_records_output(output, [*records, *failed], store.root)

@@ -22,6 +22,7 @@ from ltr_bench.results.files import (
 )
 from ltr_bench.results.record import (
     RECORD_FORMAT,
+    DamagedRecordError,
     ResultRecord,
     aggregate,
     group_flags,
@@ -33,6 +34,7 @@ from ltr_bench.results.store import CellClaim, ResultStore
 __all__ = [
     "RECORD_FORMAT",
     "CellClaim",
+    "DamagedRecordError",
     "OutputError",
     "ResultRecord",
     "ResultStore",

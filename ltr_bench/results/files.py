@@ -196,15 +196,31 @@ def per_query_csv(per_query: dict[str, list]) -> str:
 
 
 def read_per_query_csv(path: Path) -> dict[str, list]:
+    """The per-query values of :func:`per_query_csv`; a row of the wrong length or a value
+    that is not a number raises :class:`~ltr_bench.results.record.DamagedRecordError` naming
+    the file, line and column."""
+    from ltr_bench.results.record import DamagedRecordError
+
     with open(path, encoding="utf-8", newline="") as fh:
         rows = list(csv.reader(fh))
     if not rows:
         return {}
     header, body = rows[0], rows[1:]
+    if "qid" not in header or len(set(header)) != len(header):
+        raise DamagedRecordError(f"{path}:1", None, f"not a per-query header: {header[:5]}")
     out: dict[str, list] = {c: [] for c in header}
-    for row in body:
+    for line, row in enumerate(body, start=2):
+        if len(row) != len(header):
+            raise DamagedRecordError(
+                f"{path}:{line}", None, f"{len(row)} values for {len(header)} columns"
+            )
         for c, v in zip(header, row):
-            out[c].append(_number(v) if c != "qid" else _qid(v))
+            try:
+                out[c].append(_number(v) if c != "qid" else _qid(v))
+            except ValueError:
+                raise DamagedRecordError(
+                    f"{path}:{line}", c, f"expected a number, got {v[:40]!r}"
+                ) from None
     return out
 
 
