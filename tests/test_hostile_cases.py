@@ -329,6 +329,24 @@ def _journal_kept(e):
     assert (e.cwd / "s.journal").exists()
 
 
+def _report_on_empty_file(e):
+    (e.cwd / "empty.db").touch()
+    return ["report", "--dataset", "data", "--tracking-uri", f"sqlite:///{e.cwd / 'empty.db'}"]
+
+
+def _empty_file_kept(e):
+    assert (e.cwd / "empty.db").stat().st_size == 0  # a report never creates a store
+
+
+def _report_on_folder(e):
+    (e.cwd / "dir.db").mkdir()
+    return ["report", "--dataset", "data", "--tracking-uri", f"sqlite:///{e.cwd / 'dir.db'}"]
+
+
+def _report_on_dead_server(e):
+    return ["report", "--dataset", "data", "--tracking-uri", "http://127.0.0.1:1"]
+
+
 DEV_FULL = Path("/dev/full").exists()
 
 CASES = [
@@ -338,6 +356,9 @@ CASES = [
     ("report on a user's database", _foreign_report, 2, "lab.db is an SQLite", _user_rows_kept),
     ("run on a database without clash", _foreign_no_clash, 2, "tables: samples", _no_clash_kept),
     ("run on a truncated store with runs", _truncated_store, 1, "mv ", _truncated_kept),
+    ("report on an empty file", _report_on_empty_file, 1, "an empty file", _empty_file_kept),
+    ("report on a folder", _report_on_folder, 1, "is a folder, not an MLflow", _nothing),
+    ("report on a dead server", _report_on_dead_server, 1, "could not connect", _nothing),
     # one writer for every output
     ("report --output through a symlink", _report_to_symlink, 0, "report written", _symlink_kept),
     ("report --output to a named pipe", _report_to_fifo, 2, "is a named pipe", _fifo_kept),

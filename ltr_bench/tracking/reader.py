@@ -45,6 +45,11 @@ def _all_runs(client, exp_id: str, filter_string: str) -> list:
 
 def _check_store_exists(uri: str) -> None:
     db = sqlite_path(uri)
+    if db is not None and db.is_dir():
+        raise NoResultsError(f"{db} is a folder, not an MLflow store (an SQLite file)")
+    if db is not None and db.is_file() and db.stat().st_size == 0:
+        # opening it would make MLflow create its schema there: a report only reads
+        raise NoResultsError(f"{db} is an empty file, not an MLflow store: nothing to report")
     if db is not None and not db.is_file():
         raise NoResultsError(
             f"no MLflow store at {db} (nothing was logged there): run "

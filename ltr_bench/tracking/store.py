@@ -279,7 +279,7 @@ def check_not_foreign(db: Path, uri: str) -> None:
             advice = f"if it is damaged, move it aside and re-run: mv {db} {db}.broken"
         raise TrackingError(
             f"MLflow at {uri}: cannot read {db}: {reason}. Nothing was changed; {advice}; "
-            "or point --tracking-uri at another file (or add --no-mlflow)."
+            "or point --tracking-uri at another file."
         ) from None
     if not tables or MLFLOW_TABLES <= set(tables) or creation_marker(db).exists():
         return
@@ -414,12 +414,30 @@ def prepare_sqlite_store(uri: str):
         os.close(fd)
 
 
+def probe_server(uri: str, timeout: float = 10.0) -> None:
+    """Contact an MLflow server's ``/health`` once: an unreachable server fails in
+    ``timeout`` seconds with :class:`TrackingError` instead of after MLflow's retries
+    (minutes). Any HTTP answer counts as reachable."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout).close()
+    except urllib.error.HTTPError:
+        pass  # something answered; the real request tells whether it is MLflow
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise TrackingError(f"MLflow at {uri}: could not connect: {reason}") from None
+
+
 def open_client(uri: str, *, quiet: bool = True):
     """An ``MlflowClient`` for ``uri`` (probing an SQLite file's folder); TrackingError."""
     db = sqlite_path(uri)
     if db is not None:
         _probe_folder(db.parent, uri)
         check_not_foreign(db, uri)
+    elif uri.startswith(("http://", "https://")):
+        probe_server(uri)
     # MLflow draws a progress bar per downloaded artifact: noise on stderr for a report
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     try:
