@@ -40,7 +40,8 @@ def main() -> None:
     from ltr_bench.run.cells import expand_plan
     from ltr_bench.run.plan import DatasetChoice, Plan, RankerChoice
     from ltr_bench.run.unit import load_fold as _load_fold
-    from ltr_bench.tune.study import Budget, resolve_space, tune, tuned_cell
+    from ltr_bench.tune.cell import tuned_cell
+    from ltr_bench.tune.study import Budget, resolve_space, tune
 
     plan = Plan(
         rankers=[RankerChoice(args.ranker)],

@@ -45,7 +45,7 @@ def progress_handler(handler: ProgressHandler | None) -> Iterator[None]:
 def current_handler() -> ProgressHandler | None:
     """The handler installed here (None: nobody listens). For work that reports on its own
     terms: it takes the handler, then silences its inner steps with ``progress_handler(None)``
-    (``ltr_bench.tune.study.TuneJob`` reports trials, not each trial's boosting rounds)."""
+    (``ltr_bench.tune.cell.TuneJob`` reports trials, not each trial's boosting rounds)."""
     return _handler.get()
 
 

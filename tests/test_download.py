@@ -12,9 +12,8 @@ import zipfile
 import pytest
 from click.testing import CliRunner
 
-from ltr_bench.data import download
 from ltr_bench.cli import main
-from ltr_bench.data import load_fold
+from ltr_bench.data import download, load_fold
 
 LINE = "{label} qid:{q} 1:{a:.3f} 2:{b:.3f} 3:0.5\n"
 

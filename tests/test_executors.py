@@ -326,7 +326,8 @@ class SlowRidge(BaseRanker):
 def _tuned(rankers, storage, folds=(1,), n_trials=TUNE_BUDGET_TRIALS):
     """(tuned cells, the TuneJob for them) of ``rankers`` on TINY data, seeded TPE."""
     from ltr_bench.registry import make_ranker
-    from ltr_bench.tune.study import Budget, TuneJob, resolve_space, tuned_cell
+    from ltr_bench.tune.cell import TuneJob, tuned_cell
+    from ltr_bench.tune.study import Budget, resolve_space
 
     budget = Budget(n_trials=n_trials)
     cells = expand_plan(_plan(rankers, folds=folds)).cells
@@ -373,7 +374,7 @@ def test_tuning_on_a_local_cluster_chooses_and_scores_exactly_as_in_process(
     # the workers wrote the studies: the journal holds every trial, read back here
     import optuna
 
-    from ltr_bench.tune.study import open_storage
+    from ltr_bench.tune.storage import open_storage
 
     storage = open_storage(remote_job.storage)
     for tc in there:
@@ -431,7 +432,7 @@ def test_a_cancelled_tuning_task_stops_its_study_before_the_next_trial(dask_exec
 
     import optuna
 
-    from ltr_bench.tune.study import open_storage
+    from ltr_bench.tune.storage import open_storage
 
     tcells, job = _tuned(
         (RankerChoice("test_executors:SlowRidge", {}),), tmp_path / "optuna.journal", n_trials=40
@@ -603,7 +604,7 @@ def test_tuning_on_dask_reports_each_cells_trials_to_the_clients_status_line(
 ):
     import re
 
-    from ltr_bench.cli.tune import _tune_remote
+    from ltr_bench.tune.runner import tune_remote
 
     # SlowRidge (0.3 s a fit): trials often far enough apart to pass the throttle one by one
     tcells, job = _tuned(
@@ -611,7 +612,7 @@ def test_tuning_on_dask_reports_each_cells_trials_to_the_clients_status_line(
     )
     lines, finished = [], []
     pending = [(i, t) for i, t in enumerate(tcells, 1)]
-    _tune_remote(
+    tune_remote(
         dask_executor,
         pending,
         job,

@@ -214,7 +214,9 @@ def _store_garbage_file(e):
 
 def _store_half_created(e):
     db = e.root / "work" / "h.db"
-    con = sqlite3.connect(db)  # what an interrupted creation leaves: some tables, no version
+    # what ltr-bench's interrupted creation leaves: its marker, some tables, no version
+    (e.root / "work" / "h.db.creating").write_text("1\n")
+    con = sqlite3.connect(db)
     con.execute("create table experiments (experiment_id integer primary key, name text)")
     con.execute("create table runs (run_uuid text primary key)")
     con.commit()
@@ -486,7 +488,7 @@ CASES = [
     ("store folder is a file", _store_under_file, 1, "cannot create the store"),
     ("store is not a database", _store_garbage_file, 1, "is not an SQLite database"),
     ("store half-created", _store_half_created, 0, ""),
-    ("store broken but holding runs", _store_broken_with_runs, 1, ".broken"),
+    ("store broken but holding runs", _store_broken_with_runs, 2, ".broken"),
     ("result file damaged", _damage_results_json, 0, "ndcg@10"),
     ("saved result on changed data", _stale_result, 0, "(split fingerprints changed); recomputing"),
     ("cache X overwritten in place", _cache_damage("x"), 0, "is damaged"),
@@ -648,21 +650,15 @@ def test_full_disk_mid_run_stops_cleanly_and_keeps_the_saved_cells(env, monkeypa
     assert code == 0 and "finished earlier, skipped" in out, out
 
 
-def test_output_that_cannot_be_written_still_prints_the_summary(env, monkeypatch):
-    import ltr_bench.cli  # noqa: F401 - the CLI imports atomic_write_text at call time
-    import ltr_bench.results as results
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full here")
+def test_output_that_cannot_be_written_still_prints_the_summary_and_keeps_the_device(env):
+    import stat
 
-    real = results.atomic_write_text
-
-    def failing(path, text):
-        if Path(path).name == "out.json":
-            raise OSError(errno.ENOSPC, "No space left on device", str(path))
-        return real(path, text)
-
-    monkeypatch.setattr(results, "atomic_write_text", failing)
-    code, out = env.run_fake("--output", "out.json")
-    assert code == 1 and "--output out.json: cannot write it" in out, out
+    code, out = env.run_fake("--output", "/dev/full")  # a real device: every write is ENOSPC
+    assert code == 1, out
+    assert "--output /dev/full: cannot write it: no space left on the device" in out, out
     assert "dataset" in out and "ranker" in out  # the summary table
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)  # written to, never replaced
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ltr_bench.report.html import to_html
 from ltr_bench.report import plots
+from ltr_bench.report.html import to_html
 from ltr_bench.report.tables import build_report
 from ltr_bench.results import ResultRecord
 

@@ -134,3 +134,48 @@ def test_the_search_space_names_are_still_importable_from_ltr_bench_tuning():
     for name in ("SearchSpaceError", "parse_spec", "resolve_space", "search_space_of"):
         assert getattr(tuning, name) is getattr(search_space, name), name
         assert name in tuning.__all__, name
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [{"low": 0, "high": 10, "step": 3}, {"low": 0.0, "high": 1.0, "step": 0.3}],
+)
+def test_a_step_that_does_not_divide_the_range_is_refused_with_the_nearest_bounds(spec):
+    with pytest.raises(SearchSpaceError, match="does not divide the range"):
+        parse_spec("p", spec, where="tuning.x")
+
+
+def test_a_step_that_divides_the_range_within_rounding_is_accepted():
+    dist = parse_spec("p", {"low": 0.0, "high": 0.3, "step": 0.1}, where="tuning.x")
+    assert dist.step == 0.1 and dist.high == pytest.approx(0.3)
+
+
+class _Params:
+    """A stand-in ranker with a real parameter ``alpha`` (default 1.0) and an integer one."""
+
+    def __init__(self, alpha=1.0, n_leaves=31):
+        self.alpha, self.n_leaves = alpha, n_leaves
+
+    def get_params(self, deep=True):
+        return {"alpha": self.alpha, "n_leaves": self.n_leaves}
+
+
+def test_integer_bounds_for_a_real_parameter_search_reals():
+    import optuna.distributions as od
+
+    space = resolve_space(
+        "x", _Params(), override={"alpha": {"low": 0, "high": 2, "step": 1}, "n_leaves": False}
+    )
+    assert space["alpha"] == {"low": 0.0, "high": 2.0, "step": 1.0}
+    dist = parse_spec("alpha", space["alpha"], where="tuning.x")
+    assert isinstance(dist, od.FloatDistribution)
+    space = resolve_space(
+        "x", _Params(), override={"alpha": {"low": 0, "high": 1}, "n_leaves": {"low": 2, "high": 9}}
+    )
+    assert isinstance(parse_spec("alpha", space["alpha"], where="t"), od.FloatDistribution)
+    assert isinstance(parse_spec("n_leaves", space["n_leaves"], where="t"), od.IntDistribution)
+
+
+def test_real_bounds_for_an_integer_parameter_are_refused():
+    with pytest.raises(SearchSpaceError, match="n_leaves is an integer parameter"):
+        resolve_space("x", _Params(), override={"n_leaves": {"low": 7.5, "high": 255.0}})

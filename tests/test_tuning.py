@@ -23,8 +23,9 @@ from ltr_bench.run.cells import expand_plan
 from ltr_bench.run.plan import DatasetChoice, Plan, PlanError, RankerChoice, plan_from_dict
 from ltr_bench.run.plan_options import CommandLine, build_plan
 from ltr_bench.run.unit import load_fold as _load_fold
+from ltr_bench.tune.cell import tuned_cell
 from ltr_bench.tune.search_space import resolve_space
-from ltr_bench.tune.study import Budget, trial_reporter, tune, tuned_cell, tuning_split
+from ltr_bench.tune.study import Budget, trial_reporter, tune, tuning_split
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -350,7 +351,7 @@ def test_a_sweep_of_list_valued_parameters_and_from_a_toml_plan():
         "sweep": {"lightgbm": {"num_leaves": [7, 31, 127]}},
     }
     p = plan_from_dict(doc, source="plan.toml")
-    from ltr_bench.run.plan import expand_sweeps
+    from ltr_bench.run.sweeps import expand_sweeps
 
     assert [r.row_label for r in expand_sweeps(p).rankers] == [
         "lightgbm[num_leaves=7]",
@@ -435,7 +436,7 @@ def test_tune_cell_turns_a_load_error_and_a_study_without_a_completed_trial_into
     tmp_path, monkeypatch
 ):
     from ltr_bench.run import harness
-    from ltr_bench.tune.study import TunedCell, tune_cell
+    from ltr_bench.tune.cell import TunedCell, tune_cell
 
     cell, fold = _cell()
     space = resolve_space("r", RecordingRanker())
@@ -474,7 +475,7 @@ def test_tune_cell_turns_a_load_error_and_a_study_without_a_completed_trial_into
 def test_a_tune_job_survives_pickling_and_runs_the_same_unit(tmp_path):
     import pickle
 
-    from ltr_bench.tune.study import TuneJob, tune_cell
+    from ltr_bench.tune.cell import TuneJob, tune_cell
 
     cell, fold = _cell()
     space = resolve_space("r", RecordingRanker())
@@ -644,7 +645,7 @@ def test_a_tune_job_reports_each_finished_trial_to_the_installed_handler_not_the
     import re
 
     from ltr_bench.progress import progress_handler
-    from ltr_bench.tune.study import TuneJob
+    from ltr_bench.tune.cell import TuneJob
 
     cell, _ = _cell(ranker=f"{__name__}:ChattyRanker")
     space = resolve_space("r", RecordingRanker())

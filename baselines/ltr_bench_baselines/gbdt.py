@@ -158,8 +158,9 @@ def _eval_at(value) -> list[int]:
     return [int(k) for k in ks]
 
 
-def _extra(extra_params, reserved: dict[str, str]) -> dict:
-    """``extra_params`` as a dict; keys that a named parameter already sets are an error."""
+def _extra(extra_params, reserved: dict[str, str], library: str | None = None) -> dict:
+    """``extra_params`` as a dict; keys that a named parameter already sets are an error, and
+    so are keys ``library`` does not know (:mod:`.library_params`)."""
     if extra_params is None:
         return {}
     if not isinstance(extra_params, dict):
@@ -168,6 +169,10 @@ def _extra(extra_params, reserved: dict[str, str]) -> dict:
     if clash:
         hints = ", ".join(f"{k!r} (use the parameter {reserved[k]!r})" for k in clash)
         raise ValueError(f"extra_params may not set {hints}")
+    if library is not None:
+        from .library_params import check_library_keys
+
+        check_library_keys(library, extra_params)
     return dict(extra_params)
 
 
@@ -447,6 +452,10 @@ class LightGBMRanker(BaseRanker):
         "random_state": "random_state",
     }
 
+    def validate_params(self) -> None:
+        super().validate_params()
+        _extra(self.extra_params, self._RESERVED, "lightgbm")  # misspelt keys: before any data
+
     def ranker_tags(self) -> RankerTags:
         return _TAGS
 
@@ -482,7 +491,7 @@ class LightGBMRanker(BaseRanker):
             "force_row_wise": True,
             "verbosity": -1,
         }
-        params.update(_extra(self.extra_params, self._RESERVED))
+        params.update(_extra(self.extra_params, self._RESERVED, "lightgbm"))
         return params
 
     def fit(self, X, y, *, qid, eval_set=None):
@@ -673,6 +682,10 @@ class _XGBoostRanker(BaseRanker):
         "eval_metric": "eval_at",
     }
 
+    def validate_params(self) -> None:
+        super().validate_params()
+        _extra(self.extra_params, self._RESERVED, "xgboost")  # misspelt keys: before any data
+
     def ranker_tags(self) -> RankerTags:
         return _TAGS
 
@@ -706,7 +719,7 @@ class _XGBoostRanker(BaseRanker):
             "eval_metric": [f"ndcg@{k}" for k in _eval_at(self.eval_at)],
             "verbosity": 0,
         }
-        params.update(_extra(self.extra_params, self._RESERVED))
+        params.update(_extra(self.extra_params, self._RESERVED, "xgboost"))
         return params
 
     def fit(self, X, y, *, qid, eval_set=None):

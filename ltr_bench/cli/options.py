@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import os
 
 import click
 
-from ltr_bench.errors import LtrBenchError
+from ltr_bench.errors import LtrBenchError, UsageError
 
 
 class Command(click.Command):
@@ -106,3 +107,56 @@ cache_dir = click.option(
     type=click.Path(file_okay=False),
     help="Parsed-data cache (else $LTR_BENCH_CACHE, else ~/.cache/ltr_bench).",
 )
+
+
+output = click.option(
+    "--output",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Also write the results as JSON: one record per (ranker, dataset, fold, "
+    "seed), the same fields as the local result files.",
+)
+
+save_scores = click.option(
+    "--save-scores",
+    is_flag=True,
+    help="Keep each cell's test scores as a TREC run file (qid Q0 docid rank score "
+    "tag; docid = the row's position in the split) beside its result and in "
+    "MLflow, for trec_eval, ranx or the LETOR scripts.",
+)
+
+
+def write_records_output(output: str | None, records, results_root) -> str | None:
+    """``--output``: the records as JSON (:func:`ltr_bench.results.records_json`) through the
+    one output writer. Returns the error message (the results stay in ``results_root``),
+    None when written or not asked for."""
+    if not output:
+        return None
+    from ltr_bench.results import OutputError, records_json, write_output
+
+    try:
+        write_output(output, records_json(records), what="--output")
+    except OutputError as exc:
+        return f"{exc}; the results are saved in {results_root}"
+    return None
+
+
+def check_outputs(results_root, output: str | None, cache_dir: str | None) -> None:
+    """Every place the run writes to, tried before the first fit (exit 2 naming the option):
+    the results folder, --output (:func:`ltr_bench.results.check_output_path`) and the
+    parsed-data cache. An unusable default cache only warns: the data is then parsed in
+    memory."""
+    from ltr_bench.results import check_output_path, check_writable_dir
+
+    check_writable_dir(results_root, "--results-dir")
+    if output:
+        check_output_path(output, "--output")
+    from ltr_bench.data import resolve_cache_dir
+
+    cache = resolve_cache_dir(cache_dir)
+    try:
+        check_writable_dir(cache, "--cache-dir" if cache_dir else "the parsed-data cache")
+    except UsageError as exc:
+        if cache_dir or os.environ.get("LTR_BENCH_CACHE"):
+            raise
+        click.echo(f"warning: {exc} Files are parsed in memory (again on every run).", err=True)

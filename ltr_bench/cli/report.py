@@ -21,8 +21,12 @@ from ltr_bench.results.labels import split_names
 CONTEXT = options.CONTEXT
 
 
-def _records(dataset: str | None, results_dir: str | None, tracking_uri: str | None):
-    """(dataset, records) from the local results folder or from MLflow."""
+def _records(
+    dataset: str | None, results_dir: str | None, tracking_uri: str | None, set_aside=None
+):
+    """(dataset, records) from the local results folder or from MLflow. Damaged records
+    (files or artifacts) are left out and named in ``set_aside`` (a list of notes), with
+    the repair: re-running their command with --force replaces them."""
     from ltr_bench.report.tables import ReportError
 
     if results_dir is not None:
@@ -50,11 +54,17 @@ def _records(dataset: str | None, results_dir: str | None, tracking_uri: str | N
         dataset = datasets[0]
     if records is None:
         click.echo(f"reading the {dataset} runs ...", err=True)
-        records = fetch_fold_results(dataset, tracking_uri)
+        damaged: list = []
+        records = fetch_fold_results(dataset, tracking_uri, damaged=damaged)
+        if set_aside is not None:
+            set_aside += [f"set aside (damaged): {d}" for d in damaged]
     else:
         records = [r for r in records if r.dataset == dataset]
         for r in records:
             store.per_query(r)
+        records = [r for r in records if store.get(r.key) is r]  # CSVs found damaged: out
+        if set_aside is not None:
+            set_aside += store.damage_notes()
         if not records:
             raise ReportError(
                 f"no results for dataset {dataset!r} in {where}; datasets with "
@@ -185,9 +195,15 @@ def report_command(
     """
     from ltr_bench.report.tables import build_report
     from ltr_bench.report.text import format_report
-    from ltr_bench.results import atomic_write_text
+    from ltr_bench.results import check_output_path, check_writable_dir, write_output
+    from ltr_bench.results.files import reason_of
 
     # every list option is checked before anything is read (reading MLflow takes a while)
+
+    if output:
+        check_output_path(output, "--output")
+    if plots_dir:
+        check_writable_dir(Path(plots_dir), "--plots")
     names = split_names((dataset,), option="--dataset") if dataset else []
     ranker_names = split_names(rankers, option="--ranker") or None
     wanted = split_names(metrics, option="--metric") or None
@@ -205,7 +221,8 @@ def report_command(
                 results_dir,
             )
         )
-    dataset, records = _records(names[0] if names else None, results_dir, tracking_uri)
+    set_aside: list[str] = []
+    dataset, records = _records(names[0] if names else None, results_dir, tracking_uri, set_aside)
     if convention is not None:
         from ltr_bench.evaluation.conventions import profile_keys
         from ltr_bench.evaluation.metrics import DEFAULT_METRICS
@@ -221,6 +238,7 @@ def report_command(
         rankers=ranker_names,
         alpha=alpha,
         test=test,
+        set_aside=set_aside,
     )
     paths: list[Path] = []
     with tempfile.TemporaryDirectory(prefix="ltr-bench-plots-") as tmp:
@@ -238,11 +256,12 @@ def report_command(
                         metric=("ndcg@10" if "ndcg@10" in report.metrics else report.metrics[0]),
                     )
             except (OSError, ValueError) as exc:
-                click.echo(f"Error: --plots {plots_dir}: {exc}", err=True)
+                reason = reason_of(exc) if isinstance(exc, OSError) else exc
+                click.echo(f"Error: --plots {plots_dir}: {reason}", err=True)
                 ctx.exit(EXIT_FAILED)
         text = format_report(report, fmt, plots=paths)
     if output:
-        atomic_write_text(Path(output), text)
+        write_output(output, text, what="--output")
         click.echo(f"report written to {output}", err=True)
     else:
         click.echo(text, nl=False)
@@ -274,7 +293,7 @@ def _multi(
     ``wanted`` and ``rankers``: the split ``--metric`` and ``--ranker`` names (or None)."""
     from ltr_bench.report.multi import build_multi_report, format_multi, plot_cd_diagram
     from ltr_bench.report.tables import ReportError, build_report
-    from ltr_bench.results import atomic_write_text
+    from ltr_bench.results import write_output
 
     if all_datasets:
         if names:
@@ -304,7 +323,7 @@ def _multi(
         text += f"\n![critical-difference diagram]({path})\n"
         click.echo(f"plot written to {path}", err=True)
     if output:
-        atomic_write_text(Path(output), text)
+        write_output(output, text, what="--output")
         click.echo(f"report written to {output}", err=True)
     else:
         click.echo(text, nl=False)

@@ -7,7 +7,6 @@ logged by :mod:`ltr_bench.tracking` and summarised by :mod:`ltr_bench.report.tex
 
 from __future__ import annotations
 
-import os
 import shlex
 import sys
 from pathlib import Path
@@ -74,7 +73,7 @@ def _err(message: str) -> None:
 )
 @click.option(
     "--seed",
-    type=click.IntRange(min=0),
+    type=click.IntRange(min=0, max=2**31 - 1),
     default=None,
     help="Seed for data generation/splits and every ranker's seed parameter (default 0).",
 )
@@ -110,21 +109,9 @@ def _err(message: str) -> None:
 @options.tracking_uri
 @click.option("--no-mlflow", is_flag=True, help="Only save results locally.")
 @options.results_dir
-@click.option(
-    "--output",
-    default=None,
-    type=click.Path(dir_okay=False),
-    help="Also write the results as JSON: one record per (ranker, dataset, fold, "
-    "seed), the same fields as the local result files.",
-)
+@options.output
 @click.option("--force", is_flag=True, help="Re-run cells that finished before.")
-@click.option(
-    "--save-scores",
-    is_flag=True,
-    help="Keep each cell's test scores as a TREC run file (qid Q0 docid rank score "
-    "tag; docid = the row's position in the split) beside its result and in "
-    "MLflow, for trec_eval, ranx or the LETOR scripts.",
-)
+@options.save_scores
 @click.option(
     "--config",
     default=None,
@@ -200,14 +187,18 @@ def _run(
 ) -> None:
     from ltr_bench.cli.console import Console, ConsoleListener
     from ltr_bench.report.text import summary_table
-    from ltr_bench.results import ResultStore, atomic_write_text, check_writable_dir, records_json
+    from ltr_bench.results import ResultStore
     from ltr_bench.run.cells import expand_plan
     from ltr_bench.run.harness import HarnessInterrupted, HarnessWriteError, run_plan
     from ltr_bench.run.listener import Listeners
     from ltr_bench.run.plan_options import CommandLine, build_plan
 
     console = Console()
-    plan = build_plan(CommandLine(**plan_options), warn=lambda m: _err(f"warning: {m}"))
+    plan = build_plan(
+        CommandLine(**plan_options),
+        warn=lambda m: _err(f"warning: {m}"),
+        local=scheduler is None,
+    )
     plan.command = shlex.join(["ltr-bench", *sys.argv[1:]])
     from ltr_bench.run.executors import make_executor
 
@@ -218,7 +209,7 @@ def _run(
     store = ResultStore(
         Path(results_dir) if results_dir else Path.cwd() / "mlflow_runs" / "results"
     )
-    _check_outputs(store.root, output, plan.cache_dir, check_writable_dir)
+    options.check_outputs(store.root, output, plan.cache_dir)
     headline = "ndcg@10" if "ndcg@10" in expanded.metrics else expanded.metrics[0]
     listeners = [ConsoleListener(console, headline=headline, failure_log=store.failure_log)]
     mlflow_listener, tracking_error = None, None
@@ -240,6 +231,8 @@ def _run(
             )
             listeners.append(mlflow_listener)
         except TrackingError as exc:
+            if isinstance(exc, UsageError):  # not a store to use: refuse the command
+                raise
             tracking_error = str(exc)
             console.line(f"warning: {exc}; results will only be saved locally")
     console.line(
@@ -276,16 +269,12 @@ def _run(
             _attach_html_reports(store, report.records, mlflow_listener, console)
         tracking_error = mlflow_listener.error or tracking_error
     console.clear()
+    for note in store.damage_notes():  # named, kept beside the recomputed record
+        _err(f"warning: {note} (not used; a cell it held is computed again, beside it)")
 
-    output_error = None
-    if output:
-        try:
-            atomic_write_text(Path(output), records_json([*report.records, *report.failed]))
-        except OSError as exc:
-            output_error = (
-                f"--output {output}: cannot write it: {exc.strerror or exc}; the "
-                f"results are saved in {store.root}"
-            )
+    output_error = options.write_records_output(
+        output, [*report.records, *report.failed], store.root
+    )
     if report.records:
         click.echo(
             summary_table(
@@ -330,31 +319,6 @@ def _run(
         )
         code = EXIT_FAILED
     ctx.exit(code)
-
-
-def _check_outputs(
-    results_root: Path, output: str | None, cache_dir: str | None, check_writable_dir
-) -> None:
-    """Every place the run writes to, tried before the first fit (exit 2 naming the option):
-    the results folder, the folder of --output and the parsed-data cache. An unusable
-    default cache only warns: the data is then parsed in memory."""
-    check_writable_dir(results_root, "--results-dir")
-    if output:
-        out = Path(output)
-        if out.is_dir():
-            raise UsageError(
-                f"--output {output}: is a folder; give a file name, e.g. {out / 'results.json'}"
-            )
-        check_writable_dir(out.resolve().parent, f"--output {output}: its folder")
-    from ltr_bench.data import resolve_cache_dir
-
-    cache = resolve_cache_dir(cache_dir)
-    try:
-        check_writable_dir(cache, "--cache-dir" if cache_dir else "the parsed-data cache")
-    except UsageError as exc:
-        if cache_dir or os.environ.get("LTR_BENCH_CACHE"):
-            raise
-        _err(f"warning: {exc} Files are parsed in memory (again on every run).")
 
 
 def _attach_html_reports(store, records, listener, console) -> None:

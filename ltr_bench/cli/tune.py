@@ -2,10 +2,10 @@
 and evaluate the chosen configuration once on test (protocol: :mod:`ltr_bench.tune.study`).
 
 The command parses options and prints; the plan is :func:`ltr_bench.run.plan_options.build_plan`,
-each tuned cell :func:`ltr_bench.tune.study.tune_cell` (the search :func:`ltr_bench.tune.study.tune`,
+each tuned cell :func:`ltr_bench.tune.cell.tune_cell` (the search :func:`ltr_bench.tune.study.tune`,
 then the final fit and test evaluation :func:`ltr_bench.run.harness.run_cell`: an ordinary
 record), run here or, with ``--workers`` / ``--scheduler``, as one Dask task per tuned cell
-(:class:`ltr_bench.tune.study.TuneJob` through :meth:`ltr_bench.run.executors.Executor.map_cells`).
+(:class:`ltr_bench.tune.cell.TuneJob` through :meth:`ltr_bench.run.executors.Executor.map_cells`).
 Either way this process alone saves the records, tells the listeners and logs the trials'
 MLflow runs (:func:`ltr_bench.tracking.trials.log_trials`).
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 
 from ltr_bench.cli import options
-from ltr_bench.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from ltr_bench.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError
 
 CONTEXT = options.CONTEXT
 
@@ -86,7 +86,7 @@ def _err(message: str) -> None:
 )
 @click.option(
     "--seed",
-    type=click.IntRange(min=0),
+    type=click.IntRange(min=0, max=2**31 - 1),
     default=None,
     help="Seed of the data, the rankers and the TPE sampler (default 0).",
 )
@@ -109,6 +109,8 @@ def _err(message: str) -> None:
 @options.tracking_uri
 @click.option("--no-mlflow", is_flag=True, help="Only save results locally.")
 @options.results_dir
+@options.output
+@options.save_scores
 @click.option(
     "--optuna-storage",
     default=None,
@@ -147,6 +149,8 @@ def tune_command(
     tracking_uri,
     no_mlflow,
     results_dir,
+    output,
+    save_scores,
     optuna_storage,
     force,
     workers,
@@ -179,6 +183,11 @@ def tune_command(
     except ValueError as exc:
         raise PlanError(f"--objective: {exc}") from None
     budget = Budget(trials, timeout)
+    from ltr_bench.tune.storage import resolve_storage
+
+    # before the plan and the data: a bad storage fails in milliseconds, naming the option
+    results_root = Path(results_dir) if results_dir else Path.cwd() / "mlflow_runs" / "results"
+    optuna_storage = resolve_storage(optuna_storage, results_root.parent)
     workers, scheduler = options.executor_choice(ctx, workers, scheduler)
     plan = build_plan(
         CommandLine(
@@ -196,6 +205,7 @@ def tune_command(
             cache_dir=cache_dir,
         ),
         warn=lambda m: _err(f"warning: {m}"),
+        local=scheduler is None,
     )
     plan.command = shlex.join(["ltr-bench", *sys.argv[1:]])
     from ltr_bench.run.executors import make_executor
@@ -214,6 +224,8 @@ def tune_command(
                 force=force,
                 score_repeats=score_repeats,
                 executor=executor,
+                output=output,
+                save_scores=save_scores,
             )
     except KeyboardInterrupt:
         _err(
@@ -235,6 +247,8 @@ def _tune(
     force,
     score_repeats,
     executor=None,
+    output=None,
+    save_scores=False,
 ) -> int:
     """Tune every cell of ``plan`` not yet tuned (all with ``force``) on ``executor`` (in
     process when None; a Dask executor given here is left open, one made by the command is
@@ -244,21 +258,21 @@ def _tune(
     from ltr_bench.results import ResultStore
     from ltr_bench.run.cells import build_ranker, expand_plan
     from ltr_bench.run.executors import InProcessExecutor
+    from ltr_bench.tune.cell import TuneJob, tuned_cell
+    from ltr_bench.tune.runner import tune_here, tune_remote
     from ltr_bench.tune.search_space import resolve_space
-    from ltr_bench.tune.study import TuneJob, tuned_cell
+    from ltr_bench.tune.storage import resolve_storage
 
     console = Console()
     console.status("checking rankers and data ...", force=True)
-    expanded = expand_plan(plan, score_repeats=score_repeats)
+    expanded = expand_plan(plan, score_repeats=score_repeats, save_scores=save_scores)
     store = ResultStore(
         Path(results_dir) if results_dir else Path.cwd() / "mlflow_runs" / "results"
     )
-    if optuna_storage is None:
-        store.root.parent.mkdir(parents=True, exist_ok=True)
+    options.check_outputs(store.root, output, plan.cache_dir)
+    if optuna_storage is None or optuna_storage.endswith(".journal"):
         # absolute: every local worker process opens this same file
-        optuna_storage = str((store.root.parent / "optuna.journal").resolve())
-    elif optuna_storage.endswith(".journal"):  # a file: the same one whatever a worker's cwd
-        optuna_storage = str(Path(optuna_storage.removeprefix("journal:")).resolve())
+        optuna_storage = resolve_storage(optuna_storage, store.root.parent)
 
     where = f"{plan.source}: tuning" if plan.source else "tuning"
     unknown = sorted(set(plan.tuning) - {r.display for r in plan.rankers})
@@ -295,6 +309,8 @@ def _tune(
             )
             listeners.append(mlflow_listener)
         except TrackingError as exc:
+            if isinstance(exc, UsageError):  # not a store to use: refuse the command
+                raise
             tracking_error = str(exc)
             console.line(f"warning: {exc}; results will only be saved locally")
 
@@ -317,9 +333,43 @@ def _tune(
     )
     records, failed = [], []
 
+    busy: list[str] = []
+    trial_errors: list[str] = []
+
+    def log_study(rec, trials=None) -> None:
+        """Log the trials of ``rec``'s study as MLflow runs (idempotent); without ``trials``
+        they are read back from the Optuna storage, so a re-run logs what an earlier run
+        could not (its logging failed, or it was killed between saving and logging)."""
+        if mlflow_listener is None or mlflow_listener.tracker is None or not rec.ok:
+            return
+        from ltr_bench.errors import LtrBenchError
+        from ltr_bench.tracking.trials import log_trials
+        from ltr_bench.tune.storage import study_trials
+
+        try:
+            if trials is None:
+                name = rec.config.get("tuning", {}).get("study")
+                trials = study_trials(optuna_storage, name) if name else None
+                if trials is None:
+                    return  # the study is gone (a new storage): nothing to log
+            log_trials(tracker, rec, trials, objective=objective)
+        except (LtrBenchError, OSError, ValueError) as exc:
+            trial_errors.append(f"{rec.summary_line()}: {exc}")
+            console.line(f"warning: trials not logged to MLflow: {exc}")
+
     def finish(tc, index: int) -> None:
         """The client's part, whoever tuned the cell: save first, then tell and log."""
         rec, result = tc.record, tc.result
+        if tc.busy is not None:
+            busy.append(tc.busy)
+            console.line(f"warning: {tc.busy}")
+            return
+        if tc.reused:  # another process finished it while this one waited
+            records.append(rec)
+            for x in listeners:
+                x.cell_finished(rec, index, total, skipped=True)
+            log_study(rec)
+            return
         if rec.ok:
             store.save(rec)
             records.append(rec)
@@ -328,19 +378,8 @@ def _tune(
             failed.append(rec)
         for x in listeners:
             x.cell_finished(rec, index, total, skipped=False)
-        if (
-            rec.ok
-            and result is not None
-            and mlflow_listener is not None
-            and mlflow_listener.tracker is not None
-        ):
-            from ltr_bench.tracking import TrackingError
-            from ltr_bench.tracking.trials import log_trials
-
-            try:
-                log_trials(tracker, rec, result.trials, objective=objective)
-            except TrackingError as exc:
-                console.line(f"warning: trials not logged to MLflow: {exc}")
+        if rec.ok and result is not None:
+            log_study(rec, result.trials)
 
     own = executor is None
     executor = executor or InProcessExecutor()
@@ -353,10 +392,16 @@ def _tune(
                 records.append(previous)
                 for x in listeners:
                     x.cell_finished(previous, i, total, skipped=True)
+                log_study(previous)  # trials an earlier run did not log
             else:
                 pending.append((i, tcell))
+
+        def existing(tcell):
+            previous = None if force else store.get(tcell.key)
+            return previous if previous is not None and "tuning" in previous.config else None
+
         if executor.in_process:
-            _tune_here(pending, job, listeners, console, finish, total)
+            tune_here(pending, job, listeners, console, finish, total, existing=existing)
         elif pending:
             console.status(
                 f"starting Dask: tuned cells will run {executor.describe()} ...", force=True
@@ -366,7 +411,7 @@ def _tune(
                 f"tuned cells run {executor.describe()}; studies in "
                 f"{optuna_storage} (every worker must see it)"
             )
-            _tune_remote(executor, pending, job, listeners, finish, total, status=console.status)
+            tune_remote(executor, pending, job, listeners, finish, total, status=console.status)
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -376,18 +421,23 @@ def _tune(
         mlflow_listener.close(interrupted=interrupted)
         tracking_error = mlflow_listener.error or tracking_error
     console.clear()
+    for note in store.damage_notes():
+        _err(f"warning: {note} (not used; a cell it held is computed again, beside it)")
     position = {t.key: k for k, t in enumerate(tcells)}
     records.sort(key=lambda r: position.get(r.key, len(position)))  # plan order, not arrival
+    output_error = options.write_records_output(output, [*records, *failed], store.root)
     if records:
         click.echo(summary_table(records, expanded.metrics))
         click.echo(_chosen_table(records))
+    if output_error:
+        _err(output_error)
     if interrupted:
         _err(
             f"interrupted; {len(records)} tuned cell(s) and every finished trial are saved; "
             f"re-run the same command to resume"
         )
         return EXIT_INTERRUPTED
-    code = EXIT_OK
+    code = EXIT_FAILED if output_error else EXIT_OK
     if failed:
         _err(
             f"{len(failed)} of {total} cell(s) failed: "
@@ -395,89 +445,21 @@ def _tune(
             + f". Tracebacks: {store.failure_log}"
         )
         code = EXIT_FAILED
+    if busy:
+        _err(f"{len(busy)} tuned cell(s) skipped: " + "; ".join(busy[:3]))
+        code = EXIT_FAILED
+    if trial_errors and not tracking_error:
+        tracking_error = (
+            f"trials of {len(trial_errors)} tuned cell(s) not logged ({trial_errors[0]})"
+        )
     if tracking_error:
-        _err(f"MLflow logging failed: {tracking_error}; results are in {store.root}")
+        _err(
+            f"MLflow logging failed: {tracking_error}; results are in {store.root}; re-run "
+            "the same command to log them (nothing is recomputed: the trials are read back "
+            f"from {optuna_storage})"
+        )
         code = EXIT_FAILED
     return code
-
-
-def _tune_here(pending, job, listeners, console, finish, total: int) -> None:
-    """In this process, in plan order: one fold in memory at a time, shared by the rankers
-    of that fold (a fold that failed to load fails its cells without a second attempt)."""
-    from ltr_bench.run.harness import _fold_of, _load_fold
-    from ltr_bench.tune.study import TunedCell, trial_text, tune_cell
-
-    folds_loaded: dict[tuple, object] = {}
-    budget = job.budget
-    for i, tcell in pending:
-        fkey = _fold_of(tcell)
-        if fkey not in folds_loaded:
-            folds_loaded.clear()
-            for x in listeners:
-                x.fold_loading(tcell.dataset, tcell.fold)
-            try:
-                folds_loaded[fkey] = _load_fold(tcell)
-            except Exception as exc:  # noqa: BLE001 - reported per cell
-                folds_loaded[fkey] = exc
-        fold = folds_loaded[fkey]
-        if isinstance(fold, Exception):
-            finish(TunedCell.failed(tcell, fold, "load"), i)
-            continue
-
-        def on_trial(t, n, _c=tcell, _i=i):
-            console.status(
-                f"[{_i}/{total}] {_c.label} on {_c.dataset} fold {_c.fold}: "
-                + trial_text(t, n, budget.n_trials)
-            )
-
-        def on_final(final, _i=i):
-            for x in listeners:
-                x.cell_started(final, _i, total)
-
-        finish(
-            tune_cell(
-                tcell,
-                space=job.spaces[tcell.key],
-                budget=budget,
-                storage=job.storage,
-                objective=job.objective,
-                fold=fold,
-                on_trial=on_trial,
-                on_final=on_final,
-            ),
-            i,
-        )
-
-
-def _tune_remote(executor, pending, job, listeners, finish, total: int, *, status=None) -> None:
-    """On ``executor`` (Dask): one task per tuned cell runs ``job`` on a worker, which loads
-    its fold itself; each result is finished here as it returns. Leaving early (Ctrl-C)
-    cancels the tasks still out. ``status(text)`` shows each finished trial as the in-process
-    path does (``job`` reports them, the executor relays them here)."""
-    from ltr_bench.tune.study import TunedCell
-
-    tcells = [t for _, t in pending]
-
-    def started(k: int) -> None:
-        for x in listeners:
-            x.cell_started(tcells[k], pending[k][0], total)
-
-    def progress(k: int, done: int, n: int, message: str) -> None:
-        c = tcells[k]
-        status(f"[{pending[k][0]}/{total}] {c.label} on {c.dataset} fold {c.fold}: {message}")
-
-    results = executor.map_cells(
-        tcells,
-        started=started,
-        fn=job,
-        on_failure=TunedCell.failed,
-        progress=None if status is None else progress,
-    )
-    try:
-        for k, tc in results:
-            finish(tc, pending[k][0])
-    finally:
-        results.close()
 
 
 def _chosen_table(records) -> str:

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from ltr_bench.errors import LtrBenchError, UsageError
 
-__all__ = ["DataError", "DataWarning", "DatasetNotFoundError", "UnknownDatasetError"]
+__all__ = [
+    "DatasetOptionError",
+    "DataError",
+    "DataWarning",
+    "DatasetNotFoundError",
+    "UnknownDatasetError",
+]
 
 
 class DataError(LtrBenchError):
@@ -42,6 +48,11 @@ class UnknownDatasetError(DataError, UsageError):
         self.name = name
         self.suggestions = list(suggestions)
         self.known = list(known)
+
+
+class DatasetOptionError(DataError, UsageError):
+    """A dataset option is unknown, of the wrong type, not finite or out of range, or asks
+    for more memory than the machine has (exit code 2: nothing was generated)."""
 
 
 class DataWarning(UserWarning):

@@ -97,7 +97,7 @@ def _rng(seed: int, *stream: int) -> np.random.Generator:
 
 
 def _check_synthetic(opts: dict) -> None:
-    from ltr_bench.data.errors import DataError
+    from ltr_bench.data.errors import DatasetOptionError as DataError
 
     if opts["n_queries"] < 5:
         raise DataError(
@@ -111,13 +111,76 @@ def _check_synthetic(opts: dict) -> None:
             f"synthetic: n_informative={opts['n_informative']} must be between 1 "
             f"and n_features={opts['n_features']}."
         )
-    if opts["label_noise"] < 0:
-        raise DataError("synthetic: label_noise must be >= 0.")
+    if not opts["label_noise"] >= 0:  # also False for NaN
+        raise DataError("synthetic: label_noise must be a number >= 0.")
     if opts.get("feature_distribution", "normal") not in FEATURE_DISTRIBUTIONS:
         raise DataError(
             f"synthetic: feature_distribution={opts['feature_distribution']!r} "
             f"must be one of {list(FEATURE_DISTRIBUTIONS)}."
         )
+
+
+def estimated_bytes(name: str, opts: dict) -> int:
+    """Memory of one generated fold before anything is drawn: ``synthetic`` holds about
+    ``n_queries * docs_per_query`` rows (query sizes are ``docs_per_query`` times a
+    Gamma(2, 0.5) draw of mean 1) of ``n_features`` float64 values plus two int64 columns;
+    ``gauss-*`` ranks every point against every other (``(n_classes * n_per_class)^2``
+    rows of ``2 * n_features + noise_features`` float64 values)."""
+    if name == "synthetic":
+        rows = int(opts["n_queries"]) * int(opts["docs_per_query"])
+        return rows * (8 * int(opts["n_features"]) + 16)
+    if name.startswith("gauss-"):
+        n = int(opts["n_classes"]) * int(opts["n_per_class"])
+        cols = 2 * int(opts["n_features"]) + int(opts.get("noise_features", 0))
+        return n * n * (8 * cols + 16)
+    return 0
+
+
+def check_generated_options(name: str, opts: dict) -> None:
+    """Every option of a generated or query-by-example dataset checked before any data is
+    made: numbers finite and in range, and the fold's estimated memory
+    (:func:`estimated_bytes`) within what this machine has available. Raises
+    :class:`~ltr_bench.data.errors.DatasetOptionError` (exit 2) naming the option."""
+    import math
+
+    from ltr_bench.data.errors import DatasetOptionError
+
+    for key, value in opts.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise DatasetOptionError(f"{name}: option {key}={value!r} must be a finite number.")
+    if name == "synthetic":
+        _check_synthetic(opts)
+    if "test_size" in opts and not 0 < opts["test_size"] < 1:
+        raise DatasetOptionError(f"{name}: test_size={opts['test_size']!r} must be in (0, 1).")
+    if "n_folds" in opts and not 2 <= opts["n_folds"] <= 1000:
+        raise DatasetOptionError(f"{name}: n_folds={opts['n_folds']!r} must be in [2, 1000].")
+    if opts.get("noise_features", 0) < 0:
+        raise DatasetOptionError(f"{name}: noise_features must be >= 0.")
+    if name.startswith("gauss-"):
+        c, m, d = int(opts["n_classes"]), int(opts["n_per_class"]), int(opts["n_features"])
+        if c < 2 or m < 2 or d < 1:
+            raise DatasetOptionError(
+                f"{name}: need n_classes >= 2, n_per_class >= 2 and n_features >= 1, "
+                f"got {c}, {m}, {d}."
+            )
+        if not opts["overlap"] > 0:
+            raise DatasetOptionError(f"{name}: overlap must be > 0.")
+    need = estimated_bytes(name, opts)
+    if need:
+        import psutil
+
+        have = psutil.virtual_memory().available
+        if need > have:
+            raise DatasetOptionError(
+                f"{name}: these options make a fold of about {need / 2**30:.1f} GiB "
+                f"({_options_text(opts)}); this machine has {have / 2**30:.1f} GiB "
+                "available. Choose smaller sizes."
+            )
+
+
+def _options_text(opts: dict) -> str:
+    keys = ("n_queries", "docs_per_query", "n_features", "n_classes", "n_per_class")
+    return ", ".join(f"{k}={opts[k]}" for k in keys if k in opts)
 
 
 def synthetic_query_sizes(opts: dict, seed: int) -> np.ndarray:

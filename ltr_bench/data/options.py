@@ -7,7 +7,8 @@ allowed ones.
 
 from __future__ import annotations
 
-from ltr_bench.data.errors import DataError
+from ltr_bench.data.errors import DataError, DatasetOptionError
+from ltr_bench.data.generated import check_generated_options
 from ltr_bench.data.specs import DatasetSpec
 
 
@@ -16,9 +17,13 @@ def resolve_options(spec: DatasetSpec, options: dict | None) -> dict:
     opts = dict(spec.options)
     for key, value in (options or {}).items():
         if key not in spec.options:
+            import difflib
+
             allowed = ", ".join(spec.options) or "none"
-            raise DataError(
-                f"dataset {spec.name!r} has no option {key!r}; allowed options: {allowed}."
+            close = difflib.get_close_matches(key, list(spec.options), n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise DatasetOptionError(
+                f"dataset {spec.name!r} has no option {key!r};{hint} allowed options: {allowed}."
             )
         default = spec.options[key]
         try:
@@ -27,19 +32,26 @@ def resolve_options(spec: DatasetSpec, options: dict | None) -> dict:
                     value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes")
                 )
             elif isinstance(default, int):
-                f = float(value)
-                if f != int(f):
+                value = int(value) if isinstance(value, int) else int(_finite(value))
+                if isinstance(options[key], float) and value != options[key]:
                     raise ValueError
-                value = int(f)
             elif isinstance(default, float):
-                value = float(value)
-        except (TypeError, ValueError):
-            raise DataError(
-                f"option {key}={value!r} of dataset {spec.name!r} must be a "
+                value = _finite(value)
+        except (TypeError, ValueError, OverflowError):
+            raise DatasetOptionError(
+                f"option {key}={options[key]!r} of dataset {spec.name!r} must be a finite "
                 f"{type(default).__name__} (default {default!r})."
             ) from None
         opts[key] = value
+    check_generated_options(spec.name, opts)  # ranges and memory, before anything is made
     return opts
+
+
+def _finite(value) -> float:
+    f = float(value)
+    if f != f or f in (float("inf"), float("-inf")):
+        raise ValueError
+    return f
 
 
 def folder_options(options: dict | None) -> dict:
@@ -59,8 +71,14 @@ def folder_options(options: dict | None) -> dict:
             )
         try:
             opts[key] = None if value is None else int(value)
-        except (TypeError, ValueError):
-            raise DataError(f"option {key}={value!r} must be an integer.") from None
+            if isinstance(value, float) and opts[key] != value:
+                raise ValueError
+        except (TypeError, ValueError, OverflowError):
+            raise DatasetOptionError(f"option {key}={value!r} must be an integer.") from None
+        if opts[key] is not None and opts[key] < (1 if key == "n_features" else 0):
+            raise DatasetOptionError(
+                f"option {key}={value!r} must be >= {int(key == 'n_features')}."
+            )
     return opts
 
 

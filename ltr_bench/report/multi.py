@@ -190,8 +190,12 @@ def plot_cd_diagram(mr: MultiReport, path: str | Path) -> Path:
         f"significantly different, Nemenyi alpha = {mr.alpha:g}, CD = {mr.cd:.2f})",
         fontsize=9,
     )
+    from ltr_bench.results.files import figure_png, write_output
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
+    try:
+        data = figure_png(fig, dpi=120, bbox_inches="tight")
+    finally:
+        plt.close(fig)
+    write_output(path, data, what="--plots")  # the one output writer: atomic, no device lost
     return path

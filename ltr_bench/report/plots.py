@@ -1,4 +1,5 @@
-"""Report plots (matplotlib, Agg backend, PNG) drawn from a :class:`~ltr_bench.report.tables.Report`.
+"""Report plots (matplotlib, Agg backend, PNG) drawn from a
+:class:`~ltr_bench.report.tables.Report`.
 
 * :func:`plot_ndcg_at_k`: NDCG@k against the cutoff k, one line per row (ranker), mean over
   the report's folds with ±1 sample standard deviation as error bars.
@@ -68,8 +69,8 @@ def _mean_std(row: Row, key: str) -> tuple[float, float]:
 
 
 def pretty(metric: str) -> str:
-    """The display name of a metric (:class:`ltr_bench.evaluation.metrics.MetricKey`), e.g. ``NDCG@10``;
-    other measures (``knn_error``) unchanged."""
+    """The display name of a metric (:class:`ltr_bench.evaluation.metrics.MetricKey`), e.g.
+    ``NDCG@10``; other measures (``knn_error``) unchanged."""
     key = metric_key_or_none(metric)
     return metric if key is None else key.display
 
@@ -109,11 +110,18 @@ def _finish_time_plot(fig, ax, path: str | Path, metric: str) -> Path:
 
 
 def _save(fig, path: str | Path) -> Path:
+    """The figure as PNG through the one output writer
+    (:func:`ltr_bench.results.files.write_output`: atomic, through symlinks, never over a
+    device); :class:`~ltr_bench.results.files.OutputError` names the file."""
+    from ltr_bench.results.files import figure_png, write_output
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, format="png", dpi=120)
-    _plt().close(fig)
+    try:
+        data = figure_png(fig, dpi=120)
+    finally:
+        _plt().close(fig)
+    write_output(path, data, what="--plots")
     return path
 
 

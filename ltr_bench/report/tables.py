@@ -291,6 +291,7 @@ def build_report(
     rankers: Sequence[str] | None = None,
     alpha: float = 0.05,
     test: str = "both",
+    set_aside: Sequence[str] = (),
 ) -> Report:
     """Rows x metrics table and paired tests against ``baseline`` (see the module docstring).
 
@@ -298,7 +299,9 @@ def build_report(
     all rows have, plain convention; plus ``knn_error`` where recorded). ``baseline``: a
     ranker name or row label (default: LightGBM's default configuration when present, else
     the first ranker's default configuration, else the first row).
-    ``rankers``: restrict to these names or labels. Raises :class:`ReportError`.
+    ``rankers``: restrict to these names or labels. ``set_aside``: notes on records left
+    out as damaged (they lead the report's notes, so a missing unit is blamed on the ranker
+    whose record was damaged). Raises :class:`ReportError`.
     """
     from ltr_bench.evaluation.metrics import DEFAULT_METRICS
 
@@ -314,7 +317,9 @@ def build_report(
         groups.setdefault(r.config_key or r.plan_key, []).append(r)
     labels = _labels(groups)
     chosen = _select(groups, labels, rankers)
-    notes: list[str] = []
+    notes: list[str] = [
+        f"{n}; re-run its command with --force to compute it again" for n in set_aside
+    ]
 
     by_unit: dict[str, dict[Unit, ResultRecord]] = {}
     for ck in chosen:
@@ -359,14 +364,13 @@ def build_report(
             )
             + " (fold/seed). Pick rankers with --ranker."
         )
-    for ck, s in unit_sets.items():
-        extra = sorted(s - set(units))
-        if extra:
-            notes.append(
-                f"{labels[ck]}: fold/seed "
-                + ",".join(f"{f}/{sd}" for f, sd in extra)
-                + " left out (not every ranker has them)"
-            )
+    for u in sorted(set.union(*unit_sets.values()) - set(units)):
+        lacking = [labels[ck] for ck, us in unit_sets.items() if u not in us]
+        notes.append(
+            f"fold/seed {u[0]}/{u[1]} left out: no result of "
+            + ", ".join(lacking)
+            + " for it (the other rows have one)"
+        )
 
     # metrics
     def have(m: str) -> bool:
@@ -409,6 +413,15 @@ def build_report(
         )
     rows.sort(key=lambda r: (not r.is_baseline, label_sort_key(r.label)))
     for row in rows:
+        for m in wanted:  # a NaN (or missing) value is not a unit of that cell's mean
+            stat = row.cells[m]
+            if stat.n < len(units):
+                gaps = [u for u in units if math.isnan(_value(row.runs[u], m))]
+                notes.append(
+                    f"{row.label}: {m} is NaN in fold/seed "
+                    + ",".join(f"{f}/{sd}" for f, sd in gaps)
+                    + f"; its mean is over {stat.n} of {len(units)} units"
+                )
         notes += [f"{row.label}: {flag}" for flag in group_flags(row.runs.values())]
         said: dict[str, int] = {}
         for run in row.runs.values():  # the ranker's own warnings, once each with a count

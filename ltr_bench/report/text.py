@@ -60,6 +60,8 @@ def _table(report: Report) -> tuple[list[str], list[list[str]]]:
         cells = [row.label + (" (baseline)" if row.is_baseline else ""), str(len(row.runs))]
         for m in report.metrics:
             text = _cell_text(row.cells[m], False)
+            if 0 < row.cells[m].n < len(row.runs):  # NaN units left out: say over how many
+                text += f" (n={row.cells[m].n})"
             c = report.comparisons.get((row.label, m))
             if c is not None and c.mark:
                 text += " " + (WIN if c.mark == "win" else LOSS)

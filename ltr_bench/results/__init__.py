@@ -7,16 +7,22 @@ nor MLflow (``tracking`` and ``report`` read results, never the other way round)
 """
 
 from ltr_bench.results.files import (
+    OutputError,
     ResultsWriteError,
+    atomic_write_bytes,
     atomic_write_text,
+    check_output_path,
     check_writable_dir,
+    figure_png,
     per_query_csv,
     read_per_query_csv,
     records_json,
     trec_run_text,
+    write_output,
 )
 from ltr_bench.results.record import (
     RECORD_FORMAT,
+    DamagedRecordError,
     ResultRecord,
     aggregate,
     group_flags,
@@ -28,12 +34,17 @@ from ltr_bench.results.store import CellClaim, ResultStore
 __all__ = [
     "RECORD_FORMAT",
     "CellClaim",
+    "DamagedRecordError",
+    "OutputError",
     "ResultRecord",
     "ResultStore",
     "ResultsWriteError",
     "aggregate",
+    "atomic_write_bytes",
     "atomic_write_text",
+    "check_output_path",
     "check_writable_dir",
+    "figure_png",
     "group_flags",
     "jsonable",
     "now",
@@ -41,4 +52,5 @@ __all__ = [
     "read_per_query_csv",
     "records_json",
     "trec_run_text",
+    "write_output",
 ]

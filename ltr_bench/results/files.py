@@ -13,12 +13,14 @@ import errno
 import io
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 
+from ltr_bench.errors import LtrBenchError
 from ltr_bench.results.record import ResultRecord
 
 
@@ -28,9 +30,7 @@ class ResultsWriteError(Exception):
     it into a clean stop."""
 
     def __init__(self, path: Path, exc: OSError):
-        reason = exc.strerror or str(exc)
-        if exc.errno == errno.ENOSPC:
-            reason = "no space left on the device"
+        reason = reason_of(exc)
         super().__init__(f"cannot write {path}: {reason}")
         self.path = path
         self.errno = exc.errno
@@ -61,6 +61,20 @@ def check_writable_dir(folder: Path, what: str) -> None:
         ) from None
 
 
+def check_output_path(path, what: str) -> None:
+    """Before any work: ``path`` can be written by :func:`atomic_write_bytes` (its target is a
+    file or a character device or does not exist yet, and its folder takes a file); raises
+    :class:`~ltr_bench.errors.UsageError` naming ``what`` (the option) and the reason."""
+    from ltr_bench.errors import UsageError
+
+    try:
+        target, direct = write_target(Path(path))
+    except OSError as exc:
+        raise UsageError(f"{what} {path}: {reason_of(exc)}") from None
+    if not direct:
+        check_writable_dir(target.parent, f"{what} {path}: its folder")
+
+
 def _default_mode() -> int:
     """0666 less the process umask: the mode ``open()`` would give a new file."""
     mask = os.umask(0)
@@ -68,24 +82,106 @@ def _default_mode() -> int:
     return 0o666 & ~mask
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the whole new one:
-    a temporary file in the same folder, fsync, then ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+class OutputError(LtrBenchError):
+    """An output file (``--output``, ``--plots``, a TREC run) could not be written; ``str``
+    names the option, the file and the reason. Exit code 1 (the work was done; its file was
+    not written)."""
+
+
+def write_target(path: Path) -> tuple[Path, bool]:
+    """(file to write, direct) for ``path``: symbolic links are followed to their target (the
+    link stays a link, the file it points to is replaced); an existing character device
+    (``/dev/null``, ``/dev/full``) is written directly (``direct`` True), never replaced by
+    a regular file. Anything else that is not a regular file (a folder, a named pipe, a
+    socket, a block device) raises ``OSError`` with the reason."""
+    target = Path(os.path.realpath(path))
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+        st = target.stat()
+    except (FileNotFoundError, NotADirectoryError):  # to be created (its folder may fail)
+        return target, False
+    if stat.S_ISREG(st.st_mode):
+        return target, False
+    if stat.S_ISCHR(st.st_mode):
+        return target, True
+    kind = (
+        "a folder"
+        if stat.S_ISDIR(st.st_mode)
+        else "a named pipe"
+        if stat.S_ISFIFO(st.st_mode)
+        else "a socket"
+        if stat.S_ISSOCK(st.st_mode)
+        else "a block device"
+        if stat.S_ISBLK(st.st_mode)
+        else "not a regular file"
+    )
+    shown = target if target == Path(path) else f"{path} (-> {target})"
+    raise OSError(errno.EINVAL, f"{shown} is {kind}, not a file; give a file name")
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` so that readers see the old file or the whole new one: a
+    temporary file in the target's folder, fsync, then ``os.replace`` (the one writer of
+    every file ltr-bench produces). Through a symbolic link the target is written; a
+    character device is written directly and stays a device; see :func:`write_target`. An
+    existing file keeps its permission bits; a new one gets the umask's. Returns the file
+    written; raises ``OSError``."""
+    target, direct = write_target(Path(path))
+    if direct:
+        with open(target, "wb") as fh:
+            fh.write(data)
             fh.flush()
-            os.fchmod(fh.fileno(), _default_mode())  # mkstemp makes 0600; honour the umask
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        mode = _default_mode()
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fchmod(fh.fileno(), mode)  # mkstemp makes 0600
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         try:
             os.unlink(tmp)
         except OSError:
             pass
         raise
+    return target
+
+
+def atomic_write_text(path: Path, text: str) -> Path:
+    """:func:`atomic_write_bytes` of ``text`` in UTF-8 (newlines as given)."""
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def reason_of(exc: OSError) -> str:
+    """The operating system's words for ``exc`` (``no space left on the device`` for
+    ENOSPC)."""
+    if exc.errno == errno.ENOSPC:
+        return "no space left on the device"
+    return exc.strerror or str(exc)
+
+
+def write_output(path, data: str | bytes, *, what: str) -> Path:
+    """Write a user-named output (``what``: the option, e.g. ``"--output"``) with
+    :func:`atomic_write_bytes`; an ``OSError`` becomes :class:`OutputError` naming ``what``,
+    the file and the reason (read-only folder, full disk, a folder or pipe in the way)."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        return atomic_write_bytes(Path(path), raw)
+    except OSError as exc:
+        raise OutputError(f"{what} {path}: cannot write it: {reason_of(exc)}") from None
+
+
+def figure_png(fig, **savefig_kwargs) -> bytes:
+    """A matplotlib figure as PNG bytes (so that figures go through the one writer too)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", **savefig_kwargs)
+    return buf.getvalue()
 
 
 def per_query_csv(per_query: dict[str, list]) -> str:
@@ -100,15 +196,31 @@ def per_query_csv(per_query: dict[str, list]) -> str:
 
 
 def read_per_query_csv(path: Path) -> dict[str, list]:
+    """The per-query values of :func:`per_query_csv`; a row of the wrong length or a value
+    that is not a number raises :class:`~ltr_bench.results.record.DamagedRecordError` naming
+    the file, line and column."""
+    from ltr_bench.results.record import DamagedRecordError
+
     with open(path, encoding="utf-8", newline="") as fh:
         rows = list(csv.reader(fh))
     if not rows:
         return {}
     header, body = rows[0], rows[1:]
+    if "qid" not in header or len(set(header)) != len(header):
+        raise DamagedRecordError(f"{path}:1", None, f"not a per-query header: {header[:5]}")
     out: dict[str, list] = {c: [] for c in header}
-    for row in body:
+    for line, row in enumerate(body, start=2):
+        if len(row) != len(header):
+            raise DamagedRecordError(
+                f"{path}:{line}", None, f"{len(row)} values for {len(header)} columns"
+            )
         for c, v in zip(header, row):
-            out[c].append(_number(v) if c != "qid" else _qid(v))
+            try:
+                out[c].append(_number(v) if c != "qid" else _qid(v))
+            except ValueError:
+                raise DamagedRecordError(
+                    f"{path}:{line}", c, f"expected a number, got {v[:40]!r}"
+                ) from None
     return out
 
 

@@ -146,6 +146,30 @@ class ResultRecord:
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in d.items() if k in known})
 
+    @classmethod
+    def checked(cls, d: Any, where: str) -> ResultRecord:
+        """:meth:`from_dict` of a document read from a file or an artifact, every field
+        checked against its type first (:data:`FIELD_KINDS`); raises
+        :class:`DamagedRecordError` naming ``where`` and the field."""
+        if not isinstance(d, dict):
+            raise DamagedRecordError(where, None, f"not a JSON object but {_kind(d)}")
+        for name in REQUIRED_FIELDS:
+            if name not in d:
+                raise DamagedRecordError(where, name, "missing")
+        for name, value in d.items():
+            kind = FIELD_KINDS.get(name)
+            if kind is not None and not _is(value, kind):
+                raise DamagedRecordError(
+                    where, name, f"expected {KIND_TEXT[kind]}, got {_kind(value)} {value!r:.60}"
+                )
+        for name in ("metrics", "extra_metrics"):
+            for k, v in (d.get(name) or {}).items():
+                if not _is(v, "number?"):
+                    raise DamagedRecordError(
+                        where, f"{name}.{k}", f"expected a number, got {_kind(v)} {v!r:.60}"
+                    )
+        return cls.from_dict(d)
+
     def all_metrics(self) -> dict[str, float]:
         """Ranking metrics and extra metrics in one mapping."""
         return {**self.metrics, **self.extra_metrics}
@@ -154,6 +178,83 @@ class ResultRecord:
         """``lightgbm / synthetic fold 2`` (for messages)."""
         seed = f" seed {self.seed}" if self.seed else ""
         return f"{self.label or self.ranker} / {self.dataset} fold {self.fold}{seed}"
+
+
+class DamagedRecordError(ValueError):
+    """A stored record (file or MLflow artifact) that is not a valid record: ``where`` (the
+    path), ``field`` (None: the whole document) and ``reason``; ``str`` says all three."""
+
+    def __init__(self, where: str, field: str | None, reason: str):
+        self.where, self.field, self.reason = str(where), field, reason
+        super().__init__(where, field, reason)
+
+    def __str__(self) -> str:
+        at = f" field {self.field!r}:" if self.field else ""
+        return f"{self.where}:{at} {self.reason}"
+
+
+REQUIRED_FIELDS = ("key", "plan_key", "ranker", "dataset", "fold", "seed")
+
+#: the JSON kind of every field a record file may hold ("?" = or null)
+FIELD_KINDS: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "key", "plan_key", "ranker", "dataset", "status", "config_key", "label",
+            "ranker_distribution", "ranker_version", "dataset_source", "started",
+            "finished", "peak_rss_method",
+        ),
+        "str",
+    ),
+    **dict.fromkeys(("run_file", "error", "error_stage", "traceback"), "str?"),
+    **dict.fromkeys(
+        ("fold", "seed", "n_train_docs", "n_test_docs", "n_test_queries", "score_repeats",
+         "format"),
+        "int",
+    ),
+    "n_threads": "int?",
+    **dict.fromkeys(
+        ("fit_seconds", "score_us_per_doc", "peak_rss_mb", "ranker_peak_mb"), "number?"
+    ),
+    **dict.fromkeys(
+        ("params", "user_params", "dataset_options", "dataset_identity", "fingerprints",
+         "metrics", "extra_metrics", "load_avg", "stage_seconds", "environment", "config",
+         "model_info"),
+        "dict",
+    ),
+    "mlflow": "dict?",
+    **dict.fromkeys(("metrics_requested", "flags", "warnings"), "list"),
+}  # fmt: skip
+KIND_TEXT = {
+    "str": "a string",
+    "str?": "a string or null",
+    "int": "an integer",
+    "int?": "an integer or null",
+    "number?": "a number or null",
+    "dict": "an object",
+    "dict?": "an object or null",
+    "list": "a list",
+}
+
+
+def _is(value: Any, kind: str) -> bool:
+    if value is None:
+        return kind.endswith("?")
+    base = kind.rstrip("?")
+    if base == "str":
+        return isinstance(value, str)
+    if base == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if base == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if base == "dict":
+        return isinstance(value, dict)
+    return isinstance(value, list)
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(value), "null" if value is None else type(value).__name__
+    )
 
 
 def aggregate(records: list[ResultRecord]) -> dict[str, tuple[float, float, int]]:

@@ -19,7 +19,7 @@ from ltr_bench.results.files import (
     per_query_csv,
     read_per_query_csv,
 )
-from ltr_bench.results.record import ResultRecord
+from ltr_bench.results.record import DamagedRecordError, ResultRecord
 
 
 class ResultStore:
@@ -33,6 +33,9 @@ class ResultStore:
     def __init__(self, root: str | Path):
         self.root = Path(root)
         self._cache: dict[str, ResultRecord] | None = None
+        #: path -> what is wrong with it: files set aside (never used, never deleted; a
+        #: record recomputed in its place keeps the damaged file as ``<name>.damaged``)
+        self.damaged: dict[Path, DamagedRecordError] = {}
 
     def json_path(self, key: str) -> Path:
         return self.root / f"{key}.json"
@@ -80,10 +83,28 @@ class ResultStore:
         return None
 
     def _read(self, path: Path) -> ResultRecord | None:
+        """The finished record in ``path``; None for a missing file or a failed record; a
+        damaged file (not JSON, not an object, a field of the wrong type, a name that is not
+        its key) is noted in :attr:`damaged` and None returned."""
         try:
-            rec = ResultRecord.from_dict(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError, TypeError):
-            return None  # unreadable or foreign file: treat as not finished
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as exc:
+            self.damaged[path] = DamagedRecordError(str(path), None, f"unreadable: {exc}")
+            return None
+        try:
+            rec = ResultRecord.checked(json.loads(text), str(path))
+            if path.stem != rec.key:
+                raise DamagedRecordError(
+                    str(path), "key", f"{rec.key[:16]}... is not the file's name"
+                )
+        except DamagedRecordError as exc:
+            self.damaged[path] = exc
+            return None
+        except ValueError as exc:  # json.JSONDecodeError
+            self.damaged[path] = DamagedRecordError(str(path), None, f"not JSON: {exc}")
+            return None
         return rec if rec.ok else None
 
     def _index(self) -> dict[str, ResultRecord]:
@@ -92,9 +113,13 @@ class ResultStore:
             if self.root.is_dir():
                 for p in sorted(self.root.glob("*.json")):
                     rec = self._read(p)
-                    if rec is not None and p.stem == rec.key:
+                    if rec is not None:
                         self._cache[rec.key] = rec
         return self._cache
+
+    def damage_notes(self) -> list[str]:
+        """One sentence per damaged file: path, field, reason, and what it belonged to."""
+        return [f"set aside (damaged): {exc}" for exc in self.damaged.values()]
 
     def get(self, key: str) -> ResultRecord | None:
         """The finished record with this key, or None."""
@@ -131,6 +156,8 @@ class ResultStore:
             atomic_write_text(run_path, record.run_text)
             record.run_file = str(run_path.resolve())
         path = self.json_path(record.key)
+        if path in self.damaged and path.exists():  # keep what was damaged, for inspection
+            os.replace(path, path.with_name(path.name + ".damaged"))
         atomic_write_text(
             path, json.dumps(record.to_dict(), indent=1, sort_keys=True, allow_nan=True) + "\n"
         )
@@ -143,7 +170,18 @@ class ResultStore:
             return record.per_query
         p = self.per_query_path(record.key)
         if p.is_file():
-            record.per_query = read_per_query_csv(p)
+            try:
+                record.per_query = read_per_query_csv(p)
+            except (OSError, UnicodeDecodeError, DamagedRecordError) as exc:
+                err = (
+                    exc
+                    if isinstance(exc, DamagedRecordError)
+                    else DamagedRecordError(str(p), None, f"unreadable: {exc}")
+                )
+                err.reason += f" (per-query values of {record.summary_line()})"
+                self.damaged[p] = err
+                self._index().pop(record.key, None)  # not a usable finished record
+                return None
         return record.per_query
 
     def log_failure(self, record: ResultRecord) -> Path:

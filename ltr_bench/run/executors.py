@@ -7,7 +7,7 @@ store and then tells the listeners (MLflow), exactly as for an in-process run. S
 has one writer and resume works the same whatever the executor.
 
 ``map_cells(cells, fn=...)`` runs another picklable function of the cell instead (``ltr-bench
-tune`` runs :class:`ltr_bench.tune.study.TuneJob`: a whole study, then the final fit); what it
+tune`` runs :class:`ltr_bench.tune.cell.TuneJob`: a whole study, then the final fit); what it
 returns comes back unchanged, and ``on_failure(cell, exc, stage)`` makes the item of a cell
 whose function never returned (its worker died, it raised). The caller still does all the
 writing.

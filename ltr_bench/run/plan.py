@@ -75,9 +75,7 @@ __all__ = [
     "parse_assignment",
     "parse_folds",
     "parse_seeds",
-    "parse_sweep",
     "parse_value",
-    "expand_sweeps",
     "plan_from_dict",
 ]
 
@@ -197,9 +195,22 @@ def _where(source: str | None, key: str) -> str:
     return f"{source}: key {key!r}" if source else f"key {key!r}"
 
 
-def _check_int(value: Any, where: str, *, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise PlanError(f"{where}: expected an integer >= {minimum}, got {value!r}")
+#: the largest seed: every library's random_state takes it (LightGBM's and XGBoost's are
+#: signed 32-bit integers)
+MAX_SEED = 2**31 - 1
+#: the most seeds one plan repeats its cells with
+MAX_SEEDS = 1000
+
+
+def _check_int(value: Any, where: str, *, minimum: int, maximum: int | None = None) -> int:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < minimum
+        or (maximum is not None and value > maximum)
+    ):
+        bound = f">= {minimum}" if maximum is None else f"from {minimum} to {maximum}"
+        raise PlanError(f"{where}: expected an integer {bound}, got {value!r}")
     return value
 
 
@@ -248,12 +259,14 @@ def _ranker_choice(label: str, table: dict[str, Any], source: str | None) -> Ran
 
 def _check_seeds(value: Any, where: str) -> tuple[int, ...]:
     if isinstance(value, int) and not isinstance(value, bool):
-        value = list(range(_check_int(value, where, minimum=1)))
+        value = list(range(_check_int(value, where + " (a count)", minimum=1, maximum=MAX_SEEDS)))
     if not isinstance(value, list) or not value:
         raise PlanError(
             f"{where}: expected a list of seeds like [0, 1, 2] or a count, got {value!r}"
         )
-    seeds = [_check_int(v, where, minimum=0) for v in value]
+    if len(value) > MAX_SEEDS:
+        raise PlanError(f"{where}: {len(value)} seeds; at most {MAX_SEEDS}")
+    seeds = [_check_int(v, where, minimum=0, maximum=MAX_SEED) for v in value]
     if len(set(seeds)) != len(seeds):
         raise PlanError(f"{where}: a seed is listed twice: {value!r}")
     return tuple(seeds)
@@ -313,7 +326,7 @@ def plan_from_dict(doc: dict[str, Any], *, source: str | None = None) -> Plan:
     if "seed" in doc and "seeds" in doc:
         raise PlanError(f"{source + ': ' if source else ''}give either seed or seeds, not both")
     if "seed" in doc:
-        plan.seed = _check_int(doc["seed"], _where(source, "seed"), minimum=0)
+        plan.seed = _check_int(doc["seed"], _where(source, "seed"), minimum=0, maximum=MAX_SEED)
     if "seeds" in doc:
         plan.seeds = _check_seeds(doc["seeds"], _where(source, "seeds"))
         plan.seed = plan.seeds[0]
@@ -360,58 +373,6 @@ def _check_sweep_values(values: list, where: str) -> list:
     if len({canonical_json(v) for v in values}) != len(values):
         raise PlanError(f"{where}: a value is listed twice: {values!r}")
     return list(values)
-
-
-def parse_sweep(text: str) -> tuple[str, str, list]:
-    """``--sweep NAME.key=v1,v2,...`` -> (NAME, key, [v1, v2, ...]). Values are read as one
-    TOML array when they form one (``7,31,127``; ``[5,10],[10,20]`` for list-valued
-    parameters; ``"a","b"``), else split on commas and read by :func:`parse_value`
-    (``l2,zscore``)."""
-    name, key, _ = parse_assignment(text, option="--sweep")
-    raw = text.split("=", 1)[1].strip()
-    try:
-        values = tomllib.loads(f"v = [{raw}]")["v"]
-    except tomllib.TOMLDecodeError:
-        values = [parse_value(p) for p in raw.split(",") if p.strip()]
-    if not values:
-        raise PlanError(f"--sweep {text!r}: no values; expected NAME.key=v1,v2,...")
-    return name, key, _check_sweep_values(values, f"--sweep {text}")
-
-
-def expand_sweeps(plan: Plan) -> Plan:
-    """Replace each swept configuration by one labelled :class:`RankerChoice` per point of
-    its grid (the product of its swept keys' values, keys in the order given), labelled
-    ``LABEL[key=value,...]`` (an unnamed configuration: the ranker name with every
-    parameter the user set, :func:`~ltr_bench.results.labels.config_label`); a swept value
-    overrides the configuration's own. Raises PlanError for a sweep of a ranker the plan does
-    not run. Empties ``plan.sweeps``."""
-    import itertools
-
-    labels = [r.display for r in plan.rankers]
-    for label in plan.sweeps:
-        if label not in labels:
-            raise PlanError(
-                f"sweep of {label!r}: that ranker is not part of this run "
-                f"(rankers: {', '.join(labels) or 'none'}); add it to --ranker"
-            )
-    out: list[RankerChoice] = []
-    for r in plan.rankers:
-        grid = plan.sweeps.get(r.display)
-        if not grid:
-            out.append(r)
-            continue
-        keys = list(grid)
-        for point in itertools.product(*(grid[k] for k in keys)):
-            setting = dict(zip(keys, point))
-            params = {**r.params, **setting}
-            if r.label:  # a named configuration keeps its name: "NAME[swept=value,...]"
-                label = config_label(r.label, setting)
-            else:  # the ranker's name with every user-set parameter, swept ones included
-                label = ""
-            out.append(RankerChoice(r.name, params, label=label))
-    plan.rankers = out
-    plan.sweeps = {}
-    return plan
 
 
 def load_plan(path: str | Path) -> Plan:

@@ -9,6 +9,7 @@ here, before any data is loaded (:class:`~ltr_bench.run.plan.PlanError`, exit 2)
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,14 +19,13 @@ from ltr_bench.run.plan import (
     Plan,
     PlanError,
     RankerChoice,
-    expand_sweeps,
     load_plan,
     parse_assignment,
     parse_conventions,
     parse_folds,
     parse_seeds,
-    parse_sweep,
 )
+from ltr_bench.run.sweeps import expand_sweeps, parse_sweep
 
 __all__ = ["CommandLine", "build_plan"]
 
@@ -64,10 +64,12 @@ class CommandLine:
     sweeps: tuple[str, ...] = ()
 
 
-def build_plan(cl: CommandLine, *, warn=lambda message: None) -> Plan:
+def build_plan(cl: CommandLine, *, warn=lambda message: None, local: bool = True) -> Plan:
     """The plan from ``--config`` (if any) with the command-line options applied on top.
 
-    ``warn(message)`` hears of rankers ``--ranker all`` leaves out (broken plugins).
+    ``warn(message)`` hears of rankers ``--ranker all`` leaves out (broken plugins) and of a
+    thread count this machine cannot give (:func:`bound_threads`; ``local``: the cells run
+    on this machine, not on a Dask cluster whose workers may have more cores).
 
     ``--ranker``/``--dataset`` replace the file's lists (a name the file also lists keeps
     its parameters / options); ``--param``/``--dataset-option`` add to or override them;
@@ -149,10 +151,43 @@ def build_plan(cl: CommandLine, *, warn=lambda message: None) -> Plan:
         raise PlanError(
             "no dataset given: use --dataset NAME|PATH or --config FILE (see `ltr-bench datasets`)"
         )
+    plan.threads = bound_threads(plan.threads, warn=warn, local=local)
     for text in cl.sweeps:
         name, key, values = parse_sweep(text)
         plan.sweeps.setdefault(name, {})[key] = values
     return expand_sweeps(plan)
+
+
+#: more threads per ranker than any machine ltr-bench runs on has cores: refused (LightGBM
+#: crashes at 100,000; 2,000 on two cores never finishes)
+MAX_THREADS = 1024
+
+
+def machine_cpus() -> int:
+    """CPUs this process may run on (its affinity mask, else the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def bound_threads(threads: int | None, *, warn, local: bool = True) -> int | None:
+    """``--threads`` / ``threads =`` bounded by the machine: above :data:`MAX_THREADS` it is
+    refused (:class:`PlanError`, exit 2); on this machine (``local``) a count above its CPUs
+    is lowered to them with a warning, since the extra threads only wait for a core (and
+    OpenMP spin-waiting makes them slower than fewer)."""
+    if threads is None:
+        return None
+    if threads > MAX_THREADS:
+        raise PlanError(
+            f"--threads {threads}: more than {MAX_THREADS} threads per ranker is refused; "
+            f"this machine has {machine_cpus()} CPU(s)"
+        )
+    cpus = machine_cpus()
+    if local and threads > cpus:
+        warn(f"--threads {threads} is more than the {cpus} CPU(s) of this machine; using {cpus}")
+        return cpus
+    return threads
 
 
 def _apply_dataset_options(plan: Plan, assignments: tuple[str, ...]) -> None:

@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from ltr_bench.results import ResultRecord, read_per_query_csv
+from ltr_bench.results import DamagedRecordError, ResultRecord, read_per_query_csv
 from ltr_bench.tracking.layout import PER_QUERY_ARTIFACT, RECORD_ARTIFACT, TAG_ROLE
 from ltr_bench.tracking.store import (
     EXPERIMENT_PREFIX,
@@ -45,6 +45,11 @@ def _all_runs(client, exp_id: str, filter_string: str) -> list:
 
 def _check_store_exists(uri: str) -> None:
     db = sqlite_path(uri)
+    if db is not None and db.is_dir():
+        raise NoResultsError(f"{db} is a folder, not an MLflow store (an SQLite file)")
+    if db is not None and db.is_file() and db.stat().st_size == 0:
+        # opening it would make MLflow create its schema there: a report only reads
+        raise NoResultsError(f"{db} is an empty file, not an MLflow store: nothing to report")
     if db is not None and not db.is_file():
         raise NoResultsError(
             f"no MLflow store at {db} (nothing was logged there): run "
@@ -76,15 +81,19 @@ def fetch_fold_results(
     *,
     per_query: bool = True,
     cwd: str | Path | None = None,
+    damaged: list | None = None,
 ) -> list[ResultRecord]:
     """Every finished fold run of ``ltr-bench/<dataset>`` as a :class:`ResultRecord`.
 
     ``record.mlflow`` notes where it was read (``tracking_uri``, ``experiment_id``,
     ``run_id``, ``parent_run_id``); ``record.per_query`` is loaded unless
     ``per_query=False``. Runs without a ``record.json`` (not written by this version of
-    ltr-bench) are left out. Raises :class:`NoResultsError` (no store file, no experiment for
-    the dataset: the message names the datasets the store has) and :class:`TrackingError`
-    (store unusable).
+    ltr-bench) are left out. A run whose ``record.json`` or per-query artifact is damaged
+    (not JSON, a field of the wrong type, a non-number value) is left out too and a
+    :class:`~ltr_bench.results.DamagedRecordError` naming the run, the artifact and the field
+    is appended to ``damaged`` (when given). Raises :class:`NoResultsError` (no store file,
+    no experiment for the dataset: the message names the datasets the store has) and
+    :class:`TrackingError` (store unusable).
     """
     uri = resolve_tracking_uri(tracking_uri, cwd)
     _check_store_exists(uri)
@@ -113,19 +122,40 @@ def fetch_fold_results(
             if run.info.status != "FINISHED":
                 continue  # a half-logged or superseded run
             where = Path(tmp) / run.info.run_id
+            name = f"MLflow run {run.info.run_id} ({run.info.run_name}) artifact"
             try:
                 path = client.download_artifacts(run.info.run_id, RECORD_ARTIFACT, str(where))
-                record = ResultRecord.from_dict(json.loads(Path(path).read_text("utf-8")))
+                text = Path(path).read_text("utf-8")
             except Exception:  # noqa: BLE001 - not a run this version wrote
+                continue
+            try:
+                record = ResultRecord.checked(json.loads(text), f"{name} {RECORD_ARTIFACT}")
+            except DamagedRecordError as exc:
+                if damaged is not None:
+                    damaged.append(exc)
+                continue
+            except ValueError as exc:
+                if damaged is not None:
+                    damaged.append(
+                        DamagedRecordError(f"{name} {RECORD_ARTIFACT}", None, f"not JSON: {exc}")
+                    )
                 continue
             if per_query:
                 try:
                     path = client.download_artifacts(
                         run.info.run_id, PER_QUERY_ARTIFACT, str(where)
                     )
-                    record.per_query = read_per_query_csv(Path(path))
                 except Exception:  # noqa: BLE001 - reported by the report as "no per-query"
                     record.per_query = None
+                else:
+                    try:
+                        record.per_query = read_per_query_csv(Path(path))
+                    except DamagedRecordError as exc:
+                        exc.where = f"{name} {PER_QUERY_ARTIFACT} ({exc.where.rsplit(':', 1)[-1]})"
+                        exc.reason += f" ({record.summary_line()})"
+                        if damaged is not None:
+                            damaged.append(exc)
+                        continue
             record.mlflow = {
                 "tracking_uri": uri,
                 "experiment_id": exp.experiment_id,

@@ -10,8 +10,11 @@ writing first (an uncreatable or read-only location fails in milliseconds instea
 MLflow's retries); creating the schema is serialized by an exclusive ``flock`` on
 ``<db>.lock`` beside the file (two runs starting together on a new store would otherwise
 both run MLflow's migrations and one would fail); a store whose creation was interrupted
-(kill, full disk) is detected when MLflow cannot open it: if it holds no runs it is rebuilt,
-otherwise the error says exactly how to move it aside. MLflow's, Alembic's and SQLAlchemy's
+(kill, full disk) is detected when MLflow cannot open it: if ltr-bench was creating it (a
+``<db>.creating`` marker) and it provably holds no runs it is rebuilt, otherwise the error
+says exactly how to move it aside. Nothing else is ever deleted: a file with tables but no
+MLflow schema is refused by name with its tables, and a store that is locked or cannot be
+counted is not taken for an empty one. MLflow's, Alembic's and SQLAlchemy's
 log records never carry tracebacks to the terminal (:func:`quiet_library_logging`).
 """
 
@@ -31,6 +34,7 @@ from ltr_bench.errors import LtrBenchError, UsageError
 
 __all__ = [
     "EXPERIMENT_PREFIX",
+    "ForeignStoreError",
     "NoResultsError",
     "TrackingError",
     "TrackingUriError",
@@ -69,6 +73,11 @@ KNOWN_SCHEMES = (
     "databricks-uc",
     "uc",
 )
+
+
+class ForeignStoreError(TrackingError, UsageError):
+    """The tracking URI names an SQLite file that is not an MLflow store (a user's own
+    database): refused before any work, exit code 2; nothing is written into it."""
 
 
 class NoResultsError(TrackingError):
@@ -208,16 +217,87 @@ def _probe_folder(folder: Path, uri: str) -> None:
         ) from None
 
 
-def _run_count(db: Path) -> int | None:
-    """Rows of the ``runs`` table of an SQLite file (None: no such table or unreadable)."""
+#: tables every MLflow tracking schema has (alembic_version: MLflow's migrations ran)
+MLFLOW_TABLES = frozenset({"alembic_version", "experiments", "runs"})
+
+
+class _Unreadable(Exception):
+    """An SQLite file could not be read (locked, damaged); ``str`` is the reason."""
+
+
+def _read_sqlite(db: Path, query: str):
+    """Rows of ``query`` on ``db`` opened read-only (raises :class:`_Unreadable`: a file that
+    cannot be read is never taken for an empty one)."""
     try:
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
         try:
-            return int(con.execute("select count(*) from runs").fetchone()[0])
+            return con.execute(query).fetchall()
         finally:
             con.close()
-    except sqlite3.Error:
+    except sqlite3.Error as exc:
+        reason = str(exc)
+        if "locked" in reason or "busy" in reason:
+            reason = "it is locked by another process"
+        raise _Unreadable(reason) from None
+
+
+def _tables(db: Path) -> list[str]:
+    """Table names of an SQLite file ([] for an empty or new one); :class:`_Unreadable`."""
+    if not db.exists() or db.stat().st_size == 0:
+        return []
+    rows = _read_sqlite(db, "select name from sqlite_master where type = 'table' order by name")
+    return [r[0] for r in rows]
+
+
+def _run_count(db: Path) -> int | None:
+    """Rows of the ``runs`` table of an SQLite file (None: no such table);
+    :class:`_Unreadable` when the file cannot be read or counted."""
+    if "runs" not in _tables(db):
         return None
+    return int(_read_sqlite(db, "select count(*) from runs")[0][0])
+
+
+def creation_marker(db: Path) -> Path:
+    """``<db>.creating``: written (with the pid) before ltr-bench lets MLflow create a new
+    store and removed once the store opened. Its presence is the proof that a store that
+    cannot be opened is one ltr-bench was creating when it was interrupted -- the only kind
+    :func:`prepare_sqlite_store` may rebuild."""
+    return db.with_name(db.name + ".creating")
+
+
+def check_not_foreign(db: Path, uri: str) -> None:
+    """Refuse an SQLite file that holds tables but not MLflow's schema and that ltr-bench was
+    not creating (a user's own database): MLflow would add its tables to it. Raises
+    :class:`TrackingError` naming the file and its tables; a file that cannot be read
+    (locked, damaged) is refused too, and nothing is written to it."""
+    try:
+        tables = _tables(db)
+    except _Unreadable as reason:
+        if "locked" in str(reason):
+            advice = "try again when no other process holds it"
+        else:
+            advice = f"if it is damaged, move it aside and re-run: mv {db} {db}.broken"
+        raise TrackingError(
+            f"MLflow at {uri}: cannot read {db}: {reason}. Nothing was changed; {advice}; "
+            "or point --tracking-uri at another file."
+        ) from None
+    if not tables or MLFLOW_TABLES <= set(tables) or creation_marker(db).exists():
+        return
+    shown = ", ".join(tables[:8]) + (f" and {len(tables) - 8} more" if len(tables) > 8 else "")
+    hint = ""
+    if MLFLOW_TABLES & set(tables):
+        hint = (
+            f" If it is an MLflow store whose creation was interrupted, move it aside and "
+            f"re-run: mv {db} {db}.broken"
+        )
+    raise ForeignStoreError(
+        f"MLflow at {uri}: {db} is an SQLite database but not an MLflow store (no "
+        f"alembic_version table; its tables: {shown}); ltr-bench writes nothing into it. "
+        "Point --tracking-uri at another file, e.g. sqlite:///"
+        + str(db.with_name("mlflow.db"))
+        + "."
+        + hint
+    )
 
 
 def _forget_engine(uri: str) -> None:
@@ -237,12 +317,17 @@ def _forget_engine(uri: str) -> None:
 
 @contextlib.contextmanager
 def prepare_sqlite_store(uri: str):
-    """Context for opening an SQLite store: probes its folder, holds an exclusive lock on
-    ``<db>.lock`` (other ltr-bench processes wait there while the schema is created) and
-    yields a ``repair(exc)`` callable. Call ``repair(exc)`` when MLflow failed to open the
-    store: a store that holds no runs (a creation that was interrupted) is removed so that
-    the next attempt rebuilds it (returns True); otherwise it raises
-    :class:`TrackingError` with the exact fix. Other URIs: no-op."""
+    """Context for opening an SQLite store: probes its folder, refuses a file that is not ours
+    (:func:`check_not_foreign`), holds an exclusive lock on ``<db>.lock`` (other ltr-bench
+    processes wait there while the schema is created) and yields a ``repair(exc)`` callable.
+
+    A new store is created under a :func:`creation_marker`, removed when the block ends
+    without an error. Call ``repair(exc)`` when MLflow failed to open the store: only a store
+    ltr-bench was creating (the marker is there) and that provably holds no run (its ``runs``
+    table, if any, counted 0 rows) is removed so that the next attempt rebuilds it (returns
+    True). Anything else -- a store that cannot be counted, is locked, holds runs, or was not
+    made by ltr-bench -- is left untouched and :class:`TrackingError` says how to move it
+    aside. Other URIs: no-op."""
     db = sqlite_path(uri)
     if db is None:
         yield lambda exc: False
@@ -256,6 +341,10 @@ def prepare_sqlite_store(uri: str):
                 f"MLflow at {uri}: {db} is not an SQLite database. Point --tracking-uri at "
                 f"another file, or move it aside: mv {db} {db}.broken"
             )
+    elif db.exists() and not db.is_file():
+        raise TrackingError(
+            f"MLflow at {uri}: {db} is not a regular file. Point --tracking-uri at a file."
+        )
     lock = db.with_name(db.name + ".lock")
     try:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
@@ -263,39 +352,82 @@ def prepare_sqlite_store(uri: str):
         raise TrackingError(
             f"MLflow at {uri}: cannot create the lock file {lock}: {exc.strerror or exc}"
         ) from None
+    marker = creation_marker(db)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        check_not_foreign(db, uri)  # under the lock: a creation in progress has its marker
+        if not db.exists() or db.stat().st_size == 0:
+            try:
+                marker.write_text(f"{os.getpid()}\n", encoding="utf-8")
+            except OSError as exc:
+                raise TrackingError(
+                    f"MLflow at {uri}: cannot write {marker}: {exc.strerror or exc}"
+                ) from None
 
         def repair(exc: BaseException) -> bool:
             if not db.exists():
                 return False
-            runs = _run_count(db)
-            if not runs:
-                _forget_engine(uri)
-                for p in (
-                    db,
-                    db.with_name(db.name + "-journal"),
-                    db.with_name(db.name + "-wal"),
-                    db.with_name(db.name + "-shm"),
-                ):
-                    with contextlib.suppress(FileNotFoundError):
-                        p.unlink()
-                logging.getLogger("ltr_bench").warning(
-                    "%s was incomplete (its creation was interrupted) and held no runs; "
-                    "it was rebuilt",
-                    db,
-                )
-                return True
-            raise TrackingError(
-                f"MLflow at {uri}: the store holds {runs} run(s) but cannot be opened "
-                f"({message(uri, 'open', exc).split(': could not open: ', 1)[-1]}). Move it "
-                f"aside and re-run: mv {db} {db}.broken; the results saved locally are "
-                "logged again without recomputing anything (or add --no-mlflow)."
-            ) from None
+            cause = message(uri, "open", exc).split(": could not open: ", 1)[-1]
+            move = f"mv {db} {db}.broken"
+            try:
+                runs = _run_count(db)
+            except _Unreadable as reason:
+                raise TrackingError(
+                    f"MLflow at {uri}: the store cannot be opened ({cause}) and cannot be "
+                    f"read ({reason}); it was left as it is. If no other process uses it, "
+                    f"move it aside and re-run: {move} (or add --no-mlflow)."
+                ) from None
+            if runs:
+                raise TrackingError(
+                    f"MLflow at {uri}: the store holds {runs} run(s) but cannot be opened "
+                    f"({cause}). Move it aside and re-run: {move}; the results saved "
+                    "locally are logged again without recomputing anything (or add "
+                    "--no-mlflow)."
+                ) from None
+            if not marker.exists():
+                raise TrackingError(
+                    f"MLflow at {uri}: the store cannot be opened ({cause}) and ltr-bench did "
+                    f"not create it; it was left as it is. Move it aside and re-run: {move} "
+                    "(or add --no-mlflow)."
+                ) from None
+            _forget_engine(uri)
+            for p in (
+                db,
+                db.with_name(db.name + "-journal"),
+                db.with_name(db.name + "-wal"),
+                db.with_name(db.name + "-shm"),
+            ):
+                with contextlib.suppress(FileNotFoundError):
+                    p.unlink()
+            marker.write_text(f"{os.getpid()}\n", encoding="utf-8")
+            logging.getLogger("ltr_bench").warning(
+                "%s was incomplete (ltr-bench's creation of it was interrupted) and held no "
+                "runs; it was rebuilt",
+                db,
+            )
+            return True
 
         yield repair
+        with contextlib.suppress(FileNotFoundError):
+            marker.unlink()  # the store opened: it is complete
     finally:
         os.close(fd)
+
+
+def probe_server(uri: str, timeout: float = 10.0) -> None:
+    """Contact an MLflow server's ``/health`` once: an unreachable server fails in
+    ``timeout`` seconds with :class:`TrackingError` instead of after MLflow's retries
+    (minutes). Any HTTP answer counts as reachable."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout).close()
+    except urllib.error.HTTPError:
+        pass  # something answered; the real request tells whether it is MLflow
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise TrackingError(f"MLflow at {uri}: could not connect: {reason}") from None
 
 
 def open_client(uri: str, *, quiet: bool = True):
@@ -303,6 +435,9 @@ def open_client(uri: str, *, quiet: bool = True):
     db = sqlite_path(uri)
     if db is not None:
         _probe_folder(db.parent, uri)
+        check_not_foreign(db, uri)
+    elif uri.startswith(("http://", "https://")):
+        probe_server(uri)
     # MLflow draws a progress bar per downloaded artifact: noise on stderr for a report
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     try:

@@ -7,7 +7,9 @@ nested under the parent run of the tuned record (``mlflow.parentRunId``), tagged
 its objective value on the validation data as the metric ``validation_<objective>``,
 ``fit_seconds`` / ``score_seconds``, and the trial's state (COMPLETE, PRUNED, FAIL) as a
 tag. Logging is idempotent: a trial already logged (tag ``ltr_bench_trial_key``) is not
-logged again, so a resumed tuning run adds only the new trials.
+logged again, so a resumed tuning run adds only the new trials; a trial run left RUNNING (its
+logging was cut short by a kill or a failing store) is deleted and logged again whole. A
+trial run is created, filled and ended in that order, so RUNNING means incomplete.
 """
 
 from __future__ import annotations
@@ -35,14 +37,16 @@ def log_trials(tracker: Tracker, record: ResultRecord, trials: Iterable, *, obje
         parent = tracker.parent_run(record)
         exp_id = tracker.experiment_id(record.dataset)
         client = tracker.client
-        logged = {
-            r.data.tags.get(TAG_TRIAL_KEY)
-            for r in client.search_runs(
-                [exp_id],
-                filter_string=f"tags.{TAG_ROLE} = 'trial' and tags.mlflow.parentRunId = '{parent}'",
-                max_results=50000,
-            )
-        }
+        logged = set()
+        for r in client.search_runs(
+            [exp_id],
+            filter_string=f"tags.{TAG_ROLE} = 'trial' and tags.mlflow.parentRunId = '{parent}'",
+            max_results=50000,
+        ):
+            if r.info.status == "RUNNING":  # its logging was cut short: log it again whole
+                client.delete_run(r.info.run_id)
+            else:
+                logged.add(r.data.tags.get(TAG_TRIAL_KEY))
         new = 0
         for t in trials:
             tkey = f"{record.key[:16]}/{t.number}"

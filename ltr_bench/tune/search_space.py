@@ -104,11 +104,42 @@ def parse_spec(name: str, spec: Any, *, where: str):
         raise SearchSpaceError(f"{here}: step must be a positive number, got {step!r}")
     if log and step is not None:
         raise SearchSpaceError(f"{here}: give log or step, not both")
+    if step is not None:
+        n_steps = (high - low) / step
+        if abs(n_steps - round(n_steps)) > 1e-9 * max(1.0, abs(n_steps)):
+            raise SearchSpaceError(
+                f"{here}: step {step} does not divide the range [{low}, {high}] (Optuna would "
+                f"silently shrink it); e.g. high = {low + math.floor(n_steps) * step:g} or "
+                f"{low + math.ceil(n_steps) * step:g}"
+            )
     if isinstance(low, int) and isinstance(high, int):
         if step is not None and not isinstance(step, int):
             raise SearchSpaceError(f"{here}: an integer range needs an integer step")
         return od.IntDistribution(low, high, log=log, step=step or 1)
     return od.FloatDistribution(float(low), float(high), log=log, step=step)
+
+
+def _typed_spec(name: str, spec: Any, default: Any, here: str) -> Any:
+    """``spec`` with its bounds of the parameter's kind, read from its default value: integer
+    bounds of a real parameter (default ``1.0``) become reals, so ``{low = 0, high = 1}`` does
+    not search the integers 0 and 1; real bounds of an integer parameter are refused."""
+    if not isinstance(spec, Mapping) or "low" not in spec or "high" not in spec:
+        return spec
+    low, high = spec["low"], spec["high"]
+    if isinstance(default, bool) or not isinstance(default, (int, float)):
+        return spec  # no default to read the kind from (None, a string)
+    ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (low, high))
+    if isinstance(default, float) and ints:
+        out = {**spec, "low": float(low), "high": float(high)}
+        if isinstance(spec.get("step"), int) and not isinstance(spec.get("step"), bool):
+            out["step"] = float(spec["step"])
+        return out
+    if isinstance(default, int) and not ints:
+        raise SearchSpaceError(
+            f"{here}: {name} is an integer parameter (default {default}); give integer "
+            f"bounds, got {low!r} and {high!r}"
+        )
+    return spec
 
 
 def search_space_of(ranker) -> dict[str, Any]:
@@ -138,8 +169,9 @@ def resolve_space(
     """``{parameter: spec}`` to search for one ranker configuration: its declared space,
     updated by ``override`` (a plan's ``[tuning.LABEL]`` table; a spec ``false`` removes a
     parameter), minus the parameters the user ``fixed``. Every spec is checked
-    (:func:`parse_spec`) and every name must be a parameter of ``ranker``
-    (``get_params()``). Raises :class:`SearchSpaceError`."""
+    (:func:`parse_spec`), every name must be a parameter of ``ranker``
+    (``get_params()``), and bounds take the kind of the parameter's default value (integer
+    bounds of a real parameter search reals). Raises :class:`SearchSpaceError`."""
     space = search_space_of(ranker)
     params = set(ranker.get_params(deep=False))
     for name, spec in (override or {}).items():
@@ -158,7 +190,12 @@ def resolve_space(
                 f"{src}: {name!r} is not a parameter of {label}; "
                 f"parameters: {', '.join(sorted(params))}"
             )
-    out = {k: v for k, v in space.items() if k not in set(fixed)}
+    defaults = ranker.get_params(deep=False)
+    out = {
+        k: _typed_spec(k, v, defaults.get(k), f"{where}.{label}.{k}")
+        for k, v in space.items()
+        if k not in set(fixed)
+    }
     for name, spec in out.items():
         parse_spec(name, spec, where=f"{where}.{label}")
     if not out:

@@ -28,13 +28,14 @@ Protocol, per (ranker configuration, dataset, fold, seed) -- "per fold":
    :data:`REPORT_EVERY`-th step), and a pruned trial stops
    by raising ``optuna.TrialPruned`` out of ``fit``.
 5. **Final evaluation.** The best trial's parameters are refit on the training split and
-   evaluated once on test by :func:`ltr_bench.run.harness.run_cell` -- an ordinary record with
+   evaluated once on test by :func:`ltr_bench.run.harness.run_cell`
+   (:mod:`ltr_bench.tune.cell`) -- an ordinary record with
    the label ``<label>[tuned,trials=N]`` (the budget is in the label and in
    ``record.config["tuning"]``).
 
 Resume: the studies live in an Optuna storage (default: the journal file
-``mlflow_runs/optuna.journal`` beside the results folder, :func:`open_storage`), one study per
-tuned cell key (ranker, fixed parameters, search space, budget, objective, dataset, fold,
+``mlflow_runs/optuna.journal`` beside the results folder, :mod:`ltr_bench.tune.storage`), one
+study per tuned cell key (ranker, fixed parameters, search space, budget, objective, dataset, fold,
 seed). Re-running the same command loads the study, keeps its finished trials, discards trials
 left RUNNING by an interruption and runs only the rest of the budget. A finished tuned cell is
 skipped like any other result. One process per study at a time. A resume does not change the
@@ -42,13 +43,14 @@ numbers: the trial an interruption cut short is not counted, so it is redone wit
 and history it had, and every later trial follows as in an uninterrupted run (same
 parameters, same values; docs/decisions.md, ``run-tuning-resume``).
 
-Unit of work: :func:`tune_cell` (study, final fit, test evaluation -> :class:`TunedCell`) is
-what ``ltr-bench tune`` runs in process (one loaded fold shared by a fold's rankers) and on
-Dask (:class:`TuneJob`, one task per tuned cell: one worker per study at a time). Workers
-write only the Optuna storage, so all must open the same one: on one machine the default
-journal file (an absolute path); on a cluster a journal file on the shared filesystem or an
-RDB URL (``--optuna-storage``). Records and trials return to the client, which saves,
-notifies and logs them. A cancelled task (Ctrl-C) stops its study before the next trial.
+Unit of work (:mod:`ltr_bench.tune.cell`): ``tune_cell`` (study, final fit, test evaluation
+-> ``TunedCell``) is what ``ltr-bench tune`` runs in process (one loaded fold shared by a
+fold's rankers) and on Dask (``TuneJob``, one task per tuned cell: one worker per study at a
+time). Workers write only the Optuna storage, so all must open the same one: on one machine
+the default journal file (an absolute path); on a cluster a journal file on the shared
+filesystem or an RDB URL (``--optuna-storage``). Records and trials return to the client,
+which saves, notifies and logs them. A cancelled task (Ctrl-C) stops its study before the
+next trial.
 
 Overhead: each trial records ``fit_seconds`` and ``score_seconds`` as Optuna user
 attributes; ``benchmarks/bench_tuning.py`` compares them with the trials' wall times.
@@ -57,22 +59,19 @@ attributes; ``benchmarks/bench_tuning.py`` compares them with the trials' wall t
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import time
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ltr_bench.errors import UsageError
 from ltr_bench.folds import Split
-from ltr_bench.progress import current_handler, intermediate_handler, progress_handler
+from ltr_bench.progress import intermediate_handler
 from ltr_bench.results import jsonable
 from ltr_bench.run.cells import Cell, build_ranker
-from ltr_bench.run.plan import canonical_json
 from ltr_bench.timing import thread_limit
 
 # SearchSpaceError, resolve_space, search_space_of and parse_spec are also re-exported
@@ -84,24 +83,22 @@ from ltr_bench.tune.search_space import (
     search_space_of,
     suggest,
 )
+from ltr_bench.tune.storage import counted_trials, open_storage
 
 __all__ = [
     "Budget",
     "HOLDOUT_FRACTION",
     "SearchSpaceError",
-    "TuneJob",
-    "TunedCell",
     "TuningCancelled",
     "TuningResult",
-    "finalize_cell",
+    "open_storage",
     "parse_spec",
     "trial_reporter",
     "resolve_space",
     "search_space_of",
+    "study_name",
     "trial_sampler",
     "tune",
-    "tune_cell",
-    "tuned_cell",
     "tuning_split",
 ]
 
@@ -179,6 +176,7 @@ def tuning_split(fold, seed: int) -> tuple[Split, Split, str]:
 
 # ------------------------------------------------------------------------------ pruning
 
+
 def trial_reporter(trial):
     """The :func:`ltr_bench.progress.report_intermediate` handler of one trial: every
     :data:`REPORT_EVERY`-th value goes to the trial and, when the pruner says so,
@@ -197,49 +195,6 @@ def trial_reporter(trial):
 
 
 # ------------------------------------------------------------------------------- studies
-
-
-def _sha256(obj: Any) -> str:
-    return hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()
-
-
-def tuned_cell(cell: Cell, *, space: Mapping[str, Any], budget: Budget, objective: str) -> Cell:
-    """The cell of ``cell``'s configuration tuned with ``budget``: label
-    ``<label>[tuned,<budget>]``, keys from what decides the tuning (ranker, fixed
-    parameters, space, budget, objective, dataset, metrics), not from the parameters it will
-    choose -- so every fold's tuned result is one configuration (one report row), and a
-    finished one is found before tuning again. ``params`` are filled by
-    :func:`finalize_cell`."""
-    ident = {
-        "ranker": cell.ranker,
-        "fixed": jsonable(cell.user_params),
-        "space": jsonable(dict(space)),
-        "budget": dataclasses.asdict(budget),
-        "objective": objective,
-        "metrics": list(cell.metrics),
-        "conventions": list(cell.conventions),
-        "dataset": {k: v for k, v in cell.dataset_identity.items() if k != "seed"},
-        "tuning": "per-fold/v2",
-    }
-    config_key = _sha256(ident)
-    plan_key = _sha256({**ident, "dataset": cell.dataset_identity, "seed": cell.seed})
-    key = _sha256({**ident, "dataset": cell.dataset_identity, "seed": cell.seed, "fold": cell.fold})
-    return dataclasses.replace(
-        cell,
-        key=key,
-        plan_key=plan_key,
-        config_key=config_key,
-        label=f"{cell.label or cell.ranker}[tuned,{budget.text}]",
-    )
-
-
-def finalize_cell(tcell: Cell, best_params: Mapping[str, Any]) -> Cell:
-    """``tcell`` with the chosen parameters added to the user's and resolved."""
-    user = {**tcell.user_params, **best_params}
-    ranker = build_ranker(tcell.ranker, user, seed=tcell.seed, threads=tcell.threads)
-    return dataclasses.replace(
-        tcell, user_params=user, params=jsonable(ranker.get_params(deep=False))
-    )
 
 
 @dataclass
@@ -278,21 +233,6 @@ class TuningResult:
         }
 
 
-def _finished_states():
-    from optuna.trial import TrialState
-
-    return (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
-
-
-def _counted(study) -> list:
-    """The trials that used budget: finished, and not ones an interruption cut short."""
-    return [
-        t
-        for t in study.get_trials(deepcopy=False, states=_finished_states())
-        if not t.user_attrs.get("interrupted")
-    ]
-
-
 def _discard_stale(study) -> None:
     """Trials left RUNNING by an interrupted process: mark them FAIL and not counted."""
     from optuna.trial import TrialState
@@ -306,21 +246,9 @@ def _discard_stale(study) -> None:
             pass
 
 
-def open_storage(spec: str):
-    """An Optuna storage from a URL or file name. A path ending in ``.journal`` (the default
-    of ``ltr-bench tune``) is Optuna's append-only journal file: each write is one appended
-    line under a file lock, cheap enough that reporting a GBDT's validation curve for
-    pruning costs next to nothing (an SQLite store commits a transaction per write, about
-    tens of milliseconds each). Any other text is passed to Optuna as a storage URL
-    (``sqlite:///...``, ``postgresql://...``)."""
-    if spec.endswith(".journal"):
-        from optuna.storages import JournalStorage
-        from optuna.storages.journal import JournalFileBackend
-
-        path = spec[len("journal:") :] if spec.startswith("journal:") else spec
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        return JournalStorage(JournalFileBackend(str(path)))
-    return spec
+def study_name(tcell: Cell) -> str:
+    """The Optuna study of tuned cell ``tcell``: ``label|dataset|foldF|seedS|<key[:16]>``."""
+    return f"{tcell.label}|{tcell.dataset}|fold{tcell.fold}|seed{tcell.seed}|{tcell.key[:16]}"
 
 
 def trial_sampler(seed: int, n_finished: int):
@@ -372,7 +300,7 @@ def tune(
     fit_split, eval_split, how = tuning_split(fold, tcell.seed)
     max_label = int(tcell.max_label if tcell.max_label is not None else fold.max_label)
     eval_set = (eval_split.X, eval_split.y, eval_split.qid)
-    name = f"{tcell.label}|{tcell.dataset}|fold{tcell.fold}|seed{tcell.seed}|{tcell.key[:16]}"
+    name = study_name(tcell)
     study = optuna.create_study(
         study_name=name,
         storage=open_storage(storage) if isinstance(storage, str) else storage,
@@ -425,7 +353,7 @@ def tune(
             ]
         )
 
-    counted0 = _counted(study)
+    counted0 = counted_trials(study)
     done = len(counted0)
     spent = sum(t.duration.total_seconds() for t in counted0 if t.duration)
     while True:
@@ -459,7 +387,7 @@ def tune(
         if on_trial is not None:
             on_trial(study.get_trials(deepcopy=False)[-1], done)
 
-    counted = _counted(study)
+    counted = counted_trials(study)
     complete = [t for t in counted if t.state == TrialState.COMPLETE]
     if not complete:
         errors = {t.user_attrs.get("error", "") for t in counted} - {""}
@@ -482,141 +410,3 @@ def tune(
         split=how,
         trials=counted,
     )
-
-
-# ------------------------------------------------------------------------ unit of work
-
-
-@dataclass
-class TunedCell:
-    """What one tuned cell gives back (picklable: it travels from a Dask worker). ``record``:
-    the final record (``config["tuning"]`` holds :meth:`TuningResult.summary`), or a failed
-    one; ``result``: the study's result with its trials, None when tuning failed."""
-
-    record: Any  # ResultRecord; Any keeps this module free of the results import cycle
-    result: TuningResult | None = None
-
-    @classmethod
-    def failed(cls, tcell: Cell, exc: BaseException, stage: str) -> TunedCell:
-        """A failed record for ``tcell`` (the signature of ``map_cells``' ``on_failure``)."""
-        from ltr_bench.run.harness import failed_record
-
-        return cls(failed_record(tcell, exc, stage))
-
-
-def tune_cell(
-    tcell: Cell,
-    *,
-    space: Mapping[str, Any],
-    budget: Budget,
-    storage: str,
-    objective: str = "ndcg@10",
-    fold=None,
-    on_trial: Callable[[Any, int], None] | None = None,
-    on_final: Callable[[Cell], None] | None = None,
-    should_stop: Callable[[], bool] | None = None,
-) -> TunedCell:
-    """Tune one cell and evaluate its choice: :func:`tune`, then :func:`finalize_cell` and
-    :func:`ltr_bench.run.harness.run_cell` on the same fold, the study's summary put in
-    ``record.config["tuning"]``.
-
-    ``fold``: the loaded fold when the caller has it (shared by rankers); else it is loaded
-    from ``tcell``, and a load error gives a failed record (stage ``"load"``). A study with
-    no completed trial (or unusable tuning data) gives a failed record (stage ``"tune"``).
-    ``on_final(final_cell)`` is called before the final fit; ``on_trial`` and
-    ``should_stop`` go to :func:`tune`. Writes only to the Optuna ``storage``.
-    """
-    from ltr_bench.run.harness import _load_fold, run_cell
-
-    if fold is None:
-        try:
-            fold = _load_fold(tcell)
-        except Exception as exc:  # noqa: BLE001 - a failed record, like run_cell's
-            return TunedCell.failed(tcell, exc, "load")
-    try:
-        result = tune(
-            tcell,
-            fold,
-            space=space,
-            budget=budget,
-            storage=storage,
-            objective=objective,
-            on_trial=on_trial,
-            should_stop=should_stop,
-        )
-    except (RuntimeError, ValueError) as exc:
-        return TunedCell.failed(tcell, exc, "tune")
-    final = finalize_cell(tcell, result.best_params)
-    if on_final is not None:
-        on_final(final)
-    record = run_cell(final, fold=fold)
-    record.config["tuning"] = result.summary(budget, objective)
-    return TunedCell(record, result)
-
-
-@dataclass(frozen=True)
-class TuneJob:
-    """:func:`tune_cell` as a picklable function of the tuned cell alone, for
-    ``Executor.map_cells(tcells, fn=TuneJob(...))``. ``spaces``: each tuned cell's search
-    space by ``tcell.key``. On a Dask worker the study stops before its next trial once the
-    client has cancelled the task (:func:`_task_cancelled`).
-
-    Progress: each finished trial is reported to the installed progress handler (on Dask,
-    the executor's relay to the client) as ``(n_finished, n_trials or 0,`` :func:`trial_text`
-    ``)``; the trial fits' own reports (boosting rounds) are silenced, as in process."""
-
-    spaces: Mapping[str, Mapping[str, Any]]
-    budget: Budget
-    storage: str
-    objective: str = "ndcg@10"
-
-    def __call__(self, tcell: Cell) -> TunedCell:
-        report = current_handler()
-        n_trials = self.budget.n_trials
-
-        def on_trial(trial, n: int) -> None:
-            if report is not None:
-                report(n, n_trials or 0, trial_text(trial, n, n_trials))
-
-        with progress_handler(None):
-            return tune_cell(
-                tcell,
-                space=self.spaces[tcell.key],
-                budget=self.budget,
-                storage=self.storage,
-                objective=self.objective,
-                on_trial=on_trial,
-                should_stop=_task_cancelled,
-            )
-
-
-def trial_text(trial, n_finished: int, n_trials: int | None) -> str:
-    """The console's words for a finished trial: ``"trial 3/30 complete 0.4781"`` (``"trial
-    3 pruned -"`` without a trial budget or a value)."""
-    value = "-" if trial.value is None else f"{trial.value:.4f}"
-    return (
-        f"trial {n_finished}"
-        + (f"/{n_trials}" if n_trials else "")
-        + f" {trial.state.name.lower()} {value}"
-    )
-
-
-def _task_cancelled() -> bool:
-    """True inside a Dask task the client cancelled (Dask cannot stop the thread, it marks
-    the task); False outside a worker. The worker's task state is not a documented API:
-    any surprise reads as False."""
-    try:
-        from distributed import get_worker
-        from distributed.worker import thread_state
-
-        worker = get_worker()
-    except (ImportError, ValueError):  # ValueError: not running on a worker
-        return False
-    try:
-        key = getattr(thread_state, "key", None)
-        if key is None:
-            return False
-        task = worker.state.tasks.get(key)
-        return task is None or task.state == "cancelled"
-    except Exception:  # noqa: BLE001 - an internal API; never stop a study by mistake
-        return False

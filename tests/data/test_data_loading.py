@@ -220,7 +220,7 @@ def test_data_home_resolution(monkeypatch, tmp_path):
 def test_options_are_checked():
     with pytest.raises(DataError, match="has no option 'n_querys'"):
         load_fold("synthetic", 1, options={"n_querys": 10})
-    with pytest.raises(DataError, match="must be a int"):
+    with pytest.raises(DataError, match="must be a finite int"):
         load_fold("synthetic", 1, options={"n_queries": "many"})
     with pytest.raises(DataError, match="has no option 'n_features'; allowed options: query_norm"):
         load_fold("mslr30k", 1, options={"n_features": 3})

@@ -176,13 +176,11 @@ def validation_diagnostics(
     bank = ranker.metric_bank_
     w = bank.sign * ranker.weights_
     # One pass over h(p) for both weightings: computing h is the expensive part.
-    n, chunks = ranker._feature_chunks(Xv)
-    f = np.empty(n)
-    f_uniform = np.empty(n)
     uniform = bank.sign * np.ones_like(w)
-    for rows, h in chunks:
-        f[rows] = h @ w
-        f_uniform[rows] = h @ uniform
+    both = ranker._score_rows(  # the chunks, kernels and threads of predict
+        Xv, None, np.empty((len(Xv), 2)), lambda h: np.stack([h @ w, h @ uniform], axis=1)
+    )
+    n, f, f_uniform = len(Xv), both[:, 0], both[:, 1]
     Xvq, Xvd = split_query_document(Xv, ranker.query_dim)
     norm2 = np.empty(n)
     step = ranker._chunk_rows(bank)

@@ -133,9 +133,9 @@ from ltr_bench.timing import thread_limit
 
 from .diagnostics import metric_spectra, model_summary, validation_diagnostics
 from .listwise import train_listnet
-from .local_metrics import QuerySets, fit_local_metrics
+from .local_metrics import QuerySets, fit_local_metrics, resolve_n_threads
 from .preprocessing import SCALINGS, FeatureScaler
-from .scoring import SCORE_FORMS, MetricBank
+from .scoring import SCORE_CHUNK_ROWS, SCORE_FORMS, MetricBank, score_rows
 from .warp import train_warp
 
 __all__ = ["LGMMLRanker"]
@@ -459,41 +459,30 @@ class LGMMLRanker(BaseRanker):
         return int(max(64, _CHUNK_BYTES // bank.bytes_per_row()))
 
     # ------------------------------------------------------------------ predict
-    def _feature_chunks(self, X, qid=None):
-        """Validate X, then return ``(n_rows, chunks)``: ``chunks`` yields ``(rows, h)``, h(p)
-        of consecutive row slices, so scoring never holds h for all rows at once (memory stays
-        bounded by ``_CHUNK_BYTES``). Also streams the validation diagnostics."""
+
+    def _score_rows(self, X, qid, out: np.ndarray, reduce) -> np.ndarray:
+        """``out[rows] = reduce(h(p) of rows)`` (:func:`~.scoring.score_rows`)."""
         self._check_fitted("metric_bank_", "weights_", "scaler_")
         X, _, _ = check_ranking_input(
             X, None, qid, n_features=self.n_features_in_, require_qid=False
         )
         Xq, Xd = split_query_document(X, self.query_dim)
-        dtype = np.float32 if self.dtype == "float32" else np.float64
         bank = self.metric_bank_
-        step = self._chunk_rows(bank)
-
-        def chunks():
-            with self._threads():
-                for a in range(0, X.shape[0], step):
-                    rows = slice(a, a + step)
-                    Q = self.scaler_.transform(Xq[rows]) if Xq is not None else None
-                    yield rows, bank.features(self.scaler_.transform(Xd[rows]), Q, dtype=dtype)
-
-        return X.shape[0], chunks()
+        step = min(self._chunk_rows(bank), SCORE_CHUNK_ROWS)
+        dtype = np.float32 if self.dtype == "float32" else np.float64
+        n_workers = resolve_n_threads(self.n_threads)
+        return score_rows(bank, self.scaler_, Xq, Xd, out, reduce, dtype, step, n_workers)
 
     def decision_features(self, X) -> np.ndarray:
         """h(p) (n, m): the per-metric terms of the score, ``score = sign * h @ weights_``."""
-        n, chunks = self._feature_chunks(X)
-        out = np.empty((n, self.metric_bank_.n_metrics))
-        for rows, h in chunks:
-            out[rows] = h
-        return out
+        self._check_fitted("metric_bank_")
+        out = np.empty((np.shape(X)[0], self.metric_bank_.n_metrics))
+        return self._score_rows(X, None, out, lambda h: h)
 
     def predict(self, X, *, qid=None) -> np.ndarray:
-        """Scores (n_docs,) float64, input row order; ``qid`` is accepted and not needed."""
-        n, chunks = self._feature_chunks(X, qid)
-        scores = np.empty(n, dtype=np.float64)
+        """Scores (n_docs,) float64, input row order; ``qid`` is accepted and not needed.
+        The same numbers for any ``n_threads`` (fixed chunks, one-thread BLAS per chunk)."""
+        self._check_fitted("metric_bank_", "weights_")
         w = self.metric_bank_.sign * self.weights_
-        for rows, h in chunks:
-            scores[rows] = h @ w
-        return scores
+        out = np.empty(np.shape(X)[0] if np.ndim(X) >= 1 else 0, dtype=np.float64)
+        return self._score_rows(X, qid, out, lambda h: h @ w)

@@ -31,13 +31,14 @@ Score (Eq. 13): ``f(p) = sign * sum_r Phi_r * h_r(p)`` with ``h_r = g(delta_r)``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from .gmml import LowRankQuadratic
 
-__all__ = ["MetricBank", "SCORE_FORMS", "g_of"]
+__all__ = ["MetricBank", "SCORE_CHUNK_ROWS", "SCORE_FORMS", "g_of", "map_row_chunks", "score_rows"]
 
 SCORE_FORMS = ("rising", "eq13", "positive")
 #: largest share of extra (zero) columns the padded scoring layout may add to K
@@ -280,3 +281,48 @@ class MetricBank:
     def bytes_per_row(self) -> int:
         """Working memory per document while scoring (float64 upper bound)."""
         return 8 * (self.V.shape[1] + 4 * self.n_metrics + 2 * self.V.shape[0])
+
+
+#: rows of one scoring chunk at most: a fixed number (never derived from the thread count),
+#: large enough for BLAS-3 speed in ``[x, 1] @ W`` and small enough that two or more chunks
+#: exist to share between threads on inputs of a few thousand documents
+SCORE_CHUNK_ROWS = 4096
+
+
+def map_row_chunks(n_rows: int, step: int, fn: Callable[[slice], None], n_workers: int) -> None:
+    """``fn(rows)`` for the consecutive row slices ``[a, a + step)`` of ``range(n_rows)``,
+    spread over ``n_workers`` threads, with BLAS held at ONE thread throughout.
+
+    Thread-count independence by construction: the slices depend on ``n_rows`` and ``step``
+    only, each slice is computed by the same single-threaded kernels whichever thread runs
+    it, and slices write disjoint rows; so every value is bit-identical for any
+    ``n_workers`` on any CPU (a multi-threaded BLAS call may block its reduction by the
+    number of threads, which changed scores in the last bits between 1 and 2 threads).
+    NumPy's BLAS calls release the GIL, so the workers do run in parallel."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ltr_bench.timing import thread_limit
+
+    starts = range(0, n_rows, step)
+    workers = max(1, min(int(n_workers), len(starts)))
+    with thread_limit(1):
+        if workers == 1:
+            for a in starts:
+                fn(slice(a, a + step))
+            return
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lgmml-score") as pool:
+            for _ in pool.map(lambda a: fn(slice(a, a + step)), starts):
+                pass  # re-raises a chunk's error here
+
+
+def score_rows(bank, scaler, Xq, Xd, out, reduce, dtype, step: int, n_workers: int):
+    """``out[rows] = reduce(bank.features(scaled Xd[rows], scaled Xq[rows]))`` for the row
+    chunks of :func:`map_row_chunks` (``step`` rows each, ``n_workers`` threads, one-thread
+    BLAS): the same numbers for any ``n_workers``. Returns ``out``."""
+
+    def chunk(rows: slice) -> None:
+        Q = scaler.transform(Xq[rows]) if Xq is not None else None
+        out[rows] = reduce(bank.features(scaler.transform(Xd[rows]), Q, dtype=dtype))
+
+    map_row_chunks(Xd.shape[0], step, chunk, n_workers)
+    return out

@@ -254,3 +254,46 @@ def test_listnet_weights_are_bit_identical_for_one_and_two_threads_at_blas_threa
     ]
     assert np.array_equal(fits[0].weights_, fits[1].weights_)
     assert np.array_equal(fits[0].predict(X[:2000]), fits[1].predict(X[:2000]))
+
+
+def test_scores_and_features_are_bit_identical_for_one_two_and_three_threads_over_many_chunks():
+    # 3 x SCORE_CHUNK_ROWS + 17 rows: several fixed chunks shared between the threads, and a
+    # short last one; float32 distance terms too (another BLAS kernel)
+    from ltr_bench_lgmml.scoring import SCORE_CHUNK_ROWS
+
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 3, size=200 * 30)
+    X = rng.normal(size=(y.size, 12))
+    X[:, 0] += 0.5 * y
+    qid = np.repeat(np.arange(200), 30)
+    Xs = rng.normal(size=(3 * SCORE_CHUNK_ROWS + 17, 12))
+    for dtype in ("float64", "float32"):
+        model = LGMMLRanker(n_metrics=20, random_state=0, dtype=dtype, n_threads=1).fit(
+            X, y, qid=qid
+        )
+        ref_scores, ref_h = model.predict(Xs), model.decision_features(Xs)
+        for t in (2, 3):
+            model.set_params(n_threads=t)
+            assert np.array_equal(model.predict(Xs), ref_scores), (dtype, t)
+            assert np.array_equal(model.decision_features(Xs), ref_h), (dtype, t)
+        w = model.metric_bank_.sign * model.weights_
+        assert np.allclose(ref_h @ w, ref_scores, rtol=1e-12, atol=1e-12)
+
+
+def test_scoring_chunks_run_on_n_threads_workers_with_one_blas_thread():
+    import threading
+
+    from threadpoolctl import threadpool_info
+
+    from ltr_bench_lgmml.scoring import map_row_chunks
+
+    seen = []
+
+    def chunk(rows):
+        blas = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+        seen.append((rows.start, threading.current_thread().name, blas))
+
+    map_row_chunks(10, 3, chunk, 2)
+    assert sorted(s[0] for s in seen) == [0, 3, 6, 9]
+    assert all(name.startswith("lgmml-score") for _, name, _ in seen)
+    assert all(nums and all(n == 1 for n in nums) for _, _, nums in seen)

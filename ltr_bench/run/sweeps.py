@@ -1,0 +1,75 @@
+"""Sweeps: one labelled configuration per point of a parameter grid (``--sweep
+NAME.key=v1,v2`` and ``[sweep.LABEL]`` tables of a plan, :mod:`ltr_bench.run.plan`)."""
+
+from __future__ import annotations
+
+import sys
+
+from ltr_bench.results.labels import config_label
+from ltr_bench.run.plan import (
+    Plan,
+    PlanError,
+    RankerChoice,
+    _check_sweep_values,
+    parse_assignment,
+    parse_value,
+)
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = ["expand_sweeps", "parse_sweep"]
+
+
+def parse_sweep(text: str) -> tuple[str, str, list]:
+    """``--sweep NAME.key=v1,v2,...`` -> (NAME, key, [v1, v2, ...]). Values are read as one
+    TOML array when they form one (``7,31,127``; ``[5,10],[10,20]`` for list-valued
+    parameters; ``"a","b"``), else split on commas and read by :func:`parse_value`
+    (``l2,zscore``)."""
+    name, key, _ = parse_assignment(text, option="--sweep")
+    raw = text.split("=", 1)[1].strip()
+    try:
+        values = tomllib.loads(f"v = [{raw}]")["v"]
+    except tomllib.TOMLDecodeError:
+        values = [parse_value(p) for p in raw.split(",") if p.strip()]
+    if not values:
+        raise PlanError(f"--sweep {text!r}: no values; expected NAME.key=v1,v2,...")
+    return name, key, _check_sweep_values(values, f"--sweep {text}")
+
+
+def expand_sweeps(plan: Plan) -> Plan:
+    """Replace each swept configuration by one labelled :class:`RankerChoice` per point of
+    its grid (the product of its swept keys' values, keys in the order given), labelled
+    ``LABEL[key=value,...]`` (an unnamed configuration: the ranker name with every
+    parameter the user set, :func:`~ltr_bench.results.labels.config_label`); a swept value
+    overrides the configuration's own. Raises PlanError for a sweep of a ranker the plan does
+    not run. Empties ``plan.sweeps``."""
+    import itertools
+
+    labels = [r.display for r in plan.rankers]
+    for label in plan.sweeps:
+        if label not in labels:
+            raise PlanError(
+                f"sweep of {label!r}: that ranker is not part of this run "
+                f"(rankers: {', '.join(labels) or 'none'}); add it to --ranker"
+            )
+    out: list[RankerChoice] = []
+    for r in plan.rankers:
+        grid = plan.sweeps.get(r.display)
+        if not grid:
+            out.append(r)
+            continue
+        keys = list(grid)
+        for point in itertools.product(*(grid[k] for k in keys)):
+            setting = dict(zip(keys, point))
+            params = {**r.params, **setting}
+            if r.label:  # a named configuration keeps its name: "NAME[swept=value,...]"
+                label = config_label(r.label, setting)
+            else:  # the ranker's name with every user-set parameter, swept ones included
+                label = ""
+            out.append(RankerChoice(r.name, params, label=label))
+    plan.rankers = out
+    plan.sweeps = {}
+    return plan

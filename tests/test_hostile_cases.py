@@ -1,0 +1,726 @@
+"""Issue 27's corpus: what a hostile or unlucky user does to ``tune``, ``report``, plans and
+shared stores, and what must still hold afterwards.
+
+Each case of :data:`CASES` is (name, setup, exit code, message fragment, check): ``setup(env)``
+prepares files and returns the argv of one ``ltr-bench`` command (run in-process); the command
+must exit with the code, print the fragment, print no traceback; then ``check(env)`` asserts
+what must still be on disk (the user's rows, a device node, a symlink). The tests after the
+corpus use real processes and signals (a second process holding a lock, a kill between saving
+and logging, two ``tune`` processes on one study).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from test_reliability import FAKE, make_folder
+
+from ltr_bench.cli import main
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch, fake_rankers):
+    """Working directory ``work``, cache, and a one-fold LETOR folder ``data``."""
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("LTR_BENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+
+    class Env:
+        data = make_folder(tmp_path / "data")
+        root = tmp_path
+        cwd = work
+
+        @staticmethod
+        def run(*args):
+            result = CliRunner().invoke(main, [str(a) for a in args])
+            if result.exception is not None and not isinstance(result.exception, SystemExit):
+                raise result.exception  # an uncaught exception is itself a failure
+            return result.exit_code, result.output
+
+        @staticmethod
+        def fake_run(*extra):
+            """A fast ``run`` of the fake ranker on the data folder (local results ``res``)."""
+            return Env.run(
+                "run",
+                "--ranker",
+                FAKE,
+                "--dataset",
+                Env.data,
+                "--metrics",
+                "ndcg@10,err@10",
+                "--results-dir",
+                "res",
+                *extra,
+            )
+
+    return Env
+
+
+def _run_argv(e, *extra):
+    return [
+        "run",
+        "--ranker",
+        FAKE,
+        "--dataset",
+        e.data,
+        "--metrics",
+        "ndcg@10,err@10",
+        "--results-dir",
+        "res",
+        *extra,
+    ]
+
+
+def _report_argv(e, *extra):
+    code, out = e.fake_run("--no-mlflow")
+    assert code == 0, out
+    return ["report", "--results-dir", "res", *extra]
+
+
+# ------------------------------------------------------------------- foreign SQLite stores
+
+
+def _lab_db(e) -> Path:
+    """A user's own database: one table ``experiments(id, sample, result)`` of 1,000 rows."""
+    db = e.cwd / "lab.db"
+    con = sqlite3.connect(db)
+    con.execute("create table experiments (id integer primary key, sample text, result real)")
+    con.executemany(
+        "insert into experiments values (?, ?, ?)", [(i, f"s{i}", i / 7) for i in range(1000)]
+    )
+    con.commit()
+    con.close()
+    return db
+
+
+def _lab_db_no_clash(e) -> Path:
+    db = e.cwd / "lab.db"
+    con = sqlite3.connect(db)
+    con.execute("create table samples (id integer primary key, note text)")
+    con.execute("insert into samples values (1, 'keep me')")
+    con.commit()
+    con.close()
+    return db
+
+
+def _rows_of(db: Path, table: str) -> int:
+    con = sqlite3.connect(db)
+    try:
+        return con.execute(f"select count(*) from {table}").fetchone()[0]
+    finally:
+        con.close()
+
+
+def _tables_of(db: Path) -> list[str]:
+    con = sqlite3.connect(db)
+    try:
+        return [r[0] for r in con.execute("select name from sqlite_master where type='table'")]
+    finally:
+        con.close()
+
+
+def _foreign_run(e):
+    return _run_argv(e, "--tracking-uri", f"sqlite:///{_lab_db(e)}")
+
+
+def _foreign_tune(e):
+    return [
+        "tune",
+        "--ranker",
+        "ridge",
+        "--dataset",
+        e.data,
+        "--trials",
+        "2",
+        "--results-dir",
+        "res",
+        "--tracking-uri",
+        f"sqlite:///{_lab_db(e)}",
+    ]
+
+
+def _foreign_no_clash(e):
+    return _run_argv(e, "--tracking-uri", f"sqlite:///{_lab_db_no_clash(e)}")
+
+
+def _foreign_report(e):
+    return ["report", "--dataset", "data", "--tracking-uri", f"sqlite:///{_lab_db(e)}"]
+
+
+def _user_rows_kept(e):
+    db = e.cwd / "lab.db"
+    assert _tables_of(db) == ["experiments"]
+    assert _rows_of(db, "experiments") == 1000
+    assert not (e.cwd / "res").exists() or not list((e.cwd / "res").glob("*.json"))
+
+
+def _no_clash_kept(e):
+    assert _tables_of(e.cwd / "lab.db") == ["samples"]
+
+
+def _truncated_store(e):
+    """A real MLflow store holding runs, then cut to half its size (a full disk, a bad copy)."""
+    code, out = e.fake_run("--tracking-uri", "sqlite:///" + str(e.cwd / "m.db"))
+    assert code == 0, out
+    db = e.cwd / "m.db"
+    size = db.stat().st_size
+    with open(db, "r+b") as fh:
+        fh.truncate(size // 2)
+    e.kept_size = size // 2
+    return _run_argv(e, "--force", "--tracking-uri", f"sqlite:///{db}")
+
+
+def _truncated_kept(e):
+    db = e.cwd / "m.db"
+    assert db.exists() and db.stat().st_size == e.kept_size  # neither deleted nor rebuilt
+
+
+# ------------------------------------------------------------------------------- outputs
+
+
+def _report_to_symlink(e):
+    argv = _report_argv(e)
+    (e.cwd / "real.md").write_text("old\n")
+    (e.cwd / "link.md").symlink_to("real.md")
+    return [*argv, "--output", "link.md"]
+
+
+def _symlink_kept(e):
+    assert (e.cwd / "link.md").is_symlink()
+    assert "ndcg@10" in (e.cwd / "real.md").read_text().lower()
+
+
+def _report_to_dev_full(e):
+    return [*_report_argv(e), "--output", "/dev/full"]
+
+
+def _device_kept(e):
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+def _report_to_proc(e):
+    return [*_report_argv(e), "--output", "/proc/version"]
+
+
+def _report_to_fifo(e):
+    argv = _report_argv(e)
+    os.mkfifo(e.cwd / "pipe")
+    return [*argv, "--output", "pipe"]
+
+
+def _fifo_kept(e):
+    assert stat.S_ISFIFO(os.stat(e.cwd / "pipe").st_mode)
+
+
+def _report_plots_into_file(e):
+    argv = _report_argv(e)
+    (e.cwd / "plots").write_text("a file\n")
+    return [*argv, "--plots", "plots"]
+
+
+def _plots_file_kept(e):
+    assert (e.cwd / "plots").read_text() == "a file\n"
+
+
+def _report_plots_to_dev_full(e):
+    argv = _report_argv(e)
+    (e.cwd / "plots").mkdir()
+    (e.cwd / "plots" / "data_ndcg_at_10_per_fold.png").symlink_to("/dev/full")
+    return [*argv, "--plots", "plots", "--no-log-plots"]
+
+
+def _run_output_to_fifo(e):
+    os.mkfifo(e.cwd / "pipe")
+    return _run_argv(e, "--no-mlflow", "--output", "pipe")
+
+
+def _nothing(e):
+    pass
+
+
+# ------------------------------------------------------------- numbers a machine cannot do
+
+
+def _run_with(*extra):
+    def setup(e):
+        return _run_argv(e, "--no-mlflow", *extra)
+
+    return setup
+
+
+def _synthetic(*options):
+    def setup(e):
+        argv = ["run", "--ranker", FAKE, "--dataset", "synthetic", "--folds", "1", "--no-mlflow"]
+        for o in options:
+            argv += ["--dataset-option", o]
+        return argv
+
+    return setup
+
+
+def _no_results(e):
+    assert not (e.cwd / "res").exists() or not list((e.cwd / "res").glob("*.json"))
+
+
+def _one_result(e):
+    assert len(list((e.cwd / "res").glob("*.json"))) == 1
+
+
+# --------------------------------------------------------------------- --optuna-storage
+
+
+def _tune_argv(e, *extra, dataset=None):
+    return [
+        "tune",
+        "--ranker",
+        "ridge",
+        "--dataset",
+        dataset or e.data,
+        "--trials",
+        "2",
+        "--no-mlflow",
+        "--results-dir",
+        "res",
+        *extra,
+    ]
+
+
+def _storage(value):
+    """A bad --optuna-storage with a dataset that does not exist: the storage is named, so
+    it was checked before the data."""
+
+    def setup(e):
+        v = value(e) if callable(value) else value
+        return _tune_argv(e, "--optuna-storage", v, dataset=e.root / "no-such-data")
+
+    return setup
+
+
+def _journal_folder(e):
+    (e.cwd / "s.journal").mkdir()
+    return "s.journal"
+
+
+def _optuna_foreign(e):
+    return f"sqlite:///{_lab_db(e)}"
+
+
+def _journal_damaged(e):
+    code, out = e.run(*_tune_argv(e, "--optuna-storage", "s.journal"))
+    assert code == 0, out
+    j = e.cwd / "s.journal"
+    lines = j.read_text().splitlines()
+    lines[2] = lines[2][: len(lines[2]) // 2]  # a damaged line in the middle
+    j.write_text("\n".join(lines) + "\n")
+    return _tune_argv(e, "--optuna-storage", "s.journal", "--trials", "3")
+
+
+def _journal_kept(e):
+    assert (e.cwd / "s.journal").exists()
+
+
+def _report_on_empty_file(e):
+    (e.cwd / "empty.db").touch()
+    return ["report", "--dataset", "data", "--tracking-uri", f"sqlite:///{e.cwd / 'empty.db'}"]
+
+
+def _empty_file_kept(e):
+    assert (e.cwd / "empty.db").stat().st_size == 0  # a report never creates a store
+
+
+def _report_on_folder(e):
+    (e.cwd / "dir.db").mkdir()
+    return ["report", "--dataset", "data", "--tracking-uri", f"sqlite:///{e.cwd / 'dir.db'}"]
+
+
+def _report_on_dead_server(e):
+    return ["report", "--dataset", "data", "--tracking-uri", "http://127.0.0.1:1"]
+
+
+DEV_FULL = Path("/dev/full").exists()
+
+CASES = [
+    # never write into (or delete) a database that is not an MLflow store
+    ("run on a user's database", _foreign_run, 2, "not an MLflow store", _user_rows_kept),
+    ("tune on a user's database", _foreign_tune, 2, "its tables: experiments", _user_rows_kept),
+    ("report on a user's database", _foreign_report, 2, "lab.db is an SQLite", _user_rows_kept),
+    ("run on a database without clash", _foreign_no_clash, 2, "tables: samples", _no_clash_kept),
+    ("run on a truncated store with runs", _truncated_store, 1, "mv ", _truncated_kept),
+    ("report on an empty file", _report_on_empty_file, 1, "an empty file", _empty_file_kept),
+    ("report on a folder", _report_on_folder, 1, "is a folder, not an MLflow", _nothing),
+    ("report on a dead server", _report_on_dead_server, 1, "could not connect", _nothing),
+    # one writer for every output
+    ("report --output through a symlink", _report_to_symlink, 0, "report written", _symlink_kept),
+    ("report --output to a named pipe", _report_to_fifo, 2, "is a named pipe", _fifo_kept),
+    ("report --output impossible", _report_to_proc, 2, "--output /proc/version", _nothing),
+    ("report --plots is a file", _report_plots_into_file, 2, "--plots", _plots_file_kept),
+    ("run --output to a named pipe", _run_output_to_fifo, 2, "is a named pipe", _fifo_kept),
+    # threads, seeds and generated sizes bounded by the machine, checked before any work
+    ("threads beyond the CPUs", _run_with("--threads", "1000"), 0, "CPU(s) of this", _one_result),
+    ("threads 100000", _run_with("--threads", "100000"), 2, "--threads 100000", _no_results),
+    ("a million seeds", _run_with("--seeds", "1000000"), 2, "--seeds (a count)", _no_results),
+    ("a seed too large", _run_with("--seeds", "0,99999999999"), 2, "0 to 2147483647", _nothing),
+    ("seed too large", _run_with("--seed", "99999999999"), 2, "'--seed'", _nothing),
+    ("seeds not numbers", _run_with("--seeds", "0,x"), 2, "expected seeds like", _nothing),
+    ("label_noise nan", _synthetic("label_noise=nan"), 2, "label_noise=nan", _nothing),
+    ("label_noise negative", _synthetic("label_noise=-1"), 2, "label_noise must be", _nothing),
+    ("n_queries inf", _synthetic("n_queries=inf"), 2, "n_queries=inf", _nothing),
+    ("docs_per_query 2.5", _synthetic("docs_per_query=2.5"), 2, "finite int", _nothing),
+    ("a fold larger than memory", _synthetic("docs_per_query=1000000000"), 2, "GiB", _nothing),
+    # --optuna-storage: checked before the data, named, exit 2 (damage: file and line, exit 1)
+    ("storage not a storage", _storage("optuna"), 2, "--optuna-storage optuna: not a", _nothing),
+    ("storage unknown dialect", _storage("nosuchdb://h/x"), 2, "no database driver", _nothing),
+    ("storage bad URL", _storage("sqlite://:x:y"), 2, "--optuna-storage sqlite://", _nothing),
+    ("storage in memory", _storage("sqlite:///:memory:"), 2, "in-memory", _nothing),
+    ("storage journal is a folder", _storage(_journal_folder), 2, "is not a file", _nothing),
+    ("storage journal impossible", _storage("/proc/x.journal"), 2, "its folder", _nothing),
+    ("storage user's database", _storage(_optuna_foreign), 2, "not an Optuna", _user_rows_kept),
+    ("journal damaged mid-file", _journal_damaged, 1, "s.journal:3: damaged", _journal_kept),
+]
+if DEV_FULL:
+    CASES += [
+        ("report --output /dev/full", _report_to_dev_full, 1, "no space left", _device_kept),
+        ("report --plots onto /dev/full", _report_plots_to_dev_full, 1, "no space", _device_kept),
+    ]
+
+
+@pytest.mark.parametrize("name,setup,code,fragment,check", CASES, ids=[c[0] for c in CASES])
+def test_hostile_case_exits_with_its_code_and_message_and_keeps_what_it_must(
+    env, name, setup, code, fragment, check
+):
+    argv = setup(env)
+    exit_code, out = env.run(*argv)
+    assert exit_code == code, out
+    assert fragment in out, out
+    assert "Traceback (most recent call last)" not in out, out
+    check(env)
+
+
+# ------------------------------------------------------------ stores held by other processes
+
+
+def test_a_locked_store_is_refused_and_not_deleted(env, tmp_path):
+    """Another process holds an exclusive lock on a real store for 30 s: the run neither
+    deletes nor rebuilds it; once the lock is gone the store has its runs and opens."""
+    db = env.cwd / "m.db"
+    code, out = env.fake_run("--tracking-uri", f"sqlite:///{db}")
+    assert code == 0, out
+    runs_before = _rows_of(db, "runs")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys, time\n"
+            f"con = sqlite3.connect({str(db)!r}, isolation_level=None)\n"
+            "con.execute('begin exclusive')\n"
+            "print('locked', flush=True)\n"
+            "time.sleep(30)\n",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        t0 = time.monotonic()
+        code, out = env.fake_run("--force", "--tracking-uri", f"sqlite:///{db}")
+        assert time.monotonic() - t0 < 25
+    finally:
+        holder.kill()
+        holder.wait()
+    assert code == 1, out
+    assert "locked by another process" in out and "Traceback" not in out, out
+    assert _rows_of(db, "runs") == runs_before
+
+
+def test_an_interrupted_creation_by_ltr_bench_is_rebuilt_but_the_same_file_without_marker_is_not(
+    env,
+):
+    db = env.cwd / "h.db"
+
+    def half_created():
+        con = sqlite3.connect(db)
+        con.execute("create table experiments (experiment_id integer primary key, name text)")
+        con.commit()
+        con.close()
+
+    half_created()
+    code, out = env.fake_run("--tracking-uri", f"sqlite:///{db}")
+    assert code == 2 and "not an MLflow store" in out, out
+    assert _tables_of(db) == ["experiments"]
+
+    (env.cwd / "h.db.creating").write_text("12345\n")  # what ltr-bench's creation leaves
+    code, out = env.fake_run("--tracking-uri", f"sqlite:///{db}")
+    assert code == 0, out
+    assert "alembic_version" in _tables_of(db) and _rows_of(db, "runs") > 0
+    assert not (env.cwd / "h.db.creating").exists()
+
+
+# -------------------------------------------------------------------- tune: journal, MLflow
+
+
+def _mlflow_trial_runs(db: Path) -> list[tuple[str, str]]:
+    """(trial key, status) of every live trial run in an MLflow SQLite store."""
+    con = sqlite3.connect(db)
+    try:
+        return sorted(
+            con.execute(
+                "select t.value, r.status from runs r join tags t on t.run_uuid = r.run_uuid"
+                " where t.key = 'ltr_bench_trial_key' and r.lifecycle_stage = 'active'"
+            ).fetchall()
+        )
+    finally:
+        con.close()
+
+
+def _statuses(db: Path) -> set[str]:
+    con = sqlite3.connect(db)
+    try:
+        return {
+            r[0] for r in con.execute("select status from runs where lifecycle_stage = 'active'")
+        }
+    finally:
+        con.close()
+
+
+def test_a_torn_last_journal_line_is_cut_off_and_tuning_resumes(env):
+    argv = _tune_argv(env, "--optuna-storage", "s.journal")
+    code, out = env.run(*argv)
+    assert code == 0, out
+    j = env.cwd / "s.journal"
+    with open(j, "ab") as fh:
+        fh.write(b'{"op_code": 4, "worker_id": "x", "trial_id"')  # a power cut mid-append
+    code, out = env.run(*[a if a != "2" else "3" for a in argv])  # one more trial
+    assert code == 0 and "Traceback" not in out, out
+    import json
+
+    assert all(isinstance(json.loads(line), dict) for line in j.read_text().splitlines())
+    assert (env.cwd / "s.journal.torn").read_bytes().startswith(b'{"op_code": 4')
+
+
+def test_trials_that_never_reached_mlflow_are_logged_from_the_journal_on_the_next_run(env):
+    """The state a kill between saving the tuned record and logging its trials leaves (the
+    record saved, its trials only in the journal) is made here with --no-mlflow; the same
+    command with MLflow then logs every trial, without tuning again."""
+    argv = _tune_argv(env, "--trials", "3")
+    code, out = env.run(*argv)
+    assert code == 0, out
+    db = env.cwd / "m.db"
+    with_mlflow = [a for a in argv if a != "--no-mlflow"] + ["--tracking-uri", f"sqlite:///{db}"]
+    code, out = env.run(*with_mlflow)
+    assert code == 0 and "finished earlier" in out, out
+    runs = _mlflow_trial_runs(db)
+    assert len(runs) == 3 and {s for _, s in runs} <= {"FINISHED", "KILLED", "FAILED"}, runs
+    code, out = env.run(*with_mlflow)  # idempotent: nothing logged twice
+    assert code == 0 and _mlflow_trial_runs(db) == runs
+    assert "RUNNING" not in _statuses(db)
+
+
+SLOW_TUNABLE = """
+import time
+from ltrb_fake_rankers import LinearRanker
+
+class SlowTunable(LinearRanker):
+    SEARCH_SPACE = {"scale": {"low": 0.5, "high": 2.0}}
+
+    def fit(self, X, y, *, qid, eval_set=None):
+        time.sleep(0.25)
+        return super().fit(X, y, qid=qid, eval_set=eval_set)
+"""
+
+
+def _tune_subprocess(tmp_path, data, *extra, trials=6):
+    from test_reliability import TESTS
+
+    mods = tmp_path / "mods"
+    mods.mkdir(exist_ok=True)
+    (mods / "ltrb_slow_tunable.py").write_text(SLOW_TUNABLE)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(mods), str(TESTS)]),
+        LTR_BENCH_CACHE=str(tmp_path / "cache"),
+        OMP_NUM_THREADS="1",
+    )
+    env.pop("MLFLOW_TRACKING_URI", None)
+    cmd = [
+        sys.executable,
+        "-m",
+        "ltr_bench.cli",
+        "tune",
+        "--ranker",
+        "ltrb_slow_tunable:SlowTunable",
+        "--dataset",
+        str(data),
+        "--trials",
+        str(trials),
+        "--metrics",
+        "ndcg@10",
+        "--results-dir",
+        str(tmp_path / "res"),
+        "--optuna-storage",
+        str(tmp_path / "s.journal"),
+        "--tracking-uri",
+        f"sqlite:///{tmp_path / 'm.db'}",
+        *extra,
+    ]
+    return cmd, env
+
+
+def _journal_trials(journal: Path) -> int:
+    """Trials that reached a finished state in a journal (op 6: set_trial_state_values)."""
+    import json
+
+    done = 0
+    for line in journal.read_text().splitlines():
+        op = json.loads(line)
+        if op.get("op_code") == 6 and op.get("state") in (1, 2, 3):
+            done += 1
+    return done
+
+
+@pytest.mark.slow
+def test_sigkill_right_after_saving_a_tuned_record_loses_no_trial_in_mlflow(tmp_path):
+    data = make_folder(tmp_path / "data")
+    cmd, env = _tune_subprocess(tmp_path, data)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    t0 = time.monotonic()
+    while not list((tmp_path / "res").glob("*.json")):  # the tuned record is saved ...
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() - t0 < 120
+        time.sleep(0.005)
+    proc.send_signal(9)  # ... and the process is killed at once, before or while logging
+    proc.wait()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    runs = _mlflow_trial_runs(tmp_path / "m.db")
+    assert len(runs) == 6, runs  # every trial of the study, each once
+    assert "RUNNING" not in _statuses(tmp_path / "m.db")
+
+
+@pytest.mark.slow
+def test_a_second_tune_of_one_study_waits_for_the_first_and_reuses_its_result(tmp_path):
+    data = make_folder(tmp_path / "data")
+    cmd, env = _tune_subprocess(tmp_path, data, trials=12)
+    first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    journal = tmp_path / "s.journal"
+    t0 = time.monotonic()
+    while not journal.exists() or _journal_trials(journal) < 1:  # the first is tuning
+        assert first.poll() is None, first.communicate()
+        assert time.monotonic() - t0 < 120
+        time.sleep(0.05)
+    second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    out1, err1 = first.communicate(timeout=300)
+    assert first.returncode == 0, err1
+    assert second.returncode == 0, second.stderr
+    text = second.stdout + second.stderr
+    assert f"another process (pid {first.pid}) is tuning" in text, text
+    assert "Traceback" not in text and b"Traceback" not in err1
+    assert _journal_trials(journal) == 12  # no trial marked stale, none redone
+
+
+# ------------------------------------------------------------------------ damaged records
+
+
+def _two_rankers_two_folds(e, *extra):
+    """fake-linear and fake-other on a two-fold folder: 4 records in ``res``."""
+    data = e.root / "data2"
+    make_folder(data / "Fold1")
+    make_folder(data / "Fold2")
+    code, out = e.run(
+        "run", "--ranker", f"{FAKE},fake-other", "--dataset", data,
+        "--metrics", "ndcg@10,err@10", "--results-dir", "res", *extra,
+    )  # fmt: skip
+    assert code == 0, out
+    return data
+
+
+def _record_of(e, ranker: str, fold: int) -> Path:
+    import json
+
+    for p in (e.cwd / "res").glob("*.json"):
+        d = json.loads(p.read_text())
+        if d["ranker"] == ranker and d["fold"] == fold:
+            return p
+    raise AssertionError("no such record")
+
+
+def test_a_non_object_json_and_a_wrongly_typed_field_are_named_and_set_aside_by_run(env):
+    import json
+
+    code, out = env.fake_run("--no-mlflow")
+    assert code == 0, out
+    rec = next((env.cwd / "res").glob("*.json"))
+    d = json.loads(rec.read_text())
+    d["fold"] = "one"
+    rec.write_text(json.dumps(d))
+    (env.cwd / "res" / "junk.json").write_text("[1, 2, 3]\n")
+    code, out = env.fake_run("--no-mlflow")
+    assert code == 0 and "Traceback" not in out, out
+    assert f"res/{rec.name}: field 'fold': expected an integer, got a string" in out, out
+    assert "junk.json: not a JSON object but a list" in out, out
+    assert json.loads(rec.read_text())["fold"] == 1  # computed again ...
+    assert json.loads(Path(str(rec) + ".damaged").read_text())["fold"] == "one"  # ... kept
+    assert (env.cwd / "res" / "junk.json").exists()  # not ours to delete
+
+
+def test_report_names_a_damaged_per_query_file_and_blames_its_own_ranker(env):
+    _two_rankers_two_folds(env, "--no-mlflow")
+    rec = _record_of(env, "fake-other", 2)
+    csv = rec.with_name(rec.stem + ".per_query.csv")
+    lines = csv.read_text().splitlines()
+    cells = lines[2].split(",")
+    cells[1] = "abc"
+    lines[2] = ",".join(cells)
+    csv.write_text("\n".join(lines) + "\n")
+    code, out = env.run("report", "--results-dir", "res")
+    assert code == 0 and "Traceback" not in out, out
+    assert f"res/{csv.name}:3: field" in out and "expected a number, got 'abc'" in out, out
+    assert "fake-other / data2 fold 2" in out  # whose values they were
+    assert "fold/seed 2/0 left out: no result of fake-other for it" in out, out
+    assert f"{FAKE}: fold/seed" not in out
+
+
+def test_a_nan_metric_is_not_counted_in_the_units_of_its_cell(env):
+    import json
+
+    _two_rankers_two_folds(env, "--no-mlflow")
+    rec = _record_of(env, "fake-other", 2)
+    d = json.loads(rec.read_text())
+    d["metrics"]["ndcg@10"] = float("nan")
+    rec.write_text(json.dumps(d))
+    code, out = env.run("report", "--results-dir", "res", "--metric", "ndcg@10")
+    assert code == 0, out
+    assert "fake-other: ndcg@10 is NaN in fold/seed 2/0; its mean is over 1 of 2 units" in out
+    row = next(line for line in out.splitlines() if line.startswith("| fake-other"))
+    assert "(n=1)" in row, row
+
+
+def test_report_names_a_damaged_record_artifact_in_mlflow_and_leaves_it_out(env):
+    db = env.cwd / "m.db"
+    _two_rankers_two_folds(env, "--tracking-uri", f"sqlite:///{db}")
+    import json
+
+    artifacts = [
+        p
+        for p in (env.cwd / "artifacts").rglob("record.json")
+        if json.loads(p.read_text()).get("ranker") == "fake-other"
+        and json.loads(p.read_text()).get("fold") == 1
+    ]
+    assert len(artifacts) == 1
+    d = json.loads(artifacts[0].read_text())
+    d["metrics"] = {"ndcg@10": "high"}
+    artifacts[0].write_text(json.dumps(d))
+    code, out = env.run("report", "--dataset", "data2", "--tracking-uri", f"sqlite:///{db}")
+    assert code == 0 and "Traceback" not in out, out
+    assert "record.json: field 'metrics.ndcg@10': expected a number, got a string" in out, out
+    assert "fold/seed 1/0 left out: no result of fake-other for it" in out, out
