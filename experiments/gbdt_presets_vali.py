@@ -21,8 +21,8 @@ PRESETS = ("auto", "mslr-benchmark")
 
 
 def validation_ndcg(ranker_name: str, preset: str, fold) -> float:
-    from ltr_bench.run.cells import build_ranker
     from ltr_bench.evaluation.metrics import evaluate
+    from ltr_bench.run.cells import build_ranker
 
     ranker = build_ranker(ranker_name, {"preset": preset}, seed=0, threads=1)
     train, vali = fold.train, fold.vali

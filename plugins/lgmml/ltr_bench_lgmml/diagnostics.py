@@ -82,6 +82,7 @@ class FittedLGMML(Protocol):
     def _feature_chunks(self, X: np.ndarray) -> tuple[int, Any]: ...
     def _chunk_rows(self, bank: MetricBank) -> int: ...
 
+
 __all__ = ["metric_spectra", "model_summary", "score_structure", "validation_diagnostics"]
 
 #: documents (whole queries) the score-structure diagnostics look at (see score_structure)
