@@ -1,7 +1,7 @@
 """LightGBM lambdarank and XGBoost lambda-MART trained across the workers of a Dask cluster.
 
 Registered as ``lightgbm-dask`` and ``xgboost-dask``. Each is the twin of a single-machine
-ranker of :mod:`ltr_bench_baselines.gbdt` (``lightgbm``, ``xgboost-lambdamart``): the same
+ranker of :mod:`ltr_bench_baselines.gbdt_common` (``lightgbm``, ``xgboost-lambdamart``): the same
 parameters, presets and their resolution, the same native parameters, the same ``predict``
 and ``fitted_info``; only training is distributed (data-parallel: each worker holds some
 queries and builds histograms of them, the libraries combine them). Use them when one
@@ -62,7 +62,7 @@ from sklearn.utils._param_validation import Interval
 
 from ltr_bench.ranker import RankerInputError, RankerTags, query_boundaries
 
-from .gbdt import (
+from .gbdt_common import (
     _TAGS,
     FROM_PRESET,
     LightGBMRanker,

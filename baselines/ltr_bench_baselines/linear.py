@@ -65,7 +65,7 @@ from ltr_bench.ranker import (
 )
 from ltr_bench.timing import thread_limit
 
-from .gbdt import _check_fit_input, _resolve_threads
+from .gbdt_common import _check_fit_input, _resolve_threads
 
 __all__ = ["ListNetRanker", "RidgeRanker", "listnet_loss_and_grad"]
 

@@ -21,7 +21,7 @@ from ltr_bench_baselines.dask_gbdt import (
     _best_round,
     query_partitions,
 )
-from ltr_bench_baselines.gbdt import LightGBMRanker, XGBoostLambdaMARTRanker
+from ltr_bench_baselines.gbdt_common import LightGBMRanker, XGBoostLambdaMARTRanker
 
 pytest.importorskip("distributed")
 

@@ -13,7 +13,7 @@ from ltr_bench.progress import progress_handler
 from ltr_bench.ranker import RankerInputError, RankerTags, query_boundaries
 from ltr_bench.registry import load_ranker_class
 from ltr_bench.testing import make_check_data, parametrize_with_checks
-from ltr_bench_baselines.gbdt import (
+from ltr_bench_baselines.gbdt_common import (
     LightGBMRanker,
     XGBoostGBRTRanker,
     XGBoostLambdaMARTRanker,
@@ -433,7 +433,7 @@ def test_xgboost_fit_in_a_study_whose_pruner_always_prunes_raises_trial_pruned(c
 def test_xgboost_pruning_callback_changes_nothing_outside_tuning(cls, monkeypatch):
     import xgboost as xgb
 
-    from ltr_bench_baselines import gbdt
+    from ltr_bench_baselines import gbdt_common as gbdt
 
     X, y, qid = ranking_data(9, 40)
     val = ranking_data(10, 30)

@@ -878,7 +878,7 @@ def _xgboost_pruning(metric: str):
 
 _XGB_DOC_PARAMS = """
     Parameters (None / ``"preset"``: the preset's value, resolved in ``fit``; see the module
-    docstring of :mod:`ltr_bench_baselines.gbdt` for the presets and their values)
+    docstring of :mod:`ltr_bench_baselines.gbdt_common` for the presets and their values)
     ----------
     preset : {"auto", "mslr-benchmark", "lgmml-paper"}, default "auto"
     query_dim : int or None, default None    width of the query block of query-by-example rows
