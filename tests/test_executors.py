@@ -278,7 +278,7 @@ def test_warm_up_imports_the_rankers_modules_on_every_worker(dask_executor):
             m
             for m in (
                 "ltr_bench.run.harness",
-                "ltr_bench_baselines.gbdt_common",
+                "ltr_bench_baselines.lightgbm",
                 "ltr_bench_baselines.linear",
             )
             if m in __import__("sys").modules
@@ -289,7 +289,7 @@ def test_warm_up_imports_the_rankers_modules_on_every_worker(dask_executor):
         mods
         == [
             "ltr_bench.run.harness",
-            "ltr_bench_baselines.gbdt_common",
+            "ltr_bench_baselines.lightgbm",
             "ltr_bench_baselines.linear",
         ]
         for mods in loaded.values()

@@ -50,7 +50,7 @@ def plugin_dir(tmp_path, monkeypatch):
 def test_built_in_rankers_are_registered_through_entry_points():
     entries = {e.name: e for e in list_rankers()}
     assert BUILT_IN <= set(entries)
-    assert entries["lightgbm"].target == "ltr_bench_baselines.gbdt_common:LightGBMRanker"
+    assert entries["lightgbm"].target == "ltr_bench_baselines.lightgbm:LightGBMRanker"
     assert entries["lightgbm"].distribution == "ltr-bench"
     assert [e.name for e in list_rankers()] == sorted(entries)
 
@@ -135,7 +135,7 @@ def test_broken_plugin_is_listed_and_its_load_error_carries_the_original_error(p
         load_ranker_class("notaranker")
 
     # the others still work
-    from ltr_bench_baselines.gbdt_common import LightGBMRanker
+    from ltr_bench_baselines.lightgbm import LightGBMRanker
 
     assert load_ranker_class("lightgbm") is LightGBMRanker
 

@@ -1,12 +1,13 @@
 """LightGBM lambdarank and XGBoost lambda-MART trained across the workers of a Dask cluster.
 
 Registered as ``lightgbm-dask`` and ``xgboost-dask``. Each is the twin of a single-machine
-ranker of :mod:`ltr_bench_baselines.gbdt_common` (``lightgbm``, ``xgboost-lambdamart``): the same
-parameters, presets and their resolution, the same native parameters, the same ``predict``
-and ``fitted_info``; only training is distributed (data-parallel: each worker holds some
-queries and builds histograms of them, the libraries combine them). Use them when one
-training set does not fit one worker, or to use several machines for one model; for many
-small models, ``ltr-bench run --workers N`` (one cell per worker) is faster.
+ranker (``lightgbm`` of :mod:`ltr_bench_baselines.lightgbm`, ``xgboost-lambdamart`` of
+:mod:`ltr_bench_baselines.xgboost`): the same parameters, presets and their resolution, the
+same native parameters, the same ``predict`` and ``fitted_info``; only training is
+distributed (data-parallel: each worker holds some queries and builds histograms of them,
+the libraries combine them). Use them when one training set does not fit one worker, or to
+use several machines for one model; for many small models, ``ltr-bench run --workers N``
+(one cell per worker) is faster.
 
 Cluster (parameter ``scheduler``)
 ---------------------------------
@@ -65,13 +66,13 @@ from ltr_bench.ranker import RankerInputError, RankerTags, query_boundaries
 from .gbdt_common import (
     _TAGS,
     FROM_PRESET,
-    LightGBMRanker,
-    XGBoostLambdaMARTRanker,
     _check_fit_input,
     _eval_at,
     _plain_evals,
     _tree_features,
 )
+from .lightgbm import LightGBMRanker
+from .xgboost import XGBoostLambdaMARTRanker
 
 __all__ = ["DaskLightGBMRanker", "DaskXGBoostRanker", "query_partitions"]
 

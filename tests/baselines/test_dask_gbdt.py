@@ -21,7 +21,8 @@ from ltr_bench_baselines.dask_gbdt import (
     _best_round,
     query_partitions,
 )
-from ltr_bench_baselines.gbdt_common import LightGBMRanker, XGBoostLambdaMARTRanker
+from ltr_bench_baselines.lightgbm import LightGBMRanker
+from ltr_bench_baselines.xgboost import XGBoostLambdaMARTRanker
 
 pytest.importorskip("distributed")
 

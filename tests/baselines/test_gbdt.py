@@ -13,11 +13,8 @@ from ltr_bench.progress import progress_handler
 from ltr_bench.ranker import RankerInputError, RankerTags, query_boundaries
 from ltr_bench.registry import load_ranker_class
 from ltr_bench.testing import make_check_data, parametrize_with_checks
-from ltr_bench_baselines.gbdt_common import (
-    LightGBMRanker,
-    XGBoostGBRTRanker,
-    XGBoostLambdaMARTRanker,
-)
+from ltr_bench_baselines.lightgbm import LightGBMRanker
+from ltr_bench_baselines.xgboost import XGBoostGBRTRanker, XGBoostLambdaMARTRanker
 
 # Small trees that do split on the ~70-row check data (the MSLR defaults' min hessian of 100
 # would leave every tree a single leaf there, and a constant scorer proves little). One
@@ -370,8 +367,9 @@ XGB_CLASSES = [XGBoostGBRTRanker, XGBoostLambdaMARTRanker]
 
 
 class _PruneFromStep:
-    """A stand-in for an Optuna trial (what :func:`ltr_bench.tune.study.trial_reporter` reports to): records every
-    reported (step, value) and asks to prune once a step reaches ``step``."""
+    """A stand-in for an Optuna trial (what :func:`ltr_bench.tune.study.trial_reporter`
+    reports to): records every reported (step, value) and asks to prune once a step reaches
+    ``step``."""
 
     def __init__(self, step):
         self.step, self.reported = step, []
@@ -433,12 +431,14 @@ def test_xgboost_fit_in_a_study_whose_pruner_always_prunes_raises_trial_pruned(c
 def test_xgboost_pruning_callback_changes_nothing_outside_tuning(cls, monkeypatch):
     import xgboost as xgb
 
-    from ltr_bench_baselines import gbdt_common as gbdt
+    from ltr_bench_baselines import xgboost as xgboost_rankers
 
     X, y, qid = ranking_data(9, 40)
     val = ranking_data(10, 30)
     with_cb = small(cls, n_estimators=60, learning_rate=0.5).fit(X, y, qid=qid, eval_set=val)
-    monkeypatch.setattr(gbdt, "_xgboost_pruning", lambda metric: xgb.callback.TrainingCallback())
+    monkeypatch.setattr(
+        xgboost_rankers, "_xgboost_pruning", lambda metric: xgb.callback.TrainingCallback()
+    )
     without = small(cls, n_estimators=60, learning_rate=0.5).fit(X, y, qid=qid, eval_set=val)
     assert with_cb.best_iteration_ == without.best_iteration_
     assert with_cb.evals_result_ == without.evals_result_
