@@ -22,7 +22,7 @@ from ltr_bench.registry import (
     make_ranker,
 )
 
-BUILT_IN = {"lightgbm", "xgboost-gbrt", "xgboost-lambdamart", "mlr", "rmlr"}
+BUILT_IN = {"lightgbm", "xgboost-gbrt", "xgboost-lambdamart", "catboost", "mlr", "rmlr"}
 
 
 def _fake_distribution(root, dist, entry_points: dict[str, str], modules: dict[str, str]):

@@ -103,7 +103,13 @@ from ltr_bench.ranker import (
     split_query_document,
 )
 
-__all__ = ["FROM_PRESET", "LIGHTGBM_PRESETS", "XGBOOST_PRESETS", "GBDTRanker"]
+__all__ = [
+    "CATBOOST_PRESETS",
+    "FROM_PRESET",
+    "GBDTRanker",
+    "LIGHTGBM_PRESETS",
+    "XGBOOST_PRESETS",
+]
 
 
 # --------------------------------------------------------------------------- helpers
@@ -276,6 +282,42 @@ XGBOOST_PRESETS = {
     ),
 }
 
+#: ``catboost``'s presets (:mod:`ltr_bench_baselines.catboost` says where they come from)
+CATBOOST_PRESETS = {
+    "auto": dict(
+        n_estimators=1000,
+        learning_rate=0.1,
+        depth=6,
+        l2_leaf_reg=3.0,
+        border_count=254,
+        early_stopping_rounds=50,
+    ),
+    "catboost-defaults": dict(
+        n_estimators=1000,
+        learning_rate=0.03,
+        depth=6,
+        l2_leaf_reg=3.0,
+        border_count=254,
+        early_stopping_rounds=50,
+    ),
+    "mq2008-benchmark": dict(
+        n_estimators=8000,
+        learning_rate=0.03,
+        depth=4,
+        l2_leaf_reg=3.0,
+        border_count=64,
+        early_stopping_rounds=8000,
+    ),
+    "mslr-benchmark": dict(
+        n_estimators=8000,
+        learning_rate=0.07,
+        depth=10,
+        l2_leaf_reg=3.0,
+        border_count=64,
+        early_stopping_rounds=8000,
+    ),
+}
+
 
 def _resolve_preset(ranker, presets: dict, n_train: int) -> dict:
     """The preset's values for the parameters left at "from the preset" (None, or
@@ -338,7 +380,7 @@ def _tree_features(X: np.ndarray, query_dim) -> np.ndarray:
 # --------------------------------------------------------------------------- the base
 
 
-#: the parameter checks both libraries' rankers share (BaseRanker.validate_params)
+#: the parameter checks every library's ranker shares (BaseRanker.validate_params)
 _COMMON_CONSTRAINTS = {
     "n_estimators": [Interval(Integral, 1, None, closed="left"), None],
     "learning_rate": [Interval(Real, 0, None, closed="neither"), None],
