@@ -110,7 +110,7 @@ def test_early_stopping_keeps_the_best_validation_round():
     assert full.fitted_info()["stopped_by"] == "max-rounds"
 
 
-def test_our_ndcg_of_predictions_equals_catboosts_own_validation_ndcg():
+def test_our_ndcg_of_predictions_equals_catboosts_own_validation_ndcg(tmp_path, monkeypatch):
     import catboost
 
     train = ranking_data(1, 40)
@@ -130,7 +130,9 @@ def test_our_ndcg_of_predictions_equals_catboosts_own_validation_ndcg():
     assert set(theirs) == {"ndcg@5", "ndcg@10"}
     # CatBoost's own evaluation of the final model on the validation pool, a second route
     pool = catboost.Pool(X_val, label=y_val, group_id=qid_val)
-    again = ranker.model_.eval_metrics(pool, ["NDCG:top=10;type=Exp"])["NDCG:top=10;type=Exp"]
+    metric = "NDCG:top=10;type=Exp"
+    monkeypatch.chdir(tmp_path)  # eval_metrics writes catboost_info/ whatever tmp_dir says
+    again = ranker.model_.eval_metrics(pool, [metric])[metric]
     for metric in ("ndcg@5", "ndcg@10"):
         assert ours[metric] == pytest.approx(theirs[metric], abs=1e-6)
     assert ours["ndcg@10"] == pytest.approx(again[-1], abs=1e-6)
@@ -160,6 +162,14 @@ def test_training_labels_all_equal_give_a_constant_model_not_an_error():
         info = ranker.fitted_info()
         assert info["stopped_by"] == "constant-labels" and info["constant_model"] is True
         assert info["n_trees"] == 0 and ranker.model_ is None
+
+
+def test_fit_and_predict_write_no_files(tmp_path, monkeypatch):
+    # CatBoost's default writes catboost_info/ into the working directory
+    monkeypatch.chdir(tmp_path)
+    X, y, qid = ranking_data(3, 20)
+    small().fit(X, y, qid=qid, eval_set=ranking_data(4, 10)).predict(X)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_fitted_info_counts_symmetric_trees_and_the_features_they_split_on():
