@@ -202,6 +202,7 @@ class DaskLightGBMRanker(LightGBMRanker):
     def __init__(
         self,
         preset="auto",
+        objective="lambdarank",
         n_estimators=None,
         num_leaves=None,
         learning_rate=None,
@@ -218,6 +219,7 @@ class DaskLightGBMRanker(LightGBMRanker):
     ):
         super().__init__(
             preset=preset,
+            objective=objective,
             n_estimators=n_estimators,
             num_leaves=num_leaves,
             learning_rate=learning_rate,
@@ -257,7 +259,10 @@ class DaskLightGBMRanker(LightGBMRanker):
         }
         Xd, yd, groups, _ = _dask_parts(_tree_features(X, self.query_dim), y, qid, n_workers)
         model = DaskLGBMRanker(
-            client=client, objective="lambdarank", n_estimators=resolved["n_estimators"], **native
+            client=client,
+            objective=params["objective"],
+            n_estimators=resolved["n_estimators"],
+            **native,
         )
         with client.as_current(), warnings.catch_warnings():
             # lightgbm.dask says so for the thread parameter the sklearn wrapper always has

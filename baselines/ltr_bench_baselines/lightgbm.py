@@ -1,4 +1,17 @@
-"""LightGBM lambda-MART (``lightgbm``): ``lambdarank`` trees behind the Ranker contract.
+"""LightGBM (``lightgbm``): lambda-MART (``lambdarank``, default) or XE-NDCG
+(``rank_xendcg``) trees behind the Ranker contract.
+
+``objective`` (a documented parameter, recorded with the run like any other):
+
+* ``"lambdarank"`` (default): LambdaRank gradients of NDCG (Burges 2010) -- LightGBM's
+  lambda-MART, the ranker of LightGBM's published MSLR comparison.
+* ``"rank_xendcg"``: XE-NDCG (Bruch, Wang, Bendersky and Najork, "An Alternative Cross
+  Entropy Loss for Learning-to-Rank", WWW 2020): per query a softmax over the scores,
+  ``p_i = exp(s_i) / sum_j exp(s_j)``, fitted by cross-entropy to the target distribution
+  ``phi_i / sum_j phi_j`` with ``phi_i = 2^{y_i} - gamma_i``, ``gamma_i ~ U(0, 1)`` drawn
+  afresh each round (LightGBM's ``objective_seed``, derived from ``seed``, i.e. from
+  ``random_state``). A convex bound on NDCG; the paper finds it as good as lambdarank and
+  cheaper per round (no pairs). Labels must be integers (LightGBM's rule for both).
 
 Presets, early stopping, threads, tags and the trees' input for query-by-example rows are
 shared with the XGBoost rankers and documented in :mod:`ltr_bench_baselines.gbdt_common`.
@@ -33,16 +46,29 @@ from .gbdt_common import (
     _tree_features,
 )
 
-__all__ = ["LightGBMRanker"]
+__all__ = ["LIGHTGBM_OBJECTIVES", "LightGBMRanker"]
+
+#: the ``objective`` values: LightGBM's names of its two listwise ranking objectives
+LIGHTGBM_OBJECTIVES = ("lambdarank", "rank_xendcg")
+
+
+def _objective(value) -> str:
+    if value not in LIGHTGBM_OBJECTIVES:
+        raise ValueError(
+            f"objective must be one of {', '.join(LIGHTGBM_OBJECTIVES)}, got {value!r}"
+        )
+    return value
 
 
 class LightGBMRanker(GBDTRanker):
-    """LightGBM ``lambdarank`` (lambda-MART): trees fitted to LambdaRank gradients of NDCG.
+    """LightGBM ``lambdarank`` (lambda-MART: trees fitted to LambdaRank gradients of NDCG) or
+    ``rank_xendcg`` (XE-NDCG, module docstring).
 
     Parameters (None / ``"preset"``: the preset's value, resolved in ``fit``; see the module
     docstring of :mod:`ltr_bench_baselines.gbdt_common` for the presets and their values)
     ----------
     preset : {"auto", "mslr-benchmark", "lgmml-paper", "lightgbm-defaults"}, default "auto"
+    objective : {"lambdarank", "rank_xendcg"}, default "lambdarank"
     query_dim : int or None, default None   width of the query block of query-by-example rows
         (set by the harness); the trees then also see ``|q - x|`` (module docstring)
     n_estimators : int or None                boosting rounds (``num_iterations``)
@@ -79,6 +105,7 @@ class LightGBMRanker(GBDTRanker):
     #: "from the preset"
     _parameter_constraints = {
         "preset": [StrOptions(set(LIGHTGBM_PRESETS))],
+        "objective": [StrOptions(set(LIGHTGBM_OBJECTIVES))],
         "num_leaves": [Interval(Integral, 2, None, closed="left"), None],
         "min_sum_hessian_in_leaf": [Interval(Real, 0, None, closed="left"), None],
         "min_data_in_leaf": [Interval(Integral, 0, None, closed="left"), None],
@@ -88,6 +115,7 @@ class LightGBMRanker(GBDTRanker):
     def __init__(
         self,
         preset="auto",
+        objective="lambdarank",
         n_estimators=None,
         num_leaves=None,
         learning_rate=None,
@@ -101,6 +129,7 @@ class LightGBMRanker(GBDTRanker):
         query_dim=None,
     ):
         self.preset = preset
+        self.objective = objective
         self.n_estimators = n_estimators
         self.num_leaves = num_leaves
         self.learning_rate = learning_rate
@@ -114,6 +143,7 @@ class LightGBMRanker(GBDTRanker):
         self.query_dim = query_dim
 
     _RESERVED = {
+        "objective": "objective",
         "num_iterations": "n_estimators",
         "num_boost_round": "n_estimators",
         "n_estimators": "n_estimators",
@@ -148,7 +178,7 @@ class LightGBMRanker(GBDTRanker):
 
     def _native_params(self, resolved: dict) -> dict:
         params = {
-            "objective": "lambdarank",
+            "objective": _objective(self.objective),
             "metric": "ndcg",
             "eval_at": _eval_at(self.eval_at),
             "num_leaves": resolved["num_leaves"],
@@ -243,7 +273,7 @@ class LightGBMRanker(GBDTRanker):
         ``early_stopping`` (it was active) and ``stopped_by`` (``"early-stopping"``,
         ``"no-split"``: LightGBM stopped adding trees because no leaf could be split --
         told apart only without early stopping --, or ``"max-rounds"``);
-        ``preset`` and the resolved preset-governed parameters (``num_leaves``,
+        ``preset``, ``objective`` and the resolved preset-governed parameters (``num_leaves``,
         ``min_data_in_leaf``, ... ; ``early_stopping_rounds`` only when not None).
         """
         self._check_fitted("booster_")
@@ -269,6 +299,7 @@ class LightGBMRanker(GBDTRanker):
                 rounds, resolved["n_estimators"], stopping, int(self.booster_.current_iteration())
             ),
             "preset": str(self.preset),
+            "objective": str(self.params_["objective"]),
             **{k: v for k, v in resolved.items() if v is not None},
         }
 

@@ -443,3 +443,53 @@ def test_xgboost_pruning_callback_changes_nothing_outside_tuning(cls, monkeypatc
     assert with_cb.best_iteration_ == without.best_iteration_
     assert with_cb.evals_result_ == without.evals_result_
     assert np.array_equal(with_cb.predict(val[0]), without.predict(val[0]))
+
+
+# ---------------------------------------------------------------- LightGBM XE-NDCG
+
+
+@parametrize_with_checks([small(LightGBMRanker, objective="rank_xendcg")])
+def test_lightgbm_xendcg_follows_the_ranker_contract(ranker, check):
+    check(ranker)
+
+
+def test_lightgbm_xendcg_objective_reaches_lightgbm_and_learns_a_ranking():
+    # one relevance function (make_check_data draws one per seed): train and validation are
+    # the first 60 and the last 40 queries of the same data
+    X, y, qid = ranking_data(11, 100, n_empty=0)
+    cut = query_boundaries(qid)[60]
+    X, y, qid, Xv, yv, qv = X[:cut], y[:cut], qid[:cut], X[cut:], y[cut:], qid[cut:]
+    xe = small(LightGBMRanker, objective="rank_xendcg", n_estimators=40).fit(X, y, qid=qid)
+    lr = small(LightGBMRanker, n_estimators=40).fit(X, y, qid=qid)
+    # LightGBM's own record of the objective it trained with
+    assert xe.booster_.dump_model()["objective"].startswith("rank_xendcg")
+    assert lr.booster_.dump_model()["objective"].startswith("lambdarank")
+    assert xe.params_["objective"] == "rank_xendcg" == xe.fitted_info()["objective"]
+    assert not np.allclose(xe.predict(Xv), lr.predict(Xv))
+    # it learns: far above the expected NDCG of a random ranking (a constant scorer)
+    learned = evaluate(yv, xe.predict(Xv), qv, "ndcg@10")["ndcg@10"]
+    chance = evaluate(yv, np.zeros(len(yv)), qv, "ndcg@10")["ndcg@10"]
+    assert learned > chance + 0.15
+
+
+def test_lightgbm_xendcg_random_targets_follow_the_seed():
+    # XE-NDCG draws gamma ~ U(0, 1) per document and round from LightGBM's objective_seed,
+    # which LightGBM derives from seed (random_state)
+    X, y, qid = ranking_data(13, 40, n_empty=0)
+    fit = lambda seed: (  # noqa: E731
+        small(LightGBMRanker, objective="rank_xendcg", random_state=seed, n_estimators=20)
+        .fit(X, y, qid=qid)
+        .predict(X)
+    )
+    assert np.array_equal(fit(1), fit(1))
+    assert not np.array_equal(fit(1), fit(2))
+
+
+def test_unknown_lightgbm_objective_is_an_error_that_lists_the_objectives():
+    with pytest.raises(ValueError, match="'objective' parameter of LightGBMRanker"):
+        LightGBMRanker(objective="rank_xe").validate_params()
+    X, y, qid = make_check_data()
+    with pytest.raises(ValueError, match="objective must be one of lambdarank, rank_xendcg"):
+        LightGBMRanker(objective="rank_xe", n_jobs=1).fit(X, y, qid=qid)
+    with pytest.raises(ValueError, match="extra_params may not set 'objective'"):
+        LightGBMRanker(extra_params={"objective": "rank_xendcg"}).fit(X, y, qid=qid)
