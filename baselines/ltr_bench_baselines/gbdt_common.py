@@ -398,8 +398,25 @@ _COMMON_CONSTRAINTS = {
 
 
 class GBDTRanker(BaseRanker):
-    """The base of the tree rankers: the tags they share (``_TAGS``). Subclasses implement
-    ``fit``, ``predict`` and ``fitted_info`` with their library."""
+    """The base of the tree rankers: the tags they share (``_TAGS``) and the learning curves
+    read from ``evals_result_``. Subclasses implement ``fit`` (setting ``evals_result_``,
+    ``{data: {metric: [value per round]}}``), ``predict`` and ``fitted_info``."""
 
     def ranker_tags(self) -> RankerTags:
         return _TAGS
+
+    def learning_curves(self) -> dict[str, list[float]]:
+        """The validation metric after every boosting round, as the library computed it:
+        ``{"vali_ndcg@10": [v_1, ..., v_R]}`` (one key per ``eval_at`` k, ``v_r`` after
+        round r, R = every round trained, including those after the best round that early
+        stopping discards; ``best_iteration_`` says which round ``predict`` uses). Gain
+        ``2^rel - 1``, queries without relevant documents 1, ties as the library ranks them
+        (module docstring). ``{}`` when ``fit`` had no validation set (or, for
+        ``catboost``, nothing to learn).
+        """
+        self._check_fitted("evals_result_")
+        return {
+            f"{data}_{metric}": [float(v) for v in values]
+            for data, metrics in self.evals_result_.items()
+            for metric, values in metrics.items()
+        }

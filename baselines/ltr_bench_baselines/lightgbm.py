@@ -79,7 +79,8 @@ class LightGBMRanker(GBDTRanker):
     early_stopping_rounds : int, None or "preset", default "preset"
         Used only when ``fit`` gets ``eval_set``; None disables early stopping.
     eval_at : int or sequence of int, default 10
-        k of the validation NDCG@k LightGBM computes; early stopping follows the first.
+        k of the validation NDCG@k LightGBM computes. LightGBM sorts them, so early stopping
+        follows the smallest k (XGBoost and CatBoost follow the first as given).
     n_jobs : int or None, default None      threads (None or -1: all available CPUs)
     random_state : int, RandomState or None, default 0   LightGBM ``seed``
     extra_params : dict or None             any other LightGBM parameter, passed through
