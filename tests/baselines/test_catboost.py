@@ -273,3 +273,15 @@ def test_bad_parameters_give_errors_that_name_them():
 
 def test_entry_point_resolves_to_the_catboost_class():
     assert load_ranker_class("catboost") is CatBoostRanker
+
+
+def test_run_records_keep_the_catboost_and_xgboost_versions():
+    import catboost
+    import xgboost
+
+    from ltr_bench.environment import environment
+
+    versions = environment()["versions"]
+    assert versions["catboost"] == catboost.__version__
+    # ltr-bench installs XGBoost's CPU build, distribution xgboost-cpu, module xgboost
+    assert xgboost.__version__ in (versions["xgboost"], versions["xgboost-cpu"])
