@@ -7,6 +7,8 @@ The test split is never read. One thread, seed 0.
 
     OMP_NUM_THREADS=1 python -m experiments.gbdt_presets_vali --dataset /path/to/OHSUMED
     OMP_NUM_THREADS=1 python -m experiments.gbdt_presets_vali --dataset synthetic
+    OMP_NUM_THREADS=1 python -m experiments.gbdt_presets_vali --dataset /path/to/OHSUMED \
+        --rankers catboost --presets auto,catboost-defaults
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ def main() -> None:
         "--dataset", required=True, help="a registered dataset name or a folder of LETOR files"
     )
     parser.add_argument("--folds", default="1,2,3,4,5")
+    parser.add_argument("--rankers", default=",".join(RANKERS), help="comma list")
+    parser.add_argument("--presets", default=",".join(PRESETS), help="comma list")
     args = parser.parse_args()
 
     from ltr_bench.data import load_fold
@@ -50,11 +54,12 @@ def main() -> None:
             f"{args.dataset}: no validation split; the presets are compared on validation data only"
         )
     print(f"validation NDCG@10 (empty queries = 1), folds {args.folds} of {args.dataset}")
-    print("| ranker | " + " | ".join(f"`{p}`" for p in PRESETS) + " |")
-    print("|---|" + "---|" * len(PRESETS))
-    for name in RANKERS:
+    rankers, presets = args.rankers.split(","), args.presets.split(",")
+    print("| ranker | " + " | ".join(f"`{p}`" for p in presets) + " |")
+    print("|---|" + "---|" * len(presets))
+    for name in rankers:
         cells = []
-        for preset in PRESETS:
+        for preset in presets:
             values = np.array([validation_ndcg(name, preset, fold) for fold in folds])
             sd = values.std(ddof=1) if values.size > 1 else 0.0
             cells.append(f"{values.mean():.4f} ± {sd:.4f}")

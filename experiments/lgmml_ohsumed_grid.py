@@ -202,7 +202,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     from ltr_bench.data import load_fold
-    from ltr_bench_baselines.gbdt import LightGBMRanker, XGBoostGBRTRanker
+    from ltr_bench_baselines.lightgbm import LightGBMRanker
+    from ltr_bench_baselines.xgboost import XGBoostGBRTRanker
     from ltr_bench_lgmml import LGMMLRanker
 
     folds = [load_fold(str(args.data), k) for k in range(1, 6)]

@@ -52,7 +52,19 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown"
 
 
-_VERSIONED = ("ltr-bench", "numpy", "scipy", "scikit-learn", "lightgbm", "xgboost", "mlflow")
+#: distributions whose versions a record keeps; the XGBoost module comes from ``xgboost`` or
+#: from its CPU build ``xgboost-cpu`` (ltr-bench depends on the latter), whichever is installed
+_VERSIONED = (
+    "ltr-bench",
+    "numpy",
+    "scipy",
+    "scikit-learn",
+    "lightgbm",
+    "xgboost",
+    "xgboost-cpu",
+    "catboost",
+    "mlflow",
+)
 
 
 @functools.cache

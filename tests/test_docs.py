@@ -180,6 +180,7 @@ RANKER_PAGES = {
     "rankers/linear.md": ["ridge", "listnet"],
     "rankers/mlr.md": ["mlr", "rmlr"],
     "rankers/lgmml.md": ["lgmml"],
+    "rankers/gbdt.md": ["lightgbm", "xgboost-gbrt", "xgboost-lambdamart", "catboost"],
 }
 
 

@@ -42,6 +42,7 @@ SPEED_PARAMS: dict[str, dict] = {
         "min_data_in_leaf": 2,
     },
     "xgboost-dask": {"n_estimators": 20, "max_leaves": 7, "min_child_weight": 1e-3},
+    "catboost": {"n_estimators": 20, "depth": 3},
     "mlr": {"max_iter": 20, "admm_max_iter": 200},
     "rmlr": {"max_iter": 20, "admm_max_iter": 200},
     "lgmml": {"n_metrics": 8, "n_iter": 200},

@@ -280,7 +280,7 @@ def test_warm_up_imports_the_rankers_modules_on_every_worker(dask_executor):
             m
             for m in (
                 "ltr_bench.run.unit",
-                "ltr_bench_baselines.gbdt",
+                "ltr_bench_baselines.lightgbm",
                 "ltr_bench_baselines.linear",
             )
             if m in __import__("sys").modules
@@ -288,7 +288,7 @@ def test_warm_up_imports_the_rankers_modules_on_every_worker(dask_executor):
     )
     assert len(loaded) == 2
     assert all(
-        mods == ["ltr_bench.run.unit", "ltr_bench_baselines.gbdt", "ltr_bench_baselines.linear"]
+        mods == ["ltr_bench.run.unit", "ltr_bench_baselines.lightgbm", "ltr_bench_baselines.linear"]
         for mods in loaded.values()
     )
 

@@ -22,7 +22,7 @@ from ltr_bench.registry import (
     make_ranker,
 )
 
-BUILT_IN = {"lightgbm", "xgboost-gbrt", "xgboost-lambdamart", "mlr", "rmlr"}
+BUILT_IN = {"lightgbm", "xgboost-gbrt", "xgboost-lambdamart", "catboost", "mlr", "rmlr"}
 
 
 def _fake_distribution(root, dist, entry_points: dict[str, str], modules: dict[str, str]):
@@ -50,7 +50,7 @@ def plugin_dir(tmp_path, monkeypatch):
 def test_built_in_rankers_are_registered_through_entry_points():
     entries = {e.name: e for e in list_rankers()}
     assert BUILT_IN <= set(entries)
-    assert entries["lightgbm"].target == "ltr_bench_baselines.gbdt:LightGBMRanker"
+    assert entries["lightgbm"].target == "ltr_bench_baselines.lightgbm:LightGBMRanker"
     assert entries["lightgbm"].distribution == "ltr-bench"
     assert [e.name for e in list_rankers()] == sorted(entries)
 
@@ -135,7 +135,7 @@ def test_broken_plugin_is_listed_and_its_load_error_carries_the_original_error(p
         load_ranker_class("notaranker")
 
     # the others still work
-    from ltr_bench_baselines.gbdt import LightGBMRanker
+    from ltr_bench_baselines.lightgbm import LightGBMRanker
 
     assert load_ranker_class("lightgbm") is LightGBMRanker
 

@@ -72,6 +72,7 @@ def test_every_builtin_ranker_declares_a_valid_search_space():
         "lightgbm",
         "xgboost-gbrt",
         "xgboost-lambdamart",
+        "catboost",
         "mlr",
         "rmlr",
         "ridge",

@@ -1,12 +1,13 @@
 """LightGBM lambdarank and XGBoost lambda-MART trained across the workers of a Dask cluster.
 
 Registered as ``lightgbm-dask`` and ``xgboost-dask``. Each is the twin of a single-machine
-ranker of :mod:`ltr_bench_baselines.gbdt` (``lightgbm``, ``xgboost-lambdamart``): the same
-parameters, presets and their resolution, the same native parameters, the same ``predict``
-and ``fitted_info``; only training is distributed (data-parallel: each worker holds some
-queries and builds histograms of them, the libraries combine them). Use them when one
-training set does not fit one worker, or to use several machines for one model; for many
-small models, ``ltr-bench run --workers N`` (one cell per worker) is faster.
+ranker (``lightgbm`` of :mod:`ltr_bench_baselines.lightgbm`, ``xgboost-lambdamart`` of
+:mod:`ltr_bench_baselines.xgboost`): the same parameters, presets and their resolution, the
+same native parameters, the same ``predict`` and ``fitted_info``; only training is
+distributed (data-parallel: each worker holds some queries and builds histograms of them,
+the libraries combine them). Use them when one training set does not fit one worker, or to
+use several machines for one model; for many small models, ``ltr-bench run --workers N``
+(one cell per worker) is faster.
 
 Cluster (parameter ``scheduler``)
 ---------------------------------
@@ -62,16 +63,16 @@ from sklearn.utils._param_validation import Interval
 
 from ltr_bench.ranker import RankerInputError, RankerTags, query_boundaries
 
-from .gbdt import (
+from .gbdt_common import (
     _TAGS,
     FROM_PRESET,
-    LightGBMRanker,
-    XGBoostLambdaMARTRanker,
     _check_fit_input,
     _eval_at,
     _plain_evals,
     _tree_features,
 )
+from .lightgbm import LightGBMRanker
+from .xgboost import XGBoostLambdaMARTRanker
 
 __all__ = ["DaskLightGBMRanker", "DaskXGBoostRanker", "query_partitions"]
 
@@ -201,6 +202,7 @@ class DaskLightGBMRanker(LightGBMRanker):
     def __init__(
         self,
         preset="auto",
+        objective="lambdarank",
         n_estimators=None,
         num_leaves=None,
         learning_rate=None,
@@ -217,6 +219,7 @@ class DaskLightGBMRanker(LightGBMRanker):
     ):
         super().__init__(
             preset=preset,
+            objective=objective,
             n_estimators=n_estimators,
             num_leaves=num_leaves,
             learning_rate=learning_rate,
@@ -256,7 +259,10 @@ class DaskLightGBMRanker(LightGBMRanker):
         }
         Xd, yd, groups, _ = _dask_parts(_tree_features(X, self.query_dim), y, qid, n_workers)
         model = DaskLGBMRanker(
-            client=client, objective="lambdarank", n_estimators=resolved["n_estimators"], **native
+            client=client,
+            objective=params["objective"],
+            n_estimators=resolved["n_estimators"],
+            **native,
         )
         with client.as_current(), warnings.catch_warnings():
             # lightgbm.dask says so for the thread parameter the sklearn wrapper always has

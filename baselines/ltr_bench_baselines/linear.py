@@ -26,8 +26,8 @@ randomness (no ``seed_param``), so the scores are a function of the data and the
     Pointwise: ``sklearn.linear_model.Ridge`` fitted to the labels,
     ``min_{w,b} ||y - Z w - b||^2 + alpha ||w||^2``; score ``z . w + b``. ``alpha=None``
     (default) picks ``alpha`` from ``alpha_grid`` by NDCG@``eval_at`` on the validation split
-    when ``fit`` gets ``eval_set`` (``evaluation.metrics``, empty queries 1, ties averaged;
-    among equal values the larger ``alpha`` wins), and uses ``alpha=1`` without one; a
+    when ``fit`` gets ``eval_set`` (``ltr_bench.evaluation.metrics``, empty queries 1, ties
+    averaged; among equal values the larger ``alpha`` wins), and uses ``alpha=1`` without one; a
     number fixes ``alpha`` and the validation split is then ignored. The tags say so:
     ``uses_eval_set`` is True exactly when ``alpha`` is None.
 
@@ -65,7 +65,7 @@ from ltr_bench.ranker import (
 )
 from ltr_bench.timing import thread_limit
 
-from .gbdt import _check_fit_input, _resolve_threads
+from .gbdt_common import _check_fit_input, _resolve_threads
 
 __all__ = ["ListNetRanker", "RidgeRanker", "listnet_loss_and_grad"]
 

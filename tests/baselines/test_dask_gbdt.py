@@ -14,14 +14,15 @@ import pytest
 from ltr_bench.data import load_fold
 from ltr_bench.evaluation.metrics import evaluate
 from ltr_bench.ranker import query_boundaries
-from ltr_bench.testing import parametrize_with_checks
+from ltr_bench.testing import make_check_data, parametrize_with_checks
 from ltr_bench_baselines.dask_gbdt import (
     DaskLightGBMRanker,
     DaskXGBoostRanker,
     _best_round,
     query_partitions,
 )
-from ltr_bench_baselines.gbdt import LightGBMRanker, XGBoostLambdaMARTRanker
+from ltr_bench_baselines.lightgbm import LightGBMRanker
+from ltr_bench_baselines.xgboost import XGBoostLambdaMARTRanker
 
 pytest.importorskip("distributed")
 
@@ -98,3 +99,12 @@ def test_dask_training_reaches_the_single_machine_ndcg_within_noise(dask_cls, tw
 @parametrize_with_checks([cls(**kw) for cls, kw in SMALL.items()])
 def test_dask_rankers_pass_the_ranker_checks(ranker, check):
     check(ranker)
+
+
+@pytest.mark.slow
+def test_lightgbm_dask_trains_with_the_xendcg_objective_it_is_given():
+    X, y, qid = make_check_data(5, n_queries=40)
+    model = DaskLightGBMRanker(objective="rank_xendcg", **SMALL[DaskLightGBMRanker])
+    model.fit(X, y, qid=qid)
+    assert model.booster_.dump_model()["objective"].startswith("rank_xendcg")
+    assert model.fitted_info()["objective"] == "rank_xendcg"

@@ -13,11 +13,9 @@ from ltr_bench.progress import progress_handler
 from ltr_bench.ranker import RankerInputError, RankerTags, query_boundaries
 from ltr_bench.registry import load_ranker_class
 from ltr_bench.testing import make_check_data, parametrize_with_checks
-from ltr_bench_baselines.gbdt import (
-    LightGBMRanker,
-    XGBoostGBRTRanker,
-    XGBoostLambdaMARTRanker,
-)
+from ltr_bench_baselines.catboost import CatBoostRanker
+from ltr_bench_baselines.lightgbm import LightGBMRanker
+from ltr_bench_baselines.xgboost import XGBoostGBRTRanker, XGBoostLambdaMARTRanker
 
 # Small trees that do split on the ~70-row check data (the MSLR defaults' min hessian of 100
 # would leave every tree a single leaf there, and a constant scorer proves little). One
@@ -370,8 +368,9 @@ XGB_CLASSES = [XGBoostGBRTRanker, XGBoostLambdaMARTRanker]
 
 
 class _PruneFromStep:
-    """A stand-in for an Optuna trial (what :func:`ltr_bench.tune.study.trial_reporter` reports to): records every
-    reported (step, value) and asks to prune once a step reaches ``step``."""
+    """A stand-in for an Optuna trial (what :func:`ltr_bench.tune.study.trial_reporter`
+    reports to): records every reported (step, value) and asks to prune once a step reaches
+    ``step``."""
 
     def __init__(self, step):
         self.step, self.reported = step, []
@@ -433,13 +432,137 @@ def test_xgboost_fit_in_a_study_whose_pruner_always_prunes_raises_trial_pruned(c
 def test_xgboost_pruning_callback_changes_nothing_outside_tuning(cls, monkeypatch):
     import xgboost as xgb
 
-    from ltr_bench_baselines import gbdt
+    from ltr_bench_baselines import xgboost as xgboost_rankers
 
     X, y, qid = ranking_data(9, 40)
     val = ranking_data(10, 30)
     with_cb = small(cls, n_estimators=60, learning_rate=0.5).fit(X, y, qid=qid, eval_set=val)
-    monkeypatch.setattr(gbdt, "_xgboost_pruning", lambda metric: xgb.callback.TrainingCallback())
+    monkeypatch.setattr(
+        xgboost_rankers, "_xgboost_pruning", lambda metric: xgb.callback.TrainingCallback()
+    )
     without = small(cls, n_estimators=60, learning_rate=0.5).fit(X, y, qid=qid, eval_set=val)
     assert with_cb.best_iteration_ == without.best_iteration_
     assert with_cb.evals_result_ == without.evals_result_
     assert np.array_equal(with_cb.predict(val[0]), without.predict(val[0]))
+
+
+# ---------------------------------------------------------------- LightGBM XE-NDCG
+
+
+@parametrize_with_checks([small(LightGBMRanker, objective="rank_xendcg")])
+def test_lightgbm_xendcg_follows_the_ranker_contract(ranker, check):
+    check(ranker)
+
+
+def test_lightgbm_xendcg_objective_reaches_lightgbm_and_learns_a_ranking():
+    # one relevance function (make_check_data draws one per seed): train and validation are
+    # the first 60 and the last 40 queries of the same data
+    X, y, qid = ranking_data(11, 100, n_empty=0)
+    cut = query_boundaries(qid)[60]
+    X, y, qid, Xv, yv, qv = X[:cut], y[:cut], qid[:cut], X[cut:], y[cut:], qid[cut:]
+    xe = small(LightGBMRanker, objective="rank_xendcg", n_estimators=40).fit(X, y, qid=qid)
+    lr = small(LightGBMRanker, n_estimators=40).fit(X, y, qid=qid)
+    # LightGBM's own record of the objective it trained with
+    assert xe.booster_.dump_model()["objective"].startswith("rank_xendcg")
+    assert lr.booster_.dump_model()["objective"].startswith("lambdarank")
+    assert xe.params_["objective"] == "rank_xendcg" == xe.fitted_info()["objective"]
+    assert not np.allclose(xe.predict(Xv), lr.predict(Xv))
+    # it learns: far above the expected NDCG of a random ranking (a constant scorer)
+    learned = evaluate(yv, xe.predict(Xv), qv, "ndcg@10")["ndcg@10"]
+    chance = evaluate(yv, np.zeros(len(yv)), qv, "ndcg@10")["ndcg@10"]
+    assert learned > chance + 0.15
+
+
+def test_lightgbm_xendcg_random_targets_follow_the_seed():
+    # XE-NDCG draws gamma ~ U(0, 1) per document and round from LightGBM's objective_seed,
+    # which LightGBM derives from seed (random_state)
+    X, y, qid = ranking_data(13, 40, n_empty=0)
+    fit = lambda seed: (  # noqa: E731
+        small(LightGBMRanker, objective="rank_xendcg", random_state=seed, n_estimators=20)
+        .fit(X, y, qid=qid)
+        .predict(X)
+    )
+    assert np.array_equal(fit(1), fit(1))
+    assert not np.array_equal(fit(1), fit(2))
+
+
+def test_unknown_lightgbm_objective_is_an_error_that_lists_the_objectives():
+    with pytest.raises(ValueError, match="'objective' parameter of LightGBMRanker"):
+        LightGBMRanker(objective="rank_xe").validate_params()
+    X, y, qid = make_check_data()
+    with pytest.raises(ValueError, match="objective must be one of lambdarank, rank_xendcg"):
+        LightGBMRanker(objective="rank_xe", n_jobs=1).fit(X, y, qid=qid)
+    with pytest.raises(ValueError, match="extra_params may not set 'objective'"):
+        LightGBMRanker(extra_params={"objective": "rank_xendcg"}).fit(X, y, qid=qid)
+
+
+# ---------------------------------------------------------------- learning curves
+
+
+def _staged_scores(ranker, X, rounds):
+    """Scores of the first ``rounds`` boosting rounds, from the library's own model."""
+    if isinstance(ranker, LightGBMRanker):
+        return ranker.booster_.predict(X, num_iteration=rounds)
+    if isinstance(ranker, CatBoostRanker):
+        return ranker.model_.predict(X, ntree_end=rounds)
+    import xgboost as xgb
+
+    return ranker.booster_.predict(xgb.DMatrix(X), iteration_range=(0, rounds))
+
+
+def _tie_free(scores, y, qid):
+    """No tie between documents of different labels inside a query (then the libraries'
+    tie rules and ours agree)."""
+    b = query_boundaries(qid)
+    for i in range(len(b) - 1):
+        s, lab = scores[b[i] : b[i + 1]], y[b[i] : b[i + 1]]
+        if ((s[:, None] == s[None, :]) & (lab[:, None] != lab[None, :])).any():
+            return False
+    return True
+
+
+CURVE_RANKERS = {
+    **{cls: {**SMALL[cls], **TIE_FREE[cls]} for cls in CLASSES},
+    CatBoostRanker: dict(n_estimators=15, depth=6, n_jobs=1),
+}
+
+
+@pytest.mark.parametrize("cls", list(CURVE_RANKERS), ids=lambda c: c.__name__)
+def test_learning_curves_are_the_validation_ndcg_of_every_round_trained(cls):
+    X, y, qid = ranking_data(3, 40)
+    Xv, yv, qv = ranking_data(4, 30)
+    params = {**CURVE_RANKERS[cls], "learning_rate": 0.3, "eval_at": (10, 5)}
+    ranker = cls(**params | {"n_estimators": 40}, early_stopping_rounds=None)
+    ranker.fit(X, y, qid=qid, eval_set=(Xv, yv, qv))
+    curves = ranker.learning_curves()
+    assert set(curves) == {"vali_ndcg@5", "vali_ndcg@10"}
+    curve = curves["vali_ndcg@10"]
+    assert len(curve) == 40 and all(type(v) is float for v in curve)
+    # independent check: our NDCG@10 of the library's staged scores after each round where
+    # no two documents of different labels tie (tie rules differ, test_library_metrics.py)
+    checked = 0
+    for rounds in range(1, 41):
+        scores = _staged_scores(ranker, Xv, rounds)
+        if _tie_free(scores, yv, qv):
+            ours = evaluate(yv, scores, qv, "ndcg@10")["ndcg@10"]
+            assert curve[rounds - 1] == pytest.approx(ours, abs=1e-6), rounds
+            checked += 1
+    assert checked >= 10
+
+    # with early stopping: every round trained, the ones after the best included; predict
+    # uses the best. Early stopping follows the first eval_at -- for LightGBM the smallest k,
+    # as LightGBM sorts eval_at -- so the first is the smallest here
+    stopped = cls(**params | {"n_estimators": 300, "eval_at": (5, 10)}, early_stopping_rounds=4)
+    curve = stopped.fit(X, y, qid=qid, eval_set=(Xv, yv, qv)).learning_curves()["vali_ndcg@5"]
+    assert len(curve) == stopped.fitted_info()["rounds_trained"] == stopped.best_iteration_ + 4
+    assert max(curve) == curve[stopped.best_iteration_ - 1]
+
+
+@pytest.mark.parametrize("cls", list(CURVE_RANKERS), ids=lambda c: c.__name__)
+def test_learning_curves_are_empty_without_a_validation_set_and_need_a_fit(cls):
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        cls().learning_curves()
+    X, y, qid = make_check_data()
+    assert cls(**CURVE_RANKERS[cls]).fit(X, y, qid=qid).learning_curves() == {}

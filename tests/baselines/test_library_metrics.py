@@ -1,13 +1,15 @@
-"""Where our metrics equal LightGBM's and XGBoost's own evaluation and where they do not.
+"""Where our metrics equal LightGBM's, XGBoost's and CatBoost's own evaluation and where they
+do not.
 
 The libraries evaluate given scores here without learning anything: the scores go in as
 ``init_score`` (LightGBM, one round whose tree cannot split because ``min_data_in_leaf``
 exceeds the rows, so every document gets the same offset) or ``base_margin`` (XGBoost, one
-round with ``eta=0``), and the metric of round 1 is read from ``evals_result``.
+round with ``eta=0``), and the metric of round 1 is read from ``evals_result``; CatBoost
+evaluates scores directly (``catboost.utils.eval_metric``, its metric code without a model).
 
 Documented differences (README, "Metric conventions"; ``ltr_bench.evaluation.metrics``):
-* ties: the libraries rank tied documents in file order, we take the expected value over
-  all orderings of the tied documents;
+* ties: LightGBM and XGBoost rank tied documents in file order, CatBoost worst-first (the
+  lowest label first), we take the expected value over all orderings of the tied documents;
 * XGBoost's ``map`` without a cutoff is ``map@32`` (XGBoost >= 2), whose AP divides by
   ``min(32, R)``; ours uses the whole list and divides by ``R``.
 """
@@ -61,6 +63,26 @@ def lightgbm_ndcg(y, scores, sizes, ks):
     return {m: float(v[-1]) for m, v in out["v"].items()}
 
 
+def catboost_ndcg(y, scores, qid, ks):
+    """CatBoost's ``NDCG:top=k;type=Exp`` (gain ``2^rel - 1``, its default ``type=Base``
+    takes the label itself as the gain) of given scores."""
+    from catboost.utils import eval_metric
+
+    group = np.asarray(qid, dtype=np.int64)
+    return {
+        f"ndcg@{k}": float(eval_metric(y, scores, f"NDCG:top={k};type=Exp", group_id=group)[0])
+        for k in ks
+    }
+
+
+def worst_first(y, scores):
+    """The same scores with ties broken against the ranking: the lower label ranks higher."""
+    order = np.lexsort((y, -scores))  # by score descending, then label ascending
+    ranks = np.empty(len(scores))
+    ranks[order] = np.arange(len(scores))
+    return -ranks
+
+
 def graded_queries(seed, sizes):
     rng = np.random.default_rng(seed)
     qid = np.repeat(np.arange(len(sizes)), sizes)
@@ -86,6 +108,7 @@ def test_our_ndcg_equals_both_libraries_on_scores_without_ties():
     ours = evaluate(y, scores, qid, ("ndcg@5", "ndcg@10"))
     assert lightgbm_ndcg(y, scores, SIZES, (5, 10)) == pytest.approx(ours, abs=1e-6)
     assert xgboost_metrics(y, scores, SIZES, ("ndcg@5", "ndcg@10")) == pytest.approx(ours, abs=1e-6)
+    assert catboost_ndcg(y, scores, qid, (5, 10)) == pytest.approx(ours, abs=1e-6)
 
 
 def test_on_tied_scores_both_libraries_rank_in_file_order_and_we_average_over_orderings():
@@ -131,4 +154,33 @@ def test_xgboost_map_without_cutoff_is_map_at_32_and_differs_from_ours_on_long_q
     theirs_short = xgboost_metrics(y[short], scores[short], [20], ("map",))
     assert theirs_short["map"] == pytest.approx(
         evaluate(y[short], scores[short], qid[short], "map")["map"], abs=1e-6
+    )
+
+
+def test_catboost_scores_a_query_without_relevant_documents_1_as_our_default():
+    y, qid = graded_queries(5, SIZES)
+    y = np.where(qid == 1, 0, y)  # the 25-document query has no relevant document
+    scores = np.random.default_rng(6).normal(size=len(y))
+    theirs = catboost_ndcg(y, scores, qid, (10,))["ndcg@10"]
+    assert theirs == pytest.approx(evaluate(y, scores, qid, "ndcg@10")["ndcg@10"], abs=1e-6)
+    empty0 = evaluate(y, scores, qid, "ndcg@10", empty_query=0.0)["ndcg@10"]
+    assert abs(theirs - empty0) == pytest.approx(1 / len(SIZES), abs=1e-6)
+
+
+def test_on_tied_scores_catboost_ranks_worst_first_and_we_average_over_orderings():
+    y, qid = graded_queries(2, SIZES)
+    scores = np.random.default_rng(3).integers(0, 3, size=len(y)).astype(float)
+    ours = evaluate(y, scores, qid, ("ndcg@5", "ndcg@10"))
+    worst = evaluate(y, worst_first(y, scores), qid, ("ndcg@5", "ndcg@10"))
+    theirs = catboost_ndcg(y, scores, qid, (5, 10))
+    assert theirs == pytest.approx(worst, abs=1e-6)
+    assert ours["ndcg@10"] - theirs["ndcg@10"] > 1e-3  # the average beats the worst case
+    # the file order does not matter to CatBoost: reversing each query's rows changes nothing
+    y1 = np.array([3, 2, 1, 0, 0, 0, 0, 0, 0, 0])
+    constant, group = np.zeros(10), np.zeros(10, dtype=np.int64)
+    a = catboost_ndcg(y1, constant, group, (10,))["ndcg@10"]
+    b = catboost_ndcg(y1[::-1].copy(), constant, group, (10,))["ndcg@10"]
+    assert a == pytest.approx(b, abs=1e-12)
+    assert a == pytest.approx(
+        evaluate(y1, worst_first(y1, constant), group, "ndcg@10")["ndcg@10"], abs=1e-9
     )

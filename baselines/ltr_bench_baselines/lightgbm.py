@@ -1,0 +1,321 @@
+"""LightGBM (``lightgbm``): lambda-MART (``lambdarank``, default) or XE-NDCG
+(``rank_xendcg``) trees behind the Ranker contract.
+
+``objective`` (a documented parameter, recorded with the run like any other):
+
+* ``"lambdarank"`` (default): LambdaRank gradients of NDCG (Burges 2010) -- LightGBM's
+  lambda-MART, the ranker of LightGBM's published MSLR comparison.
+* ``"rank_xendcg"``: XE-NDCG (Bruch, Wang, Bendersky and Najork, "An Alternative Cross
+  Entropy Loss for Learning-to-Rank", WWW 2020): per query a softmax over the scores,
+  ``p_i = exp(s_i) / sum_j exp(s_j)``, fitted by cross-entropy to the target distribution
+  ``phi_i / sum_j phi_j`` with ``phi_i = 2^{y_i} - gamma_i``, ``gamma_i ~ U(0, 1)`` drawn
+  afresh each round (LightGBM's ``objective_seed``, derived from ``seed``, i.e. from
+  ``random_state``). A convex bound on NDCG; the paper finds it as good as lambdarank and
+  cheaper per round (no pairs). Labels must be integers (LightGBM's rule for both).
+
+Presets, early stopping, threads, tags and the trees' input for query-by-example rows are
+shared with the XGBoost rankers and documented in :mod:`ltr_bench_baselines.gbdt_common`.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ltr_bench.progress import report_progress
+from ltr_bench.ranker import check_ranking_input
+
+from .gbdt_common import (
+    _COMMON_CONSTRAINTS,
+    FROM_PRESET,
+    LIGHTGBM_PRESETS,
+    GBDTRanker,
+    _check_fit_input,
+    _eval_at,
+    _extra,
+    _group_sizes,
+    _int_param,
+    _plain_evals,
+    _positive_float,
+    _resolve_preset,
+    _resolve_threads,
+    _seed,
+    _stop_info,
+    _tree_features,
+)
+
+__all__ = ["LIGHTGBM_OBJECTIVES", "LightGBMRanker"]
+
+#: the ``objective`` values: LightGBM's names of its two listwise ranking objectives
+LIGHTGBM_OBJECTIVES = ("lambdarank", "rank_xendcg")
+
+
+def _objective(value) -> str:
+    if value not in LIGHTGBM_OBJECTIVES:
+        raise ValueError(
+            f"objective must be one of {', '.join(LIGHTGBM_OBJECTIVES)}, got {value!r}"
+        )
+    return value
+
+
+class LightGBMRanker(GBDTRanker):
+    """LightGBM ``lambdarank`` (lambda-MART: trees fitted to LambdaRank gradients of NDCG) or
+    ``rank_xendcg`` (XE-NDCG, module docstring).
+
+    Parameters (None / ``"preset"``: the preset's value, resolved in ``fit``; see the module
+    docstring of :mod:`ltr_bench_baselines.gbdt_common` for the presets and their values)
+    ----------
+    preset : {"auto", "mslr-benchmark", "lgmml-paper", "lightgbm-defaults"}, default "auto"
+    objective : {"lambdarank", "rank_xendcg"}, default "lambdarank"
+    query_dim : int or None, default None   width of the query block of query-by-example rows
+        (set by the harness); the trees then also see ``|q - x|`` (module docstring)
+    n_estimators : int or None                boosting rounds (``num_iterations``)
+    num_leaves : int or None
+    learning_rate : float or None
+    min_sum_hessian_in_leaf : float or None
+    min_data_in_leaf : int or None
+    early_stopping_rounds : int, None or "preset", default "preset"
+        Used only when ``fit`` gets ``eval_set``; None disables early stopping.
+    eval_at : int or sequence of int, default 10
+        k of the validation NDCG@k LightGBM computes. LightGBM sorts them, so early stopping
+        follows the smallest k (XGBoost and CatBoost follow the first as given).
+    n_jobs : int or None, default None      threads (None or -1: all available CPUs)
+    random_state : int, RandomState or None, default 0   LightGBM ``seed``
+    extra_params : dict or None             any other LightGBM parameter, passed through
+
+    Attributes: ``booster_`` (lightgbm.Booster), ``best_iteration_`` (trees used by
+    predict), ``n_features_in_``, ``n_threads_``, ``evals_result_``, ``params_`` (the
+    native parameter dict used), ``resolved_params_`` (the preset-governed parameters as
+    used, e.g. ``{"num_leaves": 31, "min_data_in_leaf": 20, ...}``).
+    """
+
+    _PRESETS = LIGHTGBM_PRESETS
+    #: ``ltr-bench tune`` search space (ltr_bench.tune.study.parse_spec); boosting rounds are
+    #: searched because without a validation split nothing stops them early
+    SEARCH_SPACE = {
+        "num_leaves": {"low": 7, "high": 255, "log": True},
+        "learning_rate": {"low": 0.01, "high": 0.3, "log": True},
+        "min_data_in_leaf": {"low": 1, "high": 200, "log": True},
+        "min_sum_hessian_in_leaf": {"low": 1e-3, "high": 10.0, "log": True},
+        "n_estimators": {"low": 50, "high": 1000, "log": True},
+    }
+
+    #: values checked before any data is loaded (BaseRanker.validate_params); None means
+    #: "from the preset"
+    _parameter_constraints = {
+        "preset": [StrOptions(set(LIGHTGBM_PRESETS))],
+        "objective": [StrOptions(set(LIGHTGBM_OBJECTIVES))],
+        "num_leaves": [Interval(Integral, 2, None, closed="left"), None],
+        "min_sum_hessian_in_leaf": [Interval(Real, 0, None, closed="left"), None],
+        "min_data_in_leaf": [Interval(Integral, 0, None, closed="left"), None],
+        **_COMMON_CONSTRAINTS,
+    }
+
+    def __init__(
+        self,
+        preset="auto",
+        objective="lambdarank",
+        n_estimators=None,
+        num_leaves=None,
+        learning_rate=None,
+        min_sum_hessian_in_leaf=None,
+        min_data_in_leaf=None,
+        early_stopping_rounds=FROM_PRESET,
+        eval_at=10,
+        n_jobs=None,
+        random_state=0,
+        extra_params=None,
+        query_dim=None,
+    ):
+        self.preset = preset
+        self.objective = objective
+        self.n_estimators = n_estimators
+        self.num_leaves = num_leaves
+        self.learning_rate = learning_rate
+        self.min_sum_hessian_in_leaf = min_sum_hessian_in_leaf
+        self.min_data_in_leaf = min_data_in_leaf
+        self.early_stopping_rounds = early_stopping_rounds
+        self.eval_at = eval_at
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.extra_params = extra_params
+        self.query_dim = query_dim
+
+    _RESERVED = {
+        "objective": "objective",
+        "num_iterations": "n_estimators",
+        "num_boost_round": "n_estimators",
+        "n_estimators": "n_estimators",
+        "num_leaves": "num_leaves",
+        "learning_rate": "learning_rate",
+        "min_sum_hessian_in_leaf": "min_sum_hessian_in_leaf",
+        "min_data_in_leaf": "min_data_in_leaf",
+        "early_stopping_round": "early_stopping_rounds",
+        "early_stopping_rounds": "early_stopping_rounds",
+        "eval_at": "eval_at",
+        "num_threads": "n_jobs",
+        "n_jobs": "n_jobs",
+        "seed": "random_state",
+        "random_state": "random_state",
+    }
+
+    def validate_params(self) -> None:
+        super().validate_params()
+        _extra(self.extra_params, self._RESERVED, "lightgbm")  # misspelt keys: before any data
+
+    def _resolve(self, n_train: int) -> dict:
+        """The preset-governed parameters for ``n_train`` training rows, validated."""
+        r = _resolve_preset(self, self._PRESETS, n_train)
+        return {
+            "n_estimators": _int_param("n_estimators", r["n_estimators"], 1),
+            "num_leaves": _int_param("num_leaves", r["num_leaves"], 2),
+            "learning_rate": _positive_float("learning_rate", r["learning_rate"]),
+            "min_sum_hessian_in_leaf": _positive_float(
+                "min_sum_hessian_in_leaf", r["min_sum_hessian_in_leaf"], allow_zero=True
+            ),
+            "min_data_in_leaf": _int_param("min_data_in_leaf", r["min_data_in_leaf"], 0),
+            "early_stopping_rounds": _int_param(
+                "early_stopping_rounds", r["early_stopping_rounds"], 1, allow_none=True
+            ),
+        }
+
+    def _native_params(self, resolved: dict) -> dict:
+        params = {
+            "objective": _objective(self.objective),
+            "metric": "ndcg",
+            "eval_at": _eval_at(self.eval_at),
+            "num_leaves": resolved["num_leaves"],
+            "learning_rate": resolved["learning_rate"],
+            "min_sum_hessian_in_leaf": resolved["min_sum_hessian_in_leaf"],
+            "min_data_in_leaf": resolved["min_data_in_leaf"],
+            "num_threads": _resolve_threads(self.n_jobs),
+            "seed": _seed(self.random_state),
+            # identical results for a seed, whatever the thread count
+            "deterministic": True,
+            "force_row_wise": True,
+            "verbosity": -1,
+        }
+        params.update(_extra(self.extra_params, self._RESERVED, "lightgbm"))
+        return params
+
+    def fit(self, X, y, *, qid, eval_set=None):
+        import lightgbm as lgb
+
+        X, y, qid, eval_set = _check_fit_input(X, y, qid, eval_set)
+        resolved = self._resolve(X.shape[0])
+        n_estimators, stopping = resolved["n_estimators"], resolved["early_stopping_rounds"]
+        params = self._native_params(resolved)
+
+        train = lgb.Dataset(
+            _tree_features(X, self.query_dim),
+            label=y,
+            group=_group_sizes(qid),
+            params={"verbosity": -1},
+            free_raw_data=True,
+        )
+        callbacks = [_lightgbm_progress(n_estimators)]
+        valid_sets, valid_names, evals_result = [], [], {}
+        if eval_set is not None:
+            Xv, yv, qv = eval_set
+            valid_sets = [
+                lgb.Dataset(
+                    _tree_features(Xv, self.query_dim),
+                    label=yv,
+                    group=_group_sizes(qv),
+                    reference=train,
+                )
+            ]
+            valid_names = ["vali"]
+            callbacks.append(lgb.record_evaluation(evals_result))
+            if stopping is not None:
+                callbacks.append(
+                    lgb.early_stopping(stopping, first_metric_only=True, verbose=False)
+                )
+        booster = lgb.train(
+            params,
+            train,
+            num_boost_round=n_estimators,
+            valid_sets=valid_sets,
+            valid_names=valid_names,
+            callbacks=callbacks,
+        )
+        self.booster_ = booster
+        # best_iteration is 0 when early stopping did not run; LightGBM may also stop early
+        # by itself when no leaf can be split any more
+        self.best_iteration_ = int(booster.best_iteration) or int(booster.current_iteration())
+        self.evals_result_ = _plain_evals(evals_result)
+        self.n_features_in_ = X.shape[1]
+        self.n_threads_ = params["num_threads"]
+        self.params_ = params
+        self.resolved_params_ = resolved
+        return self
+
+    def predict(self, X, *, qid=None):
+        self._check_fitted("booster_")
+        X, _, _ = check_ranking_input(
+            X, None, qid, n_features=self.n_features_in_, require_qid=False
+        )
+        if X.shape[0] == 0:
+            return np.zeros(0, dtype=np.float64)
+        scores = self.booster_.predict(
+            _tree_features(X, self.query_dim),
+            num_iteration=self.best_iteration_,
+            num_threads=self.n_threads_,
+        )
+        return np.asarray(scores, dtype=np.float64)
+
+    def fitted_info(self) -> dict[str, int | float | str]:
+        """The trees ``predict`` uses (the first ``best_iteration_`` rounds).
+
+        ``best_iteration`` (rounds used), ``rounds_trained`` (rounds boosted, including the
+        ones after the best that early stopping discards), ``n_trees`` and ``n_leaves`` (trees
+        and total leaves of the rounds used), ``constant_model`` (no used tree has a split:
+        every document gets the same score), ``n_features`` (input width) and
+        ``n_features_used`` (columns of the trees' input -- with ``|q - x|`` for
+        query-by-example rows -- split on at least once in the trees used);
+        ``early_stopping`` (it was active) and ``stopped_by`` (``"early-stopping"``,
+        ``"no-split"``: LightGBM stopped adding trees because no leaf could be split --
+        told apart only without early stopping --, or ``"max-rounds"``);
+        ``preset``, ``objective`` and the resolved preset-governed parameters (``num_leaves``,
+        ``min_data_in_leaf``, ... ; ``early_stopping_rounds`` only when not None).
+        """
+        self._check_fitted("booster_")
+        used = self.best_iteration_
+        trees = self.booster_.dump_model(num_iteration=used)["tree_info"]
+        splits = self.booster_.feature_importance(importance_type="split", iteration=used)
+        # lgb.train truncates the booster to the best round after early stopping; the
+        # validation curve still has one entry per round trained
+        curve = next(iter(self.evals_result_.get("vali", {}).values()), [])
+        rounds = max(int(self.booster_.current_iteration()), len(curve))
+        resolved = self.resolved_params_
+        stopping = resolved["early_stopping_rounds"] if self.evals_result_ else None
+        n_leaves = int(sum(int(t["num_leaves"]) for t in trees))
+        return {
+            "best_iteration": int(used),
+            "rounds_trained": rounds,
+            "n_trees": len(trees),
+            "n_leaves": n_leaves,
+            "constant_model": n_leaves <= len(trees),
+            "n_features": int(self.n_features_in_),
+            "n_features_used": int(np.count_nonzero(splits)),
+            **_stop_info(
+                rounds, resolved["n_estimators"], stopping, int(self.booster_.current_iteration())
+            ),
+            "preset": str(self.preset),
+            "objective": str(self.params_["objective"]),
+            **{k: v for k, v in resolved.items() if v is not None},
+        }
+
+
+def _lightgbm_progress(total: int):
+    def callback(env) -> None:
+        report_progress(env.iteration + 1 - env.begin_iteration, total, "boosting round")
+        if env.evaluation_result_list:  # lets `ltr-bench tune` prune a hopeless trial early
+            from ltr_bench.progress import report_intermediate
+
+            report_intermediate(env.iteration, env.evaluation_result_list[0][2])
+
+    callback.order = 40  # after LightGBM's own evaluation callbacks
+    return callback

@@ -1,0 +1,353 @@
+"""XGBoost rankers: ``xgboost-gbrt`` (regression trees on the labels, ``reg:squarederror``) and
+``xgboost-lambdamart`` (``rank:ndcg``), both with the ``hist`` tree method and lossguide growth.
+
+Presets, early stopping, threads, tags and the trees' input for query-by-example rows are
+shared with LightGBM and documented in :mod:`ltr_bench_baselines.gbdt_common`.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ltr_bench.progress import report_progress
+from ltr_bench.ranker import check_ranking_input
+
+from .gbdt_common import (
+    _COMMON_CONSTRAINTS,
+    FROM_PRESET,
+    XGBOOST_PRESETS,
+    GBDTRanker,
+    _check_fit_input,
+    _eval_at,
+    _extra,
+    _group_sizes,
+    _int_param,
+    _plain_evals,
+    _positive_float,
+    _resolve_preset,
+    _resolve_threads,
+    _seed,
+    _stop_info,
+    _tree_features,
+)
+
+__all__ = ["XGBoostGBRTRanker", "XGBoostLambdaMARTRanker"]
+
+
+class _XGBoostRanker(GBDTRanker):
+    """Shared fit/predict of the two XGBoost rankers; subclasses fix ``_objective``."""
+
+    _objective = ""
+    _PRESETS = XGBOOST_PRESETS
+    #: ``ltr-bench tune`` search space (ltr_bench.tune.study.parse_spec)
+    SEARCH_SPACE = {
+        "max_depth": {"low": 2, "high": 10},
+        "learning_rate": {"low": 0.01, "high": 0.3, "log": True},
+        "min_child_weight": {"low": 1e-3, "high": 100.0, "log": True},
+        "n_estimators": {"low": 50, "high": 1000, "log": True},
+    }
+
+    _parameter_constraints = {
+        "preset": [StrOptions(set(XGBOOST_PRESETS))],
+        "max_leaves": [Interval(Integral, 0, None, closed="left"), None],
+        "max_depth": [Interval(Integral, 0, None, closed="left"), None],
+        "min_child_weight": [Interval(Real, 0, None, closed="left"), None],
+        **_COMMON_CONSTRAINTS,
+    }
+
+    def __init__(
+        self,
+        preset="auto",
+        n_estimators=None,
+        max_leaves=None,
+        max_depth=None,
+        learning_rate=None,
+        min_child_weight=None,
+        early_stopping_rounds=FROM_PRESET,
+        eval_at=10,
+        n_jobs=None,
+        random_state=0,
+        extra_params=None,
+        query_dim=None,
+    ):
+        self.preset = preset
+        self.n_estimators = n_estimators
+        self.max_leaves = max_leaves
+        self.max_depth = max_depth
+        self.learning_rate = learning_rate
+        self.min_child_weight = min_child_weight
+        self.early_stopping_rounds = early_stopping_rounds
+        self.eval_at = eval_at
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.extra_params = extra_params
+        self.query_dim = query_dim
+
+    _RESERVED = {
+        "num_boost_round": "n_estimators",
+        "n_estimators": "n_estimators",
+        "max_depth": "max_depth",
+        "max_leaves": "max_leaves",
+        "learning_rate": "learning_rate",
+        "eta": "learning_rate",
+        "min_child_weight": "min_child_weight",
+        "early_stopping_rounds": "early_stopping_rounds",
+        "nthread": "n_jobs",
+        "n_jobs": "n_jobs",
+        "seed": "random_state",
+        "random_state": "random_state",
+        "eval_metric": "eval_at",
+    }
+
+    def validate_params(self) -> None:
+        super().validate_params()
+        _extra(self.extra_params, self._RESERVED, "xgboost")  # misspelt keys: before any data
+
+    def _resolve(self, n_train: int) -> dict:
+        """The preset-governed parameters for ``n_train`` training rows, validated."""
+        r = _resolve_preset(self, self._PRESETS, n_train)
+        return {
+            "n_estimators": _int_param("n_estimators", r["n_estimators"], 1),
+            "max_leaves": _int_param("max_leaves", r["max_leaves"], 0),
+            "max_depth": _int_param("max_depth", r["max_depth"], 0),
+            "learning_rate": _positive_float("learning_rate", r["learning_rate"]),
+            "min_child_weight": _positive_float(
+                "min_child_weight", r["min_child_weight"], allow_zero=True
+            ),
+            "early_stopping_rounds": _int_param(
+                "early_stopping_rounds", r["early_stopping_rounds"], 1, allow_none=True
+            ),
+        }
+
+    def _native_params(self, resolved: dict) -> dict:
+        params = {
+            "objective": self._objective,
+            "tree_method": "hist",
+            "grow_policy": "lossguide",
+            "max_depth": resolved["max_depth"],
+            "max_leaves": resolved["max_leaves"],
+            "eta": resolved["learning_rate"],
+            "min_child_weight": resolved["min_child_weight"],
+            "nthread": _resolve_threads(self.n_jobs),
+            "seed": _seed(self.random_state),
+            "eval_metric": [f"ndcg@{k}" for k in _eval_at(self.eval_at)],
+            "verbosity": 0,
+        }
+        params.update(_extra(self.extra_params, self._RESERVED, "xgboost"))
+        return params
+
+    def fit(self, X, y, *, qid, eval_set=None):
+        import xgboost as xgb
+
+        X, y, qid, eval_set = _check_fit_input(X, y, qid, eval_set)
+        resolved = self._resolve(X.shape[0])
+        n_estimators, stopping = resolved["n_estimators"], resolved["early_stopping_rounds"]
+        params = self._native_params(resolved)
+        # group sizes instead of qid: XGBoost requires sorted qid, our contract only
+        # contiguous blocks
+        dtrain = xgb.DMatrix(_tree_features(X, self.query_dim), label=y, nthread=params["nthread"])
+        dtrain.set_group(_group_sizes(qid))
+        callbacks = [_xgboost_progress(n_estimators)]
+        evals, evals_result = [], {}
+        if eval_set is not None:
+            Xv, yv, qv = eval_set
+            dval = xgb.DMatrix(
+                _tree_features(Xv, self.query_dim), label=yv, nthread=params["nthread"]
+            )
+            dval.set_group(_group_sizes(qv))
+            evals = [(dval, "vali")]
+            # before EarlyStopping: XGBoost stops asking callbacks once one returns True
+            callbacks.append(_xgboost_pruning(params["eval_metric"][0]))
+            if stopping is not None:
+                callbacks.append(
+                    xgb.callback.EarlyStopping(
+                        rounds=stopping,
+                        metric_name=params["eval_metric"][0],
+                        data_name="vali",
+                        maximize=True,
+                        save_best=False,
+                    )
+                )
+        booster = xgb.train(
+            params,
+            dtrain,
+            num_boost_round=n_estimators,
+            evals=evals,
+            evals_result=evals_result,
+            verbose_eval=False,
+            callbacks=callbacks,
+        )
+        rounds = booster.num_boosted_rounds()
+        if eval_set is not None and stopping is not None:
+            rounds = int(booster.best_iteration) + 1  # best_iteration is 0-based
+        self.booster_ = booster
+        self.best_iteration_ = rounds
+        self.evals_result_ = _plain_evals(evals_result)
+        self.n_features_in_ = X.shape[1]
+        self.n_threads_ = params["nthread"]
+        self.params_ = params
+        self.resolved_params_ = resolved
+        return self
+
+    def predict(self, X, *, qid=None):
+        import xgboost as xgb
+
+        self._check_fitted("booster_")
+        X, _, _ = check_ranking_input(
+            X, None, qid, n_features=self.n_features_in_, require_qid=False
+        )
+        if X.shape[0] == 0:
+            return np.zeros(0, dtype=np.float64)
+        data = xgb.DMatrix(_tree_features(X, self.query_dim), nthread=self.n_threads_)
+        scores = self.booster_.predict(data, iteration_range=(0, self.best_iteration_))
+        return np.asarray(scores, dtype=np.float64)
+
+    def fitted_info(self) -> dict[str, int | float | str]:
+        """The trees ``predict`` uses (the first ``best_iteration_`` rounds).
+
+        ``best_iteration`` (rounds used), ``rounds_trained`` (rounds boosted, including the
+        ones after the best that early stopping discards), ``n_trees`` and ``n_leaves`` (trees
+        and total leaves of the rounds used; one tree per round unless ``extra_params`` asks
+        for more), ``constant_model`` (no used tree has a split), ``n_features`` (input
+        width) and ``n_features_used`` (columns of the trees' input -- with ``|q - x|`` for
+        query-by-example rows -- split on at least once in the trees used);
+        ``early_stopping`` (it was active) and ``stopped_by`` (``"early-stopping"`` or
+        ``"max-rounds"``); ``preset`` and the resolved preset-governed parameters
+        (``max_leaves``, ``min_child_weight``, ... ; ``early_stopping_rounds`` only when not
+        None).
+        """
+        import json
+
+        self._check_fitted("booster_")
+        used = self.booster_[: self.best_iteration_]  # a copy holding the rounds used
+        trees = [json.loads(t) for t in used.get_dump(dump_format="json")]
+        rounds = int(self.booster_.num_boosted_rounds())
+        resolved = self.resolved_params_
+        stopping = resolved["early_stopping_rounds"] if self.evals_result_ else None
+        n_leaves = int(sum(_xgboost_leaves(t) for t in trees))
+        return {
+            "best_iteration": int(self.best_iteration_),
+            "rounds_trained": rounds,
+            "n_trees": len(trees),
+            "n_leaves": n_leaves,
+            "constant_model": n_leaves <= len(trees),
+            "n_features": int(self.n_features_in_),
+            "n_features_used": len(used.get_score(importance_type="weight")),
+            **_stop_info(rounds, resolved["n_estimators"], stopping, rounds),
+            "preset": str(self.preset),
+            **{k: v for k, v in resolved.items() if v is not None},
+        }
+
+
+def _xgboost_leaves(node: dict) -> int:
+    """Leaves of one tree of XGBoost's JSON dump (a leaf has ``"leaf"``, a split has
+    ``"children"``); iterative, so deep trees (``max_depth=0``) cannot hit the recursion
+    limit."""
+    count, stack = 0, [node]
+    while stack:
+        n = stack.pop()
+        if "leaf" in n:
+            count += 1
+        else:
+            stack.extend(n.get("children", ()))
+    return count
+
+
+def _xgboost_progress_class():
+    import xgboost as xgb
+
+    class Progress(xgb.callback.TrainingCallback):
+        def __init__(self, total: int):
+            super().__init__()
+            self.total = total
+
+        def after_iteration(self, model, epoch, evals_log) -> bool:
+            report_progress(epoch + 1, self.total, "boosting round")
+            return False  # never asks to stop
+
+    return Progress
+
+
+def _xgboost_progress(total: int):
+    return _xgboost_progress_class()(total)
+
+
+def _xgboost_pruning_class():
+    import xgboost as xgb
+
+    class Pruning(xgb.callback.TrainingCallback):
+        """Hands the validation metric of each round (0-based ``epoch``, as LightGBM's
+        ``env.iteration``) to :func:`ltr_bench.progress.report_intermediate`, which does
+        nothing outside ``ltr-bench tune`` and raises ``optuna.TrialPruned`` inside a trial
+        the pruner stops. XGBoost runs callbacks in Python without catching, so the
+        exception leaves ``xgb.train`` and ``fit`` as it is."""
+
+        def __init__(self, metric: str):
+            from ltr_bench.progress import report_intermediate
+
+            super().__init__()
+            self.metric = metric
+            self.report = report_intermediate
+
+        def after_iteration(self, model, epoch, evals_log) -> bool:
+            history = evals_log.get("vali", {}).get(self.metric)
+            if history:
+                self.report(epoch, history[-1])
+            return False  # never asks to stop; EarlyStopping decides that
+
+    return Pruning
+
+
+def _xgboost_pruning(metric: str):
+    """The pruning callback reading ``metric`` (the first ``eval_metric``) on ``"vali"``."""
+    return _xgboost_pruning_class()(metric)
+
+
+_XGB_DOC_PARAMS = """
+    Parameters (None / ``"preset"``: the preset's value, resolved in ``fit``; see the module
+    docstring of :mod:`ltr_bench_baselines.gbdt_common` for the presets and their values)
+    ----------
+    preset : {"auto", "mslr-benchmark", "lgmml-paper"}, default "auto"
+    query_dim : int or None, default None    width of the query block of query-by-example rows
+        (set by the harness); the trees then also see ``|q - x|`` (module docstring)
+    n_estimators : int or None               boosting rounds
+    max_leaves : int or None                 (grow_policy=lossguide)
+    max_depth : int or None                  0 = unlimited (leaves are the limit)
+    learning_rate : float or None            XGBoost ``eta``
+    min_child_weight : float or None
+    early_stopping_rounds : int, None or "preset", default "preset"
+        Used only when ``fit`` gets ``eval_set``; None disables early stopping.
+    eval_at : int or sequence of int, default 10
+        k of the validation ``ndcg@k`` XGBoost computes; early stopping follows the first.
+    n_jobs : int or None, default None       threads (None or -1: all available CPUs)
+    random_state : int, RandomState or None, default 0   XGBoost ``seed``
+    extra_params : dict or None              any other XGBoost parameter, passed through
+
+    Attributes: ``booster_`` (xgboost.Booster), ``best_iteration_`` (rounds used by predict),
+    ``n_features_in_``, ``n_threads_``, ``evals_result_``, ``params_``, ``resolved_params_``
+    (the preset-governed parameters as used).
+"""
+
+
+class XGBoostGBRTRanker(_XGBoostRanker):
+    __doc__ = (
+        """Gradient-boosted regression trees on the relevance labels (pointwise squared error,
+    ``reg:squarederror``): the GBRT baseline of the L-GMML paper (Su, King and Lyu 2017).
+    Scores are predicted labels; query ids are used only for the validation NDCG.
+    """
+        + _XGB_DOC_PARAMS
+    )
+    _objective = "reg:squarederror"
+
+
+class XGBoostLambdaMARTRanker(_XGBoostRanker):
+    __doc__ = (
+        """XGBoost lambda-MART: ``rank:ndcg`` (LambdaRank gradients of NDCG; XGBoost's defaults
+    for pair sampling and ``ndcg_exp_gain=True``, i.e. gain ``2^rel - 1``).
+    """
+        + _XGB_DOC_PARAMS
+    )
+    _objective = "rank:ndcg"
