@@ -372,6 +372,8 @@ CASES = [
     ("a seed too large", _run_with("--seeds", "0,99999999999"), 2, "0 to 2147483647", _nothing),
     ("seed too large", _run_with("--seed", "99999999999"), 2, "'--seed'", _nothing),
     ("seeds not numbers", _run_with("--seeds", "0,x"), 2, "expected seeds like", _nothing),
+    ("a parameter nan", _run_with("--param", f"{FAKE}.scale=nan"), 2, "not a finite", _nothing),
+    ("a swept value inf", _run_with("--sweep", f"{FAKE}.scale=1,inf"), 2, "inf is not", _nothing),
     ("label_noise nan", _synthetic("label_noise=nan"), 2, "label_noise=nan", _nothing),
     ("label_noise negative", _synthetic("label_noise=-1"), 2, "label_noise must be", _nothing),
     ("n_queries inf", _synthetic("n_queries=inf"), 2, "n_queries=inf", _nothing),
