@@ -396,8 +396,8 @@ def _tune(
             else:
                 pending.append((i, tcell))
 
-        def existing(tcell):
-            previous = None if force else store.get(tcell.key)
+        def existing(tcell):  # from disk: saved by the process this one waited for
+            previous = None if force else store.reload(tcell.key)
             return previous if previous is not None and "tuning" in previous.config else None
 
         if executor.in_process:

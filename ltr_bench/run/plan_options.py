@@ -152,10 +152,37 @@ def build_plan(cl: CommandLine, *, warn=lambda message: None, local: bool = True
             "no dataset given: use --dataset NAME|PATH or --config FILE (see `ltr-bench datasets`)"
         )
     plan.threads = bound_threads(plan.threads, warn=warn, local=local)
+    for r in plan.rankers:
+        _check_finite(r.params, f"{r.display}")
+    for name, grid in cl_sweeps_and_plan(plan, cl):
+        _check_finite(grid, name)
     for text in cl.sweeps:
         name, key, values = parse_sweep(text)
         plan.sweeps.setdefault(name, {})[key] = values
     return expand_sweeps(plan)
+
+
+def cl_sweeps_and_plan(plan: Plan, cl: CommandLine):
+    """(where, values) of every sweep of the plan file and of ``--sweep``."""
+    for label, grid in plan.sweeps.items():
+        yield f"sweep.{label}", grid
+    for text in cl.sweeps:
+        yield f"--sweep {text}", parse_sweep(text)[2]
+
+
+def _check_finite(value, where: str) -> None:
+    """Refuse NaN and infinities anywhere in a parameter value (``--param ridge.alpha=nan``
+    fitted nothing sensible, or failed only after the data had loaded); PlanError, exit 2."""
+    import math
+
+    if isinstance(value, float) and not math.isfinite(value):
+        raise PlanError(f"{where}: {value!r} is not a finite number")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_finite(v, f"{where}.{k}")
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _check_finite(v, where)
 
 
 #: more threads per ranker than any machine ltr-bench runs on has cores: refused (LightGBM
