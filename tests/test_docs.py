@@ -158,10 +158,14 @@ def test_every_repository_path_the_docs_name_exists():
     for page in [README, *sorted(DOCS.rglob("*.md"))]:
         for path in re.findall(pattern, page.read_text(encoding="utf-8")):
             path = path.split("#")[0]
+            path, _, test = path.partition("::")  # a pytest node id: the test must exist too
             if any(c in path for c in "*<{") or path in OTHER_PROJECTS_PATHS:
                 continue  # a pattern (``Fold*/``, ``plugins/<name>``), or not ours
-            if not (REPO / path).exists():
-                missing.append(f"{page.relative_to(REPO)}: {path}")
+            target = REPO / path
+            if not target.exists() or (
+                test and f"def {test}(" not in target.read_text(encoding="utf-8")
+            ):
+                missing.append(f"{page.relative_to(REPO)}: {path}{'::' + test if test else ''}")
     assert not missing, "the docs name paths that do not exist:\n" + "\n".join(missing)
 
 
