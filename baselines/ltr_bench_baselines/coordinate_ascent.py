@@ -121,7 +121,7 @@ class TopKNDCG:
         for offset, nb, width, g, kk, disc, ideal in self.buckets:
             sb = S[:, offset : offset + nb * width].reshape(C, nb, width)
             if kk < width:
-                top = np.argpartition(-sb, kk - 1, axis=2)[:, :, :kk]
+                top = np.argpartition(sb, width - kk, axis=2)[:, :, width - kk :]
                 ts = np.take_along_axis(sb, top, axis=2)
                 tg = g[np.arange(nb)[:, None], top]  # (C, nb, kk) gains of the top k
             else:
