@@ -109,7 +109,9 @@ class AdaRankRanker(BaseRanker):
 
     Attributes: ``coef_`` (n_features,) the linear model on raw features, ``train_metric_``
     (training metric of the model kept), ``rounds_run_`` (rounds including rolled-back ones),
-    ``n_weak_rankers_`` (rounds in the kept model), ``stop_reason_``,
+    ``n_weak_rankers_`` (rounds in the kept model), ``stop_reason_``, ``trace_`` (one
+    ``(feature, event)`` per round run: ``"added"``, ``"rollback"``, ``"dropped"``, plus
+    ``"requeued"`` when a queued feature is put back),
     ``validation_metric_`` (nan without validation), ``n_queries_used_``,
     ``n_queries_skipped_``, ``n_features_in_``.
     """
@@ -171,6 +173,7 @@ class AdaRankRanker(BaseRanker):
         self.rounds_run_ = 0
         self.n_weak_rankers_ = 0
         self.stop_reason_ = "no training query with label differences"
+        self.trace_ = []
         if rows.size == 0:
             return
         Xk = X if rows.size == X.shape[0] else X[rows]
@@ -200,6 +203,7 @@ class AdaRankRanker(BaseRanker):
                 k = int(np.argmax(gain))
                 if with_enqueue:
                     if k == last["feature"]:  # twice in a row: roll back, set the feature aside
+                        trace.append((k, "rollback"))
                         queue.append(k)
                         state.__dict__.update(backup.copy().__dict__)
                         best["value"], best["state"] = -np.inf, None
@@ -216,6 +220,7 @@ class AdaRankRanker(BaseRanker):
                 values = train_values(w)
                 score = float(values.mean())
                 if score <= state.score - tol:  # RankLib: dropped by tolerance or more
+                    trace.append((k, "dropped"))
                     return t, "training metric dropped by tolerance"
                 if not with_enqueue:
                     if score != state.score:
@@ -228,6 +233,7 @@ class AdaRankRanker(BaseRanker):
                     else:
                         consecutive, removed = 0, set()
                     last["feature"] = k
+                trace.append((k, "added"))
                 state.w, state.score, state.n_rounds = w, score, state.n_rounds + 1
                 e = np.exp(-values)
                 state.P = e / e.sum()
@@ -241,10 +247,12 @@ class AdaRankRanker(BaseRanker):
 
         last = {"feature": -1}
         queue: list[int] = []
+        trace: list[tuple[int, str]] = []
         t, reason = phase(0, bool(self.enqueue), queue, last)
         while queue:
-            queue.pop()
+            trace.append((queue.pop(), "requeued"))
             t, reason = phase(t, False, queue, last)
+        self.trace_ = trace
         final = best["state"] if validate and best["state"] is not None else state
         self.coef_ = final.w
         self.train_metric_ = float(final.score) if final.n_rounds else float("nan")
