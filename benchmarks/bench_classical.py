@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_classical.py                       # 10,000 queries x 120 docs, 136 features
+    python benchmarks/bench_classical.py                  # 10,000 queries x 120 docs x 136
     python benchmarks/bench_classical.py --rankers ranksvm adarank
     python benchmarks/bench_classical.py --n-queries 1000      # a quick look
 
@@ -55,7 +55,9 @@ def main(argv=None) -> int:
     parser.add_argument("--n-queries", type=int, default=10_000)
     parser.add_argument("--docs-per-query", type=int, default=120)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--cache-dir", default=None, help="generated-data cache (default: ltr-bench's)")
+    parser.add_argument(
+        "--cache-dir", default=None, help="generated-data cache (default: ltr-bench's)"
+    )
     args = parser.parse_args(argv)
 
     from ltr_bench.evaluation.metrics import evaluate
@@ -69,7 +71,10 @@ def main(argv=None) -> int:
         f"({len(set(tr.qid.tolist())):,} queries), vali {va.X.shape[0]:,}, test {te.X.shape[0]:,}"
         f"; loaded in {time.perf_counter() - t0:.1f} s; load average {_load_avg()}"
     )
-    print(f"{'ranker':18s} {'fit s':>8s} {'score us/doc':>13s} {'test ndcg@10':>13s}  load avg before -> after")
+    print(
+        f"{'ranker':18s} {'fit s':>8s} {'score us/doc':>13s} {'test ndcg@10':>13s}"
+        "  load avg before -> after"
+    )
     failed = []
     for name in args.rankers:
         ranker = make_ranker(name)

@@ -73,9 +73,7 @@ _DENOM_FLOOR = 1e-12
 
 def weak_ranker_table(metric: str, X: np.ndarray, y: np.ndarray, qid: np.ndarray) -> np.ndarray:
     """``E`` (n_queries, n_features): the per-query ``metric`` of ranking by each feature."""
-    return np.column_stack(
-        [per_query_metric(metric, y, X[:, f], qid) for f in range(X.shape[1])]
-    )
+    return np.column_stack([per_query_metric(metric, y, X[:, f], qid) for f in range(X.shape[1])])
 
 
 class _State:
@@ -265,7 +263,9 @@ class AdaRankRanker(BaseRanker):
     def predict(self, X, *, qid=None):
         """``X @ coef_``: float64 (n_docs,) in row order."""
         self._check_fitted("coef_")
-        X, _, _ = check_ranking_input(X, None, qid, n_features=self.n_features_in_, require_qid=False)
+        X, _, _ = check_ranking_input(
+            X, None, qid, n_features=self.n_features_in_, require_qid=False
+        )
         with thread_limit(1):
             return X @ self.coef_
 

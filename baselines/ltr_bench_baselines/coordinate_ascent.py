@@ -147,7 +147,9 @@ class CoordinateAscentRanker(BaseRanker):
 
     Attributes: ``coef_`` (n_features,) unit L1 norm, ``train_metric_`` (project metric),
     ``validation_metric_`` (nan without validation), ``restart_scores_`` (line-search
-    training metric at the end of each restart), ``n_passes_``, ``best_restart_``,
+    training metric at the end of each restart), ``trace_`` (per restart: the line-search
+    training metric at the start and after each accepted weight change), ``n_passes_``,
+    ``best_restart_``,
     ``n_queries_used_``, ``n_queries_skipped_``, ``n_features_in_``.
     """
 
@@ -204,6 +206,7 @@ class CoordinateAscentRanker(BaseRanker):
         X, y, qid, eval_set = check_fit_input(X, y, qid, eval_set)
         rng = np.random.default_rng(seed_of(self.random_state))
         n_features = X.shape[1]
+        self.trace_ = []
         with thread_limit(1):
             bounds = query_boundaries(qid)
             varied = varied_queries(y, bounds)
@@ -258,6 +261,7 @@ class CoordinateAscentRanker(BaseRanker):
         w = np.full(n_features, 1.0 / n_features)
         s = ndcg.pad(X @ w, -np.inf)
         best = float(ndcg.mean(s[None, :])[0])
+        trace = [best]
         fails, n_pass, tol = 0, 0, float(self.tolerance)
         restarts = int(self.restarts)
         while (n_features > 1 and fails < n_features - 1) or (n_features == 1 and fails == 0):
@@ -280,6 +284,7 @@ class CoordinateAscentRanker(BaseRanker):
                         break
                     continue
                 fails = 0
+                trace.append(best)
                 w[f] = orig + chosen
                 s += chosen * x
                 norm = float(np.abs(w).sum())
@@ -289,12 +294,15 @@ class CoordinateAscentRanker(BaseRanker):
             report_progress(r + 1, restarts, f"coordinate-ascent: restart {r + 1}, pass {n_pass}")
             if best - pass_start < tol:
                 break
+        self.trace_.append(np.asarray(trace))
         return w, best, n_pass
 
     def predict(self, X, *, qid=None):
         """``X @ coef_``: float64 (n_docs,) in row order."""
         self._check_fitted("coef_")
-        X, _, _ = check_ranking_input(X, None, qid, n_features=self.n_features_in_, require_qid=False)
+        X, _, _ = check_ranking_input(
+            X, None, qid, n_features=self.n_features_in_, require_qid=False
+        )
         with thread_limit(1):
             return X @ self.coef_
 

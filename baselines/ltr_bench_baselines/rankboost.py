@@ -7,7 +7,8 @@ binary labels this is the paper's bipartite feedback). ``D_1`` is uniform over a
 pairs of the training split (as RankLib). After ``t`` rounds with the combined ranker
 ``H_t = sum_s alpha_s h_s``,
 
-    D_{t+1}(i, j) = D_1(i, j) exp(H_t(j) - H_t(i)) / Z,        L_t = sum_(i,j) D_1(i, j) exp(H_t(j) - H_t(i))
+    D_{t+1}(i, j) = D_1(i, j) exp(H_t(j) - H_t(i)) / Z,
+    L_t = sum_(i,j) D_1(i, j) exp(H_t(j) - H_t(i))
 
 where ``L_t`` (``loss_history_``) is the exponential ranking loss RankBoost minimises; it
 bounds the fraction of misordered crucial pairs and never increases (below).
@@ -233,7 +234,9 @@ class RankBoostRanker(BaseRanker):
     def predict(self, X, *, qid=None):
         """``sum_t alpha_t [x_{f_t} > theta_t]``: float64 (n_docs,) in row order."""
         self._check_fitted("alphas_")
-        X, _, _ = check_ranking_input(X, None, qid, n_features=self.n_features_in_, require_qid=False)
+        X, _, _ = check_ranking_input(
+            X, None, qid, n_features=self.n_features_in_, require_qid=False
+        )
         s = np.zeros(X.shape[0])
         for f, theta, alpha in zip(self.features_, self.thresholds_, self.alphas_):
             s += alpha * (X[:, f] > theta)

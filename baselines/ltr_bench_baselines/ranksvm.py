@@ -17,7 +17,8 @@ solved in the primal by liblinear's trust-region Newton method (Chapelle & Keert
 "Efficient algorithms for ranking with SVMs", Information Retrieval 2010, train this primal
 form for the same reason): with hundreds of thousands of pairs and 136 features the dual
 solver needs minutes and often stops at ``max_iter`` unconverged (measured: 310 s and not
-converged on 500k pairs of a 67k-row generated fold), the primal one converges in seconds. Half the differences (every other pair) are negated and
+converged on 500k pairs of a 67k-row generated fold), the primal one converges in seconds.
+Half the differences (every other pair) are negated and
 labelled -1: for a hinge loss without intercept ``(d, +1)`` and ``(-d, -1)`` are the same
 constraint, so this only gives liblinear its two classes and does not change the optimum.
 
@@ -241,7 +242,9 @@ class RankSVMRanker(BaseRanker):
     def predict(self, X, *, qid=None):
         """``z(X) . coef_``: float64 (n_docs,) in row order (``qid`` not needed)."""
         self._check_fitted("coef_")
-        X, _, _ = check_ranking_input(X, None, qid, n_features=self.n_features_in_, require_qid=False)
+        X, _, _ = check_ranking_input(
+            X, None, qid, n_features=self.n_features_in_, require_qid=False
+        )
         with thread_limit(1):
             return self.scaler_.transform(X) @ self.coef_
 

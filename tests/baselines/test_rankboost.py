@@ -19,10 +19,7 @@ from ltr_bench_baselines.rankboost import (
 
 def _pairs(y, qid):
     return [
-        (i, j)
-        for i in range(y.size)
-        for j in range(y.size)
-        if qid[i] == qid[j] and y[i] > y[j]
+        (i, j) for i in range(y.size) for j in range(y.size) if qid[i] == qid[j] and y[i] > y[j]
     ]
 
 
