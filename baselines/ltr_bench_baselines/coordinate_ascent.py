@@ -120,16 +120,68 @@ class TopKNDCG:
         total = np.zeros(C)
         for offset, nb, width, g, kk, disc, ideal in self.buckets:
             sb = S[:, offset : offset + nb * width].reshape(C, nb, width)
-            if kk < width:
-                top = np.argpartition(sb, width - kk, axis=2)[:, :, width - kk :]
-                ts = np.take_along_axis(sb, top, axis=2)
-                tg = g[np.arange(nb)[:, None], top]  # (C, nb, kk) gains of the top k
-            else:
-                ts, tg = sb, np.broadcast_to(g, sb.shape)
-            rank = np.argsort(-ts, axis=2, kind="stable")
-            tg = np.take_along_axis(tg, rank, axis=2)
-            total += ((tg @ disc) / ideal).sum(axis=1)
+            total += (_dcg(sb, g, kk, disc) / ideal).sum(axis=1)
         return total / self.n_queries
+
+    def line(self, s: np.ndarray, x: np.ndarray, deltas: np.ndarray) -> np.ndarray:
+        """``mean(s + deltas[:, None] * x)`` for padded ``s`` (padding ``-inf``) and ``x``
+        (padding 0) and trial steps ``deltas`` sorted by size (one direction), computed on
+        fewer documents.
+
+        Pruning (exact up to the order of tied scores): with ``A = s + deltas[0] x`` and
+        ``B = s + deltas[-1] x`` the scores at the two ends, a query's documents outside both
+        its top ``2k`` by ``A`` and its top ``2k`` by ``B`` are beaten, at both ends and so at
+        every step between (scores are linear in the step), by every document inside both;
+        when at least ``k`` documents are inside both, the others can never reach the top
+        ``k`` and are dropped. Queries where that fails keep every document.
+        """
+        deltas = np.asarray(deltas, dtype=np.float64)
+        C = deltas.size
+        total = np.zeros(C)
+        for offset, nb, width, g, kk, disc, ideal in self.buckets:
+            sb = s[offset : offset + nb * width].reshape(nb, width)
+            xb = x[offset : offset + nb * width].reshape(nb, width)
+            keep_n = 2 * kk
+            if width <= 2 * keep_n:  # short lists: nothing worth pruning
+                S = sb[None] + deltas[:, None, None] * xb[None]
+                total += (_dcg(S, g, kk, disc) / ideal).sum(axis=1)
+                continue
+            A = sb + deltas[0] * xb
+            B = sb + deltas[-1] * xb
+            inA = A >= np.partition(A, width - keep_n, axis=1)[:, width - keep_n][:, None]
+            inB = B >= np.partition(B, width - keep_n, axis=1)[:, width - keep_n][:, None]
+            ok = (inA & inB).sum(axis=1) >= kk
+            keep = inA | inB
+            for rows, narrow in ((np.flatnonzero(ok), True), (np.flatnonzero(~ok), False)):
+                if rows.size == 0:
+                    continue
+                if narrow:
+                    k_rows = keep[rows]
+                    w2 = int(k_rows.sum(axis=1).max())
+                    cols = np.argsort(~k_rows, axis=1, kind="stable")[:, :w2]
+                    valid = np.take_along_axis(k_rows, cols, axis=1)
+                    sr = np.where(valid, np.take_along_axis(sb[rows], cols, axis=1), -np.inf)
+                    xr = np.where(valid, np.take_along_axis(xb[rows], cols, axis=1), 0.0)
+                    gr = np.where(valid, np.take_along_axis(g[rows], cols, axis=1), 0.0)
+                else:
+                    sr, xr, gr = sb[rows], xb[rows], g[rows]
+                S = sr[None] + deltas[:, None, None] * xr[None]
+                total += (_dcg(S, gr, min(kk, S.shape[2]), disc) / ideal[rows]).sum(axis=1)
+        return total / self.n_queries
+
+
+def _dcg(S: np.ndarray, g: np.ndarray, kk: int, disc: np.ndarray) -> np.ndarray:
+    """DCG@kk (C, rows) of scores ``S`` (C, rows, width) with gains ``g`` (rows, width);
+    ties in an arbitrary order (``np.argpartition``, then a stable sort of the top kk)."""
+    width = S.shape[2]
+    if kk < width:
+        top = np.argpartition(S, width - kk, axis=2)[:, :, width - kk :]
+        ts = np.take_along_axis(S, top, axis=2)
+        tg = g[np.arange(S.shape[1])[:, None], top]  # (C, rows, kk) gains of the top kk
+    else:
+        ts, tg = S, np.broadcast_to(g, S.shape)
+    rank = np.argsort(-ts, axis=2, kind="stable")
+    return np.take_along_axis(tg, rank, axis=2) @ disc[: ts.shape[2]]
 
 
 class CoordinateAscentRanker(BaseRanker):
@@ -273,7 +325,7 @@ class CoordinateAscentRanker(BaseRanker):
                 chosen = None
                 for direction in (1, -1, 0):
                     deltas = self._trials(orig, direction)
-                    values = ndcg.mean(s[None, :] + deltas[:, None] * x[None, :])
+                    values = ndcg.line(s, x, deltas)
                     j = int(np.argmax(values))
                     if values[j] > best:
                         best, chosen = float(values[j]), float(deltas[j])

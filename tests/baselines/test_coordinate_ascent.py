@@ -125,3 +125,20 @@ def test_a_query_with_all_labels_equal_is_skipped_and_counted():
 def test_bad_parameters_are_refused_before_any_data(params, word):
     with pytest.raises(ValueError, match=word):
         CoordinateAscentRanker(**params).validate_params()
+
+
+@pytest.mark.parametrize("direction", [1, -1])
+def test_pruned_line_search_equals_evaluating_every_trial_on_every_document(direction):
+    rng = np.random.default_rng(7)
+    sizes = rng.integers(2, 160, size=60)  # long lists get pruned, short ones do not
+    qid = np.repeat(np.arange(60), sizes)
+    y = rng.integers(0, 5, size=qid.size)
+    y[np.r_[0, np.cumsum(sizes)[:-1]]] = 2
+    X = rng.standard_normal((qid.size, 2))
+    ndcg = TopKNDCG(y, query_boundaries(qid), 10)
+    s, x = ndcg.pad(X[:, 0], -np.inf), ndcg.pad(X[:, 1], 0.0)
+    deltas = direction * 0.001 * (2.0 ** np.arange(1, 26) - 1)
+    full = ndcg.mean(s[None, :] + deltas[:, None] * x[None, :])
+    np.testing.assert_allclose(ndcg.line(s, x, deltas), full, rtol=1e-12)
+    expected = [evaluate(y, X[:, 0] + d * X[:, 1], qid, "ndcg@10")["ndcg@10"] for d in deltas]
+    np.testing.assert_allclose(full, expected, rtol=1e-12)
