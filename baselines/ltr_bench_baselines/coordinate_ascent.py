@@ -28,7 +28,9 @@ Line search cost. Every trial weight of a direction is evaluated at once: the tr
 ``s + delta_j x_f`` (``max_steps`` columns) are scattered into per-query rows padded to a few
 width buckets (queries sorted by length, so padding stays small), the top ``k`` of every row
 is found with ``np.argpartition`` and NDCG@k is the DCG of those ``k`` sorted, over the ideal
-DCG. This is NDCG@k as :mod:`ltr_bench.evaluation.metrics` defines it (gain ``2^rel - 1``,
+DCG. Before that, documents that cannot reach the top ``k`` at any step of the direction are
+dropped (:meth:`TopKNDCG.line`: exact, since scores are linear in the step).
+This is NDCG@k as :mod:`ltr_bench.evaluation.metrics` defines it (gain ``2^rel - 1``,
 discount ``1 / log2(rank + 1)``) except for ties, which the line search breaks arbitrarily
 (RankLib breaks them by row order) instead of averaging them; on continuous scores there are
 none, and the tests check the two agree on tie-free data. The training and validation
