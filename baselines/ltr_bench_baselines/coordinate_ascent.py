@@ -1,0 +1,378 @@
+"""Coordinate Ascent (Metzler & Croft, Information Retrieval 10(3), 2007): a linear model whose
+weights are optimised one at a time by a line search on the training metric (NDCG@10 by
+default, as RankLib's ``-ranker 4 -metric2t NDCG@10``). Registered as ``coordinate-ascent``.
+
+Model: ``s(x) = w . x`` on the features as given (RankLib uses them raw; LETOR's
+``QueryLevelNorm``/``Feature-min`` files are already normalised per query). Only the
+direction of ``w`` matters, so ``w`` is kept at unit L1 norm.
+
+Algorithm (RankLib's, with its defaults). ``restarts`` times: start from ``w = 1/n_features``
+(every restart starts there, as in RankLib; restarts differ by the order in which features
+are visited, drawn from ``random_state``). Repeat passes: visit every feature ``f`` in a fresh
+random order and line-search its weight ``w_f``:
+
+- directions ``+1``, then ``-1``, then ``0`` (the feature removed: ``w_f = 0``), stopping at the
+  first direction that improves the training metric;
+- in a direction ``d``: ``max_steps`` (default 25) trial weights ``w_f + d * step * (2^j - 1)``,
+  ``j = 1 .. max_steps`` (the step doubles: RankLib's ``stepScale = 2``), with ``step = 0.001``,
+  or ``step_base * |w_f|`` (default 0.05) when ``0.001 > |w_f| / 2``;
+- the best trial (the smallest step among equal values) replaces ``w_f`` if it is strictly
+  better than the best so far; ``w`` is then renormalised to unit L1 norm.
+
+A pass that improves the training metric by less than ``tolerance`` (default 0.001) ends the
+restart, and so do ``n_features - 1`` consecutive features without improvement. The model is
+the restart with the best training metric, or, with ``eval_set`` and ``use_validation=True``,
+the restart with the best validation metric (RankLib with ``-validate``).
+
+Line search cost. Every trial weight of a direction is evaluated at once: the trial scores
+``s + delta_j x_f`` (``max_steps`` columns) are scattered into per-query rows padded to a few
+width buckets (queries sorted by length, so padding stays small), the top ``k`` of every row
+is found with ``np.argpartition`` and NDCG@k is the DCG of those ``k`` sorted, over the ideal
+DCG. Before that, documents that cannot reach the top ``k`` at any step of the direction are
+dropped (:meth:`TopKNDCG.line`: exact, since scores are linear in the step).
+This is NDCG@k as :mod:`ltr_bench.evaluation.metrics` defines it (gain ``2^rel - 1``,
+discount ``1 / log2(rank + 1)``) except for ties, which the line search breaks arbitrarily
+(RankLib breaks them by row order) instead of averaging them; on continuous scores there are
+none, and the tests check the two agree on tie-free data. The training and validation
+values reported (``train_metric_``, ``validation_metric_``) come from the project's metrics.
+
+Differences from RankLib, and why: the ``-1`` direction keeps its sign when
+``step_base * |w_f|`` is used (RankLib's step loses it, so both directions try the same
+weights); the stopping test compares each pass with the previous one (RankLib compares with
+the start of the restart, so a restart that gained ``tolerance`` once runs until
+``n_features - 1`` consecutive failures); no regularisation (RankLib's ``-reg`` is off by
+default). Queries with all labels equal score the same under every ``w``: skipped and
+counted. One thread.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ltr_bench.progress import report_progress
+from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input, query_boundaries
+from ltr_bench.timing import thread_limit
+
+from .classical_common import (
+    check_fit_input,
+    check_int,
+    check_real,
+    kept_rows,
+    parse_metric,
+    per_query_metric,
+    seed_of,
+    varied_queries,
+    warn_skipped,
+)
+
+__all__ = ["CoordinateAscentRanker", "TopKNDCG"]
+
+_SMALL_STEP = 0.001  # RankLib's first step
+_STEP_SCALE = 2.0  # RankLib's stepScale
+_BUCKET_RATIO = 1.25  # a bucket's widest query is at most this times its narrowest
+
+
+class TopKNDCG:
+    """Mean NDCG@k over queries of many score vectors at once (see the module).
+
+    ``y`` (n,) labels of rows grouped by query (``bounds`` from
+    :func:`ltr_bench.ranker.query_boundaries`); every query must hold a document of label
+    >= 1 (the callers skip the others). Scores live in a *padded layout* of ``n_padded``
+    entries: queries sorted by length and cut into buckets, each bucket a ``(queries, width)``
+    block stored row-major, padding positions scored ``-inf`` (:meth:`pad`). :meth:`mean`
+    takes padded scores ``(n_candidates, n_padded)`` and returns ``(n_candidates,)``.
+    """
+
+    def __init__(self, y: np.ndarray, bounds: np.ndarray, k: int):
+        sizes = np.diff(bounds)
+        self.k = int(k)
+        self.n = int(y.size)
+        self.n_queries = int(sizes.size)
+        order = np.argsort(sizes, kind="stable")
+        gains = np.r_[np.exp2(y.astype(np.float64)) - 1.0, 0.0]  # index n: padding, gain 0
+        self.buckets = []  # (offset, queries, width, gains, kk, discounts, ideal DCG)
+        parts = []
+        offset, i = 0, 0
+        while i < order.size:
+            j = i
+            while j + 1 < order.size and sizes[order[j + 1]] <= _BUCKET_RATIO * sizes[order[i]]:
+                j += 1
+            qs = order[i : j + 1]
+            width = int(sizes[qs].max())
+            col = np.arange(width)
+            idx = np.where(col[None, :] < sizes[qs][:, None], bounds[qs][:, None] + col, self.n)
+            g = gains[idx]
+            kk = min(self.k, width)
+            disc = 1.0 / np.log2(np.arange(2, kk + 2))
+            ideal = -np.sort(-g, axis=1)[:, :kk] @ disc
+            self.buckets.append((offset, qs.size, width, g, kk, disc, ideal))
+            parts.append(idx.ravel())
+            offset += idx.size
+            i = j + 1
+        self.index = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        self.n_padded = int(self.index.size)
+
+    def pad(self, v: np.ndarray, fill: float) -> np.ndarray:
+        """``v`` (n,) in the padded layout, ``fill`` at the padding positions."""
+        return np.r_[v, fill][self.index]
+
+    def mean(self, S: np.ndarray) -> np.ndarray:
+        S = np.atleast_2d(S)
+        C = S.shape[0]
+        total = np.zeros(C)
+        for offset, nb, width, g, kk, disc, ideal in self.buckets:
+            sb = S[:, offset : offset + nb * width].reshape(C, nb, width)
+            total += (_dcg(sb, g, kk, disc) / ideal).sum(axis=1)
+        return total / self.n_queries
+
+    def line(self, s: np.ndarray, x: np.ndarray, deltas: np.ndarray) -> np.ndarray:
+        """``mean(s + deltas[:, None] * x)`` for padded ``s`` (padding ``-inf``) and ``x``
+        (padding 0) and trial steps ``deltas`` sorted by size (one direction), computed on
+        fewer documents.
+
+        Pruning (exact up to the order of tied scores): with ``A = s + deltas[0] x`` and
+        ``B = s + deltas[-1] x`` the scores at the two ends, a query's documents outside both
+        its top ``2k`` by ``A`` and its top ``2k`` by ``B`` are beaten, at both ends and so at
+        every step between (scores are linear in the step), by every document inside both;
+        when at least ``k`` documents are inside both, the others can never reach the top
+        ``k`` and are dropped. Queries where that fails keep every document.
+        """
+        deltas = np.asarray(deltas, dtype=np.float64)
+        C = deltas.size
+        total = np.zeros(C)
+        for offset, nb, width, g, kk, disc, ideal in self.buckets:
+            sb = s[offset : offset + nb * width].reshape(nb, width)
+            xb = x[offset : offset + nb * width].reshape(nb, width)
+            keep_n = 2 * kk
+            if width <= 2 * keep_n:  # short lists: nothing worth pruning
+                S = sb[None] + deltas[:, None, None] * xb[None]
+                total += (_dcg(S, g, kk, disc) / ideal).sum(axis=1)
+                continue
+            A = sb + deltas[0] * xb
+            B = sb + deltas[-1] * xb
+            inA = A >= np.partition(A, width - keep_n, axis=1)[:, width - keep_n][:, None]
+            inB = B >= np.partition(B, width - keep_n, axis=1)[:, width - keep_n][:, None]
+            ok = (inA & inB).sum(axis=1) >= kk
+            keep = inA | inB
+            for rows, narrow in ((np.flatnonzero(ok), True), (np.flatnonzero(~ok), False)):
+                if rows.size == 0:
+                    continue
+                if narrow:
+                    k_rows = keep[rows]
+                    w2 = int(k_rows.sum(axis=1).max())
+                    cols = np.argsort(~k_rows, axis=1, kind="stable")[:, :w2]
+                    valid = np.take_along_axis(k_rows, cols, axis=1)
+                    sr = np.where(valid, np.take_along_axis(sb[rows], cols, axis=1), -np.inf)
+                    xr = np.where(valid, np.take_along_axis(xb[rows], cols, axis=1), 0.0)
+                    gr = np.where(valid, np.take_along_axis(g[rows], cols, axis=1), 0.0)
+                else:
+                    sr, xr, gr = sb[rows], xb[rows], g[rows]
+                S = sr[None] + deltas[:, None, None] * xr[None]
+                total += (_dcg(S, gr, min(kk, S.shape[2]), disc) / ideal[rows]).sum(axis=1)
+        return total / self.n_queries
+
+
+def _dcg(S: np.ndarray, g: np.ndarray, kk: int, disc: np.ndarray) -> np.ndarray:
+    """DCG@kk (C, rows) of scores ``S`` (C, rows, width) with gains ``g`` (rows, width);
+    ties in an arbitrary order (``np.argpartition``, then a stable sort of the top kk)."""
+    width = S.shape[2]
+    if kk < width:
+        top = np.argpartition(S, width - kk, axis=2)[:, :, width - kk :]
+        ts = np.take_along_axis(S, top, axis=2)
+        tg = g[np.arange(S.shape[1])[:, None], top]  # (C, rows, kk) gains of the top kk
+    else:
+        ts, tg = S, np.broadcast_to(g, S.shape)
+    rank = np.argsort(-ts, axis=2, kind="stable")
+    return np.take_along_axis(tg, rank, axis=2) @ disc[: ts.shape[2]]
+
+
+class CoordinateAscentRanker(BaseRanker):
+    """Coordinate Ascent on NDCG@k (see the module for the algorithm and RankLib defaults).
+
+    Parameters
+    ----------
+    metric : "ndcg@k", default "ndcg@10"     the training metric (k >= 1)
+    restarts : int >= 1, default 5           RankLib ``-r``
+    max_steps : int >= 1, default 25         trial steps per direction (RankLib ``-i``)
+    step_base : float > 0, default 0.05      relative first step for larger weights
+    tolerance : float >= 0, default 0.001    RankLib ``-tolerance`` (per pass here)
+    use_validation : bool, default True      choose the restart on ``eval_set``
+    random_state : int >= 0 or None          seed of the feature orders
+
+    Attributes: ``coef_`` (n_features,) unit L1 norm, ``train_metric_`` (project metric),
+    ``validation_metric_`` (nan without validation), ``restart_scores_`` (line-search
+    training metric at the end of each restart), ``trace_`` (per restart: the line-search
+    training metric at the start and after each accepted weight change), ``n_passes_``,
+    ``best_restart_``,
+    ``n_queries_used_``, ``n_queries_skipped_``, ``n_features_in_``.
+    """
+
+    SEARCH_SPACE = {"tolerance": {"low": 1e-4, "high": 1e-2, "log": True}}
+
+    def __init__(
+        self,
+        metric="ndcg@10",
+        restarts=5,
+        max_steps=25,
+        step_base=0.05,
+        tolerance=0.001,
+        use_validation=True,
+        random_state=None,
+    ):
+        self.metric = metric
+        self.restarts = restarts
+        self.max_steps = max_steps
+        self.step_base = step_base
+        self.tolerance = tolerance
+        self.use_validation = use_validation
+        self.random_state = random_state
+
+    def ranker_tags(self) -> RankerTags:
+        return RankerTags(
+            requires_qid_at_predict=False,
+            uses_eval_set=bool(self.use_validation),
+            deterministic=True,
+            seed_param="random_state",
+        )
+
+    def _k(self) -> int:
+        name, _ = parse_metric(self.metric)
+        if not name.startswith("ndcg@"):
+            raise ValueError(
+                f"metric must be ndcg@k for coordinate-ascent (k a positive integer, e.g. "
+                f"'ndcg@10'), got {self.metric!r}"
+            )
+        return int(name.split("@")[1])
+
+    def _validate_params(self) -> None:
+        self._k()
+        check_int("restarts", self.restarts, 1)
+        check_int("max_steps", self.max_steps, 1)
+        check_real("step_base", self.step_base, allow_equal=False)
+        check_real("tolerance", self.tolerance)
+        if not isinstance(self.use_validation, (bool, np.bool_)):
+            raise ValueError(f"use_validation must be True or False, got {self.use_validation!r}")
+        seed_of(self.random_state)
+
+    def fit(self, X, y, *, qid, eval_set=None):
+        self._validate_params()
+        k = self._k()
+        X, y, qid, eval_set = check_fit_input(X, y, qid, eval_set)
+        rng = np.random.default_rng(seed_of(self.random_state))
+        n_features = X.shape[1]
+        self.trace_ = []
+        with thread_limit(1):
+            bounds = query_boundaries(qid)
+            varied = varied_queries(y, bounds)
+            rows = kept_rows(bounds, varied)
+            validate = eval_set is not None and bool(self.use_validation)
+            w_best, best_value, scores, passes, best_r = None, -np.inf, [], 0, 0
+            if rows.size:
+                Xk = X if rows.size == X.shape[0] else X[rows]
+                kb = np.r_[0, np.cumsum(np.diff(bounds)[varied])]
+                ndcg = TopKNDCG(y[rows], kb, k)
+                for r in range(int(self.restarts)):
+                    w, score, n_pass = self._restart(Xk, ndcg, rng, r)
+                    scores.append(score)
+                    passes += n_pass
+                    if validate:
+                        Xv, yv, qv = eval_set
+                        value = float(per_query_metric(f"ndcg@{k}", yv, Xv @ w, qv).mean())
+                    else:
+                        value = score
+                    if value > best_value:
+                        w_best, best_value, best_r = w, value, r
+            if w_best is None:
+                w_best = np.full(n_features, 1.0 / n_features)
+            self.coef_ = w_best
+            self.train_metric_ = (
+                float(per_query_metric(f"ndcg@{k}", y[rows], X[rows] @ w_best, qid[rows]).mean())
+                if rows.size
+                else float("nan")
+            )
+        self.validation_metric_ = best_value if validate and rows.size else float("nan")
+        self.restart_scores_ = np.asarray(scores, dtype=np.float64)
+        self.n_passes_ = passes
+        self.best_restart_ = best_r
+        self.n_queries_used_ = int(varied.sum())
+        self.n_queries_skipped_ = int(varied.size - varied.sum())
+        self.n_features_in_ = n_features
+        warn_skipped("coordinate-ascent", self.n_queries_skipped_, int(varied.size))
+        return self
+
+    def _trials(self, orig: float, direction: int) -> np.ndarray:
+        """The total changes of ``w_f`` tried in one direction (0: remove the feature)."""
+        if direction == 0:
+            return np.array([-orig])
+        step = _SMALL_STEP * direction
+        if orig != 0.0 and abs(step) > 0.5 * abs(orig):
+            step = direction * float(self.step_base) * abs(orig)
+        j = np.arange(1, int(self.max_steps) + 1)
+        return step * (_STEP_SCALE**j - 1.0) / (_STEP_SCALE - 1.0)
+
+    def _restart(self, X, ndcg: TopKNDCG, rng, r: int):
+        n_features = X.shape[1]
+        w = np.full(n_features, 1.0 / n_features)
+        s = ndcg.pad(X @ w, -np.inf)
+        best = float(ndcg.mean(s[None, :])[0])
+        trace = [best]
+        fails, n_pass, tol = 0, 0, float(self.tolerance)
+        restarts = int(self.restarts)
+        while (n_features > 1 and fails < n_features - 1) or (n_features == 1 and fails == 0):
+            n_pass += 1
+            pass_start = best
+            for f in rng.permutation(n_features):
+                orig = float(w[f])
+                x = ndcg.pad(X[:, f], 0.0)
+                chosen = None
+                for direction in (1, -1, 0):
+                    deltas = self._trials(orig, direction)
+                    values = ndcg.line(s, x, deltas)
+                    j = int(np.argmax(values))
+                    if values[j] > best:
+                        best, chosen = float(values[j]), float(deltas[j])
+                        break
+                if chosen is None:
+                    fails += 1
+                    if n_features > 1 and fails >= n_features - 1:
+                        break
+                    continue
+                fails = 0
+                trace.append(best)
+                w[f] = orig + chosen
+                s += chosen * x
+                norm = float(np.abs(w).sum())
+                if norm > 0:
+                    w /= norm
+                    s /= norm
+            report_progress(r + 1, restarts, f"coordinate-ascent: restart {r + 1}, pass {n_pass}")
+            if best - pass_start < tol:
+                break
+        self.trace_.append(np.asarray(trace))
+        return w, best, n_pass
+
+    def predict(self, X, *, qid=None):
+        """``X @ coef_``: float64 (n_docs,) in row order."""
+        self._check_fitted("coef_")
+        X, _, _ = check_ranking_input(
+            X, None, qid, n_features=self.n_features_in_, require_qid=False
+        )
+        with thread_limit(1):
+            return X @ self.coef_
+
+    def fitted_info(self) -> dict[str, int | float | str]:
+        """Training and validation NDCG of the model, the restart chosen, passes in all,
+        non-zero weights, queries used and skipped."""
+        self._check_fitted("coef_")
+        info: dict[str, int | float | str] = {
+            "best_restart": int(self.best_restart_),
+            "n_passes": int(self.n_passes_),
+            "n_nonzero_coef": int(np.count_nonzero(self.coef_)),
+            "n_queries_used": self.n_queries_used_,
+            "n_queries_skipped": self.n_queries_skipped_,
+        }
+        if np.isfinite(self.train_metric_):
+            info["train_metric"] = float(self.train_metric_)
+        if np.isfinite(self.validation_metric_):
+            info["validation_metric"] = float(self.validation_metric_)
+        return info
