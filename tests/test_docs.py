@@ -185,6 +185,7 @@ RANKER_PAGES = {
     "rankers/mlr.md": ["mlr", "rmlr"],
     "rankers/lgmml.md": ["lgmml"],
     "rankers/gbdt.md": ["lightgbm", "xgboost-gbrt", "xgboost-lambdamart", "catboost"],
+    "rankers/classical.md": ["ranksvm", "adarank", "rankboost", "coordinate-ascent"],
 }
 
 

@@ -40,20 +40,6 @@ def _downloaded(path: Path) -> list[str]:
     ]
 
 
-#: Rankers issue 24 adds on other branches; until they are merged a plan naming them is
-#: skipped with this reason (after the merge every one is registered and the test runs).
-PENDING_RANKERS = {"ranksvm", "adarank", "rankboost", "coordinate-ascent"}
-
-
-def _skip_unregistered(plan) -> None:
-    from ltr_bench.registry import list_rankers
-
-    known = {e.name for e in list_rankers()}
-    pending = sorted({r.name for r in plan.rankers} - known)
-    if pending and set(pending) <= PENDING_RANKERS:
-        pytest.skip(f"ranker(s) {', '.join(pending)} not registered in this checkout yet")
-
-
 @pytest.fixture
 def ohsumed_home(shared_data, tmp_path) -> Path:
     """A data home holding OHSUMED in the loader's layout, as symlinks to the shared copy."""
@@ -129,7 +115,6 @@ def test_ohsumed_plan_expands_on_a_symlinked_data_home(path, ohsumed_home):
 
 def _check_plan(path: Path, data_dir):
     plan = load_plan(path)
-    _skip_unregistered(plan)
     # timings in the README compare rankers on one thread each; users have no ../shared
     assert plan.threads == 1
     assert plan.data_dir is None and plan.cache_dir is None
