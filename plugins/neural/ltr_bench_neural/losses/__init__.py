@@ -95,8 +95,57 @@ LOSSES: dict[str, LossSpec] = {
     ),
 }
 
-#: other names of the same function (name -> (loss, fixed loss_args))
-ALIASES: dict[str, tuple[str, dict[str, Any]]] = {}
+# allRank's losses (issue 23); each spec's args equal its function's keyword defaults
+LOSSES.update(
+    {
+        "listmle": LossSpec("listmle", "listmle", {"ties": "random"}, equation="ListMLE"),
+        "lambdaloss": LossSpec(
+            "lambdaloss",
+            "lambdaloss",
+            {
+                "weighing_scheme": "ndcgLoss2++",
+                "k": None,
+                "sigma": 1.0,
+                "mu": 10.0,
+                "reduction": "sum",
+                "reduction_log": "binary",
+            },
+            pairwise_memory=True,
+            equation="LambdaLoss (Wang et al. 2018)",
+        ),
+        "approxndcg": LossSpec(
+            "approxndcg", "approxndcg", {"alpha": 1.0}, pairwise_memory=True, equation="ApproxNDCG"
+        ),
+        "neuralndcg": LossSpec(
+            "neuralndcg",
+            "neuralndcg",
+            {
+                "temperature": 1.0,
+                "powered_relevancies": True,
+                "k": None,
+                "stochastic": False,
+                "max_iter": 50,
+                "tol": 1e-6,
+            },
+            pairwise_memory=True,
+            equation="NeuralNDCG (NeuralSort + Sinkhorn)",
+        ),
+        "bce": LossSpec("pointwise_allrank", "bce", {"logits": True}, equation="BCE"),
+        "ordinal": LossSpec(
+            "pointwise_allrank", "ordinal", {"n": None}, equation="allRank ordinal"
+        ),
+        "rmse": LossSpec("pointwise_allrank", "rmse", {"no_of_levels": None}, equation="RMSE"),
+    }
+)
+
+#: other names of the same function (name -> (loss, fixed loss_args)). allRank's ``ranknet``
+#: is ``pair-logistic`` with V = 1 (allRank averages over the batch's pairs, we sum per
+#: query and average over queries); ``listnet`` is ``softmax`` with the softmax of the
+#: labels as target (ListNet's top-one cross-entropy, allRank's ``listNet``).
+ALIASES: dict[str, tuple[str, dict[str, Any]]] = {
+    "ranknet": ("pair-logistic", {}),
+    "listnet": ("softmax", {"target": "labels"}),
+}
 
 
 def resolve(name: str) -> tuple[LossSpec, dict[str, Any]]:

@@ -20,9 +20,7 @@ import torch
 
 from ltr_bench_neural.losses._ndcg_terms import check_no_weights, gains, ideal_dcg, query_mean
 
-__all__ = ["APPROXNDCG_ARGS", "approxndcg"]
-
-APPROXNDCG_ARGS: dict[str, object] = {"alpha": 1.0}
+__all__ = ["approxndcg"]
 
 
 def approxndcg(

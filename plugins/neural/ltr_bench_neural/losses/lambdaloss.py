@@ -43,7 +43,7 @@ from ltr_bench_neural.losses._ndcg_terms import (
     ranks_by_score,
 )
 
-__all__ = ["LAMBDALOSS_ARGS", "WEIGHING_SCHEMES", "lambdaloss"]
+__all__ = ["WEIGHING_SCHEMES", "lambdaloss"]
 
 WEIGHING_SCHEMES = (
     "rankNet",
@@ -54,15 +54,6 @@ WEIGHING_SCHEMES = (
     "rankNetWeightedByGTDiff",
     "rankNetWeightedByGTDiffPowed",
 )
-
-LAMBDALOSS_ARGS: dict[str, object] = {
-    "weighing_scheme": "ndcgLoss2++",
-    "k": None,
-    "sigma": 1.0,
-    "mu": 10.0,
-    "reduction": "sum",
-    "reduction_log": "binary",
-}
 
 
 def pair_weights(

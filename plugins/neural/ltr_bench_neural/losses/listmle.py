@@ -24,9 +24,7 @@ import torch
 
 from ltr_bench_neural.losses._ndcg_terms import PAD_SCORE, check_no_weights, query_mean
 
-__all__ = ["LISTMLE_ARGS", "listmle"]
-
-LISTMLE_ARGS: dict[str, object] = {"ties": "random"}
+__all__ = ["listmle"]
 
 
 def listmle(

@@ -32,16 +32,7 @@ from ltr_bench_neural.losses._ndcg_terms import (
     query_mean,
 )
 
-__all__ = ["NEURALNDCG_ARGS", "neural_sort", "neuralndcg", "sinkhorn"]
-
-NEURALNDCG_ARGS: dict[str, object] = {
-    "temperature": 1.0,
-    "powered_relevancies": True,
-    "k": None,
-    "stochastic": False,
-    "max_iter": 50,
-    "tol": 1e-6,
-}
+__all__ = ["neural_sort", "neuralndcg", "sinkhorn"]
 
 
 def neural_sort(scores: torch.Tensor, mask: torch.Tensor, temperature: float) -> torch.Tensor:

@@ -27,11 +27,7 @@ import torch.nn.functional as F
 
 from ltr_bench_neural.losses._ndcg_terms import check_no_weights, query_mean
 
-__all__ = ["BCE_ARGS", "ORDINAL_ARGS", "RMSE_ARGS", "bce", "ordinal", "rmse"]
-
-BCE_ARGS: dict[str, object] = {"logits": True}
-ORDINAL_ARGS: dict[str, object] = {"n": None}
-RMSE_ARGS: dict[str, object] = {"no_of_levels": None}
+__all__ = ["bce", "ordinal", "rmse"]
 
 
 def _bce(p_or_logit: torch.Tensor, target: torch.Tensor, logits: bool) -> torch.Tensor:

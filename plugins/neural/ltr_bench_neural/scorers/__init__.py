@@ -67,4 +67,36 @@ SCORERS: dict[str, ScorerSpec] = {
         needs_query_block=True,
         summary="Eq. 3: f2(y, z) = -||Ay - Bz||^2 / tau",
     ),
+    # allRank's models (issue 23); the defaults are read by mlp.py / transformer.py
+    "mlp": ScorerSpec(
+        "mlp",
+        args={
+            "sizes": [64, 32],
+            "activation": "ReLU",
+            "dropout": 0.0,
+            "input_norm": False,
+            "d_output": 1,
+            "output_activation": None,
+        },
+        summary="allRank fc_model + post_model: an MLP scoring each document",
+    ),
+    "transformer": ScorerSpec(
+        "transformer",
+        args={
+            "sizes": [96],
+            "activation": None,
+            "input_norm": False,
+            "fc_dropout": 0.0,
+            "N": 2,
+            "h": 1,
+            "d_ff": 384,
+            "dropout": 0.1,
+            "positional_encoding": None,
+            "max_indices": 512,
+            "d_output": 1,
+            "output_activation": None,
+        },
+        listwise=True,
+        summary="allRank's context-aware ranker: self-attention over the documents of a query",
+    ),
 }

@@ -15,16 +15,10 @@ from __future__ import annotations
 
 from torch import nn
 
+from ltr_bench_neural.scorers import SCORERS
 from ltr_bench_neural.scorers._blocks import FCBlock, OutputLayer, init_weights
 
-MLP_ARGS: dict[str, object] = {
-    "sizes": [64, 32],
-    "activation": "ReLU",
-    "dropout": 0.0,
-    "input_norm": False,
-    "d_output": 1,
-    "output_activation": None,
-}
+MLP_ARGS: dict[str, object] = SCORERS["mlp"].args
 
 
 class MLPScorer(nn.Module):

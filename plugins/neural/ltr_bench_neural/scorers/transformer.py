@@ -31,6 +31,7 @@ import math
 import torch
 from torch import nn
 
+from ltr_bench_neural.scorers import SCORERS
 from ltr_bench_neural.scorers._blocks import (
     FCBlock,
     OutputLayer,
@@ -38,20 +39,7 @@ from ltr_bench_neural.scorers._blocks import (
     init_weights,
 )
 
-TRANSFORMER_ARGS: dict[str, object] = {
-    "sizes": [96],
-    "activation": None,
-    "input_norm": False,
-    "fc_dropout": 0.0,
-    "N": 2,
-    "h": 1,
-    "d_ff": 384,
-    "dropout": 0.1,
-    "positional_encoding": None,
-    "max_indices": 512,
-    "d_output": 1,
-    "output_activation": None,
-}
+TRANSFORMER_ARGS: dict[str, object] = SCORERS["transformer"].args
 
 
 def _positive_int(name: str, value) -> int:
