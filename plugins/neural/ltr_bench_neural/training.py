@@ -203,7 +203,10 @@ def fit_model(ranker, X, y, qid, eval_set) -> FitResult:
             info["final_train_loss"] = float(trainer.curves["train_loss"][-1])
         if hasattr(model, "n_products"):
             info["n_second_order_features"] = int(model.n_products)
-        model.eval()
+        # Scores are computed in float64 whatever the training dtype: float32 sums depend on
+        # how BLAS blocks a matrix, so the score of a row would depend on the other rows
+        # (the contract wants the same score for a document in any row order).
+        model = model.double().eval()
         return FitResult(model, mean, scale, trainer.curves, info)
 
 
