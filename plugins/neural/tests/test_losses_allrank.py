@@ -245,7 +245,7 @@ def test_neural_sort_rows_follow_the_definition():
 
 def test_sinkhorn_makes_each_query_block_doubly_stochastic():
     s, y, m = batch(LISTS)
-    p = sinkhorn(neural_sort(s, m, 1.0), m)
+    p = sinkhorn(neural_sort(s, m, 1.0, log=True), m)
     for b, (sc, _) in enumerate(LISTS):
         n = len(sc)
         block = p[b, :n, :n]
@@ -342,3 +342,14 @@ def test_every_allrank_loss_refuses_design_paper_weights():
     for fn in (listmle, lambdaloss, approxndcg, neuralndcg, bce, rmse):
         with pytest.raises(ValueError, match="takes no weights"):
             fn(s, y, m, weights=torch.ones_like(s))
+
+
+def test_neuralndcg_gradient_stays_finite_in_float32_when_columns_underflow():
+    gen = torch.Generator().manual_seed(0)
+    s = (30.0 * torch.randn(3, 40, generator=gen)).requires_grad_(True)
+    y = torch.randint(0, 3, (3, 40), generator=gen).float()
+    y[2, 25:] = -1.0  # a shorter query
+    y[1] = 0.0  # and one without a relevant document
+    loss = neuralndcg(s, y, y >= 0, temperature=0.1)
+    loss.backward()
+    assert torch.isfinite(loss) and torch.isfinite(s.grad).all()

@@ -25,6 +25,7 @@ from __future__ import annotations
 import torch
 
 from ltr_bench_neural.losses._ndcg_terms import (
+    PAD_SCORE,
     check_no_weights,
     discounts,
     gains,
@@ -35,10 +36,14 @@ from ltr_bench_neural.losses._ndcg_terms import (
 __all__ = ["neural_sort", "neuralndcg", "sinkhorn"]
 
 
-def neural_sort(scores: torch.Tensor, mask: torch.Tensor, temperature: float) -> torch.Tensor:
+def neural_sort(
+    scores: torch.Tensor, mask: torch.Tensor, temperature: float, *, log: bool = False
+) -> torch.Tensor:
     """Relaxed descending-sort permutation matrices, shape [B, L, L] (row = position).
 
     Rows beyond a query's length and columns of padding are 0; every other row sums to 1.
+    ``log=True`` returns ``log P^`` (``PAD_SCORE`` outside each query's n x n block),
+    computed by ``log_softmax`` so that it stays finite where ``P^`` underflows.
     """
     n_real = mask.sum(dim=-1, keepdim=True).to(scores.dtype)  # [B, 1]
     pos = torch.arange(1, scores.shape[-1] + 1, dtype=scores.dtype, device=scores.device)
@@ -53,25 +58,33 @@ def neural_sort(scores: torch.Tensor, mask: torch.Tensor, temperature: float) ->
     # (a finite softmax that is then zeroed: a row of -inf would put NaN into the gradient).
     neg_inf = torch.full_like(logits, float("-inf"))
     logits = torch.where(pair_real, logits, torch.where(row_real, neg_inf, 0.0))
+    if log:
+        logp = torch.log_softmax(logits, dim=-1)
+        return torch.where(pair_real, logp, torch.full_like(logp, PAD_SCORE))
     p = torch.softmax(logits, dim=-1)
     return torch.where(row_real, p, torch.zeros_like(p))
 
 
 def sinkhorn(
-    p: torch.Tensor, mask: torch.Tensor, *, max_iter: int = 50, tol: float = 1e-6
+    logp: torch.Tensor, mask: torch.Tensor, *, max_iter: int = 50, tol: float = 1e-6
 ) -> torch.Tensor:
-    """Sinkhorn scaling of [B, L, L] matrices to doubly stochastic on each query's n x n block."""
+    """Sinkhorn scaling to doubly stochastic of each query's n x n block, from ``log P``.
+
+    allRank's order (normalise columns, then rows, until both sums are within ``tol`` of 1),
+    carried out on logarithms: the same iterates, but a column whose mass underflows no
+    longer divides by ~0 in the backward pass (which turned float32 gradients into NaN).
+    Returns the scaled matrices (not logarithms), 0 outside each block.
+    """
     pair_real = mask[:, :, None] & mask[:, None, :]
-    eps = 1e-10
+    neg = torch.full_like(logp, PAD_SCORE)
     for _ in range(max_iter):
-        p = p / p.sum(dim=-1, keepdim=True).clamp(min=eps)
-        p = p / p.sum(dim=-2, keepdim=True).clamp(min=eps)
-        rows = p.sum(dim=-1)
-        cols = p.sum(dim=-2)
-        err = torch.maximum((rows - 1.0).abs(), (cols - 1.0).abs())
+        logp = torch.where(pair_real, logp - torch.logsumexp(logp, dim=-2, keepdim=True), neg)
+        logp = torch.where(pair_real, logp - torch.logsumexp(logp, dim=-1, keepdim=True), neg)
+        q = torch.where(pair_real, logp.exp(), torch.zeros_like(logp))
+        err = torch.maximum((q.sum(dim=-1) - 1.0).abs(), (q.sum(dim=-2) - 1.0).abs())
         if bool((torch.where(mask, err, torch.zeros_like(err)) < tol).all()):
             break
-    return torch.where(pair_real, p, torch.zeros_like(p))
+    return torch.where(pair_real, logp.exp(), torch.zeros_like(logp))
 
 
 def neuralndcg(
@@ -98,7 +111,8 @@ def neuralndcg(
         raise ValueError(f"neuralndcg: temperature must be > 0, got {temperature!r}")
     if k is not None and (isinstance(k, bool) or int(k) != k or k < 1):
         raise ValueError(f"neuralndcg: k must be a positive integer or None, got {k!r}")
-    p = sinkhorn(neural_sort(scores, mask, temperature), mask, max_iter=max_iter, tol=tol)
+    logp = neural_sort(scores, mask, temperature, log=True)
+    p = sinkhorn(logp, mask, max_iter=max_iter, tol=tol)
     g = gains(y, mask, powered=bool(powered_relevancies))
     sorted_gains = torch.matmul(p, g.unsqueeze(-1)).squeeze(-1)  # [B, L], by position
     d = discounts(y.shape[-1], dtype=scores.dtype, device=scores.device)
