@@ -141,7 +141,9 @@ class NeuralRanker(BaseRanker):
     def ranker_tags(self) -> RankerTags:
         spec = SCORERS.get(self.scorer) if isinstance(self.scorer, str) else None
         return RankerTags(
-            requires_qid_at_predict=bool(spec is not None and spec.listwise),
+            # with an allRank config the scorer is in the file: assume a listwise one
+            requires_qid_at_predict=bool(spec is not None and spec.listwise)
+            or self.config is not None,
             uses_eval_set=True,
             deterministic=True,
             thread_param="n_threads",
@@ -152,6 +154,11 @@ class NeuralRanker(BaseRanker):
     # ------------------------------------------------------------------ validation
     def _validate_params(self) -> None:
         """Every check that needs no data (called before any data is loaded)."""
+        if self.config is not None:  # an allRank config: check it and what it resolves to
+            from ltr_bench_neural.allrank_config import validate_config
+
+            validate_config(self)
+            return
 
         def choice(name, allowed, what=None):
             value = getattr(self, name)
@@ -250,6 +257,10 @@ class NeuralRanker(BaseRanker):
     # ------------------------------------------------------------------ fit / predict
     def fit(self, X, y, *, qid, eval_set=None):
         self._validate_params()
+        if self.config is not None:
+            from ltr_bench_neural.allrank_config import fit_with_config
+
+            return fit_with_config(self, X, y, qid=qid, eval_set=eval_set)
         X, y, qid = check_ranking_input(X, y, qid)
         if X.shape[0] == 0:
             raise ValueError("cannot fit on an empty training set (X has 0 rows)")
@@ -275,7 +286,7 @@ class NeuralRanker(BaseRanker):
         )
         from ltr_bench_neural.training import predict_scores
 
-        return predict_scores(self, X, qid)
+        return predict_scores(getattr(self, "effective_", self), X, qid)
 
     def learning_curves(self) -> dict[str, list[float]]:
         """Per iteration (L-BFGS) or epoch: ``train_loss`` (the regularised objective at the

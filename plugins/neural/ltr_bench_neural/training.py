@@ -32,6 +32,7 @@ from ltr_bench_neural.batching import Batch, build_batches
 from ltr_bench_neural.groups import group_scores
 from ltr_bench_neural.losses import check_loss_args, resolve
 from ltr_bench_neural.scorers import SCORERS, ScorerContext
+from ltr_bench_neural.scorers._blocks import ranking_scores
 from ltr_bench_neural.weights import weights_for_loss
 
 DEFAULT_LR = {"lbfgs": 1.0, "adam": 1e-2, "adamw": 1e-2, "sgd": 0.1}
@@ -187,6 +188,9 @@ def fit_model(ranker, X, y, qid, eval_set) -> FitResult:
             dtype=dtype,
             device=device,
         )
+        check_memory = getattr(model, "check_training_memory", None)
+        if check_memory is not None:  # the transformer: refuse batches that cannot fit
+            check_memory(batches, ranker, device)
         validation = None
         if eval_set is not None:
             Xv, yv, qv = eval_set
@@ -269,8 +273,15 @@ class _Trainer:
     # -------------------------------------------------------------- L-BFGS
     def _run_lbfgs(self) -> None:
         params = [p for p in self.model.parameters() if p.requires_grad]
+        # max_eval: torch's default (max_iter * 5 // 4 = 1 here) would cut the line search
+        # to one evaluation, so a first trial step that overshoots would end the fit at 0
         opt = torch.optim.LBFGS(
-            params, lr=self.lr, max_iter=1, history_size=10, line_search_fn="strong_wolfe"
+            params,
+            lr=self.lr,
+            max_iter=1,
+            max_eval=25,
+            history_size=10,
+            line_search_fn="strong_wolfe",
         )
         D = self.n_queries
         it = 0
@@ -371,7 +382,7 @@ def score_matrix(model, X, qid, ranker, device, dtype) -> np.ndarray:
             dtype=dtype,
             device=device,
         ):
-            s = model(b.X, b.mask)
+            s = ranking_scores(model(b.X, b.mask))
             rows = b.rows[b.mask].cpu().numpy()
             out[rows] = s[b.mask].detach().double().cpu().numpy()
         return out
@@ -379,7 +390,8 @@ def score_matrix(model, X, qid, ranker, device, dtype) -> np.ndarray:
     for start in range(0, n, chunk):
         Xc = torch.as_tensor(X[start : start + chunk], dtype=dtype, device=device)[None]
         mask = torch.ones(Xc.shape[:2], dtype=torch.bool, device=device)
-        out[start : start + chunk] = model(Xc, mask)[0].detach().double().cpu().numpy()
+        s = ranking_scores(model(Xc, mask))[0]
+        out[start : start + chunk] = s.detach().double().cpu().numpy()
     return out
 
 

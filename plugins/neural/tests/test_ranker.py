@@ -113,8 +113,9 @@ def test_same_seed_gives_identical_scores_for_a_random_start_scorer():
     X, y, q = make_check_data(n_features=10)
     a = NeuralRanker(scorer="bilinear", query_dim=5, optimizer="adam", batch_size=3, **FAST)
     b = NeuralRanker(scorer="bilinear", query_dim=5, optimizer="adam", batch_size=3, **FAST)
-    c = NeuralRanker(scorer="bilinear", query_dim=5, optimizer="adam", batch_size=3, epochs=15,
-                     random_state=1)
+    c = NeuralRanker(
+        scorer="bilinear", query_dim=5, optimizer="adam", batch_size=3, epochs=15, random_state=1
+    )
     sa = a.fit(X, y, qid=q).predict(X)
     assert np.array_equal(sa, b.fit(X, y, qid=q).predict(X))
     assert not np.array_equal(sa, c.fit(X, y, qid=q).predict(X))
@@ -148,3 +149,21 @@ def test_lbfgs_minimises_the_regularised_objective_monotonically_for_a_convex_lo
     r = NeuralRanker(loss="pair-logistic", epochs=30, l2=1e-3, dtype="float64").fit(X, y, qid=q)
     loss = r.learning_curves()["train_loss"]
     assert all(b <= a + 1e-12 for a, b in zip(loss, loss[1:]))
+
+
+def test_lbfgs_moves_from_zero_on_ohsumed_where_the_first_trial_step_overshoots(
+    shared_data, tmp_path
+):
+    # torch's default L-BFGS line-search budget (max_eval = 1 when max_iter = 1) left the
+    # weights of PL at 0 on OHSUMED's lists of ~150 documents: a constant model
+    source = shared_data / "OHSUMED-LETOR3-Feature-min"
+    if not source.is_dir():
+        pytest.skip(f"{source} is absent")
+    from ltr_bench.data import load_fold
+
+    (tmp_path / "OHSUMED").mkdir()
+    (tmp_path / "OHSUMED" / "Feature-min").symlink_to(source, target_is_directory=True)
+    tr = load_fold("ohsumed", 1, data_dir=tmp_path).train
+    r = NeuralRanker(loss="pl", weight="inv-log-pos", epochs=5).fit(tr.X, tr.y, qid=tr.qid)
+    assert np.ptp(r.predict(tr.X)) > 0
+    assert r.fitted_info()["iterations"] == 5
