@@ -140,6 +140,40 @@ class TransformerScorer(nn.Module):
         per_layer = 3 * B * self.heads * L * L + B * L * (2 * self.d_ff + 8 * self.d_model)
         return int(itemsize * (self.n_layers * per_layer + 4 * B * L * self.d_model))
 
+    def check_training_memory(self, batches, ranker, device, available: int | None = None):
+        """Refuse a fit whose largest training batch would not fit in memory (estimated
+        with :meth:`activation_bytes` against the free memory of ``device``, before any
+        step), naming the settings to lower."""
+        if not batches:
+            return
+        B = max(int(b.X.shape[0]) for b in batches)
+        L = max(int(b.X.shape[1]) for b in batches)
+        itemsize = batches[0].X.element_size()
+        need = self.activation_bytes(B, L, itemsize)
+        if available is None:
+            available = _available_bytes(device)
+        if available is None or need <= 0.8 * available:
+            return
+        gib = 2.0**30
+        raise MemoryError(
+            f"transformer: one training batch of {B} queries x {L} documents needs about "
+            f"{need / gib:.1f} GiB of activations (N={self.n_layers} layers, h={self.heads} "
+            f"heads, d_ff={self.d_ff}, d_model={self.d_model}), more than the "
+            f"{available / gib:.1f} GiB free on {device}: lower batch_size (now "
+            f"{ranker.batch_size}) or slate_length (now {ranker.slate_length}; the longest "
+            f"training list has {L} documents), or N, h, d_ff"
+        )
+
+
+def _available_bytes(device) -> int | None:
+    if getattr(device, "type", str(device)) == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    try:
+        import psutil
+    except ImportError:  # pragma: no cover - psutil ships with ltr-bench
+        return None
+    return int(psutil.virtual_memory().available)
+
 
 def build(ctx, **args) -> nn.Module:
     unknown = sorted(set(args) - set(TRANSFORMER_ARGS))
