@@ -12,6 +12,7 @@ import numpy as np
 
 from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input
 from ltr_bench_neural import design
+from ltr_bench_neural.features import FEATURE_TRANSFORMS
 from ltr_bench_neural.losses import check_loss_args, resolve
 from ltr_bench_neural.scorers import SCORERS
 
@@ -63,6 +64,8 @@ class NeuralRanker(BaseRanker):
         criterion and the validation learning curve.
     device : ``auto`` | ``cpu`` | ``cuda``, default ``auto`` (CUDA when available).
     dtype : ``float32`` | ``float64``, default ``float32``.
+    feature_transform : ``none`` | ``log1p``, default ``none``: applied to the features
+        before standardisation; ``log1p`` is sign(x) log(1 + |x|) (Qin et al. 2021).
     memory_budget : int, default 2**24: the largest B * L * width of a batch in elements
         (width = L for losses with [B, L, L] tensors; the feature width of the quadratic
         scorer), which bounds the memory of pairwise and MRF losses on long lists.
@@ -100,6 +103,7 @@ class NeuralRanker(BaseRanker):
         val_metric="ndcg@10",
         device="auto",
         dtype="float32",
+        feature_transform="none",
         memory_budget=2**24,
         scorer_args=None,
         loss_args=None,
@@ -130,6 +134,7 @@ class NeuralRanker(BaseRanker):
         self.val_metric = val_metric
         self.device = device
         self.dtype = dtype
+        self.feature_transform = feature_transform
         self.memory_budget = memory_budget
         self.scorer_args = scorer_args
         self.loss_args = loss_args
@@ -245,6 +250,7 @@ class NeuralRanker(BaseRanker):
             raise ValueError(f"val_metric: {exc}") from None
         choice("device", design.DEVICES)
         choice("dtype", design.DTYPES)
+        choice("feature_transform", FEATURE_TRANSFORMS, "feature transform")
         integer("memory_budget", 1024)
         integer("query_dim", 1, none_ok=True)
         integer("n_threads", 1, none_ok=True)

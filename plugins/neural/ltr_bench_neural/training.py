@@ -29,6 +29,7 @@ import torch
 
 from ltr_bench.evaluation.metrics import evaluate
 from ltr_bench_neural.batching import Batch, build_batches
+from ltr_bench_neural.features import transform_features
 from ltr_bench_neural.groups import group_scores
 from ltr_bench_neural.losses import check_loss_args, resolve
 from ltr_bench_neural.scorers import SCORERS, ScorerContext
@@ -151,6 +152,7 @@ def fit_model(ranker, X, y, qid, eval_set) -> FitResult:
         torch.manual_seed(seed)  # for modules that draw from torch's global generator
         generator = torch.Generator().manual_seed(seed)
         rng = np.random.default_rng(seed)
+        X = transform_features(X, ranker.feature_transform)
         mean, scale = standardise(X)
         Xs = (X - mean) / scale
         max_label = int(y.max())
@@ -194,6 +196,7 @@ def fit_model(ranker, X, y, qid, eval_set) -> FitResult:
         validation = None
         if eval_set is not None:
             Xv, yv, qv = eval_set
+            Xv = transform_features(Xv, ranker.feature_transform)
             validation = ((Xv - mean) / scale, yv, qv)
         trainer = _Trainer(ranker, model, objective, batches, validation, rng, device, dtype)
         trainer.run()
@@ -403,6 +406,7 @@ def predict_scores(ranker, X, qid) -> np.ndarray:
     if SCORERS[ranker.scorer].listwise and qid is None:
         raise ValueError(f"scorer {ranker.scorer!r} scores whole lists: predict needs qid")
     with torch_threads(ranker.n_threads), torch.no_grad():
+        X = transform_features(X, ranker.feature_transform)
         Xs = (X - ranker.feature_mean_) / ranker.feature_scale_
         scores = score_matrix(model, Xs, qid, ranker, device, dtype)
     if not np.isfinite(scores).all():

@@ -62,3 +62,18 @@ def test_a_transformer_batch_that_cannot_fit_in_memory_is_refused_naming_the_set
     )
     with pytest.raises(MemoryError, match=r"lower batch_size \(now 8\) or slate_length"):
         ranker.fit(X, y, qid=qid)
+
+
+def test_log1p_feature_transform_is_the_same_as_training_on_transformed_features():
+    X, y, qid = make_check_data(n_queries=10)
+    X = X * 100.0
+    args = dict(scorer="mlp", loss="listnet", optimizer="adam", epochs=3, random_state=0)
+    with_transform = NeuralRanker(feature_transform="log1p", **args).fit(X, y, qid=qid)
+    Xt = np.sign(X) * np.log1p(np.abs(X))
+    by_hand = NeuralRanker(**args).fit(Xt, y, qid=qid)
+    np.testing.assert_array_equal(with_transform.predict(X), by_hand.predict(Xt))
+    assert not np.array_equal(
+        with_transform.predict(X), NeuralRanker(**args).fit(X, y, qid=qid).predict(X)
+    )
+    with pytest.raises(ValueError, match="feature transform"):
+        NeuralRanker(feature_transform="log").validate_params()
