@@ -133,6 +133,20 @@ def _diverged(ranker, where: str, value: float, lr: float) -> TrainingDivergedEr
     )
 
 
+def _leave_the_tied_start(model, generator) -> None:
+    """Move zero-initialised weights to N(0, 0.01^2) values (from the ranker's seed).
+
+    At w = 0 every document scores the same, and min/max over a group of tied scores is not
+    differentiable: autograd splits the gradient evenly between the tied members (the
+    gradient of the *mean*), which is not a descent direction of min/max, so L-BFGS's line
+    search fails at the start and the fit ends at the constant model. A tiny random start
+    has no ties."""
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.ndim >= 1 and not p.any():
+                p.copy_(0.01 * torch.randn(p.shape, generator=generator, dtype=p.dtype))
+
+
 def fit_model(ranker, X, y, qid, eval_set) -> FitResult:
     device = resolve_device(ranker.device)
     dtype = _dtype(ranker.dtype)
@@ -170,6 +184,8 @@ def fit_model(ranker, X, y, qid, eval_set) -> FitResult:
             dtype=dtype,
         )
         model = spec.build_function()(ctx, **(ranker.scorer_args or {})).to(device)
+        if ranker.group in ("min", "max"):
+            _leave_the_tied_start(model, generator)
         objective = _Objective(ranker, model, n_levels, max_label)
         scorer_width = X.shape[1] + int(getattr(model, "n_products", 0))
         pairwise = objective.spec.pairwise_memory and ranker.group == "none"
