@@ -65,6 +65,17 @@ def neural_sort(
     return torch.where(row_real, p, torch.zeros_like(p))
 
 
+_BLOCK = 5  # Sinkhorn iterations per checkpointed block
+
+
+def _sinkhorn_block(logp: torch.Tensor, pair_real: torch.Tensor, n_iter: int) -> torch.Tensor:
+    neg = torch.full_like(logp, PAD_SCORE)
+    for _ in range(n_iter):
+        logp = torch.where(pair_real, logp - torch.logsumexp(logp, dim=-2, keepdim=True), neg)
+        logp = torch.where(pair_real, logp - torch.logsumexp(logp, dim=-1, keepdim=True), neg)
+    return logp
+
+
 def sinkhorn(
     logp: torch.Tensor, mask: torch.Tensor, *, max_iter: int = 50, tol: float = 1e-6
 ) -> torch.Tensor:
@@ -73,17 +84,29 @@ def sinkhorn(
     allRank's order (normalise columns, then rows, until both sums are within ``tol`` of 1),
     carried out on logarithms: the same iterates, but a column whose mass underflows no
     longer divides by ~0 in the backward pass (which turned float32 gradients into NaN).
-    Returns the scaled matrices (not logarithms), 0 outside each block.
+    Convergence is checked every 5 iterations (allRank: every iteration; extra iterations
+    of a converged scaling change nothing beyond ``tol``). Each block of 5 iterations is
+    recomputed in the backward pass (``torch.utils.checkpoint``) instead of keeping its
+    ~20 [B, L, L] intermediates: 50 iterations kept whole took ~9 GB on OHSUMED's 63
+    training queries of up to 320 documents. Returns the scaled matrices (not
+    logarithms), 0 outside each block.
     """
+    from torch.utils.checkpoint import checkpoint
+
     pair_real = mask[:, :, None] & mask[:, None, :]
-    neg = torch.full_like(logp, PAD_SCORE)
-    for _ in range(max_iter):
-        logp = torch.where(pair_real, logp - torch.logsumexp(logp, dim=-2, keepdim=True), neg)
-        logp = torch.where(pair_real, logp - torch.logsumexp(logp, dim=-1, keepdim=True), neg)
-        q = torch.where(pair_real, logp.exp(), torch.zeros_like(logp))
-        err = torch.maximum((q.sum(dim=-1) - 1.0).abs(), (q.sum(dim=-2) - 1.0).abs())
-        if bool((torch.where(mask, err, torch.zeros_like(err)) < tol).all()):
-            break
+    done = 0
+    while done < max_iter:
+        n = min(_BLOCK, max_iter - done)
+        if torch.is_grad_enabled() and logp.requires_grad:
+            logp = checkpoint(_sinkhorn_block, logp, pair_real, n, use_reentrant=False)
+        else:
+            logp = _sinkhorn_block(logp, pair_real, n)
+        done += n
+        with torch.no_grad():
+            q = torch.where(pair_real, logp.exp(), torch.zeros_like(logp))
+            err = torch.maximum((q.sum(dim=-1) - 1.0).abs(), (q.sum(dim=-2) - 1.0).abs())
+            if bool((torch.where(mask, err, torch.zeros_like(err)) < tol).all()):
+                break
     return torch.where(pair_real, logp.exp(), torch.zeros_like(logp))
 
 
