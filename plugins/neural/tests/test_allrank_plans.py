@@ -20,7 +20,12 @@ from ltr_bench.run.plan import DatasetChoice, load_plan  # noqa: E402
 REPO = Path(__file__).resolve().parents[3]
 PLANS = {
     name: REPO / "experiments" / f"{name}.toml"
-    for name in ("neural_vs_gbdt", "allrank_neuralndcg_mslr30k", "allrank_context_aware_mslr30k")
+    for name in (
+        "neural_vs_gbdt",
+        "neural_vs_gbdt_tune",
+        "allrank_neuralndcg_mslr30k",
+        "allrank_context_aware_mslr30k",
+    )
 }
 
 
