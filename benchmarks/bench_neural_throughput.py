@@ -75,6 +75,10 @@ def main(argv=None) -> int:
         f"torch {torch.__version__}, threads={args.threads}, loss={args.loss}, "
         f"epochs={args.epochs}, batch_size={args.batch_size}, slate_length={args.slate_length}"
     )
+    # warm-up (not timed): the first fit of a process pays torch's one-time start-up costs
+    NeuralRanker(
+        scorer="mlp", loss=args.loss, optimizer="adam", epochs=1, n_threads=args.threads
+    ).fit(tr.X, tr.y, qid=tr.qid)
     rows = []
     for scorer, scorer_args in SCORERS.items():
         ranker = NeuralRanker(
