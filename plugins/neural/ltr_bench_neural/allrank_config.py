@@ -424,6 +424,36 @@ def warn_notices(where, notices: list[str]) -> None:
         )
 
 
+def check_torch_names(ranker) -> None:
+    """Pre-data check of the names that only torch knows: the activations of the ``mlp`` and
+    ``transformer`` scorers and ``lr_scheduler`` with its argument names (ValueError naming
+    the parameter and close matches). Imports torch only when one of them is set."""
+    args = ranker.scorer_args or {}
+    if ranker.scorer in ("mlp", "transformer") and isinstance(args, dict):
+        from ltr_bench_neural.scorers._blocks import activation_module
+
+        for key in ("activation", "output_activation"):
+            if key in args:
+                try:
+                    activation_module(args[key], key)
+                except ValueError as exc:
+                    raise ValueError(f"scorer_args: {exc}") from None
+    if isinstance(ranker.lr_scheduler, str):
+        try:
+            cls = _scheduler_class(ranker.lr_scheduler, "lr_scheduler")
+        except AllRankConfigError as exc:
+            raise ValueError(
+                str(exc).replace("lr_scheduler: key 'lr_scheduler.name': ", "lr_scheduler: ")
+            ) from None
+        accepted = set(inspect.signature(cls).parameters) - {"optimizer"}
+        for key in ranker.lr_scheduler_args or {}:
+            if key not in accepted:
+                raise ValueError(
+                    f"lr_scheduler_args: {key!r} is not an argument of {ranker.lr_scheduler}"
+                    + _known(key, sorted(accepted))
+                )
+
+
 def effective_ranker(ranker):
     """A new ranker of ``ranker``'s class with the config applied (``config=None``), its
     parameters validated, plus what :func:`effective_params` returns about it."""

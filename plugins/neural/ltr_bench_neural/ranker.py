@@ -251,6 +251,9 @@ class NeuralRanker(BaseRanker):
         choice("device", design.DEVICES)
         choice("dtype", design.DTYPES)
         choice("feature_transform", FEATURE_TRANSFORMS, "feature transform")
+        from ltr_bench_neural.allrank_config import check_torch_names
+
+        check_torch_names(self)  # activations and scheduler names, known to torch only
         integer("memory_budget", 1024)
         integer("query_dim", 1, none_ok=True)
         integer("n_threads", 1, none_ok=True)

@@ -77,3 +77,17 @@ def test_log1p_feature_transform_is_the_same_as_training_on_transformed_features
     )
     with pytest.raises(ValueError, match="feature transform"):
         NeuralRanker(feature_transform="log").validate_params()
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ({"scorer": "mlp", "scorer_args": {"activation": "Relu7"}}, "Did you mean: ReLU"),
+        ({"scorer": "transformer", "scorer_args": {"output_activation": "tanhh"}}, "Tanh"),
+        ({"lr_scheduler": "StepLRR"}, r"unknown scheduler 'StepLRR' \(did you mean StepLR"),
+        ({"lr_scheduler": "StepLR", "lr_scheduler_args": {"steps": 1}}, "not an argument"),
+    ],
+)
+def test_unknown_activation_or_scheduler_names_are_refused_before_any_data(params, match):
+    with pytest.raises(ValueError, match=match):
+        NeuralRanker(**params).validate_params()
