@@ -38,7 +38,9 @@ loss argument the loss does not take, or an unknown key under ``model`` is an er
 the file, the key and the known ones.
 
 Overrides: a ``NeuralRanker`` parameter set to anything but its default (``--param``) wins
-over the config; parameters left at their default take the config's value. (A ``--param``
+over the config; parameters left at their default take the config's value; a dict given
+beside the config (``scorer_args``, ``loss_args``, ``lr_scheduler_args``) replaces only the
+keys it names. (A ``--param``
 equal to the default cannot be told from no ``--param``: write such a value into the
 config.) The fitted ranker records the config's parameters, the overrides and the notices
 (``fitted_info``), and MLflow logs the ``config`` path beside every parameter.
@@ -412,6 +414,10 @@ def effective_params(ranker) -> tuple[dict[str, Any], dict[str, Any], dict[str, 
     explicit = {k: v for k, v in current.items() if k != "config" and v != defaults.get(k)}
     overrides = {k: v for k, v in explicit.items() if k in from_config and v != from_config[k]}
     effective = {**current, **from_config, **explicit, "config": None}
+    for key in ("scorer_args", "loss_args", "lr_scheduler_args"):
+        # a dict given beside the config changes the keys it names, not the whole table
+        if isinstance(explicit.get(key), dict) and isinstance(from_config.get(key), dict):
+            effective[key] = {**from_config[key], **explicit[key]}
     return effective, from_config, overrides, notices
 
 

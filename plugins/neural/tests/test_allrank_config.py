@@ -236,3 +236,12 @@ def test_a_loss_that_turns_nan_names_the_epoch_and_the_learning_rate(tmp_path):
         warnings.simplefilter("ignore", AllRankConfigNotice)
         with pytest.raises(TrainingDivergedError, match=r"epoch \d+.*lr=1e\+30"):
             ranker.fit(X, y, qid=qid)
+
+
+def test_a_dict_given_beside_a_config_replaces_only_the_keys_it_names(tmp_path):
+    path = config_file(tmp_path, CONTEXT_AWARE)
+    ranker = NeuralRanker(config=path, scorer_args={"dropout": 0.0}, loss_args={"k": 5})
+    effective, _, overrides, _ = effective_params(ranker)
+    assert effective["scorer_args"]["dropout"] == 0.0 and effective["scorer_args"]["N"] == 1
+    assert effective["loss_args"] == {"temperature": 1.0, "k": 5, "powered_relevancies": True}
+    assert set(overrides) == {"scorer_args", "loss_args"}
