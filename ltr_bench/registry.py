@@ -4,12 +4,18 @@ Built-in baselines register in the main ``pyproject.toml`` exactly as third-part
 in theirs, so there is one code path. Listing rankers reads entry-point metadata only and
 imports no ranker module; a ranker's module is imported when it is first used. A plugin whose
 import fails is reported as unavailable (with its error) and the others keep working.
+
+A plugin whose declared requirements (its distribution's ``Requires-Dist``) are not installed
+is reported as unavailable *before* anything is imported, with the ``pip install`` command
+that fixes it (:meth:`RankerEntry.missing_requirements`): a plugin with a heavy optional
+dependency (PyTorch) is listed without importing that dependency.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
+import shlex
 import sys
 import warnings
 from dataclasses import dataclass
@@ -77,8 +83,40 @@ class RankerEntry:
     distribution: str
     version: str
 
+    def missing_requirements(self) -> list[str]:
+        """The requirements of this ranker's distribution that are not met, as written in
+        its metadata (e.g. ``["torch==2.13.0"]``): not installed, or installed at a version
+        outside the specifier. Reads metadata only (imports nothing); requirements behind
+        an extra or an environment marker that does not apply are skipped."""
+        if self.distribution == "(import path)":
+            return []
+        key = (_scan_key(), self.distribution)
+        if key not in _unmet_cache:  # loaded once per cell: keep metadata reads off that path
+            try:
+                requires = metadata.distribution(self.distribution).requires or []
+            except Exception:  # unreadable metadata: say nothing rather than guess
+                requires = []
+            _unmet_cache.clear()
+            _unmet_cache[key] = [text for text in requires if _unmet(text)]
+        return list(_unmet_cache[key])
+
+    def install_hint(self) -> str | None:
+        """``"pip install 'torch==2.13.0'"`` for the missing requirements, or None."""
+        missing = self.missing_requirements()
+        if not missing:
+            return None
+        return "pip install " + " ".join(shlex.quote(_without_marker(m)) for m in missing)
+
     def load(self) -> type:
-        """Import the ranker class; :class:`RankerLoadError` says why when that fails."""
+        """Import the ranker class; :class:`RankerLoadError` says why when that fails
+        (with the install command when a declared requirement is missing)."""
+        hint = self.install_hint()
+        if hint is not None:
+            raise RankerLoadError(
+                f"ranker {self.name!r} from {self.distribution} {self.version} needs "
+                f"{', '.join(self.missing_requirements())}, which is not installed; "
+                f"install it with: {hint}"
+            )
         try:
             if self.distribution == "(import path)":
                 # like `python -m`: a plan run from a project folder finds its own modules
@@ -101,6 +139,38 @@ class RankerEntry:
         return obj
 
 
+def _without_marker(requirement: str) -> str:
+    return requirement.split(";", 1)[0].strip()
+
+
+def _unmet(requirement: str) -> bool:
+    """Whether a ``Requires-Dist`` line applies here and is not satisfied."""
+    try:
+        from packaging.requirements import Requirement
+    except ImportError:  # no packaging: check presence only, by the leading name
+        name = _without_marker(requirement)
+        for sep in "<>=!~[ (":
+            name = name.split(sep, 1)[0]
+        if ";" in requirement:
+            return False
+        try:
+            metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return True
+        return False
+    try:
+        req = Requirement(requirement)
+    except Exception:
+        return False
+    if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+        return False
+    try:
+        installed = metadata.version(req.name)
+    except metadata.PackageNotFoundError:
+        return True
+    return bool(req.specifier) and not req.specifier.contains(installed, prereleases=True)
+
+
 def _scan_key() -> tuple:
     """What the installed distributions depend on: the import path and each of its
     folders' modification time (installing or removing a distribution adds or removes an
@@ -113,6 +183,9 @@ def _scan_key() -> tuple:
             stamps.append(None)
     return (metadata.distributions, tuple(sys.path), tuple(stamps))
 
+
+#: {(scan key, distribution): its unmet requirements} (the last distribution asked)
+_unmet_cache: dict[tuple, list[str]] = {}
 
 #: (scan key, entries, warnings) of the last scan
 _scan: tuple | None = None

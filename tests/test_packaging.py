@@ -51,9 +51,14 @@ def test_the_core_wheel_holds_every_wing_the_baselines_and_the_shipped_data(tmp_
     "plugin",
     sorted(p.name for p in (REPO / "plugins").iterdir() if (p / "pyproject.toml").exists()),
 )
-def test_every_plugin_wheel_builds_without_warnings_and_registers_its_ranker(plugin, tmp_path):
+def test_every_plugin_wheel_holds_all_its_modules_builds_without_warnings_and_registers(
+    plugin, tmp_path
+):
     wheel, log = _build(REPO / "plugins" / plugin, tmp_path)
     assert "BuildBackendWarning" not in log and "SetuptoolsDeprecationWarning" not in log
     names = zipfile.ZipFile(wheel).namelist()
+    root = REPO / "plugins" / plugin
+    modules = [p for p in root.glob("ltr_bench_*/**/*.py")]
+    assert modules and all(p.relative_to(root).as_posix() in names for p in modules)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "[ltr_bench.rankers]" in zipfile.ZipFile(wheel).read(entry_points).decode()

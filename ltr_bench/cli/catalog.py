@@ -19,13 +19,18 @@ def rankers_cmd(no_check: bool) -> None:
     """List registered rankers: name, distribution, version, status.
 
     Status imports each ranker's plugin (one at a time: a broken plugin shows as
-    'unavailable' with its error and does not affect the others).
+    'unavailable' with its error and does not affect the others). A plugin whose declared
+    requirements are not installed shows as 'unavailable' with the pip command that installs
+    them, without being imported.
     """
     from ltr_bench.registry import RankerLoadError, list_rankers
 
     rows = [["name", "distribution", "version", "status"]]
     for e in list_rankers():
-        if no_check:
+        hint = e.install_hint()  # metadata only: a missing heavy dependency is never imported
+        if hint is not None:
+            status = f"unavailable: needs {', '.join(e.missing_requirements())}; install: {hint}"
+        elif no_check:
             status = "not checked"
         else:
             try:

@@ -1,0 +1,311 @@
+"""``neural``: the LtR design paper's rank functionals, rank losses and weightings as a ranker.
+
+Importing this module does not import torch (``fit``/``predict`` do), so listing rankers and
+validating a plan work without it.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input
+from ltr_bench_neural import design
+from ltr_bench_neural.features import FEATURE_TRANSFORMS
+from ltr_bench_neural.losses import check_loss_args, resolve
+from ltr_bench_neural.scorers import SCORERS
+
+
+class NeuralRanker(BaseRanker):
+    """A differentiable ranker: rank functional f (``scorer``, optionally grouped), rank loss,
+    weights, optimizer. Features are standardised on the training split (mean 0, sd 1).
+    Equation and table numbers refer to the design paper
+    (``ltr-design-issues-rank-functionals-and-losses``); docs: ``docs/rankers/neural.md``.
+
+    Parameters
+    ----------
+    scorer : ``linear`` | ``quadratic`` (Eq. 4) | ``bilinear`` (Eq. 2) | ``distance`` (Eq. 3);
+        default ``linear``. ``bilinear``/``distance`` need query-by-example rows (``query_dim``).
+    group : ``none`` | ``min`` | ``max`` | ``mean`` | ``geomean`` (Table 2); default ``none``.
+        Training ranks one mega-object per label; prediction ranks documents by f.
+    loss : ``softmax`` (Eq. 5), ``smooth-ndcg`` / ``smooth-err`` / ``smooth-mrr`` (Eqs. 6-7),
+        ``pointwise``, ``pl`` (Eq. 11), ``rpl`` (Eq. 13), ``wpll`` (Eq. 16),
+        ``pair-quadratic`` / ``pair-hinge`` / ``pair-exp`` / ``pair-logistic`` (Eq. 9,
+        Table 3), ``wub`` (Eq. 18); default ``softmax``.
+    weight : W of Table 8 for ``pointwise``/``pl``/``rpl``/``wpll`` (``one``, ``rating``,
+        ``sqrt-rating``, ``gain``, ``inv-pos``, ``inv-log-pos``); V of Table 9 for the pair
+        losses and ``wub`` (``one``, ``inv-nq``, ``rating-diff``, ``rating-diff/nq``,
+        ``ndcg-delta/max``, ``ndcg-delta``, ``gain-diff``, ``gain-diff/nq``); only ``one``
+        for the others. Default ``one``.
+    rho : float in [0, 1), default 0.1: the quadratic scorer keeps a product x_a x_b when
+        |Pearson(x_a x_b, label)| >= rho on the training split.
+    dim : int >= 1, default 10: rows of A and B (Eqs. 2-3).
+    activation : ``tanh`` | ``sigmoid``, default ``tanh``: sigma of Eq. 2.
+    tau : float > 0, default 1.0: the scale of Eq. 3.
+    temperature : float > 0, default 1.0: T of the smoothed metrics, sigmoid((f_j - f_i)/T)
+        (Eq. 7 is T = 1); ``loss_args={temperature=...}`` overrides it.
+    optimizer : ``lbfgs`` (the paper's: full batch, strong-Wolfe line search) | ``adam`` |
+        ``adamw`` | ``sgd`` (mini-batches of ``batch_size`` queries); default ``lbfgs``.
+    l2 : float >= 0, default 1e-4: the Gaussian prior, R = mean_q loss_q + l2 * sum theta^2
+        over the weights (not biases), Eq. 1.
+    epochs : int >= 1, default 100: L-BFGS iterations or passes over the training queries.
+    lr : float > 0 or None: step size; None = 1.0 for lbfgs (scaled by its line search),
+        1e-2 for adam/adamw, 0.1 for sgd.
+    batch_size : int >= 1, default 64: queries per mini-batch (adam, adamw, sgd).
+    patience : int >= 1 or None, default 10: stop after this many iterations/epochs without a
+        better ``val_metric`` on ``eval_set`` and keep the best; None = no early stopping.
+    lr_scheduler : None or a class name of ``torch.optim.lr_scheduler`` (e.g. ``StepLR``),
+        stepped once per epoch; ``lr_scheduler_args`` its keyword arguments (dict).
+    grad_clip : float > 0 or None: clip the gradient norm (mini-batch optimizers).
+    slate_length : int >= 2 or None: training lists longer than this keep a random subset
+        of this many documents (drawn once from ``random_state``).
+    val_metric : metric name, default ``ndcg@10`` (ltr_bench syntax): the early-stopping
+        criterion and the validation learning curve.
+    device : ``auto`` | ``cpu`` | ``cuda``, default ``auto`` (CUDA when available).
+    dtype : ``float32`` | ``float64``, default ``float32``.
+    feature_transform : ``none`` | ``log1p``, default ``none``: applied to the features
+        before standardisation; ``log1p`` is sign(x) log(1 + |x|) (Qin et al. 2021).
+    memory_budget : int, default 2**24: the largest B * L * width of a batch in elements
+        (width = L for losses with [B, L, L] tensors; the feature width of the quadratic
+        scorer), which bounds the memory of pairwise and MRF losses on long lists.
+    scorer_args, loss_args : dicts of per-scorer / per-loss settings (validated by name).
+    config : an allRank-style configuration (see ``docs/rankers/neural-allrank.md``).
+    query_dim : width of the query block of query-by-example rows, or None (set by the
+        harness on such data; ``RankerTags.query_dim_param``).
+    random_state : int or None: the seed of every random choice (initial values, slates,
+        mini-batch order).
+    n_threads : int or None: ``torch.set_num_threads`` during fit/predict
+        (``RankerTags.thread_param``).
+    """
+
+    def __init__(
+        self,
+        scorer="linear",
+        group="none",
+        loss="softmax",
+        weight="one",
+        rho=0.1,
+        dim=10,
+        activation="tanh",
+        tau=1.0,
+        temperature=1.0,
+        optimizer="lbfgs",
+        l2=1e-4,
+        epochs=100,
+        lr=None,
+        batch_size=64,
+        patience=10,
+        lr_scheduler=None,
+        lr_scheduler_args=None,
+        grad_clip=None,
+        slate_length=None,
+        val_metric="ndcg@10",
+        device="auto",
+        dtype="float32",
+        feature_transform="none",
+        memory_budget=2**24,
+        scorer_args=None,
+        loss_args=None,
+        config=None,
+        query_dim=None,
+        random_state=None,
+        n_threads=None,
+    ):
+        self.scorer = scorer
+        self.group = group
+        self.loss = loss
+        self.weight = weight
+        self.rho = rho
+        self.dim = dim
+        self.activation = activation
+        self.tau = tau
+        self.temperature = temperature
+        self.optimizer = optimizer
+        self.l2 = l2
+        self.epochs = epochs
+        self.lr = lr
+        self.batch_size = batch_size
+        self.patience = patience
+        self.lr_scheduler = lr_scheduler
+        self.lr_scheduler_args = lr_scheduler_args
+        self.grad_clip = grad_clip
+        self.slate_length = slate_length
+        self.val_metric = val_metric
+        self.device = device
+        self.dtype = dtype
+        self.feature_transform = feature_transform
+        self.memory_budget = memory_budget
+        self.scorer_args = scorer_args
+        self.loss_args = loss_args
+        self.config = config
+        self.query_dim = query_dim
+        self.random_state = random_state
+        self.n_threads = n_threads
+
+    def ranker_tags(self) -> RankerTags:
+        spec = SCORERS.get(self.scorer) if isinstance(self.scorer, str) else None
+        return RankerTags(
+            # with an allRank config the scorer is in the file: assume a listwise one
+            requires_qid_at_predict=bool(spec is not None and spec.listwise)
+            or self.config is not None,
+            uses_eval_set=True,
+            deterministic=True,
+            thread_param="n_threads",
+            seed_param="random_state",
+            query_dim_param="query_dim",
+        )
+
+    # ------------------------------------------------------------------ validation
+    def _validate_params(self) -> None:
+        """Every check that needs no data (called before any data is loaded)."""
+        if self.config is not None:  # an allRank config: check it and what it resolves to
+            from ltr_bench_neural.allrank_config import validate_config
+
+            validate_config(self)
+            return
+
+        def choice(name, allowed, what=None):
+            value = getattr(self, name)
+            if not isinstance(value, str) or value not in allowed:
+                raise ValueError(f"{name}: " + design.unknown_choice(what or name, value, allowed))
+
+        def integer(name, low, none_ok=False):
+            v = getattr(self, name)
+            if v is None and none_ok:
+                return
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < low:
+                extra = " or None" if none_ok else ""
+                raise ValueError(f"{name} must be an integer >= {low}{extra}, got {v!r}")
+
+        def real(name, low, high, *, low_open=False, high_open=False, none_ok=False):
+            v = getattr(self, name)
+            if v is None and none_ok:
+                return
+            ok = isinstance(v, numbers.Real) and not isinstance(v, bool) and np.isfinite(v)
+            if ok:
+                ok = (v > low if low_open else v >= low) and (v < high if high_open else v <= high)
+            if not ok:
+                lb, rb = "(" if low_open else "[", ")" if high_open else "]"
+                raise ValueError(f"{name} must be a number in {lb}{low}, {high}{rb}, got {v!r}")
+
+        choice("scorer", SCORERS, "scorer")
+        choice("group", design.GROUPS, "group functional")
+        if not isinstance(self.loss, str):
+            raise ValueError(f"loss must be a loss name, got {self.loss!r}")
+        try:
+            spec, _ = resolve(self.loss)
+        except ValueError as exc:
+            raise ValueError(f"loss: {exc}") from None
+        fits = design.weights_for(spec.weights)
+        if not isinstance(self.weight, str) or self.weight not in fits:
+            every = {**design.ELEMENT_WEIGHTS, **design.PAIR_WEIGHTS}
+            if isinstance(self.weight, str) and self.weight in every:
+                kind = {"element": "element-wise W (Eq. 8)", "pair": "pairwise V (Eq. 9)"}
+                raise ValueError(
+                    f"weight {self.weight!r} does not fit loss {self.loss!r} "
+                    f"({kind.get(spec.weights, 'unweighted')}); weights that fit: "
+                    f"{', '.join(fits)}"
+                )
+            raise ValueError(
+                "weight: "
+                + design.unknown_choice("weight", self.weight, list(fits))
+                + f" (the weights that fit loss {self.loss!r})"
+            )
+        for name in ("scorer_args", "loss_args", "lr_scheduler_args"):
+            v = getattr(self, name)
+            if v is not None and not isinstance(v, dict):
+                raise ValueError(f"{name} must be a dict (TOML table) or None, got {v!r}")
+        check_loss_args(self.loss, self.loss_args)
+        args = dict(self.scorer_args or {})
+        accepted = SCORERS[self.scorer].args
+        unknown = sorted(set(args) - set(accepted))
+        if unknown:
+            raise ValueError(
+                f"scorer {self.scorer!r} has no scorer_args {', '.join(unknown)}; it accepts: "
+                f"{', '.join(sorted(accepted)) or 'none'}"
+            )
+        real("rho", 0.0, 1.0, high_open=True)
+        integer("dim", 1)
+        choice("activation", design.ACTIVATIONS)
+        real("tau", 0.0, np.inf, low_open=True, high_open=True)
+        real("temperature", 0.0, np.inf, low_open=True, high_open=True)
+        choice("optimizer", design.OPTIMIZERS)
+        real("l2", 0.0, np.inf, high_open=True)
+        integer("epochs", 1)
+        real("lr", 0.0, np.inf, low_open=True, high_open=True, none_ok=True)
+        integer("batch_size", 1)
+        integer("patience", 1, none_ok=True)
+        if self.lr_scheduler is not None and not isinstance(self.lr_scheduler, str):
+            raise ValueError(
+                f"lr_scheduler must be a class name or None, got {self.lr_scheduler!r}"
+            )
+        real("grad_clip", 0.0, np.inf, low_open=True, high_open=True, none_ok=True)
+        integer("slate_length", 2, none_ok=True)
+        from ltr_bench.evaluation.metric_keys import MetricKey
+
+        try:
+            MetricKey.parse(self.val_metric)
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise ValueError(f"val_metric: {exc}") from None
+        choice("device", design.DEVICES)
+        choice("dtype", design.DTYPES)
+        choice("feature_transform", FEATURE_TRANSFORMS, "feature transform")
+        from ltr_bench_neural.allrank_config import check_torch_names
+
+        check_torch_names(self)  # activations and scheduler names, known to torch only
+        integer("memory_budget", 1024)
+        integer("query_dim", 1, none_ok=True)
+        integer("n_threads", 1, none_ok=True)
+        rs = self.random_state
+        if rs is not None and (
+            isinstance(rs, bool) or not isinstance(rs, numbers.Integral) or rs < 0
+        ):
+            raise ValueError(f"random_state must be a non-negative integer or None, got {rs!r}")
+
+    # ------------------------------------------------------------------ fit / predict
+    def fit(self, X, y, *, qid, eval_set=None):
+        self._validate_params()
+        if self.config is not None:
+            from ltr_bench_neural.allrank_config import fit_with_config
+
+            return fit_with_config(self, X, y, qid=qid, eval_set=eval_set)
+        X, y, qid = check_ranking_input(X, y, qid)
+        if X.shape[0] == 0:
+            raise ValueError("cannot fit on an empty training set (X has 0 rows)")
+        if eval_set is not None:
+            Xv, yv, qv = eval_set
+            Xv, yv, qv = check_ranking_input(Xv, yv, qv, n_features=X.shape[1])
+            eval_set = (Xv, yv, qv) if len(Xv) else None
+        from ltr_bench_neural.training import fit_model
+
+        result = fit_model(self, X, y, qid, eval_set)
+        self.n_features_in_ = X.shape[1]
+        self.model_ = result.model
+        self.feature_mean_ = result.mean
+        self.feature_scale_ = result.scale
+        self.curves_ = result.curves
+        self.info_ = result.info
+        return self
+
+    def predict(self, X, *, qid=None) -> np.ndarray:
+        self._check_fitted("model_")
+        X, _, qid = check_ranking_input(
+            X, None, qid, n_features=self.n_features_in_, require_qid=False
+        )
+        from ltr_bench_neural.training import predict_scores
+
+        return predict_scores(getattr(self, "effective_", self), X, qid)
+
+    def learning_curves(self) -> dict[str, list[float]]:
+        """Per iteration (L-BFGS) or epoch: ``train_loss`` (the regularised objective at the
+        start of the iteration / the epoch's mean) and ``vali_<val_metric>`` when an eval_set
+        was given."""
+        self._check_fitted("curves_")
+        return {k: list(v) for k, v in self.curves_.items()}
+
+    def fitted_info(self) -> dict[str, int | float | str]:
+        """``iterations`` run, ``chosen_iteration`` (1-based; the best on validation when
+        early stopping was on, else the last), ``n_parameters``, ``final_train_loss`` and,
+        for the quadratic scorer, ``n_second_order_features`` (Table 5's "No. feats")."""
+        return dict(getattr(self, "info_", {}))
