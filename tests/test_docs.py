@@ -186,6 +186,7 @@ RANKER_PAGES = {
     "rankers/lgmml.md": ["lgmml"],
     "rankers/gbdt.md": ["lightgbm", "xgboost-gbrt", "xgboost-lambdamart", "catboost"],
     "rankers/classical.md": ["ranksvm", "adarank", "rankboost", "coordinate-ascent"],
+    "rankers/neural.md": ["neural"],
 }
 
 
