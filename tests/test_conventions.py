@@ -152,7 +152,7 @@ def test_run_records_profiles_and_a_trec_run_file_that_trec_eval_reads_the_same(
     run: dict = {}
     for line in open(rec["run_file"]):
         q, q0, doc, rank, score, tag = line.split()
-        assert q0 == "Q0" and tag == "lightgbm"
+        assert q0 == "Q0" and tag == "lightgbm[n_estimators=20]"  # the configuration's label
         run.setdefault(q, {})[doc] = float(score)
     fold = load_fold("synthetic", 1, options={"n_queries": 40, "docs_per_query": 8})
     qrel: dict = {}
