@@ -5,8 +5,10 @@
 In the background (``background=True``, what ``ltr-bench run`` uses) one thread of this
 process does all the MLflow work in order: opening the store (importing MLflow takes a
 second or more), logging each record, ending the parent runs. The harness does not wait
-for it: the next cell is fitted while the last one is logged, and MLflow's start-up overlaps
-with loading data and the first fit. What stays true:
+for it: the next cell is fitted while the last one is logged. The thread starts working when
+the first cell starts (or a record arrives): fits run in native code that releases Python's
+GIL, so MLflow's start-up then runs beside the fit instead of slowing the imports and data
+loading of the main thread, which need the GIL too. What stays true:
 
 * Local results first: a record reaches this listener only after it is saved locally, so a
   killed run loses nothing: a re-run finds the record finished and logs it then.
@@ -75,6 +77,7 @@ class MlflowListener:
         self._crash: BaseException | None = None
         self._queue: queue.Queue | None = None
         self._thread: threading.Thread | None = None
+        self._go = threading.Event()  # set when the work may start (see the module)
         if background:
             self._queue = queue.Queue()
             self._thread = threading.Thread(target=self._work, name="ltr-bench-mlflow", daemon=True)
@@ -95,6 +98,7 @@ class MlflowListener:
 
     def _work(self) -> None:
         assert self._queue is not None
+        self._go.wait()
         while True:
             job = self._queue.get()
             if job is None:
@@ -134,6 +138,7 @@ class MlflowListener:
         pass
 
     def cell_started(self, *args) -> None:
+        self._go.set()
         self._poll()
 
     def cell_progress(self, *args) -> None:
@@ -148,6 +153,7 @@ class MlflowListener:
             self._held[record.key] = release
 
     def cell_finished(self, record: ResultRecord, index: int, total: int, *, skipped: bool) -> None:
+        self._go.set()
         self._poll()
         release = self._held.pop(record.key, None)
         if self.tracker is None:
@@ -219,6 +225,7 @@ class MlflowListener:
         :meth:`Tracker.finish`) and stop the thread. Ctrl-C while waiting leaves the rest
         unlogged (the local results have it; a re-run logs it)."""
         self._submit(lambda: self._finish(interrupted))
+        self._go.set()
         if self._thread is not None:
             assert self._queue is not None
             self._queue.put(None)
