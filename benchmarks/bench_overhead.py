@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -57,10 +58,22 @@ def cli() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "ltr_bench"]
 
 
+#: CPU seconds (user + system) of the last :func:`timed` command and its children: less
+#: sensitive to a shared machine's load than wall time
+LAST_CPU = [0.0]
+
+
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def timed(args: list[str], cwd: Path, env: dict) -> float:
+    cpu = _children_cpu()
     t = time.perf_counter()
     proc = subprocess.run(cli() + args, cwd=cwd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t
+    LAST_CPU[0] = _children_cpu() - cpu
     if proc.returncode != 0:
         raise SystemExit(f"ltr-bench {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
     return wall
@@ -119,10 +132,13 @@ def part_main(work: Path, env: dict) -> None:
     timed([*args, "--folds", "1", "--results-dir", str(work / "warm-main")], work, env)
     before = load()
     wall = timed([*args, "--results-dir", str(work / "main")], work, env)
+    cpu = LAST_CPU[0]
     stages = stage_seconds(records(work / "main"))
+    bare = timed([*args, "--no-mlflow", "--results-dir", str(work / "main-nomlflow")], work, env)
     print(
         f"main command: wall {wall:.2f} s, stages {stages:.2f} s, ratio {wall / stages:.2f} "
-        f"(target <= 1.15)   [{before} -> {load()}]"
+        f"(target <= 1.15); CPU {cpu:.2f} s; --no-mlflow: wall {bare:.2f} s, CPU "
+        f"{LAST_CPU[0]:.2f} s   [{before} -> {load()}]"
     )
 
 
@@ -131,13 +147,15 @@ def part_one_fold(work: Path, env: dict, data: Path) -> None:
     timed([*args, "--results-dir", str(work / "warm-fold")], work, env)  # cache + store
     before = load()
     wall = timed([*args, "--results-dir", str(work / "fold")], work, env)
+    cpu = LAST_CPU[0]
     stages = stage_seconds(records(work / "fold"))
     nomlflow = timed(
         [*args, "--no-mlflow", "--results-dir", str(work / "fold-nomlflow")], work, env
     )
     print(
         f"one MQ2008-sized fold: wall {wall:.2f} s, stages {stages:.2f} s, overhead "
-        f"{wall - stages:.2f} s (target <= 2.0); --no-mlflow wall {nomlflow:.2f} s   "
+        f"{wall - stages:.2f} s (target <= 2.0); CPU {cpu:.2f} s; --no-mlflow wall "
+        f"{nomlflow:.2f} s, CPU {LAST_CPU[0]:.2f} s   "
         f"[{before} -> {load()}]"
     )
 
@@ -145,10 +163,14 @@ def part_one_fold(work: Path, env: dict, data: Path) -> None:
 def part_startup(work: Path, env: dict) -> None:
     for args, target in ((["--help"], 0.15), (["rankers"], 1.0)):
         before = load()
-        walls = [timed(args, work, env) for _ in range(5)]
+        walls, cpus = [], []
+        for _ in range(5):
+            walls.append(timed(args, work, env))
+            cpus.append(LAST_CPU[0])
         print(
             f"ltr-bench {' '.join(args)}: median {statistics.median(walls):.3f} s of 5 "
-            f"(min {min(walls):.3f}, target < {target})   [{before} -> {load()}]"
+            f"(min {min(walls):.3f}, target < {target}); median CPU "
+            f"{statistics.median(cpus):.3f} s   [{before} -> {load()}]"
         )
 
 
