@@ -16,7 +16,6 @@ import click
 from ltr_bench.cli import options
 from ltr_bench.errors import EXIT_FAILED, EXIT_OK
 from ltr_bench.evaluation.metric_keys import METRICS_HELP
-from ltr_bench.results.labels import split_names
 
 CONTEXT = options.CONTEXT
 
@@ -186,6 +185,7 @@ def report_command(
     from ltr_bench.report.tables import build_report
     from ltr_bench.report.text import format_report
     from ltr_bench.results import atomic_write_text
+    from ltr_bench.results.labels import split_names  # here: `ltr-bench --help` needs no numpy
 
     # every list option is checked before anything is read (reading MLflow takes a while)
     names = split_names((dataset,), option="--dataset") if dataset else []
