@@ -298,8 +298,16 @@ def _wait_for(
 
 def _announce(listener: Listener, rec: ResultRecord, claim, index: int, total: int, *, skipped):
     """Tell the listeners of a record of a claimed cell; the claim stays held until every
-    listener released it (:meth:`Listener.hold_claim`)."""
-    listener.hold_claim(rec, claim.release)
+    listener released it (:meth:`Listener.hold_claim`; a listener object without that method
+    is done when :meth:`Listener.cell_finished` returns)."""
+    hold = getattr(listener, "hold_claim", None)
+    if hold is None:
+        try:
+            listener.cell_finished(rec, index, total, skipped=skipped)
+        finally:
+            claim.release()
+        return
+    hold(rec, claim.release)
     listener.cell_finished(rec, index, total, skipped=skipped)
 
 
