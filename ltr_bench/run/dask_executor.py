@@ -145,7 +145,7 @@ class DaskExecutor(Executor):
         self._lock = threading.RLock()  # one start of the cluster, whichever thread asks
         self._starter: threading.Thread | None = None
         self._start_error: BaseException | None = None
-        self._warmed: set[str] = set()
+        self._warmed: dict[str, set[str]] = {}  # worker address -> modules imported
 
     # ---------------------------------------------------------------------------- cluster
 
@@ -260,14 +260,23 @@ class DaskExecutor(Executor):
         XGBoost and scikit-learn) inside its first cell; done here, once per worker and in
         parallel, they are part of starting the cluster. Workers that join later import on
         first use. An import that fails is left to the cell, which records the error.
-        Modules imported by an earlier call (or by :meth:`start`) are not asked for again."""
+        A worker that imported them already (an earlier call, :meth:`start`) is not asked again."""
         self._warm(_ranker_modules({cell.ranker for cell in cells}))
 
     def _warm(self, modules: set[str]) -> None:
-        todo = sorted(modules - self._warmed)
+        client = self.client()
+        if self.workers is not None:  # a local cluster: its workers (a restarted one too)
+            try:
+                client.wait_for_workers(self.workers, timeout=30)
+            except Exception:  # noqa: BLE001 - warm those that are there; the rest on first use
+                pass
+        workers = client.scheduler_info(n_workers=-1).get("workers", {})
+        # a restarted worker is a new process at a new address: it imports again
+        todo = [w for w in workers if modules - self._warmed.get(w, set())]
         if todo:
-            self.client().run(_import_modules, todo)
-            self._warmed.update(todo)
+            client.run(_import_modules, sorted(modules), workers=todo)
+            for w in todo:
+                self._warmed.setdefault(w, set()).update(modules)
 
     def map_cells(self, cells, *, started=None, fn=None, on_failure=None, progress=None):
         from distributed import as_completed
