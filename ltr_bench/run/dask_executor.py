@@ -263,9 +263,9 @@ class DaskExecutor(Executor):
         A worker that imported them already (an earlier call, :meth:`start`) is not asked again."""
         self._warm(_ranker_modules({cell.ranker for cell in cells}))
 
-    def _warm(self, modules: set[str]) -> None:
+    def _warm(self, modules: set[str], *, wait: bool = True) -> None:
         client = self.client()
-        if self.workers is not None:  # a local cluster: its workers (a restarted one too)
+        if wait and self.workers is not None:  # a local cluster: all its workers
             try:
                 client.wait_for_workers(self.workers, timeout=30)
             except Exception:  # noqa: BLE001 - warm those that are there; the rest on first use
@@ -284,8 +284,8 @@ class DaskExecutor(Executor):
         check_records = fn is None  # run_cell's results are checked; a caller's fn's are its own
         given, (fn, on_failure) = fn, _defaults(fn, on_failure)
         client = self.client()
-        try:
-            self.warm_up(cells)
+        try:  # workers that are up now; one that is restarting imports on first use
+            self._warm(_ranker_modules({cell.ranker for cell in cells}), wait=False)
         except Exception:  # noqa: BLE001 - an optimisation; the cells report real problems
             pass
         waiting = deque(range(len(cells)))
