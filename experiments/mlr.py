@@ -23,9 +23,9 @@ Cross-validation criterion (:class:`MLRWithCV`):
   ``wdbc``, ``gauss-*``): the points are split by stratified ``cv``-fold (shuffled with
   ``random_state``); the model is fitted on the rows among the fitting points and each
   held-out point is ranked against the fitting points; the criterion is the k-NN error with
-  k = 3 of those rankings (:func:`ltr_bench.evaluation.metrics.knn_error`, the same k as the harness's
-  ``knn_error``, so selection and report measure one thing). Classes are recovered from the
-  labels as the connected components of the "relevant" pairs.
+  k = 3 of those rankings (:func:`ltr_bench.evaluation.metrics.knn_error`, the same k as the
+  harness's ``knn_error``, so selection and report measure one thing). Classes are recovered
+  from the labels as the connected components of the "relevant" pairs.
 * Any other data: the queries are split by ``GroupKFold``; the criterion is the held-out
   queries' mean NDCG@10 (:func:`ltr_bench.evaluation.metrics.evaluate`, empty queries = 1).
 
