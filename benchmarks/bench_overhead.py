@@ -26,6 +26,8 @@ move with it, so compare ratios within one run.
 
     python benchmarks/bench_overhead.py                  # all parts
     python benchmarks/bench_overhead.py --parts main,startup
+    git worktree add /tmp/before 85fff15      # then, for a before/after at the same load:
+    python benchmarks/bench_overhead.py --parts main,fold --reference /tmp/before
 """
 
 from __future__ import annotations
@@ -53,9 +55,15 @@ def load() -> str:
     return f"load {one:.2f} {five:.2f} {fifteen:.2f}"
 
 
+#: with ``--reference CHECKOUT``: the parts run a second time on that checkout's code
+REFERENCE: list[Path] = []
+
+
 def cli() -> list[str]:
     exe = Path(sys.executable).with_name("ltr-bench")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "ltr_bench"]
+    if REFERENCE or not exe.exists():
+        return [sys.executable, "-m", "ltr_bench"]
+    return [str(exe)]
 
 
 #: CPU seconds (user + system) of the last :func:`timed` command and its children: less
@@ -219,6 +227,13 @@ def main() -> None:
     ap.add_argument("--parts", default="main,fold,startup,dask")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    ap.add_argument(
+        "--reference",
+        type=Path,
+        default=None,
+        help="a checkout of another commit (git worktree add DIR COMMIT): the parts run "
+        "again on its code (same installed dependencies), for a before/after at one load",
+    )
     args = ap.parse_args()
     parts = set(args.parts.split(","))
     work = Path(tempfile.mkdtemp(prefix="ltr-bench-overhead-"))
@@ -230,14 +245,24 @@ def main() -> None:
     print(f"commit {commit}; {os.cpu_count()} cores; {load()}; scratch {work}")
     try:
         data = write_letor(work / "MQ2008-like") if parts & {"fold", "dask"} else None
-        if "startup" in parts:
-            part_startup(work, env)
-        if "main" in parts:
-            part_main(work, env)
-        if "fold" in parts:
-            part_one_fold(work, env, data)
-        if "dask" in parts:
-            part_dask(work, env, data, args.workers)
+        runs = [("this checkout", work, env)]
+        if args.reference is not None:
+            ref = args.reference.resolve()
+            path = os.pathsep.join([str(ref), str(ref / "baselines")])
+            ref_env = {**env, "PYTHONPATH": path, "LTR_BENCH_CACHE": str(work / "ref-cache")}
+            (work / "ref").mkdir()
+            runs.append((f"reference {ref}", work / "ref", ref_env))
+        for name, folder, run_env in runs:
+            REFERENCE[:] = [Path(name)] if name != "this checkout" else []
+            print(f"-- {name}")
+            if "startup" in parts:
+                part_startup(folder, run_env)
+            if "main" in parts:
+                part_main(folder, run_env)
+            if "fold" in parts:
+                part_one_fold(folder, run_env, data)
+            if "dask" in parts:
+                part_dask(folder, run_env, data, args.workers)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
