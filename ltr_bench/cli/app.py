@@ -266,24 +266,26 @@ def _run(
     listeners = [ConsoleListener(console, headline=headline, failure_log=store.failure_log)]
     mlflow_listener, tracking_error = None, None
     if not no_mlflow:
-        from ltr_bench.tracking import MlflowListener, Tracker
+        from ltr_bench.tracking import MlflowListener, Tracker, TrackingError
 
         tracker = Tracker(tracking_uri)
-        # MLflow is opened, and every record logged, on a thread of its own while cells run
-        # (the local store stays the source of truth; see ltr_bench.tracking.listener)
-        mlflow_listener = MlflowListener(
-            tracker,
-            store,
-            plan=plan.to_dict(),
-            plan_toml=Path(plan.source).read_text(encoding="utf-8") if plan.source else None,
-            on_error=lambda m: console.line(
-                f"warning: {m}; from now on results are only saved locally"
-            ),
-            check=True,
-            background=True,
-            prepare=(_prepare_html_report,),
-        )
-        listeners.append(mlflow_listener)
+        try:
+            console.status(f"opening MLflow store {tracker.uri} ...", force=True)
+            tracker.check()
+            mlflow_listener = MlflowListener(
+                tracker,
+                store,
+                plan=plan.to_dict(),
+                plan_toml=Path(plan.source).read_text(encoding="utf-8") if plan.source else None,
+                on_error=lambda m: console.line(
+                    f"warning: {m}; from now on results are only saved locally"
+                ),
+                claim_found=True,  # a concurrent run may be logging a record found finished
+            )
+            listeners.append(mlflow_listener)
+        except TrackingError as exc:
+            tracking_error = str(exc)
+            console.line(f"warning: {exc}; results will only be saved locally")
     console.line(
         f"{len(expanded.cells)} cell(s) ({len(plan.datasets)} dataset(s) x folds x "
         f"{len(plan.rankers)} ranker(s) x {len(plan.all_seeds())} seed(s)); results in "
@@ -397,18 +399,6 @@ def _check_outputs(
         if cache_dir or os.environ.get("LTR_BENCH_CACHE"):
             raise
         _err(f"warning: {exc} Files are parsed in memory (again on every run).")
-
-
-def _prepare_html_report() -> None:
-    """Import what :func:`_attach_html_reports` needs (matplotlib: a second or more) while
-    the cells run, on the MLflow listener's thread."""
-    import matplotlib
-
-    from ltr_bench.report.plots import write_plots  # noqa: F401
-    from ltr_bench.report.tables import build_report  # noqa: F401
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot  # noqa: F401
 
 
 def _attach_html_reports(store, records, listener, console) -> None:
