@@ -16,7 +16,6 @@ import click
 from ltr_bench.cli import options
 from ltr_bench.errors import EXIT_FAILED, EXIT_OK
 from ltr_bench.evaluation.metric_keys import METRICS_HELP
-from ltr_bench.results.labels import split_names
 
 CONTEXT = options.CONTEXT
 
@@ -197,6 +196,7 @@ def report_command(
     from ltr_bench.report.text import format_report
     from ltr_bench.results import check_output_path, check_writable_dir, write_output
     from ltr_bench.results.files import reason_of
+    from ltr_bench.results.labels import split_names  # here: `ltr-bench --help` needs no numpy
 
     # every list option is checked before anything is read (reading MLflow takes a while)
 

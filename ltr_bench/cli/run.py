@@ -188,9 +188,7 @@ def _run(
     from ltr_bench.cli.console import Console, ConsoleListener
     from ltr_bench.report.text import summary_table
     from ltr_bench.results import ResultStore
-    from ltr_bench.run.cells import expand_plan
-    from ltr_bench.run.harness import HarnessInterrupted, HarnessWriteError, run_plan
-    from ltr_bench.run.listener import Listeners
+    from ltr_bench.run.executors import make_executor
     from ltr_bench.run.plan_options import CommandLine, build_plan
 
     console = Console()
@@ -200,16 +198,24 @@ def _run(
         local=scheduler is None,
     )
     plan.command = shlex.join(["ltr-bench", *sys.argv[1:]])
-    from ltr_bench.run.executors import make_executor
-
     executor = make_executor(workers=workers, scheduler=scheduler, threads=plan.threads)
-    console.status("checking rankers and data ...", force=True)
-    expanded = expand_plan(plan, score_repeats=score_repeats, save_scores=save_scores)
+    if not executor.in_process:  # the cluster comes up while the rankers are imported
+        executor.start([r.name for r in plan.rankers])
+    try:
+        # the rankers' imports (scikit-learn, LightGBM, ...) come with these modules
+        from ltr_bench.run.cells import expand_plan
+        from ltr_bench.run.harness import HarnessInterrupted, HarnessWriteError, run_plan
+        from ltr_bench.run.listener import Listeners
 
-    store = ResultStore(
-        Path(results_dir) if results_dir else Path.cwd() / "mlflow_runs" / "results"
-    )
-    options.check_outputs(store.root, output, plan.cache_dir)
+        console.status("checking rankers and data ...", force=True)
+        expanded = expand_plan(plan, score_repeats=score_repeats, save_scores=save_scores)
+        store = ResultStore(
+            Path(results_dir) if results_dir else Path.cwd() / "mlflow_runs" / "results"
+        )
+        options.check_outputs(store.root, output, plan.cache_dir)
+    except BaseException:
+        executor.close()  # a cluster started for nothing
+        raise
     headline = "ndcg@10" if "ndcg@10" in expanded.metrics else expanded.metrics[0]
     listeners = [ConsoleListener(console, headline=headline, failure_log=store.failure_log)]
     mlflow_listener, tracking_error = None, None
@@ -228,6 +234,7 @@ def _run(
                 on_error=lambda m: console.line(
                     f"warning: {m}; from now on results are only saved locally"
                 ),
+                claim_found=True,  # a concurrent run may be logging a record found finished
             )
             listeners.append(mlflow_listener)
         except TrackingError as exc:

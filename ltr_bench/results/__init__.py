@@ -6,6 +6,7 @@ configuration (:mod:`.labels`). May import the root contract only; knows neither
 nor MLflow (``tracking`` and ``report`` read results, never the other way round).
 """
 
+from ltr_bench.results.claims import ClaimWaitError
 from ltr_bench.results.files import (
     OutputError,
     ResultsWriteError,
@@ -34,6 +35,7 @@ from ltr_bench.results.store import CellClaim, ResultStore
 __all__ = [
     "RECORD_FORMAT",
     "CellClaim",
+    "ClaimWaitError",
     "DamagedRecordError",
     "OutputError",
     "ResultRecord",

@@ -1,4 +1,4 @@
-"""The local store of results: :class:`ResultStore` and the per-cell lock :class:`CellClaim`.
+"""The local store of results: :class:`ResultStore` (and its per-cell claims, :mod:`.claims`).
 
 Finished records are files, ``<root>/<key>.json`` and ``<root>/<key>.per_query.csv``,
 written atomically (:func:`ltr_bench.results.files.atomic_write_text`), the CSV before the
@@ -8,11 +8,11 @@ truth of every finished cell; MLflow gets a copy. Knows neither MLflow nor the h
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 from pathlib import Path
 
+from ltr_bench.results.claims import CellClaim, acquire, wait_for_claim
 from ltr_bench.results.files import (
     ResultsWriteError,
     atomic_write_text,
@@ -51,27 +51,30 @@ class ResultStore:
     def claims_dir(self) -> Path:
         return self.root / ".claims"
 
+    def claim_path(self, key: str) -> Path:
+        return self.claims_dir / f"{key}.lock"
+
     def claim(self, key: str, *, wait: bool = False) -> CellClaim | None:
         """Claim cell ``key`` for this process (an exclusive ``flock`` on
         ``<root>/.claims/<key>.lock``, released by :meth:`CellClaim.release` or when the
-        process ends, however it ends). None when another process holds it (with ``wait``:
-        block until it is free). Raises :class:`ResultsWriteError` when the lock file cannot
-        be created."""
-        path = self.claims_dir / f"{key}.lock"
+        process ends, however it ends; see :mod:`ltr_bench.results.claims`). None when another
+        process holds it (with ``wait``: block until it is free). Raises
+        :class:`ResultsWriteError` when the lock file cannot be created."""
+        path = self.claim_path(key)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+            return acquire(path, wait=wait)
         except OSError as exc:
             raise ResultsWriteError(path, exc) from None
+
+    def wait_claim(self, key: str, what: str, **kwargs) -> CellClaim:
+        """Wait for another process's claim on ``key`` and take it
+        (:func:`ltr_bench.results.claims.wait_for_claim`: says whom it waits for, gives up on a
+        stopped holder with :class:`~ltr_bench.results.claims.ClaimWaitError`)."""
+        path = self.claim_path(key)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            os.close(fd)
-            return None
-        except BaseException:
-            os.close(fd)
-            raise
-        return CellClaim(fd)
+            return wait_for_claim(path, what, **kwargs)
+        except OSError as exc:
+            raise ResultsWriteError(path, exc) from None
 
     def reload(self, key: str) -> ResultRecord | None:
         """The finished record with this key as it is on disk now (another process may have
@@ -197,21 +200,3 @@ class ResultStore:
         except OSError as exc:
             raise ResultsWriteError(self.failure_log, exc) from None
         return self.failure_log
-
-
-class CellClaim:
-    """A held claim on a cell (see :meth:`ResultStore.claim`)."""
-
-    def __init__(self, fd: int):
-        self._fd: int | None = fd
-
-    def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)  # closing the descriptor drops the flock
-            self._fd = None
-
-    def __enter__(self) -> CellClaim:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.release()

@@ -61,11 +61,10 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ltr_bench.errors import UsageError
 from ltr_bench.results import ResultRecord
-from ltr_bench.run.cells import Cell
 from ltr_bench.run.executors import (
     Executor,
     ExecutorError,
@@ -73,6 +72,9 @@ from ltr_bench.run.executors import (
     _call_reporting,
     _defaults,
 )
+
+if TYPE_CHECKING:  # scikit-learn comes with the cells' module: not needed to start
+    from ltr_bench.run.cells import Cell
 
 __all__ = ["DaskExecutor"]
 
@@ -140,11 +142,45 @@ class DaskExecutor(Executor):
         self.memory_limit = memory_limit
         self._cluster = None
         self._client = None
+        self._lock = threading.RLock()  # one start of the cluster, whichever thread asks
+        self._starter: threading.Thread | None = None
+        self._start_error: BaseException | None = None
+        self._warmed: dict[str, set[str]] = {}  # worker address -> modules imported
 
     # ---------------------------------------------------------------------------- cluster
 
+    def start(self, rankers: Sequence[str] = ()) -> None:
+        """Start (or connect to) the cluster and import the modules of ``rankers`` (registered
+        names) on its workers, on a thread of this process, and return at once: the cluster
+        comes up while this process imports the rankers and loads data. :meth:`client`
+        waits for it (and raises what the start raised)."""
+        if self._starter is not None or self._client is not None:
+            return
+
+        def run() -> None:
+            try:
+                self.client()
+                self._warm(_ranker_modules(rankers))
+            except BaseException as exc:  # noqa: BLE001 - raised again by client()
+                self._start_error = exc
+
+        self._starter = threading.Thread(target=run, name="ltr-bench-dask-start", daemon=True)
+        self._starter.start()
+
     def client(self):
-        """The ``distributed.Client`` (connecting or starting the cluster on first use)."""
+        """The ``distributed.Client`` (connecting or starting the cluster on first use, or
+        waiting for :meth:`start`)."""
+        starter = self._starter
+        if starter is not None and starter is not threading.current_thread():
+            starter.join()
+            self._starter = None
+            error, self._start_error = self._start_error, None
+            if error is not None and self._client is None:
+                raise error
+        with self._lock:
+            return self._connect()
+
+    def _connect(self):
         if self._client is not None:
             return self._client
         try:
@@ -188,6 +224,9 @@ class DaskExecutor(Executor):
         return self._client
 
     def close(self) -> None:
+        if self._starter is not None and self._starter is not threading.current_thread():
+            self._starter.join()  # a cluster half-started is closed once it is up
+            self._starter = None
         client, cluster = self._client, self._cluster
         self._client = self._cluster = None
         if client is not None:
@@ -220,16 +259,24 @@ class DaskExecutor(Executor):
         A fresh worker process otherwise pays these imports (about a second for LightGBM,
         XGBoost and scikit-learn) inside its first cell; done here, once per worker and in
         parallel, they are part of starting the cluster. Workers that join later import on
-        first use. An import that fails is left to the cell, which records the error."""
-        from ltr_bench.registry import get_entry
+        first use. An import that fails is left to the cell, which records the error.
+        A worker that imported them already (an earlier call, :meth:`start`) is not asked again."""
+        self._warm(_ranker_modules({cell.ranker for cell in cells}))
 
-        modules = {"ltr_bench.run.unit"}
-        for name in {cell.ranker for cell in cells}:
+    def _warm(self, modules: set[str], *, wait: bool = True) -> None:
+        client = self.client()
+        if wait and self.workers is not None:  # a local cluster: all its workers
             try:
-                modules.add(get_entry(name).target.partition(":")[0])
-            except Exception:  # noqa: BLE001 - the cell reports an unknown ranker itself
-                continue
-        self.client().run(_import_modules, sorted(modules))
+                client.wait_for_workers(self.workers, timeout=30)
+            except Exception:  # noqa: BLE001 - warm those that are there; the rest on first use
+                pass
+        workers = client.scheduler_info(n_workers=-1).get("workers", {})
+        # a restarted worker is a new process at a new address: it imports again
+        todo = [w for w in workers if modules - self._warmed.get(w, set())]
+        if todo:
+            client.run(_import_modules, sorted(modules), workers=todo)
+            for w in todo:
+                self._warmed.setdefault(w, set()).update(modules)
 
     def map_cells(self, cells, *, started=None, fn=None, on_failure=None, progress=None):
         from distributed import as_completed
@@ -237,8 +284,8 @@ class DaskExecutor(Executor):
         check_records = fn is None  # run_cell's results are checked; a caller's fn's are its own
         given, (fn, on_failure) = fn, _defaults(fn, on_failure)
         client = self.client()
-        try:
-            self.warm_up(cells)
+        try:  # workers that are up now; one that is restarting imports on first use
+            self._warm(_ranker_modules({cell.ranker for cell in cells}), wait=False)
         except Exception:  # noqa: BLE001 - an optimisation; the cells report real problems
             pass
         waiting = deque(range(len(cells)))
@@ -388,6 +435,19 @@ class _Publisher:
         # from a task thread this only schedules the send on the worker's event loop, in
         # order with the task's own result message
         worker.log_event(self.topic, event)
+
+
+def _ranker_modules(names) -> set[str]:
+    """The unit of work's module and the modules the registered rankers ``names`` live in."""
+    from ltr_bench.registry import get_entry
+
+    modules = {"ltr_bench.run.unit"}
+    for name in set(names):
+        try:
+            modules.add(get_entry(name).target.partition(":")[0])
+        except Exception:  # noqa: BLE001 - the cell reports an unknown ranker itself
+            continue
+    return modules
 
 
 def _import_modules(modules: list[str]) -> None:

@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ltr_bench.errors import LtrBenchError, UsageError
 from ltr_bench.progress import progress_handler
-from ltr_bench.run.cells import Cell
+
+if TYPE_CHECKING:  # scikit-learn comes with the cells' module: not needed to start
+    from ltr_bench.run.cells import Cell
 
 __all__ = [
     "Executor",

@@ -21,9 +21,14 @@ Guarantees
   :mod:`ltr_bench.run.cells` for what the key covers), and only if its recorded split
   fingerprints equal those of the fold loaded now: changed data is recomputed, never
   reported with old numbers.
-* One cell, one computation: a cell is claimed (a lock file per key in the results folder)
-  while it is computed; concurrent runs of overlapping plans wait for each other's cells
-  instead of computing them twice.
+* One cell, one computation, one log: a cell is claimed (a lock file per key in the
+  results folder, :mod:`ltr_bench.results.claims`) while it is computed and until every
+  listener is done with its record (MLflow has the run: :meth:`Listener.hold_claim`);
+  after taking a claim the store is read again, so a cell another process finished
+  meanwhile is reused, not computed twice. Concurrent runs of overlapping plans wait for
+  each other's cells, saying for which process; a holder stopped (Ctrl-Z) for longer than
+  ``LTR_BENCH_STOPPED_WAIT`` seconds (60) is given up on: the cell is recorded as failed
+  (stage ``"claim"``) with a message naming the process, and the run goes on.
 * Full disk: a result that cannot be saved stops the run (:class:`HarnessWriteError`,
   carrying the report of what was saved); nothing saved before is touched.
 * Local results first: a record is on disk before a listener logs it anywhere. Ctrl-C
@@ -41,7 +46,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ltr_bench.errors import LtrBenchError
-from ltr_bench.results import ResultRecord, ResultStore, ResultsWriteError, now
+from ltr_bench.results import (
+    ClaimWaitError,
+    ResultRecord,
+    ResultStore,
+    ResultsWriteError,
+    now,
+)
 from ltr_bench.run.cells import Cell, ExpandedPlan
 from ltr_bench.run.listener import Listener, Listeners
 from ltr_bench.run.plan import canonical_json
@@ -210,37 +221,15 @@ def run_plan(
                 if claim is None:
                     deferred.append((i, cell))
                     continue
-                with claim:
-                    _run_claimed(
-                        report,
-                        store,
-                        listener,
-                        cell,
-                        i,
-                        len(cells),
-                        fold,
-                        load_error,
-                        force=force,
-                        since=since,
-                    )
+                run = functools.partial(_run_claimed, report, store, listener, cell, i, len(cells))
+                _holding(claim, run, fold, load_error, force=force, since=since)
             for i, cell in deferred:
-                warn(
-                    f"{cell.label or cell.ranker} / {cell.dataset} fold {cell.fold}: another "
-                    "process is computing this cell; waiting for it"
-                )
-                with store.claim(cell.key, wait=True):
-                    _run_claimed(
-                        report,
-                        store,
-                        listener,
-                        cell,
-                        i,
-                        len(cells),
-                        fold,
-                        load_error,
-                        force=force,
-                        since=since,
+                claim = _wait_for(report, store, listener, cell, i, len(cells), warn)
+                if claim is not None:
+                    run = functools.partial(
+                        _run_claimed, report, store, listener, cell, i, len(cells)
                     )
+                    _holding(claim, run, fold, load_error, force=force, since=since)
         if to_ship:
             _run_on_executor(
                 executor,
@@ -271,6 +260,57 @@ def _reuse(
     listener.cell_finished(previous, index, total, skipped=True)
 
 
+def _holding(claim, run, *args, **kwargs) -> None:
+    """``run(*args, claim, **kwargs)``; the claim is released on an exception (otherwise the
+    listeners release it through :meth:`Listener.hold_claim` when done with the record)."""
+    try:
+        run(*args, claim, **kwargs)
+    except BaseException:
+        claim.release()
+        raise
+
+
+def _what(cell: Cell) -> str:
+    seed = f" seed {cell.seed}" if cell.seed else ""
+    return f"{cell.label or cell.ranker} / {cell.dataset} fold {cell.fold}{seed}"
+
+
+def _wait_for(
+    report: RunReport,
+    store: ResultStore,
+    listener: Listener,
+    cell: Cell,
+    index: int,
+    total: int,
+    warn: Callable[[str], None],
+):
+    """The claim of a cell another process holds, once it is free; None when the wait was
+    given up (the holder is stopped: :class:`ClaimWaitError`), after recording the cell as
+    failed with stage ``"claim"`` and the reason."""
+    try:
+        return store.wait_claim(cell.key, _what(cell), say=warn)
+    except ClaimWaitError as exc:
+        rec = failed_record(cell, exc, "claim")
+        _keep(report, store, rec)
+        listener.cell_finished(rec, index, total, skipped=False)
+        return None
+
+
+def _announce(listener: Listener, rec: ResultRecord, claim, index: int, total: int, *, skipped):
+    """Tell the listeners of a record of a claimed cell; the claim stays held until every
+    listener released it (:meth:`Listener.hold_claim`; a listener object without that method
+    is done when :meth:`Listener.cell_finished` returns)."""
+    hold = getattr(listener, "hold_claim", None)
+    if hold is None:
+        try:
+            listener.cell_finished(rec, index, total, skipped=skipped)
+        finally:
+            claim.release()
+        return
+    hold(rec, claim.release)
+    listener.cell_finished(rec, index, total, skipped=skipped)
+
+
 def _run_claimed(
     report: RunReport,
     store: ResultStore,
@@ -280,17 +320,20 @@ def _run_claimed(
     total: int,
     fold,
     load_error,
+    claim,
     *,
     force: bool,
     since: str,
 ) -> None:
     """Compute a claimed cell, unless another process finished it on the same data while
-    this one waited (then reuse that record; with ``force`` only a record finished after
-    ``since``, the start of this run)."""
+    this one waited or before it claimed it (then reuse that record; with ``force`` only a
+    record finished after ``since``, the start of this run)."""
     if fold is not None:
         fresh = store.reload(cell.key)
         if fresh is not None and _same_data(fresh, fold) and (not force or fresh.finished >= since):
-            _reuse(report, listener, fresh, index, total)
+            report.records.append(fresh)
+            report.n_skipped += 1
+            _announce(listener, fresh, claim, index, total, skipped=True)
             return
     listener.cell_started(cell, index, total)
     if load_error is not None:
@@ -298,7 +341,7 @@ def _run_claimed(
     else:
         rec = run_cell(cell, fold=fold, progress=_progress_for(listener, cell))
     _keep(report, store, rec)
-    listener.cell_finished(rec, index, total, skipped=False)
+    _announce(listener, rec, claim, index, total, skipped=False)
 
 
 def _keep(report: RunReport, store: ResultStore, rec: ResultRecord) -> None:
@@ -340,9 +383,10 @@ def _run_on_executor(
 ) -> None:
     """Run ``todo`` ((plan index, cell) pairs) on ``executor``; this process stays the only
     writer: each returned record is saved (or its failure logged) before ``listener`` hears
-    of it, as in :func:`_run_claimed`. Every cell is claimed while it is out; a cell another
-    process is computing is waited for after the others and reused when that process
-    finished it (it loaded the data at that time), otherwise it is run here too."""
+    of it, as in :func:`_run_claimed`. Every cell is claimed while it is out and until the
+    listeners are done with its record. A cell found finished once claimed (another process
+    finished it since this run started; it loaded the data at that time) is reused; a cell
+    another process is computing is waited for after the others, then reused or run here."""
     claims = {}
     deferred: list[tuple[int, Cell]] = []
     try:
@@ -351,25 +395,38 @@ def _run_on_executor(
             claim = store.claim(cell.key)
             if claim is None:
                 deferred.append((i, cell))
-            else:
+            elif not _reused(report, store, listener, cell, claim, i, total, force, since):
                 claims[cell.key] = claim
                 ready.append((i, cell))
         _ship(executor, ready, claims, report, store, listener, total)
         for i, cell in deferred:
-            warn(
-                f"{cell.label or cell.ranker} / {cell.dataset} fold {cell.fold}: another "
-                "process is computing this cell; waiting for it"
-            )
-            claims[cell.key] = store.claim(cell.key, wait=True)
-            fresh = store.reload(cell.key)
-            if fresh is not None and (not force or fresh.finished >= since):
-                claims.pop(cell.key).release()
-                _reuse(report, listener, fresh, i, total)
+            claim = _wait_for(report, store, listener, cell, i, total, warn)
+            if claim is None or _reused(
+                report, store, listener, cell, claim, i, total, force, since
+            ):
                 continue
+            claims[cell.key] = claim
             _ship(executor, [(i, cell)], claims, report, store, listener, total)
     finally:
         for claim in claims.values():
             claim.release()
+
+
+def _reused(report, store, listener, cell: Cell, claim, index: int, total: int, force, since):
+    """After taking a cell's claim: reuse the record another process finished meanwhile
+    (with ``force``, only one finished after ``since``) and hand the claim to the listeners;
+    False when the cell is still to be computed."""
+    fresh = store.reload(cell.key)
+    if fresh is None or (force and fresh.finished < since):
+        return False
+    report.records.append(fresh)
+    report.n_skipped += 1
+    try:
+        _announce(listener, fresh, claim, index, total, skipped=True)
+    except BaseException:
+        claim.release()
+        raise
+    return True
 
 
 def _ship(
@@ -393,7 +450,11 @@ def _ship(
     try:
         for k, rec in results:
             _keep(report, store, rec)
-            claims.pop(cells[k].key).release()
-            listener.cell_finished(rec, batch[k][0], total, skipped=False)
+            claim = claims.pop(cells[k].key)
+            try:
+                _announce(listener, rec, claim, batch[k][0], total, skipped=False)
+            except BaseException:
+                claim.release()
+                raise
     finally:
         results.close()  # an exception here (Ctrl-C, full disk) cancels the cells still out

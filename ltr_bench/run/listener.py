@@ -3,9 +3,18 @@ tells the outside, all no-ops by default) and :class:`Listeners` (several heard 
 
 The CLI's console prints through one; :class:`ltr_bench.tracking.MlflowListener` logs
 through another. A listener hears of an ok record only after it is saved locally.
+
+Claims: a cell this process computed (or found finished while it held the cell's claim) is
+announced with :meth:`Listener.hold_claim` just before :meth:`Listener.cell_finished`; the
+claim, and with it every other process waiting for the cell, stays held until each listener
+has called the ``release`` it was given. So a listener that logs in the background (MLflow)
+keeps a concurrent run from logging the same cell at the same time.
 """
 
 from __future__ import annotations
+
+import threading
+from collections.abc import Callable
 
 from ltr_bench.results import ResultRecord
 from ltr_bench.run.cells import Cell
@@ -31,6 +40,12 @@ class Listener:
     def cell_finished(self, record: ResultRecord, index: int, total: int, *, skipped: bool) -> None:
         """A cell finished (ok: already saved locally; failed: logged) or was skipped."""
 
+    def hold_claim(self, record: ResultRecord, release: Callable[[], None]) -> None:
+        """Called before :meth:`cell_finished` for a record whose cell this process holds
+        the claim of: call ``release()`` (once, from any thread) when done with the record.
+        The default releases at once."""
+        release()
+
 
 class Listeners(Listener):
     """Several listeners heard in order (e.g. the console, then MLflow)."""
@@ -54,3 +69,41 @@ class Listeners(Listener):
 
             return fan_out
         return object.__getattribute__(self, name)
+
+    def hold_claim(self, record: ResultRecord, release: Callable[[], None]) -> None:
+        """Each listener gets a part of ``release``; the claim is released when every part
+        was called (a listener without ``hold_claim`` releases its part at once)."""
+        targets = self.listeners
+        left = [len(targets)]
+        lock = threading.Lock()
+
+        def part() -> None:
+            with lock:
+                left[0] -= 1
+                last = left[0] == 0
+            if last:
+                release()
+
+        if not targets:
+            release()
+        for target in targets:
+            hold = getattr(target, "hold_claim", None)
+            if hold is None:
+                part()
+            else:
+                hold(record, _once(part))
+
+
+def _once(fn: Callable[[], None]) -> Callable[[], None]:
+    """``fn`` callable at most once (a second call does nothing)."""
+    called = [False]
+    lock = threading.Lock()
+
+    def call() -> None:
+        with lock:
+            if called[0]:
+                return
+            called[0] = True
+        fn()
+
+    return call

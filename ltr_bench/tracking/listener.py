@@ -1,6 +1,23 @@
 """The MLflow logging policy during a run: :class:`MlflowListener`, a harness listener
 (:class:`ltr_bench.run.listener.Listener`'s callbacks) that logs through a
-:class:`~ltr_bench.tracking.writer.Tracker`."""
+:class:`~ltr_bench.tracking.writer.Tracker`.
+
+What it guarantees:
+
+* Local results first: a record reaches this listener only after it is saved locally, so a
+  killed run loses nothing: a re-run finds the record finished and logs it then.
+* One log per cell: the cell's claim is held (:meth:`MlflowListener.hold_claim`) until its run
+  is in MLflow; with ``claim_found`` a record found finished (whose claim the harness does not
+  hold) is logged while holding its claim, taken here, so two runs never log one record at
+  the same time.
+
+Logging happens on the caller's thread, between cells. A background thread was tried and
+measured (``docs/performance.md``): MLflow's Python work holds the GIL that a ranker's
+Python-driven training loop (LightGBM, XGBoost: one call into native code per boosting round)
+needs between rounds, so the fit of a cell logged beside took 1.3-2.2 s instead of 0.7 s and
+its recorded ``fit_seconds`` were inflated. Timings are what a benchmark reports, so logging
+does not overlap the timed stages.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +31,10 @@ from ltr_bench.tracking.writer import Tracker
 
 __all__ = ["MlflowListener"]
 
+#: how long to wait for the claim of a record found finished before logging it all the same
+#: (the tracker finds a run logged meanwhile by its key and finish time)
+CLAIM_WAIT_SECONDS = 30.0
+
 
 class MlflowListener:
     """The MLflow logging policy during ``run_plan``: every finished record (computed now or
@@ -21,9 +42,10 @@ class MlflowListener:
     store that stops answering turns logging off for the rest of the run (the results stay in
     the local store) and is reported by :attr:`error`.
 
-    ``store`` (a :class:`~ltr_bench.results.ResultStore`) is only read: per-query values of
-    records found finished, and every finished fold of a parent for its aggregates.
-    ``on_error(message)`` hears of the first logging failure.
+    ``store`` (a :class:`~ltr_bench.results.ResultStore`) is read for per-query values of
+    records found finished and every finished fold of a parent for its aggregates.
+    ``on_error(message)`` hears of the first logging failure. ``claim_found``: log a record
+    this process did not claim under its claim (``ltr-bench run``; see the module).
     """
 
     def __init__(
@@ -34,13 +56,16 @@ class MlflowListener:
         plan: dict[str, Any] | None = None,
         plan_toml: str | None = None,
         on_error: Callable[[str], None] | None = None,
+        claim_found: bool = False,
     ):
         self.tracker: Tracker | None = tracker
         self.store = store
         self.plan = plan
         self.plan_toml = plan_toml
         self.on_error = on_error
+        self.claim_found = claim_found
         self.error: str | None = None
+        self._held: dict[str, Callable[[], None]] = {}  # key -> release of its claim
 
     def fold_loading(self, dataset: str, fold: int) -> None:
         pass
@@ -54,18 +79,45 @@ class MlflowListener:
     def cell_progress(self, *args) -> None:
         pass
 
-    def cell_finished(self, record: ResultRecord, index: int, total: int, *, skipped: bool) -> None:
+    def hold_claim(self, record: ResultRecord, release: Callable[[], None]) -> None:
+        """Keep the claim of ``record``'s cell until its run is in MLflow (or logging is
+        off); :meth:`cell_finished` follows."""
         if self.tracker is None:
-            return
-        if not record.ok:
-            self.tracker.mark_failed(record.plan_key)
-            return
-        if record.per_query is None:
-            self.store.per_query(record)
+            release()
+        else:
+            self._held[record.key] = release
+
+    def cell_finished(self, record: ResultRecord, index: int, total: int, *, skipped: bool) -> None:
+        release = self._held.pop(record.key, None)
+        claim = None
         try:
-            self.tracker.log_record(record, plan=self.plan, plan_toml=self.plan_toml)
-        except TrackingError as exc:
-            self._failed(str(exc))
+            if self.tracker is None:
+                return
+            if not record.ok:
+                self.tracker.mark_failed(record.plan_key)
+                return
+            if release is None and self.claim_found:
+                claim = self._claim(record)
+            if record.per_query is None:
+                self.store.per_query(record)
+            try:
+                self.tracker.log_record(record, plan=self.plan, plan_toml=self.plan_toml)
+            except TrackingError as exc:
+                self._failed(str(exc))
+        finally:
+            if claim is not None:
+                claim.release()
+            if release is not None:
+                release()
+
+    def _claim(self, record: ResultRecord):
+        """The claim of a record found finished (another run may be logging it now)."""
+        try:
+            return self.store.wait_claim(
+                record.key, record.summary_line(), timeout=CLAIM_WAIT_SECONDS
+            )
+        except Exception:  # noqa: BLE001 - log it all the same (see CLAIM_WAIT_SECONDS)
+            return None
 
     def attach_report(self, dataset: str, path: Path) -> None:
         """Attach a report file (e.g. the HTML report) under ``report/`` to every parent run
@@ -84,11 +136,17 @@ class MlflowListener:
     def _failed(self, text: str) -> None:
         self.error = text
         self.tracker = None  # keep computing; everything stays in the local results
+        for release in self._held.values():
+            release()
+        self._held.clear()
         if self.on_error is not None:
             self.on_error(text)
 
     def close(self, *, interrupted: bool = False) -> None:
         """End the parent runs touched by this invocation (see :meth:`Tracker.finish`)."""
+        for release in self._held.values():  # records never announced (an interruption)
+            release()
+        self._held.clear()
         if self.tracker is None:
             return
         try:

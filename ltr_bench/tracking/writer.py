@@ -33,6 +33,7 @@ Parent run content
 from __future__ import annotations
 
 import json
+import shutil
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -292,25 +293,34 @@ class Tracker:
                 if v is not None
             ]
             params = run_params(record, fold=True)
+            # every number in as few calls as MLflow takes (each call is a transaction)
+            metrics += [Metric(k, v, ts, step) for k, v, step in curve_metrics(record)]
             client.log_batch(
                 run_id,
-                metrics=metrics,
+                metrics=metrics[:_BATCH_MAX],
                 params=[Param(k, param_text(v)) for k, v in sorted(params.items())],
                 tags=[],
             )
-            curve = [Metric(k, v, ts, step) for k, v, step in curve_metrics(record)]
-            for start in range(0, len(curve), _BATCH_MAX):  # MLflow takes 1000 per call
-                client.log_batch(run_id, metrics=curve[start : start + _BATCH_MAX])
-            self._log_json(run_id, {"cell": record.config, "plan": plan}, "config.json")
-            self._log_text(
-                run_id,
-                json.dumps(record.to_dict(), indent=1, sort_keys=True, allow_nan=True) + "\n",
-                RECORD_ARTIFACT,
-            )
+            for start in range(_BATCH_MAX, len(metrics), _BATCH_MAX):
+                client.log_batch(run_id, metrics=metrics[start : start + _BATCH_MAX])
+            files = {
+                "config.json": json.dumps(
+                    {"cell": record.config, "plan": plan}, indent=1, sort_keys=True, default=repr
+                )
+                + "\n",
+                RECORD_ARTIFACT: json.dumps(
+                    record.to_dict(), indent=1, sort_keys=True, allow_nan=True
+                )
+                + "\n",
+            }
             if record.per_query is not None:
-                self._log_text(run_id, per_query_csv(record.per_query), PER_QUERY_ARTIFACT)
-            if record.run_file and Path(record.run_file).is_file():
-                client.log_artifact(run_id, record.run_file)
+                files[PER_QUERY_ARTIFACT] = per_query_csv(record.per_query)
+            with tempfile.TemporaryDirectory(prefix="ltr-bench-") as tmp:
+                for name, text in files.items():
+                    (Path(tmp) / name).write_text(text, encoding="utf-8")
+                if record.run_file and Path(record.run_file).is_file():
+                    shutil.copy(record.run_file, Path(tmp) / Path(record.run_file).name)
+                client.log_artifacts(run_id, tmp)  # one call for all the run's files
             client.set_terminated(run_id, "FINISHED", end_time=_millis(record.finished))
         except BaseException:
             try:  # leave no half-logged FINISHED-looking run behind

@@ -1,0 +1,272 @@
+"""The framework's own cost: wall time against the time of the stages, start-up, Dask speed-up.
+
+Everything runs the installed ``ltr-bench`` command in a subprocess (interpreter start and
+imports included, as a user sees it), in a scratch folder with an MLflow store that already
+exists (made by a first, untimed run). Measured, each from one run unless said otherwise:
+
+1. **main**: the README's main command ``ltr-bench run --ranker lightgbm,xgboost-gbrt
+   --dataset synthetic`` (MLflow on) into a fresh results folder: wall time / the summed
+   stage times of its records (setup + fit + score + evaluate of every cell, plus the load
+   of every fold once: in process one load serves all rankers of a fold). Target <= 1.15.
+2. **one fold**: ``ltr-bench run --ranker lightgbm --dataset <MQ2008-shaped folder> --folds
+   1`` (MLflow on, parsed-data cache warm): wall - stages = the overhead in seconds.
+   Target <= 2.0 s. The folder is generated here (:func:`write_letor`: 1,000 queries,
+   ~15,000 documents, 46 features, 5 folds in MQ2008's layout), so no download is needed.
+3. **start-up**: ``ltr-bench --help`` and ``ltr-bench rankers``, median wall of 5 runs.
+   Targets < 0.15 s and < 1 s.
+4. **Dask**: ten independent cells (lightgbm and xgboost-gbrt, 200 trees, one thread, the
+   5 folds of the generated folder, cache warm, MLflow on): in process, then ``--workers
+   2`` (cluster start included), each into a fresh results folder. Speed-up = in-process
+   wall / Dask wall; target >= 1.6. The script checks that both runs' metrics are identical
+   (bit for bit) and prints the machine's parallel capacity now (2.0 on an idle 2-core
+   machine: no executor can beat it).
+
+The load average is printed before and after every timing: on a shared machine the numbers
+move with it, so compare ratios within one run.
+
+    python benchmarks/bench_overhead.py                  # all parts
+    python benchmarks/bench_overhead.py --parts main,startup
+    git worktree add /tmp/before 85fff15      # then, for a before/after at the same load:
+    python benchmarks/bench_overhead.py --parts main,fold --reference /tmp/before
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+STAGES = ("setup", "fit", "score", "evaluate")
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load {one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+#: with ``--reference CHECKOUT``: the parts run a second time on that checkout's code
+REFERENCE: list[Path] = []
+
+
+def cli() -> list[str]:
+    exe = Path(sys.executable).with_name("ltr-bench")
+    if REFERENCE or not exe.exists():
+        return [sys.executable, "-m", "ltr_bench"]
+    return [str(exe)]
+
+
+#: CPU seconds (user + system) of the last :func:`timed` command and its children: less
+#: sensitive to a shared machine's load than wall time
+LAST_CPU = [0.0]
+
+
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def timed(args: list[str], cwd: Path, env: dict) -> float:
+    cpu = _children_cpu()
+    t = time.perf_counter()
+    proc = subprocess.run(cli() + args, cwd=cwd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    LAST_CPU[0] = _children_cpu() - cpu
+    if proc.returncode != 0:
+        raise SystemExit(f"ltr-bench {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+    return wall
+
+
+def records(results: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(results.glob("*.json"))]
+
+
+def stage_seconds(recs: list[dict]) -> float:
+    """Setup + fit + score + evaluate of every record, plus each fold's load once."""
+    total = sum(r["stage_seconds"].get(s, 0.0) for r in recs for s in STAGES)
+    loads = {
+        (r["dataset"], r["fold"], r["seed"]): r["stage_seconds"].get("load", 0.0) for r in recs
+    }
+    return total + sum(loads.values())
+
+
+def write_letor(root: Path, *, n_queries=1000, n_features=46, n_folds=5, seed=0) -> Path:
+    """An MQ2008-shaped LETOR folder: ``Fold{1..5}/{train,vali,test}.txt``, ``n_queries``
+    queries of 1-30 documents (mean ~15), features in [0, 1], labels 0-2 from a noisy linear
+    score. Fold k tests on the k-th fifth of the queries, validates on the next, trains on
+    the other three (MQ2008's rotation)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    w = rng.normal(size=n_features)
+    sizes = rng.integers(1, 30, size=n_queries)
+    lines_of = []
+    for q, n in enumerate(sizes, start=1):
+        X = rng.random((n, n_features))
+        s = X @ w + rng.normal(scale=2.0, size=n)
+        labels = np.digitize(s, np.quantile(s, [0.6, 0.9])) if n > 2 else np.zeros(n, int)
+        lines_of.append(
+            [
+                f"{int(y)} qid:{q} "
+                + " ".join(f"{j + 1}:{v:.6f}" for j, v in enumerate(x))
+                + f" #docid = D{q}-{i}"
+                for i, (x, y) in enumerate(zip(X, labels))
+            ]
+        )
+    parts = np.array_split(np.arange(n_queries), n_folds)
+    for k in range(n_folds):
+        test, vali = parts[k], parts[(k + 1) % n_folds]
+        train = np.concatenate([parts[(k + j) % n_folds] for j in range(2, n_folds)])
+        folder = root / f"Fold{k + 1}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, qs in (("train", train), ("vali", vali), ("test", test)):
+            text = "\n".join(line for q in sorted(qs) for line in lines_of[q]) + "\n"
+            (folder / f"{name}.txt").write_text(text)
+    return root
+
+
+def part_main(work: Path, env: dict) -> None:
+    args = ["run", "--ranker", "lightgbm,xgboost-gbrt", "--dataset", "synthetic"]
+    timed([*args, "--folds", "1", "--results-dir", str(work / "warm-main")], work, env)
+    before = load()
+    wall = timed([*args, "--results-dir", str(work / "main")], work, env)
+    cpu = LAST_CPU[0]
+    stages = stage_seconds(records(work / "main"))
+    bare = timed([*args, "--no-mlflow", "--results-dir", str(work / "main-nomlflow")], work, env)
+    print(
+        f"main command: wall {wall:.2f} s, stages {stages:.2f} s, ratio {wall / stages:.2f} "
+        f"(target <= 1.15); CPU {cpu:.2f} s; --no-mlflow: wall {bare:.2f} s, CPU "
+        f"{LAST_CPU[0]:.2f} s   [{before} -> {load()}]"
+    )
+
+
+def part_one_fold(work: Path, env: dict, data: Path) -> None:
+    args = ["run", "--ranker", "lightgbm", "--dataset", str(data), "--folds", "1"]
+    timed([*args, "--results-dir", str(work / "warm-fold")], work, env)  # cache + store
+    before = load()
+    wall = timed([*args, "--results-dir", str(work / "fold")], work, env)
+    cpu = LAST_CPU[0]
+    stages = stage_seconds(records(work / "fold"))
+    nomlflow = timed(
+        [*args, "--no-mlflow", "--results-dir", str(work / "fold-nomlflow")], work, env
+    )
+    print(
+        f"one MQ2008-sized fold: wall {wall:.2f} s, stages {stages:.2f} s, overhead "
+        f"{wall - stages:.2f} s (target <= 2.0); CPU {cpu:.2f} s; --no-mlflow wall "
+        f"{nomlflow:.2f} s, CPU {LAST_CPU[0]:.2f} s   "
+        f"[{before} -> {load()}]"
+    )
+
+
+def part_startup(work: Path, env: dict) -> None:
+    for args, target in ((["--help"], 0.15), (["rankers"], 1.0)):
+        before = load()
+        walls, cpus = [], []
+        for _ in range(5):
+            walls.append(timed(args, work, env))
+            cpus.append(LAST_CPU[0])
+        print(
+            f"ltr-bench {' '.join(args)}: median {statistics.median(walls):.3f} s of 5 "
+            f"(min {min(walls):.3f}, target < {target}); median CPU "
+            f"{statistics.median(cpus):.3f} s   [{before} -> {load()}]"
+        )
+
+
+def part_dask(work: Path, env: dict, data: Path, workers: int) -> None:
+    from bench_executors import parallel_capacity
+
+    args = [
+        "run",
+        "--ranker",
+        "lightgbm,xgboost-gbrt",
+        "--dataset",
+        str(data),
+        "--param",
+        "lightgbm.n_estimators=200",
+        "--param",
+        "xgboost-gbrt.n_estimators=200",
+        "--threads",
+        "1",
+    ]
+    timed([*args, "--folds", "1", "--results-dir", str(work / "warm-dask")], work, env)
+    for k in range(2, 6):  # every fold in the parsed-data cache
+        timed(
+            [*args, "--folds", str(k), "--no-mlflow", "--results-dir", str(work / "warm-dask")],
+            work,
+            env,
+        )
+    before = load()
+    here = timed([*args, "--results-dir", str(work / "inproc")], work, env)
+    mid = load()
+    dask = timed([*args, "--workers", str(workers), "--results-dir", str(work / "dask")], work, env)
+    after = load()
+    a = {r["key"]: r["metrics"] for r in records(work / "inproc")}
+    b = {r["key"]: r["metrics"] for r in records(work / "dask")}
+    same = a == b and len(a) == 10
+    print(
+        f"ten cells: in process {here:.2f} s [{before}], --workers {workers} {dask:.2f} s "
+        f"[{mid} -> {after}], speed-up {here / dask:.2f}x (target >= 1.6); parallel capacity "
+        f"now {parallel_capacity(workers):.2f}; metrics identical: {same}"
+    )
+    if not same:
+        raise SystemExit("the Dask run's metrics differ from the in-process run's")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--parts", default="main,fold,startup,dask")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    ap.add_argument(
+        "--reference",
+        type=Path,
+        default=None,
+        help="a checkout of another commit (git worktree add DIR COMMIT): the parts run "
+        "again on its code (same installed dependencies), for a before/after at one load",
+    )
+    args = ap.parse_args()
+    parts = set(args.parts.split(","))
+    work = Path(tempfile.mkdtemp(prefix="ltr-bench-overhead-"))
+    env = {**os.environ, "LTR_BENCH_CACHE": str(work / "cache")}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    commit = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    print(f"commit {commit}; {os.cpu_count()} cores; {load()}; scratch {work}")
+    try:
+        data = write_letor(work / "MQ2008-like") if parts & {"fold", "dask"} else None
+        runs = [("this checkout", work, env)]
+        if args.reference is not None:
+            ref = args.reference.resolve()
+            path = os.pathsep.join([str(ref), str(ref / "baselines")])
+            ref_env = {**env, "PYTHONPATH": path, "LTR_BENCH_CACHE": str(work / "ref-cache")}
+            (work / "ref").mkdir()
+            runs.append((f"reference {ref}", work / "ref", ref_env))
+        for name, folder, run_env in runs:
+            REFERENCE[:] = [Path(name)] if name != "this checkout" else []
+            print(f"-- {name}")
+            if "startup" in parts:
+                part_startup(folder, run_env)
+            if "main" in parts:
+                part_main(folder, run_env)
+            if "fold" in parts:
+                part_one_fold(folder, run_env, data)
+            if "dask" in parts:
+                part_dask(folder, run_env, data, args.workers)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
