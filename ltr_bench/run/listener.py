@@ -7,8 +7,9 @@ through another. A listener hears of an ok record only after it is saved locally
 Claims: a cell this process computed (or found finished while it held the cell's claim) is
 announced with :meth:`Listener.hold_claim` just before :meth:`Listener.cell_finished`; the
 claim, and with it every other process waiting for the cell, stays held until each listener
-has called the ``release`` it was given. So a listener that logs in the background (MLflow)
-keeps a concurrent run from logging the same cell at the same time.
+has called the ``release`` it was given (at once, or later from any thread). So a listener
+that logs the record (MLflow) keeps a concurrent run from logging the same cell at the same
+time, and the cell's claim covers its whole journey: computed, saved, logged.
 """
 
 from __future__ import annotations
