@@ -19,7 +19,8 @@ from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input
 from ltr_bench.results import ResultStore
 from ltr_bench.run.cells import expand_plan
 from ltr_bench.run.dask_executor import DaskExecutor
-from ltr_bench.run.executors import InProcessExecutor, make_executor
+from ltr_bench.run.executor_choice import make_executor
+from ltr_bench.run.executors import InProcessExecutor
 from ltr_bench.run.harness import HarnessInterrupted, run_plan
 from ltr_bench.run.listener import Listener
 from ltr_bench.run.plan import DatasetChoice, Plan, RankerChoice

@@ -93,7 +93,7 @@ def scheduler(shared: str):
 def executor_choice(ctx, workers_value, scheduler_value):
     """(workers, scheduler) to use: ``--workers`` typed now wins over a scheduler address
     that came only from ``$DASK_SCHEDULER_ADDRESS``; both typed is refused later by
-    :func:`ltr_bench.run.executors.make_executor`."""
+    :func:`ltr_bench.run.executor_choice.make_executor`."""
     if workers_value is not None and (
         ctx.get_parameter_source("scheduler") == click.core.ParameterSource.ENVIRONMENT
     ):

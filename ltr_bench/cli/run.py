@@ -188,7 +188,7 @@ def _run(
     from ltr_bench.cli.console import Console, ConsoleListener
     from ltr_bench.report.text import summary_table
     from ltr_bench.results import ResultStore
-    from ltr_bench.run.executors import make_executor
+    from ltr_bench.run.executor_choice import make_executor
     from ltr_bench.run.plan_options import CommandLine, build_plan
 
     console = Console()

@@ -208,7 +208,7 @@ def tune_command(
         local=scheduler is None,
     )
     plan.command = shlex.join(["ltr-bench", *sys.argv[1:]])
-    from ltr_bench.run.executors import make_executor
+    from ltr_bench.run.executor_choice import make_executor
 
     executor = make_executor(workers=workers, scheduler=scheduler, threads=plan.threads)
     try:

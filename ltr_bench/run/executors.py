@@ -29,7 +29,7 @@ import functools
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ltr_bench.errors import LtrBenchError, UsageError
+from ltr_bench.errors import LtrBenchError
 from ltr_bench.progress import progress_handler
 
 if TYPE_CHECKING:  # scikit-learn comes with the cells' module: not needed to start
@@ -40,7 +40,6 @@ __all__ = [
     "ExecutorError",
     "InProcessExecutor",
     "WorkerDied",
-    "make_executor",
 ]
 
 
@@ -144,35 +143,3 @@ def _call_reporting(fn, cell: Cell, handler) -> Any:
 
     with progress_handler(handler):
         return run_cell(cell, progress=handler) if fn is None else fn(cell)
-
-
-def make_executor(
-    *, workers: int | None = None, scheduler: str | None = None, threads: int | None = None
-) -> Executor:
-    """The executor for ``ltr-bench run``: a cluster when ``scheduler`` (an address) or
-    ``workers`` (a local cluster) is given, else in process. Both at once is a usage error
-    (``workers`` of an existing cluster are the cluster's business)."""
-    if scheduler is not None and workers is not None:
-        raise UsageError(
-            "give --workers (start a local Dask cluster) or --scheduler (use a "
-            "running one), not both"
-        )
-    from ltr_bench.run.dask_executor import DaskExecutor
-
-    if scheduler is not None:
-        scheduler = scheduler.strip()
-        if not scheduler:
-            raise UsageError("--scheduler: empty address (expected e.g. tcp://host:8786)")
-        return DaskExecutor(scheduler=scheduler, threads=threads)
-    if workers is not None:
-        return DaskExecutor(workers=workers, threads=threads)
-    return InProcessExecutor()
-
-
-def __getattr__(name: str):
-    # DaskExecutor lives in its own module (imported on first use: distributed is heavy)
-    if name == "DaskExecutor":
-        from ltr_bench.run.dask_executor import DaskExecutor
-
-        return DaskExecutor
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
