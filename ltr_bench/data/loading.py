@@ -49,6 +49,7 @@ from ltr_bench.data.specs import (
     resolve_cache_dir,
     resolve_data_dir,
 )
+from ltr_bench.data.subsample import SUBSAMPLE_OPTIONS, subsampled
 from ltr_bench.folds import Fold, Split, fingerprint_arrays
 from ltr_bench.progress import report_progress
 
@@ -343,6 +344,8 @@ def dataset_identity(dataset, *, data_dir=None, seed: int = 0, options=None) -> 
         changed = {k: v for k, v in resolve_options(spec, options).items() if v != spec.options[k]}
         if changed:
             ident["options"] = changed
+        if any(changed.get(k) for k in SUBSAMPLE_OPTIONS):  # the draw depends on the seed
+            ident["seed"] = int(seed)
         return ident
     return {
         "name": spec.name,
@@ -367,7 +370,8 @@ def load_fold(
     Returns a :class:`~ltr_bench.folds.Fold`: ``X`` float64 C-contiguous (read-only memory
     maps for cached data), ``y`` and ``qid`` int64 with each query's rows contiguous,
     ``vali`` None when the dataset has no validation split, ``max_label`` the top grade.
-    ``seed`` and ``options`` apply to generated and query-by-example data. ``progress`` is
+    ``seed`` and ``options`` apply to generated and query-by-example data, and ``seed`` to
+    the query subsamples of LETOR data (``train_queries`` / ``test_queries``). ``progress`` is
     ``callable(done, total, message)`` for long parses and generation (default:
     :func:`ltr_bench.progress.report_progress`).
 
@@ -407,6 +411,7 @@ def load_fold(
             cache_dir=cache_dir,
             progress=progress,
         )
+        loaded = subsampled(loaded, opts, seed)
         return normalised(loaded) if opts.get("query_norm") else loaded
     opts = resolve_options(spec, options)
     if spec.kind == "generated":

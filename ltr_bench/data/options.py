@@ -10,6 +10,7 @@ from __future__ import annotations
 from ltr_bench.data.errors import DataError, DatasetOptionError
 from ltr_bench.data.generated import check_generated_options
 from ltr_bench.data.specs import DatasetSpec
+from ltr_bench.data.subsample import SUBSAMPLE_OPTIONS
 
 
 def resolve_options(spec: DatasetSpec, options: dict | None) -> dict:
@@ -43,6 +44,11 @@ def resolve_options(spec: DatasetSpec, options: dict | None) -> dict:
                 f"{type(default).__name__} (default {default!r})."
             ) from None
         opts[key] = value
+    for key in SUBSAMPLE_OPTIONS:
+        if opts.get(key, 0) < 0:
+            raise DatasetOptionError(
+                f"option {key}={opts[key]} of dataset {spec.name!r} must be >= 0 (0: every query)."
+            )
     check_generated_options(spec.name, opts)  # ranges and memory, before anything is made
     return opts
 

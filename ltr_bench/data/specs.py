@@ -51,6 +51,9 @@ class DatasetSpec:
     in the query; :func:`ltr_bench.data.loading.query_level_norm`). The LETOR 3.0 OHSUMED
     baseline table was computed on QueryLevelNorm features; the files ltr-bench reads for
     ``ohsumed`` are the ``Feature-min`` (raw) version, so set it to compare with that table.
+    ``train_queries`` / ``test_queries`` (default 0, every query): that many whole queries drawn
+    from the training / test split with the run's seed (:mod:`ltr_bench.data.subsample`), as a
+    paper that used a subset of a large set did.
 
     The remaining fields describe the official archive for the loader: ``root`` (folder under
     the data home), ``fold_dir`` (per-fold sub-folder template with ``{k}``, or ``""`` for a
@@ -186,7 +189,7 @@ def _yahoo(k: int) -> DatasetSpec:
 
 
 #: Options of every LETOR-format dataset (see :class:`DatasetSpec`).
-LETOR_OPTIONS = {"query_norm": False}
+LETOR_OPTIONS = {"query_norm": False, "train_queries": 0, "test_queries": 0}
 
 SYNTHETIC_DEFAULTS = {
     "n_queries": 300,
