@@ -435,7 +435,7 @@ class FailingRanker(RecordingRanker):
 def test_tune_cell_turns_a_load_error_and_a_study_without_a_completed_trial_into_failed_records(
     tmp_path, monkeypatch
 ):
-    from ltr_bench.run import harness
+    from ltr_bench.run import unit
     from ltr_bench.tune.cell import TunedCell, tune_cell
 
     cell, fold = _cell()
@@ -447,7 +447,7 @@ def test_tune_cell_turns_a_load_error_and_a_study_without_a_completed_trial_into
     def unreadable(cell, progress=None):
         raise OSError("the data home is not mounted")
 
-    monkeypatch.setattr(harness, "_load_fold", unreadable)  # fold=None: tune_cell loads
+    monkeypatch.setattr(unit, "load_fold", unreadable)  # fold=None: tune_cell loads
     lost = tune_cell(tcell, space=space, budget=budget, storage=storage)
     assert isinstance(lost, TunedCell) and lost.result is None
     assert (lost.record.status, lost.record.error_stage) == ("failed", "load")

@@ -65,9 +65,8 @@ from ltr_bench.run.unit import (
     run_cell,
 )
 
-# The unit of work and the listeners moved to their own modules; their names stay importable
+# The unit of work and the listeners live in their own modules; their names stay importable
 # from here for callers that used them through the harness.
-_load_fold = load_fold
 
 __all__ = [
     "KNN_K",

@@ -115,7 +115,7 @@ def tune_cell(
     then: Callable[[TunedCell], None] | None = None,
 ) -> TunedCell:
     """Tune one cell and evaluate its choice: :func:`tune`, then :func:`finalize_cell` and
-    :func:`ltr_bench.run.harness.run_cell` on the same fold, the study's summary put in
+    :func:`ltr_bench.run.unit.run_cell` on the same fold, the study's summary put in
     ``record.config["tuning"]``.
 
     ``fold``: the loaded fold when the caller has it (shared by rankers); else it is loaded
@@ -130,11 +130,11 @@ def tune_cell(
     which is then reused rather than computed again. ``then(tuned)`` runs while the study
     is still held (the caller saves the record there, before any waiting process looks).
     """
-    from ltr_bench.run.harness import _load_fold, run_cell
+    from ltr_bench.run import unit
 
     if fold is None:
         try:
-            fold = _load_fold(tcell)
+            fold = unit.load_fold(tcell)
         except Exception as exc:  # noqa: BLE001 - a failed record, like run_cell's
             return TunedCell.failed(tcell, exc, "load")
     try:
@@ -146,7 +146,7 @@ def tune_cell(
                 tuned = _tune_and_test(
                     tcell,
                     fold,
-                    run_cell,
+                    unit.run_cell,
                     space=space,
                     budget=budget,
                     storage=storage,

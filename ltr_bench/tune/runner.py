@@ -15,7 +15,8 @@ def tune_here(pending, job, listeners, console, finish, total: int, *, existing=
     of that fold (a fold that failed to load fails its cells without a second attempt).
     ``finish`` runs while the cell's study is held; ``existing(tcell)``: the tuned record
     already saved (by a process this one waited for), or None."""
-    from ltr_bench.run.harness import _fold_of, _load_fold
+    from ltr_bench.run import unit
+    from ltr_bench.run.harness import _fold_of
 
     folds_loaded: dict[tuple, object] = {}
     budget = job.budget
@@ -26,7 +27,7 @@ def tune_here(pending, job, listeners, console, finish, total: int, *, existing=
             for x in listeners:
                 x.fold_loading(tcell.dataset, tcell.fold)
             try:
-                folds_loaded[fkey] = _load_fold(tcell)
+                folds_loaded[fkey] = unit.load_fold(tcell)
             except Exception as exc:  # noqa: BLE001 - reported per cell
                 folds_loaded[fkey] = exc
         fold = folds_loaded[fkey]
