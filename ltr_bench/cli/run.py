@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from ltr_bench.cli import options
-from ltr_bench.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, LtrBenchError, UsageError
+from ltr_bench.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError
 from ltr_bench.evaluation.metric_keys import METRICS_HELP
 
 CONTEXT = options.CONTEXT
@@ -185,13 +185,56 @@ def _run(
     scheduler=None,
     **plan_options,
 ) -> None:
-    from ltr_bench.cli.console import Console, ConsoleListener
+    from ltr_bench.cli.console import Console
+
+    console = Console()
+    results_root = Path(results_dir) if results_dir else Path.cwd() / "mlflow_runs" / "results"
+    mlflow_process = None
+    if not no_mlflow:  # MLflow is imported and the store opened meanwhile, on another core
+        from ltr_bench.cli.mlflow_process import MlflowProcess
+
+        mlflow_process = MlflowProcess(tracking_uri, results_root)
+    try:
+        _run_logged(
+            ctx,
+            console,
+            mlflow_process,
+            results_root,
+            **{
+                "force": force,
+                "output": output,
+                "score_repeats": score_repeats,
+                "save_scores": save_scores,
+                "workers": workers,
+                "scheduler": scheduler,
+                **plan_options,
+            },
+        )
+    finally:
+        if mlflow_process is not None:
+            mlflow_process.close_now()  # a no-op after close(); else nothing more is logged
+
+
+def _run_logged(
+    ctx,
+    console,
+    mlflow_process,
+    results_root,
+    *,
+    output,
+    force,
+    score_repeats,
+    save_scores,
+    workers,
+    scheduler,
+    **plan_options,
+) -> None:
+    from ltr_bench.cli.console import ConsoleListener
     from ltr_bench.report.text import summary_table
     from ltr_bench.results import ResultStore
     from ltr_bench.run.executor_choice import make_executor
     from ltr_bench.run.plan_options import CommandLine, build_plan
 
-    console = Console()
     plan = build_plan(
         CommandLine(**plan_options),
         warn=lambda m: _err(f"warning: {m}"),
@@ -209,9 +252,7 @@ def _run(
 
         console.status("checking rankers and data ...", force=True)
         expanded = expand_plan(plan, score_repeats=score_repeats, save_scores=save_scores)
-        store = ResultStore(
-            Path(results_dir) if results_dir else Path.cwd() / "mlflow_runs" / "results"
-        )
+        store = ResultStore(results_root)
         options.check_outputs(store.root, output, plan.cache_dir)
     except BaseException:
         executor.close()  # a cluster started for nothing
@@ -219,23 +260,21 @@ def _run(
     headline = "ndcg@10" if "ndcg@10" in expanded.metrics else expanded.metrics[0]
     listeners = [ConsoleListener(console, headline=headline, failure_log=store.failure_log)]
     mlflow_listener, tracking_error = None, None
-    if not no_mlflow:
-        from ltr_bench.tracking import MlflowListener, Tracker, TrackingError
+    if mlflow_process is not None:
+        from ltr_bench.tracking import TrackingError
 
-        tracker = Tracker(tracking_uri)
+        mlflow_process.on_error = lambda m: console.line(
+            f"warning: {m}; from now on results are only saved locally"
+        )
+        mlflow_process.on_note = console.line
+        mlflow_process.configure(
+            plan=plan.to_dict(),
+            plan_toml=Path(plan.source).read_text(encoding="utf-8") if plan.source else None,
+        )
         try:
-            console.status(f"opening MLflow store {tracker.uri} ...", force=True)
-            tracker.check()
-            mlflow_listener = MlflowListener(
-                tracker,
-                store,
-                plan=plan.to_dict(),
-                plan_toml=Path(plan.source).read_text(encoding="utf-8") if plan.source else None,
-                on_error=lambda m: console.line(
-                    f"warning: {m}; from now on results are only saved locally"
-                ),
-                claim_found=True,  # a concurrent run may be logging a record found finished
-            )
+            console.status(f"opening MLflow store {mlflow_process.uri} ...", force=True)
+            mlflow_process.wait_ready()
+            mlflow_listener = mlflow_process
             listeners.append(mlflow_listener)
         except TrackingError as exc:
             if isinstance(exc, UsageError):  # not a store to use: refuse the command
@@ -245,7 +284,7 @@ def _run(
     console.line(
         f"{len(expanded.cells)} cell(s) ({len(plan.datasets)} dataset(s) x folds x "
         f"{len(plan.rankers)} ranker(s) x {len(plan.all_seeds())} seed(s)); results in "
-        f"{store.root}" + (f"; MLflow {tracker.uri}" if mlflow_listener else "")
+        f"{store.root}" + (f"; MLflow {mlflow_listener.uri}" if mlflow_listener else "")
     )
 
     interrupted, write_error = False, None
@@ -270,11 +309,6 @@ def _run(
         report, write_error = exc.report, str(exc)
     finally:
         executor.close()
-    if mlflow_listener is not None:
-        mlflow_listener.close(interrupted=interrupted or write_error is not None)
-        if not interrupted and write_error is None:
-            _attach_html_reports(store, report.records, mlflow_listener, console)
-        tracking_error = mlflow_listener.error or tracking_error
     console.clear()
     for note in store.damage_notes():  # named, kept beside the recomputed record
         _err(f"warning: {note} (not used; a cell it held is computed again, beside it)")
@@ -290,6 +324,17 @@ def _run(
                 convention=plan.conventions[0] if plan.conventions else None,
             )
         )
+    if mlflow_listener is not None:  # the results are shown; MLflow catches up
+        units: dict[str, list] = {}
+        if not interrupted and write_error is None:  # the HTML report of each dataset
+            for r in report.records:
+                units.setdefault(r.dataset, []).append((r.fold, r.seed))
+        console.status("logging to MLflow ...", force=True)
+        mlflow_listener.close(
+            interrupted=interrupted or write_error is not None, report_units=units
+        )
+        console.clear()
+        tracking_error = mlflow_listener.error or tracking_error
     if output_error:
         _err(output_error)
     if write_error is not None:
@@ -326,29 +371,3 @@ def _run(
         )
         code = EXIT_FAILED
     ctx.exit(code)
-
-
-def _attach_html_reports(store, records, listener, console) -> None:
-    """Each dataset's HTML report on its parent runs: every result in the store on the folds
-    and seeds of this run (so, on the same data, what it can be compared with)."""
-    import tempfile
-
-    from ltr_bench.report.html import to_html
-    from ltr_bench.report.plots import write_plots
-    from ltr_bench.report.tables import build_report
-
-    for dataset in sorted({r.dataset for r in records}):
-        units = {(r.fold, r.seed) for r in records if r.dataset == dataset}
-        recs = [
-            r for r in store.records() if r.dataset == dataset and (r.fold, r.seed) in units
-        ]  # what is comparable with this run
-        for r in recs:
-            store.per_query(r)
-        try:
-            with tempfile.TemporaryDirectory(prefix="ltr-bench-report-") as tmp:
-                rep = build_report(recs, dataset=dataset)
-                path = Path(tmp) / "report.html"
-                path.write_text(to_html(rep, plots=write_plots(rep, tmp)), encoding="utf-8")
-                listener.attach_report(dataset, path)
-        except (LtrBenchError, ValueError, OSError) as exc:
-            console.line(f"note: no HTML report attached for {dataset}: {exc}")

@@ -1,0 +1,360 @@
+"""MLflow logging of ``ltr-bench run`` in a separate process: :class:`MlflowProcess`.
+
+Why a process. MLflow costs every invocation about 3 s of CPU (``import mlflow``, opening
+the SQLite store, a few transactions per fold run, the HTML report at the end), more than
+the rankers of a small plan take to fit. On a thread it would share the GIL with the fits
+and falsify their timings (``docs/performance.md``); in a process of its own it overlaps
+them on another core without touching them: the run computes with one thread by default,
+and the logging process runs at a lower priority (``nice`` +10), so a fit that uses every
+core still comes first.
+
+What runs there. The very code that logged in process before: a
+:class:`~ltr_bench.tracking.Tracker` and an :class:`~ltr_bench.tracking.MlflowListener`
+over the same results folder, then the HTML reports. This module only carries the listener's
+calls across a pipe (:mod:`multiprocessing`, ``spawn``: no state of the run is inherited).
+
+Guarantees kept:
+
+* Local results first: a record is sent only after the harness saved it, so a run killed
+  at any moment loses nothing; a re-run logs what MLflow lacks.
+* One log per cell: the cell's claim stays held in the run's process until the logging
+  process says the record is in MLflow (it sends ``released``; the run's process then
+  releases the claim from its reader thread), so a concurrent run never logs the same cell.
+* An unusable store refuses the command before any work: the run waits for the logging
+  process's first answer (store opened, or why not) before it computes the first cell; by
+  then the logging process has imported MLflow while the run imported its rankers.
+* Ctrl-C reaches the whole foreground process group: the logging process ignores it and
+  ends the parent runs KILLED when the run tells it to. If the run's process dies, the pipe
+  closes and the logging process stops at once (a re-run repairs what is left).
+
+Messages (tuples, pickled): to the logging process ``("cell", record, index, total,
+skipped, held)``, ``("close", interrupted, report_units)``; back ``("ready",)``,
+``("refused", text, usage)``, ``("released", key)``, ``("warning", text)``,
+``("note", text)``, ``("done", error)``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ltr_bench.errors import UsageError
+from ltr_bench.results import ResultRecord
+from ltr_bench.tracking.store import TrackingError
+
+__all__ = ["MlflowProcess", "StoreRefused"]
+
+#: niceness added to the logging process: a fit that wants every core gets them first
+NICE = 10
+
+
+class StoreRefused(TrackingError, UsageError):
+    """The logging process refused the store as one not to use (exit 2, before any work)."""
+
+
+class MlflowProcess:
+    """A harness listener whose MLflow work is done by a child process (see the module).
+
+    ``MlflowProcess(uri, results_root)`` starts the process at once (it imports MLflow and
+    opens the store meanwhile); :meth:`configure` gives it the plan; :meth:`wait_ready` raises
+    what :meth:`Tracker.check` would have raised. ``on_error(message)`` hears of the first
+    logging failure, on the caller's thread (at the next callback or in :meth:`close`).
+    """
+
+    def __init__(self, tracking_uri: str, results_root: str | Path):
+        from ltr_bench.tracking.store import resolve_tracking_uri
+
+        self.uri = resolve_tracking_uri(tracking_uri)
+        self.error: str | None = None
+        self.on_error: Callable[[str], None] | None = None
+        self.on_note: Callable[[str], None] | None = None
+        ctx = multiprocessing.get_context("spawn")
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(
+            target=_serve,
+            args=(child, self.uri, str(results_root)),
+            name="ltr-bench-mlflow",
+            daemon=True,  # never outlives the run's process
+        )
+        self._proc.start()
+        child.close()
+        self._lock = threading.Lock()
+        self._send_lock = threading.Lock()
+        self._held: dict[str, Callable[[], None]] = {}
+        self._pending: list[tuple[str, str]] = []  # ("warning" | "note", text) for the caller
+        self._ready = threading.Event()
+        self._refused: tuple[str, bool] | None = None
+        self._done = threading.Event()
+        self._dead = False
+        self._reader = threading.Thread(target=self._read, name="ltr-bench-mlflow-reader")
+        self._reader.daemon = True
+        self._reader.start()
+
+    # -- the run's side ------------------------------------------------------------------
+
+    def configure(self, *, plan: dict[str, Any] | None, plan_toml: str | None) -> None:
+        """The invocation's plan, logged as artifacts of its parent runs."""
+        self._send(("configure", plan, plan_toml))
+
+    def wait_ready(self) -> None:
+        """Block until the store is open; raise :class:`StoreRefused` (a store not to use)
+        or :class:`TrackingError` (unreachable: the caller may go on without MLflow)."""
+        self._ready.wait()
+        if self._refused is not None:
+            text, usage = self._refused
+            self.close_now()
+            raise (StoreRefused if usage else TrackingError)(text)
+        if self._dead:
+            self.close_now()
+            raise TrackingError(self.error or "the MLflow logging process ended unexpectedly")
+
+    def fold_loading(self, *args) -> None:
+        self._flush()
+
+    def fold_progress(self, *args) -> None:
+        pass
+
+    def cell_started(self, *args) -> None:
+        self._flush()
+
+    def cell_progress(self, *args) -> None:
+        pass
+
+    def hold_claim(self, record: ResultRecord, release: Callable[[], None]) -> None:
+        """Keep ``record``'s claim until the logging process has its run in MLflow."""
+        with self._lock:
+            if self._dead or self.error is not None:
+                hold = False
+            else:
+                self._held[record.key] = release
+                hold = True
+        if not hold:
+            release()
+
+    def cell_finished(self, record: ResultRecord, index: int, total: int, *, skipped: bool) -> None:
+        with self._lock:
+            held = record.key in self._held
+        if not self._send(("cell", record, index, total, skipped, held)):
+            self._release_all()
+        self._flush()
+
+    def close(
+        self, *, interrupted: bool = False, report_units: dict[str, list] | None = None
+    ) -> None:
+        """End the parent runs (KILLED if ``interrupted``), attach the HTML report of each
+        dataset in ``report_units`` (dataset -> its (fold, seed) pairs of this run), wait
+        for the logging process and stop it. Errors end up in :attr:`error`."""
+        if self._send(("close", interrupted, report_units)):
+            try:
+                self._done.wait()
+            except KeyboardInterrupt:  # a second Ctrl-C: stop waiting for MLflow
+                self._proc.terminate()
+                self._fail("interrupted while logging to MLflow")
+        self._stop()
+        self._release_all()
+        self._flush()
+
+    def close_now(self) -> None:
+        """Stop the logging process without logging anything more."""
+        self._send(("quit",))
+        self._stop()
+        self._release_all()
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _send(self, message: tuple) -> bool:
+        with self._send_lock:
+            if self._dead:
+                return False
+            try:
+                self._conn.send(message)
+                return True
+            except (OSError, ValueError):  # the process is gone
+                self._dead = True
+                return False
+
+    def _read(self) -> None:
+        while True:
+            try:
+                message = self._conn.recv()
+            except (EOFError, OSError):
+                break
+            kind = message[0]
+            if kind == "ready":
+                self._ready.set()
+            elif kind == "refused":
+                self._refused = (message[1], message[2])
+                self._ready.set()
+            elif kind == "released":
+                with self._lock:
+                    release = self._held.pop(message[1], None)
+                if release is not None:
+                    release()
+            elif kind in ("warning", "note"):
+                if kind == "warning" and self.error is None:
+                    self.error = message[1]
+                    self._release_all()
+                with self._lock:
+                    self._pending.append((kind, message[1]))
+            elif kind == "done":
+                if message[1] and self.error is None:
+                    self.error = message[1]
+                self._done.set()
+        if not self._done.is_set():
+            self._dead = True
+            if self.error is None and self._refused is None:
+                code = self._proc.exitcode
+                self._fail(
+                    "the MLflow logging process ended unexpectedly"
+                    + (f" (exit code {code})" if code is not None else "")
+                )
+        self._ready.set()
+        self._done.set()
+        self._release_all()
+
+    def _fail(self, text: str) -> None:
+        if self.error is None:
+            self.error = text
+            with self._lock:
+                self._pending.append(("warning", text))
+        self._release_all()
+
+    def _release_all(self) -> None:
+        with self._lock:
+            releases = list(self._held.values())
+            self._held.clear()
+        for release in releases:
+            release()
+
+    def _flush(self) -> None:
+        """Say pending warnings and notes on the caller's (the console's) thread."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+        for kind, text in pending:
+            target = self.on_error if kind == "warning" else self.on_note
+            if target is not None:
+                target(text)
+
+    def _stop(self) -> None:
+        self._proc.join(timeout=30)
+        if self._proc.is_alive():
+            self._proc.terminate()
+            self._proc.join(timeout=5)
+        self._dead = True
+        try:
+            self._conn.close()
+        except OSError:
+            pass
+        self._reader.join(timeout=5)
+
+
+# -- the logging process ---------------------------------------------------------------------
+
+
+def _serve(conn, uri: str, results_root: str) -> None:
+    """The logging process: open the store, then log what the run sends until ``close``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle
+    try:
+        os.nice(NICE)
+    except OSError:
+        pass
+    from ltr_bench.results import ResultStore
+    from ltr_bench.tracking import MlflowListener, Tracker
+    from ltr_bench.tracking.store import TrackingError
+
+    tracker = Tracker(uri)
+    try:
+        tracker.check()
+    except TrackingError as exc:
+        conn.send(("refused", str(exc), isinstance(exc, UsageError)))
+        return
+    except Exception as exc:  # noqa: BLE001 - said to the run, never a traceback
+        conn.send(("refused", f"MLflow at {uri}: {type(exc).__name__}: {exc}", False))
+        return
+    conn.send(("ready",))
+    if not conn.poll(0):  # idle while the run computes: ready the end's HTML report now
+        _warm_up_report()
+    store = ResultStore(Path(results_root))
+    listener = MlflowListener(
+        tracker,
+        store,
+        on_error=lambda text: conn.send(("warning", text)),
+        claim_found=True,  # a concurrent run may be logging a record found finished
+    )
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):  # the run's process is gone: a re-run repairs the rest
+            return
+        kind = message[0]
+        try:
+            if kind == "configure":
+                listener.plan, listener.plan_toml = message[1], message[2]
+            elif kind == "cell":
+                _, record, index, total, skipped, held = message
+                if held:
+                    key = record.key
+                    listener.hold_claim(record, lambda key=key: conn.send(("released", key)))
+                listener.cell_finished(record, index, total, skipped=skipped)
+            elif kind == "close":
+                _, interrupted, report_units = message
+                listener.close(interrupted=interrupted)
+                if report_units and listener.tracker is not None:
+                    _attach_html_reports(
+                        store, report_units, listener, lambda t: conn.send(("note", t))
+                    )
+                conn.send(("done", listener.error))
+                return
+            elif kind == "quit":
+                return
+        except Exception as exc:  # noqa: BLE001 - a bug here must not lose the run's results
+            text = f"MLflow logging failed: {type(exc).__name__}: {exc}"
+            conn.send(("warning", text))
+            if kind == "cell" and message[5]:
+                conn.send(("released", message[1].key))
+            if kind == "close":
+                conn.send(("done", text))
+                return
+
+
+def _warm_up_report() -> None:
+    """Import what the HTML report needs (matplotlib ~0.5 s) before the run ends."""
+    try:
+        from ltr_bench.report import html, tables  # noqa: F401
+        from ltr_bench.report.plots import _plt
+
+        _plt()
+    except Exception:  # noqa: BLE001, S110 - the report says it later, if it still fails
+        pass
+
+
+def _attach_html_reports(store, report_units: dict[str, list], listener, note) -> None:
+    """Each dataset's HTML report on its parent runs: every result in the store on the folds
+    and seeds of this run (so, on the same data, what it can be compared with)."""
+    import tempfile
+
+    from ltr_bench.errors import LtrBenchError
+    from ltr_bench.report.html import to_html
+    from ltr_bench.report.plots import write_plots
+    from ltr_bench.report.tables import build_report
+
+    for dataset in sorted(report_units):
+        units = {tuple(u) for u in report_units[dataset]}
+        recs = [
+            r for r in store.records() if r.dataset == dataset and (r.fold, r.seed) in units
+        ]  # what is comparable with this run
+        for r in recs:
+            store.per_query(r)
+        try:
+            with tempfile.TemporaryDirectory(prefix="ltr-bench-report-") as tmp:
+                rep = build_report(recs, dataset=dataset)
+                path = Path(tmp) / "report.html"
+                path.write_text(to_html(rep, plots=write_plots(rep, tmp)), encoding="utf-8")
+                listener.attach_report(dataset, path)
+        except (LtrBenchError, ValueError, OSError) as exc:
+            note(f"note: no HTML report attached for {dataset}: {exc}")
