@@ -5,8 +5,11 @@ the SQLite store, a few transactions per fold run, the HTML report at the end), 
 the rankers of a small plan take to fit. On a thread it would share the GIL with the fits
 and falsify their timings (``docs/performance.md``); in a process of its own it overlaps
 them on another core without touching them: the run computes with one thread by default,
-and the logging process runs at a lower priority (``nice`` +10), so a fit that uses every
-core still comes first.
+which leaves the logging process a core of its own on any machine with two; when the fits
+use every core (``--threads`` at the CPU count), the logging process is lowered in priority
+(``nice`` +10, :meth:`MlflowProcess.yield_to_fits`) so that the fits come first. (It is not
+lowered otherwise: on a machine loaded by other work a low-priority logger is starved, and
+the run then waits for it at the end.)
 
 What runs there. The very code that logged in process before: a
 :class:`~ltr_bench.tracking.Tracker` and an :class:`~ltr_bench.tracking.MlflowListener`
@@ -49,7 +52,7 @@ from ltr_bench.tracking.store import TrackingError
 
 __all__ = ["MlflowProcess", "StoreRefused"]
 
-#: niceness added to the logging process: a fit that wants every core gets them first
+#: niceness of the logging process when the fits use every core (they get them first)
 NICE = 10
 
 
@@ -112,6 +115,15 @@ class MlflowProcess:
         if self._dead:
             self.close_now()
             raise TrackingError(self.error or "the MLflow logging process ended unexpectedly")
+
+    def yield_to_fits(self, threads: int) -> None:
+        """Lower the logging process's priority when fits of ``threads`` threads leave no
+        core free for it (see the module)."""
+        if threads + 1 > (os.cpu_count() or 1) and self._proc.pid is not None:
+            try:
+                os.setpriority(os.PRIO_PROCESS, self._proc.pid, NICE)
+            except OSError:
+                pass
 
     def fold_loading(self, *args) -> None:
         self._flush()
@@ -259,10 +271,6 @@ class MlflowProcess:
 def _serve(conn, uri: str, results_root: str) -> None:
     """The logging process: open the store, then log what the run sends until ``close``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle
-    try:
-        os.nice(NICE)
-    except OSError:
-        pass
     from ltr_bench.results import ResultStore
     from ltr_bench.tracking import MlflowListener, Tracker
     from ltr_bench.tracking.store import TrackingError

@@ -267,6 +267,8 @@ def _run_logged(
             f"warning: {m}; from now on results are only saved locally"
         )
         mlflow_process.on_note = console.line
+        # the cores the fits use here: in process, or on a local cluster's workers
+        mlflow_process.yield_to_fits(0 if scheduler else (plan.threads or 1) * (workers or 1))
         mlflow_process.configure(
             plan=plan.to_dict(),
             plan_toml=Path(plan.source).read_text(encoding="utf-8") if plan.source else None,
