@@ -23,53 +23,54 @@ Guarantees kept:
 * One log per cell: the cell's claim stays held in the run's process until the logging
   process says the record is in MLflow (it sends ``released``; the run's process then
   releases the claim from its reader thread), so a concurrent run never logs the same cell.
-* An unusable store refuses the command before any work: the run waits for the logging
-  process's first answer (store opened, or why not) before it computes the first cell; by
-  then the logging process has imported MLflow while the run imported its rankers.
+* An unusable store refuses the command before any work: what can be checked without
+  MLflow (:func:`ltr_bench.tracking.store.preflight`: a writable folder, an SQLite file
+  that is an MLflow store or new, a server that answers) is checked in the run's process
+  before the logging process starts. The run does not wait for MLflow to open the store:
+  should it fail to (rare after the preflight), that is said as a logging failure, the
+  results stay local, and the command exits 1 as for a store that stops answering.
+* The pipe never blocks the run: the logging process drains it on a thread of its own
+  while it imports MLflow or logs.
 * Ctrl-C reaches the whole foreground process group: the logging process ignores it and
   ends the parent runs KILLED when the run tells it to. If the run's process dies, the pipe
   closes and the logging process stops at once (a re-run repairs what is left).
 
-Messages (tuples, pickled): to the logging process ``("cell", record, index, total,
-skipped, held)``, ``("close", interrupted, report_units)``; back ``("ready",)``,
-``("refused", text, usage)``, ``("released", key)``, ``("warning", text)``,
-``("note", text)``, ``("done", error)``.
+Messages (tuples, pickled): to the logging process ``("open", plan, plan_toml)``,
+``("cell", record, index, total, skipped, held)``, ``("close", interrupted, report_units)``,
+``("quit",)``; back ``("released", key)``, ``("warning", text)`` (logging failed: from now on
+local only), ``("note", text)``, ``("done", error)``.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import queue
 import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ltr_bench.errors import UsageError
 from ltr_bench.results import ResultRecord
-from ltr_bench.tracking.store import TrackingError
 
-__all__ = ["MlflowProcess", "StoreRefused"]
+__all__ = ["MlflowProcess"]
 
 #: niceness of the logging process when the fits use every core (they get them first)
 NICE = 10
 
 
-class StoreRefused(TrackingError, UsageError):
-    """The logging process refused the store as one not to use (exit 2, before any work)."""
-
-
 class MlflowProcess:
     """A harness listener whose MLflow work is done by a child process (see the module).
 
-    ``MlflowProcess(uri, results_root)`` starts the process at once (it imports MLflow and
-    opens the store meanwhile); :meth:`configure` gives it the plan; :meth:`wait_ready` raises
-    what :meth:`Tracker.check` would have raised. ``on_error(message)`` hears of the first
-    logging failure, on the caller's thread (at the next callback or in :meth:`close`).
+    ``MlflowProcess(uri, results_root)`` starts the process, which imports MLflow meanwhile
+    and touches nothing until :meth:`open` (called once the invocation is known to be
+    valid) checks the store (:func:`preflight`) and lets it open the store and log.
+    ``on_error(message)`` hears of the first logging failure, ``on_note(message)`` of notes,
+    on the caller's thread (at the next callback or in :meth:`close`).
     """
 
-    def __init__(self, tracking_uri: str, results_root: str | Path):
+    def __init__(self, tracking_uri: str | None, results_root: str | Path):
         from ltr_bench.tracking.store import resolve_tracking_uri
 
         self.uri = resolve_tracking_uri(tracking_uri)
@@ -90,8 +91,6 @@ class MlflowProcess:
         self._send_lock = threading.Lock()
         self._held: dict[str, Callable[[], None]] = {}
         self._pending: list[tuple[str, str]] = []  # ("warning" | "note", text) for the caller
-        self._ready = threading.Event()
-        self._refused: tuple[str, bool] | None = None
         self._done = threading.Event()
         self._dead = False
         self._reader = threading.Thread(target=self._read, name="ltr-bench-mlflow-reader")
@@ -100,21 +99,15 @@ class MlflowProcess:
 
     # -- the run's side ------------------------------------------------------------------
 
-    def configure(self, *, plan: dict[str, Any] | None, plan_toml: str | None) -> None:
-        """The invocation's plan, logged as artifacts of its parent runs."""
-        self._send(("configure", plan, plan_toml))
+    def open(self, *, plan: dict[str, Any] | None, plan_toml: str | None) -> None:
+        """Check the store without MLflow (:func:`~ltr_bench.tracking.store.preflight`:
+        raises :class:`~ltr_bench.tracking.TrackingError`, a
+        :class:`~ltr_bench.errors.UsageError` for a store not to use), then let the logging
+        process open it; ``plan`` (and ``plan_toml``) are logged on the parent runs."""
+        from ltr_bench.tracking.store import preflight
 
-    def wait_ready(self) -> None:
-        """Block until the store is open; raise :class:`StoreRefused` (a store not to use)
-        or :class:`TrackingError` (unreachable: the caller may go on without MLflow)."""
-        self._ready.wait()
-        if self._refused is not None:
-            text, usage = self._refused
-            self.close_now()
-            raise (StoreRefused if usage else TrackingError)(text)
-        if self._dead:
-            self.close_now()
-            raise TrackingError(self.error or "the MLflow logging process ended unexpectedly")
+        preflight(self.uri)
+        self._send(("open", plan, plan_toml))
 
     def yield_to_fits(self, threads: int) -> None:
         """Lower the logging process's priority when fits of ``threads`` threads leave no
@@ -197,12 +190,7 @@ class MlflowProcess:
             except (EOFError, OSError):
                 break
             kind = message[0]
-            if kind == "ready":
-                self._ready.set()
-            elif kind == "refused":
-                self._refused = (message[1], message[2])
-                self._ready.set()
-            elif kind == "released":
+            if kind == "released":
                 with self._lock:
                     release = self._held.pop(message[1], None)
                 if release is not None:
@@ -219,13 +207,13 @@ class MlflowProcess:
                 self._done.set()
         if not self._done.is_set():
             self._dead = True
-            if self.error is None and self._refused is None:
+            if self.error is None:
+                self._proc.join(timeout=1)
                 code = self._proc.exitcode
                 self._fail(
                     "the MLflow logging process ended unexpectedly"
                     + (f" (exit code {code})" if code is not None else "")
                 )
-        self._ready.set()
         self._done.set()
         self._release_all()
 
@@ -271,63 +259,93 @@ class MlflowProcess:
 def _serve(conn, uri: str, results_root: str) -> None:
     """The logging process: open the store, then log what the run sends until ``close``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle
+    inbox: queue.SimpleQueue = queue.SimpleQueue()
+
+    def drain() -> None:  # the run never waits on a full pipe
+        while True:
+            try:
+                inbox.put(conn.recv())
+            except (EOFError, OSError):  # the run's process is gone
+                inbox.put(None)
+                return
+
+    threading.Thread(target=drain, name="ltr-bench-mlflow-inbox", daemon=True).start()
+    sending = threading.Lock()
+
+    def send(message: tuple) -> None:
+        with sending:
+            conn.send(message)
+
+    import mlflow.tracking  # noqa: F401 - the slow part, done while the run plans
+
     from ltr_bench.results import ResultStore
     from ltr_bench.tracking import MlflowListener, Tracker
     from ltr_bench.tracking.store import TrackingError
 
+    message = inbox.get()  # nothing is touched before the invocation is known to be valid
+    if message is None or message[0] != "open":
+        return
     tracker = Tracker(uri)
     try:
         tracker.check()
-    except TrackingError as exc:
-        conn.send(("refused", str(exc), isinstance(exc, UsageError)))
-        return
     except Exception as exc:  # noqa: BLE001 - said to the run, never a traceback
-        conn.send(("refused", f"MLflow at {uri}: {type(exc).__name__}: {exc}", False))
+        text = str(exc) if isinstance(exc, TrackingError) else f"{type(exc).__name__}: {exc}"
+        send(("warning", text if text.startswith("MLflow") else f"MLflow at {uri}: {text}"))
+        _answer_close(inbox, send, text)
         return
-    conn.send(("ready",))
-    if not conn.poll(0):  # idle while the run computes: ready the end's HTML report now
+    if inbox.empty():  # idle while the run computes: ready the end's HTML report now
         _warm_up_report()
     store = ResultStore(Path(results_root))
     listener = MlflowListener(
         tracker,
         store,
-        on_error=lambda text: conn.send(("warning", text)),
+        plan=message[1],
+        plan_toml=message[2],
+        on_error=lambda text: send(("warning", text)),
         claim_found=True,  # a concurrent run may be logging a record found finished
     )
     while True:
-        try:
-            message = conn.recv()
-        except (EOFError, OSError):  # the run's process is gone: a re-run repairs the rest
+        message = inbox.get()
+        if message is None:  # the run's process is gone: a re-run repairs the rest
             return
         kind = message[0]
         try:
-            if kind == "configure":
-                listener.plan, listener.plan_toml = message[1], message[2]
-            elif kind == "cell":
+            if kind == "cell":
                 _, record, index, total, skipped, held = message
                 if held:
                     key = record.key
-                    listener.hold_claim(record, lambda key=key: conn.send(("released", key)))
+                    listener.hold_claim(record, lambda key=key: send(("released", key)))
                 listener.cell_finished(record, index, total, skipped=skipped)
             elif kind == "close":
                 _, interrupted, report_units = message
                 listener.close(interrupted=interrupted)
                 if report_units and listener.tracker is not None:
-                    _attach_html_reports(
-                        store, report_units, listener, lambda t: conn.send(("note", t))
-                    )
-                conn.send(("done", listener.error))
+                    _attach_html_reports(store, report_units, listener, lambda t: send(("note", t)))
+                send(("done", listener.error))
                 return
             elif kind == "quit":
                 return
         except Exception as exc:  # noqa: BLE001 - a bug here must not lose the run's results
             text = f"MLflow logging failed: {type(exc).__name__}: {exc}"
-            conn.send(("warning", text))
+            send(("warning", text))
             if kind == "cell" and message[5]:
-                conn.send(("released", message[1].key))
+                send(("released", message[1].key))
             if kind == "close":
-                conn.send(("done", text))
+                send(("done", text))
                 return
+
+
+def _answer_close(inbox, send, error: str) -> None:
+    """After a failure to open the store: answer the run's ``close`` (nothing is logged)."""
+    while True:
+        message = inbox.get()
+        if message is None or message[0] == "quit":
+            return
+        if message[0] == "cell" and message[5]:
+            send(("released", message[1].key))
+        if message[0] == "close":
+            send(("done", error))
+            return
 
 
 def _warm_up_report() -> None:

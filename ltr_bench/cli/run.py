@@ -190,7 +190,7 @@ def _run(
     console = Console()
     results_root = Path(results_dir) if results_dir else Path.cwd() / "mlflow_runs" / "results"
     mlflow_process = None
-    if not no_mlflow:  # MLflow is imported and the store opened meanwhile, on another core
+    if not no_mlflow:  # MLflow is imported meanwhile, on another core
         from ltr_bench.cli.mlflow_process import MlflowProcess
 
         mlflow_process = MlflowProcess(tracking_uri, results_root)
@@ -269,13 +269,12 @@ def _run_logged(
         mlflow_process.on_note = console.line
         # the cores the fits use here: in process, or on a local cluster's workers
         mlflow_process.yield_to_fits(0 if scheduler else (plan.threads or 1) * (workers or 1))
-        mlflow_process.configure(
-            plan=plan.to_dict(),
-            plan_toml=Path(plan.source).read_text(encoding="utf-8") if plan.source else None,
-        )
         try:
             console.status(f"opening MLflow store {mlflow_process.uri} ...", force=True)
-            mlflow_process.wait_ready()
+            mlflow_process.open(
+                plan=plan.to_dict(),
+                plan_toml=Path(plan.source).read_text(encoding="utf-8") if plan.source else None,
+            )
             mlflow_listener = mlflow_process
             listeners.append(mlflow_listener)
         except TrackingError as exc:

@@ -11,12 +11,14 @@ What it guarantees:
   hold) is logged while holding its claim, taken here, so two runs never log one record at
   the same time.
 
-Logging happens on the caller's thread, between cells. A background thread was tried and
+Logging happens on the caller's thread. ``ltr-bench run`` calls it in a process of its own
+(:mod:`ltr_bench.cli.mlflow_process`), which overlaps the fits on another core. A background
+thread of the run's process was tried and
 measured (``docs/performance.md``): MLflow's Python work holds the GIL that a ranker's
 Python-driven training loop (LightGBM, XGBoost: one call into native code per boosting round)
 needs between rounds, so the fit of a cell logged beside took 1.3-2.2 s instead of 0.7 s and
 its recorded ``fit_seconds`` were inflated. Timings are what a benchmark reports, so logging
-does not overlap the timed stages.
+never shares the run's process (and its GIL) with the timed stages.
 """
 
 from __future__ import annotations

@@ -315,6 +315,38 @@ def _forget_engine(uri: str) -> None:
             engine.dispose()
 
 
+def _check_sqlite_file(db: Path, uri: str) -> None:
+    """Refuse a path that is not an SQLite database file (never deleted: not ours)."""
+    if db.is_file() and db.stat().st_size > 0:
+        with open(db, "rb") as fh:
+            header = fh.read(16)
+        if header != b"SQLite format 3\x00":
+            raise TrackingError(
+                f"MLflow at {uri}: {db} is not an SQLite database. Point --tracking-uri at "
+                f"another file, or move it aside: mv {db} {db}.broken"
+            )
+    elif db.exists() and not db.is_file():
+        raise TrackingError(
+            f"MLflow at {uri}: {db} is not a regular file. Point --tracking-uri at a file."
+        )
+
+
+def preflight(uri: str) -> None:
+    """What opening the store checks without MLflow, in milliseconds: an SQLite store's
+    folder is writable, the file is an SQLite database and not someone else's
+    (:func:`check_not_foreign`: :class:`ForeignStoreError`, a usage error); a server answers
+    (:func:`probe_server`). Raises :class:`TrackingError`. Opening the store with MLflow
+    (:meth:`ltr_bench.tracking.Tracker.check`) checks all of it again, under the store's
+    lock."""
+    db = sqlite_path(uri)
+    if db is not None:
+        _probe_folder(db.parent, uri)
+        _check_sqlite_file(db, uri)
+        check_not_foreign(db, uri)
+    elif uri.startswith(("http://", "https://")):
+        probe_server(uri)
+
+
 @contextlib.contextmanager
 def prepare_sqlite_store(uri: str):
     """Context for opening an SQLite store: probes its folder, refuses a file that is not ours
@@ -333,18 +365,7 @@ def prepare_sqlite_store(uri: str):
         yield lambda exc: False
         return
     _probe_folder(db.parent, uri)
-    if db.is_file() and db.stat().st_size > 0:
-        with open(db, "rb") as fh:
-            header = fh.read(16)
-        if header != b"SQLite format 3\x00":  # never delete what is not a database
-            raise TrackingError(
-                f"MLflow at {uri}: {db} is not an SQLite database. Point --tracking-uri at "
-                f"another file, or move it aside: mv {db} {db}.broken"
-            )
-    elif db.exists() and not db.is_file():
-        raise TrackingError(
-            f"MLflow at {uri}: {db} is not a regular file. Point --tracking-uri at a file."
-        )
+    _check_sqlite_file(db, uri)
     lock = db.with_name(db.name + ".lock")
     try:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
