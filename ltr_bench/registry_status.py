@@ -59,8 +59,8 @@ def status_cache_path() -> Path:
 def check_statuses(entries: list[RankerEntry], *, recheck: bool = False) -> list[str]:
     """``"ok"`` or ``"unavailable: <why>"`` for each entry, in order. A cached "ok" is used
     when its key still holds (module docstring); every other entry is imported (``recheck``:
-    every entry), and the cache is rewritten when a new "ok" was found or a stale one
-    dropped."""
+    every entry, and this environment's record is replaced whatever it held), and the cache
+    is rewritten when a new "ok" was found or a stale one dropped."""
     path = status_cache_path()
     cached = {} if recheck else _read(path, _environment())
     memo: dict = {}  # within one call: entries share distributions and packages
@@ -78,15 +78,17 @@ def check_statuses(entries: list[RankerEntry], *, recheck: bool = False) -> list
             continue
         statuses.append("ok")
         fresh[e.name] = {"key": keys[e.name], "status": "ok"}
-    kept = {
-        e.name: cached["rankers"][e.name]
+    before = cached.get("rankers", {})
+    after = {name: r for name, r in before.items() if name not in keys}  # not asked about
+    after.update(fresh)
+    after.update(
+        (e.name, before[e.name])
         for e, status in zip(entries, statuses)
         if status == "ok" and e.name not in fresh
-    }
-    if fresh or kept.keys() != cached.get("rankers", {}).keys():
+    )
+    if recheck or after != before:  # a new ok, or a stale or failing one dropped
         files = {**cached.get("files", {}), **_loaded_files()}
-        # the environment after the checks: importing may have added a __pycache__ folder
-        _write(path, _environment(), {"rankers": {**kept, **fresh}, "files": files})
+        _write(path, {"rankers": after, "files": files})
     return statuses
 
 
@@ -222,29 +224,29 @@ def _read(path: Path, environment: list) -> dict:
         return {}
 
 
-def _write(path: Path, environment: list, content: dict) -> None:
-    """Store ``content`` as this environment's record, keeping the records of the
-    :data:`KEEP` - 1 other environments used most recently (``ltr-bench`` and
-    ``python -m ltr_bench`` differ in ``sys.path[0]``; several virtual environments share
-    one cache folder). The file is replaced atomically (a temporary file in the same folder,
-    then ``os.replace``); a cache that cannot be written is silently skipped."""
-    records = _load(path)
-    records.pop(_environment_id(environment), None)
-    others = sorted(
-        (r for r in records.items() if isinstance(r[1], dict)),
-        key=lambda r: r[1].get("written", 0) if isinstance(r[1].get("written"), float) else 0,
-    )[-(KEEP - 1) :]
-    record = {"environment": environment, "written": time.time(), **content}
-    data = {
-        "format": FORMAT,
-        "environments": {**dict(others), _environment_id(environment): record},
-    }
+def _write(path: Path, content: dict) -> None:
+    """Store ``content`` as the record of the environment as it is now (after the checks,
+    which may have added a ``__pycache__`` folder to a ``sys.path`` folder, and after the
+    cache folder was made), keeping the records of the :data:`KEEP` - 1 other environments
+    written most recently (``ltr-bench`` and ``python -m ltr_bench`` differ in
+    ``sys.path[0]``; several virtual environments may share one cache folder). The file is
+    replaced atomically (a temporary file in the same folder, then ``os.replace``); a cache
+    that cannot be written is silently skipped."""
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        environment = _environment()
+        records = _load(path)
+        records.pop(_environment_id(environment), None)
+        others = sorted(
+            (r for r in records.items() if isinstance(r[1], dict)),
+            key=lambda r: r[1].get("written") if isinstance(r[1].get("written"), float) else 0.0,
+        )[-(KEEP - 1) :]
+        record = {"environment": environment, "written": time.time(), **content}
+        records = {**dict(others), _environment_id(environment): record}
         fd, tmp = tempfile.mkstemp(prefix=f".{CACHE_FILE}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, separators=(",", ":"))
+            json.dump({"format": FORMAT, "environments": records}, f, separators=(",", ":"))
         os.replace(tmp, path)
         tmp = None
     except OSError:
