@@ -35,7 +35,7 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-from ltr_bench.registry import RankerEntry, RankerLoadError
+from ltr_bench.registry import RankerEntry, RankerLoadError, installed_version
 
 __all__ = ["CACHE_FILE", "check_statuses", "status_cache_path"]
 
@@ -153,10 +153,7 @@ def _requirement_versions(distribution: str, memo: dict) -> list:
             name = text.split(";", 1)[0].strip()
             for sep in "<>=!~[ (":
                 name = name.split(sep, 1)[0]
-            try:
-                out.append([text, metadata.version(name)])
-            except Exception:
-                out.append([text, None])
+            out.append([text, installed_version(name)])
         memo[key] = out
     return memo[key]
 
