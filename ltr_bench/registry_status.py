@@ -227,8 +227,9 @@ def _write(path: Path, content: dict) -> None:
     cache folder was made), keeping the records of the :data:`KEEP` - 1 other environments
     written most recently (``ltr-bench`` and ``python -m ltr_bench`` differ in
     ``sys.path[0]``; several virtual environments may share one cache folder). The file is
-    replaced atomically (a temporary file in the same folder, then ``os.replace``); a cache
-    that cannot be written is silently skipped."""
+    replaced atomically (a temporary file in the same folder, then ``os.replace``; temporary
+    files older than an hour, left by a writer that was killed, are removed); a cache that
+    cannot be written is silently skipped."""
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -246,6 +247,9 @@ def _write(path: Path, content: dict) -> None:
             json.dump({"format": FORMAT, "environments": records}, f, separators=(",", ":"))
         os.replace(tmp, path)
         tmp = None
+        for stale in path.parent.glob(f".{CACHE_FILE}.*.tmp"):  # left by a killed writer
+            if time.time() - stale.stat().st_mtime > 3600:
+                stale.unlink()
     except OSError:
         pass
     finally:

@@ -225,3 +225,16 @@ def test_recheck_replaces_a_cached_ok_that_no_longer_holds(fake_site, monkeypatc
     assert status == "unavailable: broken in a way the key cannot see"
     (status,) = registry_status.check_statuses([good])  # the stale ok is gone
     assert status.startswith("unavailable: ")
+
+
+def test_a_killed_writers_old_temporary_file_is_removed(fake_site):
+    good = RankerEntry("good", "fake_status_pkg:R", "(import path)", "-")
+    folder = registry_status.status_cache_path().parent
+    folder.mkdir(parents=True)
+    old = folder / f".{registry_status.CACHE_FILE}.abc.tmp"
+    new = folder / f".{registry_status.CACHE_FILE}.def.tmp"
+    old.write_text("{")
+    new.write_text("{")  # a writer still at work
+    os.utime(old, (1, 1))
+    assert registry_status.check_statuses([good], recheck=True) == ["ok"]
+    assert not old.exists() and new.exists()
