@@ -96,7 +96,8 @@ class RankerEntry:
                 requires = metadata.distribution(self.distribution).requires or []
             except Exception:  # unreadable metadata: say nothing rather than guess
                 requires = []
-            _unmet_cache.clear()
+            if any(k[0] != key[0] for k in _unmet_cache):  # the installation changed
+                _unmet_cache.clear()
             _unmet_cache[key] = [text for text in requires if _unmet(text)]
         return list(_unmet_cache[key])
 
@@ -153,22 +154,32 @@ def _unmet(requirement: str) -> bool:
             name = name.split(sep, 1)[0]
         if ";" in requirement:
             return False
-        try:
-            metadata.version(name)
-        except metadata.PackageNotFoundError:
-            return True
-        return False
+        return installed_version(name) is None
     try:
         req = Requirement(requirement)
     except Exception:
         return False
     if req.marker is not None and not req.marker.evaluate({"extra": ""}):
         return False
-    try:
-        installed = metadata.version(req.name)
-    except metadata.PackageNotFoundError:
+    installed = installed_version(req.name)
+    if installed is None:
         return True
     return bool(req.specifier) and not req.specifier.contains(installed, prereleases=True)
+
+
+def installed_version(name: str) -> str | None:
+    """The installed version of distribution ``name``, None when it is not installed (or its
+    metadata cannot be read). Reading a distribution's metadata parses its whole METADATA
+    file, so answers are kept until the installation changes (:func:`_scan_key`)."""
+    key = (_scan_key(), name)
+    if key not in _version_cache:
+        if any(k[0] != key[0] for k in _version_cache):
+            _version_cache.clear()
+        try:
+            _version_cache[key] = metadata.version(name)
+        except Exception:
+            _version_cache[key] = None
+    return _version_cache[key]
 
 
 def _scan_key() -> tuple:
@@ -184,8 +195,12 @@ def _scan_key() -> tuple:
     return (metadata.distributions, tuple(sys.path), tuple(stamps))
 
 
-#: {(scan key, distribution): its unmet requirements} (the last distribution asked)
+#: {(scan key, distribution): its unmet requirements} (every distribution asked since the
+#: installation last changed: ``ltr-bench rankers`` asks each one once, not once per ranker)
 _unmet_cache: dict[tuple, list[str]] = {}
+
+#: {(scan key, distribution name): its installed version or None}
+_version_cache: dict[tuple, str | None] = {}
 
 #: (scan key, entries, warnings) of the last scan
 _scan: tuple | None = None

@@ -15,30 +15,43 @@ CONTEXT = options.CONTEXT
     is_flag=True,
     help="Do not import the rankers (faster; status shows 'not checked').",
 )
-def rankers_cmd(no_check: bool) -> None:
+@click.option(
+    "--recheck",
+    is_flag=True,
+    help="Import every ranker now, whatever the status cache says, and rewrite the cache.",
+)
+def rankers_cmd(no_check: bool, recheck: bool) -> None:
     """List registered rankers: name, distribution, version, status.
 
     Status imports each ranker's plugin (one at a time: a broken plugin shows as
-    'unavailable' with its error and does not affect the others). A plugin whose declared
+    'unavailable' with its error and does not affect the others). An 'ok' is cached
+    (rankers-status.json in $LTR_BENCH_CACHE, else $XDG_CACHE_HOME/ltr_bench, else
+    ~/.cache/ltr_bench) and reused until the Python environment, a file the check imported or
+    the plugin's own files change; a failure is never cached. A plugin whose declared
     requirements are not installed shows as 'unavailable' with the pip command that installs
     them, without being imported.
     """
-    from ltr_bench.registry import RankerLoadError, list_rankers
+    from ltr_bench.registry import list_rankers
 
-    rows = [["name", "distribution", "version", "status"]]
-    for e in list_rankers():
+    entries = list_rankers()
+    statuses: dict[str, str] = {}
+    to_check = []
+    for e in entries:
         hint = e.install_hint()  # metadata only: a missing heavy dependency is never imported
         if hint is not None:
-            status = f"unavailable: needs {', '.join(e.missing_requirements())}; install: {hint}"
+            statuses[e.name] = (
+                f"unavailable: needs {', '.join(e.missing_requirements())}; install: {hint}"
+            )
         elif no_check:
-            status = "not checked"
+            statuses[e.name] = "not checked"
         else:
-            try:
-                e.load()
-                status = "ok"
-            except RankerLoadError as exc:
-                status = f"unavailable: {exc}"
-        rows.append([e.name, e.distribution, e.version, status])
+            to_check.append(e)
+    if to_check:
+        from ltr_bench.registry_status import check_statuses
+
+        statuses.update(zip([e.name for e in to_check], check_statuses(to_check, recheck=recheck)))
+    rows = [["name", "distribution", "version", "status"]]
+    rows += [[e.name, e.distribution, e.version, statuses[e.name]] for e in entries]
     if len(rows) == 1:
         click.echo("no rankers installed (none registers the 'ltr_bench.rankers' entry point)")
         return
