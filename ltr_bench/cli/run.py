@@ -171,20 +171,9 @@ def run_cmd(
         ctx.exit(EXIT_INTERRUPTED)
 
 
-def _run(
-    ctx,
-    *,
-    tracking_uri,
-    no_mlflow,
-    results_dir,
-    output,
-    force,
-    score_repeats,
-    save_scores=False,
-    workers=None,
-    scheduler=None,
-    **plan_options,
-) -> None:
+def _run(ctx, *, tracking_uri, no_mlflow, results_dir, **options) -> None:
+    """Start the MLflow logging process (it imports MLflow while the plan is built), then
+    run; ``options`` are :func:`_run_logged`'s."""
     from ltr_bench.cli.console import Console
 
     console = Console()
@@ -195,21 +184,7 @@ def _run(
 
         mlflow_process = MlflowProcess(tracking_uri, results_root)
     try:
-        _run_logged(
-            ctx,
-            console,
-            mlflow_process,
-            results_root,
-            **{
-                "force": force,
-                "output": output,
-                "score_repeats": score_repeats,
-                "save_scores": save_scores,
-                "workers": workers,
-                "scheduler": scheduler,
-                **plan_options,
-            },
-        )
+        _run_logged(ctx, console, mlflow_process, results_root, **options)
     finally:
         if mlflow_process is not None:
             mlflow_process.close_now()  # a no-op after close(); else nothing more is logged
