@@ -235,6 +235,7 @@ def _run(
                     f"warning: {m}; from now on results are only saved locally"
                 ),
                 claim_found=True,  # a concurrent run may be logging a record found finished
+                on_note=lambda m: console.line(f"note: {m}"),
             )
             listeners.append(mlflow_listener)
         except TrackingError as exc:

@@ -87,9 +87,9 @@ def fetch_fold_results(
 
     ``record.mlflow`` notes where it was read (``tracking_uri``, ``experiment_id``,
     ``run_id``, ``parent_run_id``); ``record.per_query`` is loaded unless
-    ``per_query=False``. Runs without a ``record.json`` (not written by this version of
-    ltr-bench) are left out. A run whose ``record.json`` or per-query artifact is damaged
-    (not JSON, a field of the wrong type, a non-number value) is left out too and a
+    ``per_query=False``. A run whose ``record.json`` is missing, or whose ``record.json`` or
+    per-query artifact is damaged (not JSON, a field of the wrong type, a non-number
+    value), is left out and a
     :class:`~ltr_bench.results.DamagedRecordError` naming the run, the artifact and the field
     is appended to ``damaged`` (when given). Raises :class:`NoResultsError` (no store file,
     no experiment for the dataset: the message names the datasets the store has) and
@@ -126,7 +126,13 @@ def fetch_fold_results(
             try:
                 path = client.download_artifacts(run.info.run_id, RECORD_ARTIFACT, str(where))
                 text = Path(path).read_text("utf-8")
-            except Exception:  # noqa: BLE001 - not a run this version wrote
+            except Exception:  # noqa: BLE001 - deleted, unreadable: named, left out
+                if damaged is not None:
+                    damaged.append(
+                        DamagedRecordError(
+                            f"{name} {RECORD_ARTIFACT}", None, "missing or unreadable"
+                        )
+                    )
                 continue
             try:
                 record = ResultRecord.checked(json.loads(text), f"{name} {RECORD_ARTIFACT}")

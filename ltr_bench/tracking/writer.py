@@ -33,6 +33,7 @@ Parent run content
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable
@@ -40,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ltr_bench.results import ResultRecord, aggregate, per_query_csv
+from ltr_bench.tracking.integrity import stored_record_problem
 from ltr_bench.tracking.layout import (
     EXPERIMENT_TAGS,
     NOTE_TAG,
@@ -58,6 +60,13 @@ from ltr_bench.tracking.layout import (
     parent_note,
     record_values,
     run_params,
+)
+from ltr_bench.tracking.owners import (
+    TAG_END_REASON,
+    TAG_RESUMED,
+    end_orphaned_parents,
+    owner_gone,
+    owner_tags,
 )
 from ltr_bench.tracking.store import (
     TrackingError,
@@ -95,6 +104,8 @@ class Tracker:
         self._parent_records: dict[str, dict[str, ResultRecord]] = {}
         self._failed_plans: set[str] = set()
         self._quiet = quiet
+        #: what this tracker repaired or ended for others (one sentence each), for the user
+        self.notes: list[str] = []
 
     @property
     def client(self):
@@ -111,6 +122,8 @@ class Tracker:
         A server URI is probed at ``/health`` first, so an unreachable server fails in
         ``timeout`` seconds instead of after MLflow's retries (minutes by default;
         ``MLFLOW_HTTP_REQUEST_MAX_RETRIES`` / ``_TIMEOUT`` tune those for later calls).
+        Then parent runs left RUNNING by a process that is gone are ended
+        (:meth:`end_orphaned_parents`).
         """
         if self.uri.startswith(("http://", "https://")):
             import urllib.error
@@ -127,7 +140,6 @@ class Tracker:
             for attempt in (1, 2):
                 try:
                     self.client.search_experiments(max_results=1)
-                    return
                 except Exception as exc:
                     self._client = None  # its store object holds the failed engine
                     cause = exc.__cause__ if isinstance(exc, TrackingError) else exc
@@ -138,6 +150,22 @@ class Tracker:
                     if isinstance(exc, TrackingError):
                         raise
                     raise TrackingError(self._message("connect", exc)) from exc
+                self.end_orphaned_parents()
+                return
+
+    def reconnect(self, timeout: float = 5.0) -> None:
+        """Open the store afresh (after it stopped answering); raises :class:`TrackingError`."""
+        self._client = None
+        self.check(timeout=timeout)
+
+    def end_orphaned_parents(self) -> None:
+        """End as KILLED every RUNNING parent run in the store whose owner process is gone
+        (:mod:`ltr_bench.tracking.owners`), with a tag saying why. Best effort: a store
+        that cannot be searched is reported by the calls that need it."""
+        try:
+            self.notes += end_orphaned_parents(self._client, skip=set(self._parents.values()))
+        except Exception:  # noqa: BLE001 - see the docstring
+            return
 
     # -- experiments and parent runs ---------------------------------------------------------
 
@@ -188,8 +216,19 @@ class Tracker:
         found = self._find_runs(exp_id, **{TAG_PLAN_KEY: record.plan_key, TAG_ROLE: "parent"})
         if found:
             run_id = found[0].info.run_id
-            if found[0].info.status != "RUNNING":
+            tags = found[0].data.tags
+            gone = owner_gone(tags) if found[0].info.status == "RUNNING" else None
+            if found[0].info.status != "RUNNING" or gone is not None:
+                # ours now: a finished group gets new folds, or its owner died (resumed)
                 client.update_run(run_id, status="RUNNING")
+                reason = gone or tags.get(TAG_END_REASON)
+                if reason:
+                    resumed = f"resumed by pid {os.getpid()} after: {reason}"
+                    client.set_tag(run_id, TAG_RESUMED, resumed[:5000])
+                if TAG_END_REASON in tags:
+                    client.delete_tag(run_id, TAG_END_REASON)
+                for k, v in owner_tags().items():
+                    client.set_tag(run_id, k, v)
         else:
             label = record.label or record.ranker
             tags = {
@@ -202,6 +241,7 @@ class Tracker:
                 "ranker_version": record.ranker_version,
                 "dataset": record.dataset,
                 "seed": str(record.seed),
+                **owner_tags(),
             }
             run = client.create_run(exp_id, run_name=f"{label} @ {record.dataset}", tags=tags)
             run_id = run.info.run_id
@@ -259,9 +299,16 @@ class Tracker:
                     and run_id is None
                     and run.info.status == "FINISHED"
                 ):
-                    run_id = run.info.run_id  # logged before
-                else:
-                    self.client.delete_run(run.info.run_id)  # superseded (--force) or partial
+                    problem = stored_record_problem(self.client, run.info.run_id, record)
+                    if problem is None:
+                        run_id = run.info.run_id  # logged before, and intact
+                        continue
+                    self.notes.append(
+                        f"MLflow run {run.info.run_id} of {record.summary_line()}: {problem}; "
+                        "logged again from the local record"
+                    )
+                # superseded (--force), partial, damaged or a duplicate: replaced
+                self.client.delete_run(run.info.run_id)
             if run_id is None:
                 run_id = self._log_fold_run(exp_id, parent, record, plan)
             self._parent_records.setdefault(record.plan_key, {})[record.key] = record
@@ -350,9 +397,11 @@ class Tracker:
         *,
         interrupted: bool = False,
         all_records: Callable[[str], Iterable[ResultRecord]] | None = None,
+        reason: str | None = None,
     ) -> None:
         """Log each touched parent's fold aggregates once and end it: FINISHED, FAILED (a cell
-        failed) or KILLED (interrupted).
+        failed, or ``reason`` given: e.g. logging stopped mid-run, so fold runs are missing;
+        the tag ``ltr_bench_end_reason`` holds it) or KILLED (interrupted).
 
         ``all_records(plan_key)`` gives every finished record of the group (e.g. from the
         local store, so folds finished in earlier invocations count); by default only the
@@ -377,8 +426,10 @@ class Tracker:
                             metrics.append(Metric(key + "_std", std, ts, 0))
                     self.client.log_batch(run_id, metrics=metrics)
                 status = "FINISHED"
-                if plan_key in self._failed_plans:
+                if plan_key in self._failed_plans or reason:
                     status = "FAILED"
+                if reason:
+                    self.client.set_tag(run_id, TAG_END_REASON, reason[:5000])
                 if interrupted:
                     status = "KILLED"
                 self.client.set_terminated(
