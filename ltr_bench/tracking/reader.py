@@ -117,6 +117,7 @@ def fetch_fold_results(
     except Exception as exc:
         raise TrackingError(message(uri, f"search the runs of {dataset}", exc)) from exc
     out: list[ResultRecord] = []
+    bad: list[DamagedRecordError] = []
     with tempfile.TemporaryDirectory(prefix="ltr-bench-report-") as tmp:
         for run in runs:
             if run.info.status != "FINISHED":
@@ -127,24 +128,19 @@ def fetch_fold_results(
                 path = client.download_artifacts(run.info.run_id, RECORD_ARTIFACT, str(where))
                 text = Path(path).read_text("utf-8")
             except Exception:  # noqa: BLE001 - deleted, unreadable: named, left out
-                if damaged is not None:
-                    damaged.append(
-                        DamagedRecordError(
-                            f"{name} {RECORD_ARTIFACT}", None, "missing or unreadable"
-                        )
-                    )
+                bad.append(
+                    DamagedRecordError(f"{name} {RECORD_ARTIFACT}", None, "missing or unreadable")
+                )
                 continue
             try:
                 record = ResultRecord.checked(json.loads(text), f"{name} {RECORD_ARTIFACT}")
             except DamagedRecordError as exc:
-                if damaged is not None:
-                    damaged.append(exc)
+                bad.append(exc)
                 continue
             except ValueError as exc:
-                if damaged is not None:
-                    damaged.append(
-                        DamagedRecordError(f"{name} {RECORD_ARTIFACT}", None, f"not JSON: {exc}")
-                    )
+                bad.append(
+                    DamagedRecordError(f"{name} {RECORD_ARTIFACT}", None, f"not JSON: {exc}")
+                )
                 continue
             if per_query:
                 try:
@@ -159,8 +155,7 @@ def fetch_fold_results(
                     except DamagedRecordError as exc:
                         exc.where = f"{name} {PER_QUERY_ARTIFACT} ({exc.where.rsplit(':', 1)[-1]})"
                         exc.reason += f" ({record.summary_line()})"
-                        if damaged is not None:
-                            damaged.append(exc)
+                        bad.append(exc)
                         continue
             record.mlflow = {
                 "tracking_uri": uri,
@@ -169,9 +164,19 @@ def fetch_fold_results(
                 "parent_run_id": run.data.tags.get("mlflow.parentRunId"),
             }
             out.append(record)
+    if damaged is not None:
+        damaged.extend(bad)
     if not out:
         raise NoResultsError(
             f"the experiment {experiment_name(dataset)!r} in {uri} has no finished fold runs"
+            + (
+                f"; {len(bad)} set aside as damaged: "
+                + "; ".join(str(b) for b in bad[:5])
+                + (" ..." if len(bad) > 5 else "")
+                + "; re-run their command to log them again from the local results"
+                if bad
+                else ""
+            )
         )
     out.sort(key=lambda r: (r.label or r.ranker, r.plan_key, r.seed, r.fold))
     return out
