@@ -88,6 +88,21 @@ def test_a_non_object_json_and_a_wrongly_typed_field_are_named_and_set_aside_by_
     assert (env.cwd / "res" / "junk.json").exists()  # not ours to delete
 
 
+def test_report_names_a_non_object_json_and_a_wrongly_typed_record_and_leaves_them_out(env):
+    _two_rankers_two_folds(env, "--no-mlflow")
+    rec = _record_of(env, "fake-other", 1)
+    d = json.loads(rec.read_text())
+    d["seed"] = "zero"
+    rec.write_text(json.dumps(d))
+    (env.cwd / "res" / "junk.json").write_text('"just a string"\n')
+    code, out = env.run("report", "--results-dir", "res")
+    assert code == 0 and "Traceback" not in out, out
+    assert f"res/{rec.name}: field 'seed': expected an integer, got a string 'zero'" in out, out
+    assert "junk.json: not a JSON object but a str" in out, out
+    assert "fold/seed 1/0 left out: no result of fake-other for it" in out, out
+    assert json.loads(rec.read_text())["seed"] == "zero"  # named, never rewritten or deleted
+
+
 def test_report_names_a_damaged_per_query_file_and_blames_its_own_ranker(env):
     _two_rankers_two_folds(env, "--no-mlflow")
     rec = _record_of(env, "fake-other", 2)

@@ -258,6 +258,10 @@ def _run_with(*extra):
     return setup
 
 
+def _store_is_folder(e):
+    return _run_argv(e, "--tracking-uri", f"sqlite:///{e.cwd}")
+
+
 def _synthetic(*options):
     def setup(e):
         argv = ["run", "--ranker", FAKE, "--dataset", "synthetic", "--folds", "1", "--no-mlflow"]
@@ -372,6 +376,8 @@ CASES = [
     ("a seed too large", _run_with("--seeds", "0,99999999999"), 2, "0 to 2147483647", _nothing),
     ("seed too large", _run_with("--seed", "99999999999"), 2, "'--seed'", _nothing),
     ("seeds not numbers", _run_with("--seeds", "0,x"), 2, "expected seeds like", _nothing),
+    ("seeds with an empty item", _run_with("--seeds", "0,,1"), 2, "got '0,,1'", _nothing),
+    ("a store that is a folder", _store_is_folder, 2, "not a regular file", _no_results),
     ("a parameter nan", _run_with("--param", f"{FAKE}.scale=nan"), 2, "not a finite", _nothing),
     ("a swept value inf", _run_with("--sweep", f"{FAKE}.scale=1,inf"), 2, "inf is not", _nothing),
     ("label_noise nan", _synthetic("label_noise=nan"), 2, "label_noise=nan", _nothing),

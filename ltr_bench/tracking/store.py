@@ -342,8 +342,9 @@ def prepare_sqlite_store(uri: str):
                 f"another file, or move it aside: mv {db} {db}.broken"
             )
     elif db.exists() and not db.is_file():
-        raise TrackingError(
-            f"MLflow at {uri}: {db} is not a regular file. Point --tracking-uri at a file."
+        raise TrackingUriError(  # a folder or a device: a bad invocation, refused before work
+            f"--tracking-uri {uri}: {db} is not a regular file; point it at an SQLite file "
+            "(e.g. sqlite:///$PWD/mlflow_runs/mlflow.db)"
         )
     lock = db.with_name(db.name + ".lock")
     try:
