@@ -49,11 +49,13 @@ def _started(pid: int) -> float | None:
         return None
 
 
-def owner_tags() -> dict[str, str]:
-    """The owner tags of a parent run taken by this process."""
-    started = _started(os.getpid())
+def owner_tags(pid: int | None = None) -> dict[str, str]:
+    """The owner tags of a parent run taken by process ``pid`` (default: this process; a
+    logging process working for another passes that one's pid)."""
+    pid = os.getpid() if pid is None else pid
+    started = _started(pid)
     return {
-        TAG_OWNER_PID: str(os.getpid()),
+        TAG_OWNER_PID: str(pid),
         TAG_OWNER_HOST: socket.gethostname(),
         TAG_OWNER_STARTED: "" if started is None else f"{started:.3f}",
     }
@@ -102,14 +104,19 @@ def owner_gone(tags: dict[str, str]) -> str | None:
     )
 
 
-def _last_fold_end(client, run) -> int | None:
-    """End time of the parent's last fold run (so its Duration stays the work done)."""
+def _end_folds(client, run) -> int | None:
+    """End a gone owner's half-logged fold runs of the parent ``run`` (FAILED: a re-run
+    replaces them) and return the end time of its last finished fold (so the parent's
+    Duration stays the work done)."""
     folds = client.search_runs(
         [run.info.experiment_id],
         filter_string=f"tags.`mlflow.parentRunId` = '{run.info.run_id}'",
         max_results=1000,
     )
-    ends = [f.info.end_time for f in folds if f.info.end_time]
+    for fold in folds:
+        if fold.info.status == "RUNNING":
+            client.set_terminated(fold.info.run_id, "FAILED")
+    ends = [f.info.end_time for f in folds if f.info.end_time and f.info.status == "FINISHED"]
     return max(ends) if ends else None
 
 
@@ -141,7 +148,7 @@ def end_orphaned_parents(client, *, skip: set[str] = frozenset()) -> list[str]:
         if why is None:
             continue
         client.set_tag(run.info.run_id, TAG_END_REASON, why)
-        client.set_terminated(run.info.run_id, "KILLED", end_time=_last_fold_end(client, run))
+        client.set_terminated(run.info.run_id, "KILLED", end_time=_end_folds(client, run))
         notes.append(
             f"MLflow parent run {run.info.run_id} ({run.info.run_name}) was left RUNNING: "
             f"{why.split(';')[0]}; ended as KILLED (re-run its command to complete it)"

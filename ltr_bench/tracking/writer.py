@@ -5,9 +5,16 @@ Layout
     dataset, seed) (``ResultRecord.plan_key``), found again on a re-run through its tag
     ``ltr_bench_plan_key`` (no duplicate). One nested run per fold (tag
     ``mlflow.parentRunId``), found again through ``ltr_bench_key`` + ``ltr_bench_finished``
-    (a record is never logged twice, also after a crash between two writes). A forced
-    recomputation replaces the fold's earlier nested run (the old one is soft-deleted:
-    ``mlflow gc`` purges it, the UI can restore it). Nothing here writes the local results.
+    (a record is never logged twice, also after a crash between two writes); the run found
+    is kept only if its ``record.json`` and per-query artifacts still hold the local record
+    (:mod:`.integrity`), else it is replaced. A forced recomputation replaces the fold's
+    earlier nested run (the old one is soft-deleted: ``mlflow gc`` purges it, the UI can
+    restore it). Nothing here writes the local results.
+
+Owners
+    A parent run records the process that works on it (:mod:`.owners`); one left RUNNING by
+    a process that is gone is ended KILLED when the store is next opened (:meth:`check`) or
+    resumed by its own command (:meth:`parent_run`).
 
 Nested run content
     metrics: every metric of the record under its MLflow key (``ndcg_at_10``, ...), extra
@@ -94,7 +101,12 @@ class Tracker:
     """
 
     def __init__(
-        self, tracking_uri: str | None = None, *, cwd: str | Path | None = None, quiet: bool = True
+        self,
+        tracking_uri: str | None = None,
+        *,
+        cwd: str | Path | None = None,
+        quiet: bool = True,
+        owner_pid: int | None = None,
     ):
         self.uri = resolve_tracking_uri(tracking_uri, cwd)
         self.artifact_root = artifact_root_for(self.uri)
@@ -104,6 +116,9 @@ class Tracker:
         self._parent_records: dict[str, dict[str, ResultRecord]] = {}
         self._failed_plans: set[str] = set()
         self._quiet = quiet
+        #: the process recorded as owner of the parent runs this tracker takes (default: this
+        #: one; a separate logging process passes the pid of the process it logs for)
+        self.owner_pid = owner_pid
         #: what this tracker repaired or ended for others (one sentence each), for the user
         self.notes: list[str] = []
 
@@ -219,16 +234,19 @@ class Tracker:
             tags = found[0].data.tags
             gone = owner_gone(tags) if found[0].info.status == "RUNNING" else None
             if found[0].info.status != "RUNNING" or gone is not None:
-                # ours now: a finished group gets new folds, or its owner died (resumed)
-                client.update_run(run_id, status="RUNNING")
+                # ours now: a finished group gets new folds, or its owner died (resumed).
+                # The owner first, so a sweep that reads the run meanwhile sees a live owner.
+                from mlflow.entities import RunTag
+
                 reason = gone or tags.get(TAG_END_REASON)
+                new_tags = [RunTag(k, v) for k, v in owner_tags(self.owner_pid).items()]
                 if reason:
-                    resumed = f"resumed by pid {os.getpid()} after: {reason}"
-                    client.set_tag(run_id, TAG_RESUMED, resumed[:5000])
+                    resumed = f"resumed by pid {self.owner_pid or os.getpid()} after: {reason}"
+                    new_tags.append(RunTag(TAG_RESUMED, resumed[:5000]))
+                client.log_batch(run_id, tags=new_tags)
+                client.update_run(run_id, status="RUNNING")
                 if TAG_END_REASON in tags:
                     client.delete_tag(run_id, TAG_END_REASON)
-                for k, v in owner_tags().items():
-                    client.set_tag(run_id, k, v)
         else:
             label = record.label or record.ranker
             tags = {
@@ -241,7 +259,7 @@ class Tracker:
                 "ranker_version": record.ranker_version,
                 "dataset": record.dataset,
                 "seed": str(record.seed),
-                **owner_tags(),
+                **owner_tags(self.owner_pid),
             }
             run = client.create_run(exp_id, run_name=f"{label} @ {record.dataset}", tags=tags)
             run_id = run.info.run_id
