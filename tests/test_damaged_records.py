@@ -192,13 +192,14 @@ def test_a_plain_rerun_replaces_damaged_or_missing_artifacts_without_refitting_a
     fits = len(env.fakes.FITS)
 
     truncated = _artifact(env, FAKE, 1, "record.json")
-    truncated.write_bytes(truncated.read_bytes()[:150])
     typed = _artifact(env, FAKE, 2, "record.json")
+    deleted = _artifact(env, "fake-other", 1, "record.json")
+    csv = _artifact(env, "fake-other", 2, "per_query_metrics.csv")
+    truncated.write_bytes(truncated.read_bytes()[:150])
     d = json.loads(typed.read_text())
     d["metrics"]["err@10"] = [0.5]
     typed.write_text(json.dumps(d))
-    _artifact(env, "fake-other", 1, "record.json").unlink()
-    csv = _artifact(env, "fake-other", 2, "per_query_metrics.csv")
+    deleted.unlink()
     lines = csv.read_text().splitlines()
     lines[1] = lines[1].split(",")[0] + ",x" * (len(lines[1].split(",")) - 1)
     csv.write_text("\n".join(lines) + "\n")
