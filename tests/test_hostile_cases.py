@@ -283,6 +283,10 @@ def _one_result(e):
 # --------------------------------------------------------------------- --optuna-storage
 
 
+def _tune_timeout_inf(e):
+    return _tune_argv(e, "--timeout", "inf")
+
+
 def _tune_argv(e, *extra, dataset=None):
     return [
         "tune",
@@ -394,6 +398,7 @@ CASES = [
     ("storage journal impossible", _storage("/proc/x.journal"), 2, "its folder", _nothing),
     ("storage user's database", _storage(_optuna_foreign), 2, "not an Optuna", _user_rows_kept),
     ("journal damaged mid-file", _journal_damaged, 1, "s.journal:3: damaged", _journal_kept),
+    ("a tuning timeout inf", _tune_timeout_inf, 2, "--timeout must be a finite", _no_results),
 ]
 if DEV_FULL:
     CASES += [
