@@ -357,6 +357,18 @@ def _report_on_dead_server(e):
 
 DEV_FULL = Path("/dev/full").exists()
 
+
+def _missing_driver_url() -> str | None:
+    import importlib.util
+
+    for url, driver in (("postgresql://nohost/x", "psycopg2"), ("mysql://nohost/x", "MySQLdb")):
+        if importlib.util.find_spec(driver) is None:
+            return url
+    return None
+
+
+MISSING_DRIVER = _missing_driver_url()
+
 CASES = [
     # never write into (or delete) a database that is not an MLflow store
     ("run on a user's database", _foreign_run, 2, "not an MLflow store", _user_rows_kept),
@@ -400,6 +412,10 @@ CASES = [
     ("journal damaged mid-file", _journal_damaged, 1, "s.journal:3: damaged", _journal_kept),
     ("a tuning timeout inf", _tune_timeout_inf, 2, "--timeout must be a finite", _no_results),
 ]
+if MISSING_DRIVER:  # a dialect SQLAlchemy knows whose driver is not installed here
+    CASES.append(
+        ("storage driver missing", _storage(MISSING_DRIVER), 2, "no database driver", _nothing)
+    )
 if DEV_FULL:
     CASES += [
         ("report --output /dev/full", _report_to_dev_full, 1, "no space left", _device_kept),
