@@ -368,6 +368,14 @@ def _missing_driver_url() -> str | None:
 
 
 MISSING_DRIVER = _missing_driver_url()
+NO_POSTGRES = all(
+    __import__("importlib.util").util.find_spec(m) is None for m in ("psycopg", "psycopg2")
+)
+
+
+def _run_on_postgres(e):
+    return _run_argv(e, "--tracking-uri", "postgresql://nohost/x")
+
 
 CASES = [
     # never write into (or delete) a database that is not an MLflow store
@@ -415,6 +423,10 @@ CASES = [
 if MISSING_DRIVER:  # a dialect SQLAlchemy knows whose driver is not installed here
     CASES.append(
         ("storage driver missing", _storage(MISSING_DRIVER), 2, "no database driver", _nothing)
+    )
+if NO_POSTGRES:  # MLflow's store then can never open: refused before any work
+    CASES.append(
+        ("run on a store without its driver", _run_on_postgres, 2, "driver is not", _no_results)
     )
 if DEV_FULL:
     CASES += [

@@ -77,6 +77,7 @@ from ltr_bench.tracking.owners import (
 )
 from ltr_bench.tracking.store import (
     TrackingError,
+    TrackingUriError,
     artifact_root_for,
     experiment_name,
     message,
@@ -162,6 +163,11 @@ class Tracker:
                         raise  # a TrackingError of our own (e.g. an unusable folder)
                     if attempt == 1 and repair(cause):
                         continue
+                    if isinstance(cause, ImportError):  # never reachable: a bad invocation
+                        raise TrackingUriError(
+                            f"--tracking-uri {self.uri}: its database driver is not installed "
+                            f"({cause}); install it, or use sqlite:///PATH/mlflow.db"
+                        ) from exc
                     if isinstance(exc, TrackingError):
                         raise
                     raise TrackingError(self._message("connect", exc)) from exc
