@@ -241,3 +241,25 @@ def test_a_store_locked_mid_run_gets_its_parent_ended_failed_at_the_end_and_a_re
     (parent,) = _parents(tmp_path).values()
     assert parent["status"] == "FINISHED" and "ltr_bench_end_reason" not in parent["tags"]
     assert _fold_runs(tmp_path, parent["id"]) == ["FINISHED"] * 3
+
+
+def test_an_owner_is_gone_when_killed_even_unreaped_and_a_reused_pid_is_not_the_owner():
+    from ltr_bench.tracking.owners import TAG_OWNER_STARTED, owner_gone, owner_tags
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        tags = owner_tags(proc.pid)
+        assert owner_gone(tags) is None  # alive: never touched
+        assert owner_gone({**tags, "ltr_bench_owner_host": "another-host"}) is None
+        reused = {**tags, TAG_OWNER_STARTED: str(float(tags[TAG_OWNER_STARTED]) - 3600)}
+        assert f"pid {proc.pid}" in owner_gone(reused)  # same pid, a later process
+        proc.kill()
+        t0 = time.monotonic()
+        while owner_gone(tags) is None:  # a zombie until reaped: already gone
+            assert time.monotonic() - t0 < 60
+            time.sleep(0.05)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert "ended without ending it" in owner_gone(tags)
+    assert owner_gone({}) is None  # a parent of an older version: unknown, left alone
