@@ -262,6 +262,16 @@ def _store_is_folder(e):
     return _run_argv(e, "--tracking-uri", f"sqlite:///{e.cwd}")
 
 
+def _store_dangling(e):
+    (e.cwd / "m.db").symlink_to(e.root / "no-such-folder" / "m.db")
+    return _run_argv(e, "--tracking-uri", f"sqlite:///{e.cwd / 'm.db'}")
+
+
+def _report_on_fifo(e):
+    os.mkfifo(e.cwd / "pipe")  # the name _fifo_kept checks
+    return ["report", "--dataset", "data", "--tracking-uri", f"sqlite:///{e.cwd / 'pipe'}"]
+
+
 def _synthetic(*options):
     def setup(e):
         argv = ["run", "--ranker", FAKE, "--dataset", "synthetic", "--folds", "1", "--no-mlflow"]
@@ -402,6 +412,8 @@ CASES = [
     ("seeds not numbers", _run_with("--seeds", "0,x"), 2, "expected seeds like", _nothing),
     ("seeds with an empty item", _run_with("--seeds", "0,,1"), 2, "got '0,,1'", _nothing),
     ("a store that is a folder", _store_is_folder, 2, "not a regular file", _no_results),
+    ("a store link to nowhere", _store_dangling, 2, "whose folder does not", _no_results),
+    ("report on a named pipe", _report_on_fifo, 1, "not a regular file, not an", _fifo_kept),
     ("a parameter nan", _run_with("--param", f"{FAKE}.scale=nan"), 2, "not a finite", _nothing),
     ("a swept value inf", _run_with("--sweep", f"{FAKE}.scale=1,inf"), 2, "inf is not", _nothing),
     ("label_noise nan", _synthetic("label_noise=nan"), 2, "label_noise=nan", _nothing),

@@ -50,6 +50,9 @@ def _check_store_exists(uri: str) -> None:
     if db is not None and db.is_file() and db.stat().st_size == 0:
         # opening it would make MLflow create its schema there: a report only reads
         raise NoResultsError(f"{db} is an empty file, not an MLflow store: nothing to report")
+    if db is not None and (db.exists() or db.is_symlink()) and not db.is_file():
+        what = "a symbolic link to a missing file" if db.is_symlink() else "not a regular file"
+        raise NoResultsError(f"{db} is {what}, not an MLflow store (an SQLite file)")
     if db is not None and not db.is_file():
         raise NoResultsError(
             f"no MLflow store at {db} (nothing was logged there): run "

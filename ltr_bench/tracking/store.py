@@ -341,6 +341,11 @@ def prepare_sqlite_store(uri: str):
                 f"MLflow at {uri}: {db} is not an SQLite database. Point --tracking-uri at "
                 f"another file, or move it aside: mv {db} {db}.broken"
             )
+    elif db.is_symlink() and not db.exists() and not db.resolve().parent.is_dir():
+        raise TrackingUriError(
+            f"--tracking-uri {uri}: {db} is a symbolic link to {os.readlink(db)}, whose folder "
+            "does not exist; point it at an SQLite file"
+        )
     elif db.exists() and not db.is_file():
         raise TrackingUriError(  # a folder or a device: a bad invocation, refused before work
             f"--tracking-uri {uri}: {db} is not a regular file; point it at an SQLite file "
