@@ -258,6 +258,20 @@ def _run_with(*extra):
     return setup
 
 
+def _store_is_folder(e):
+    return _run_argv(e, "--tracking-uri", f"sqlite:///{e.cwd}")
+
+
+def _store_dangling(e):
+    (e.cwd / "m.db").symlink_to(e.root / "no-such-folder" / "m.db")
+    return _run_argv(e, "--tracking-uri", f"sqlite:///{e.cwd / 'm.db'}")
+
+
+def _report_on_fifo(e):
+    os.mkfifo(e.cwd / "pipe")  # the name _fifo_kept checks
+    return ["report", "--dataset", "data", "--tracking-uri", f"sqlite:///{e.cwd / 'pipe'}"]
+
+
 def _synthetic(*options):
     def setup(e):
         argv = ["run", "--ranker", FAKE, "--dataset", "synthetic", "--folds", "1", "--no-mlflow"]
@@ -277,6 +291,10 @@ def _one_result(e):
 
 
 # --------------------------------------------------------------------- --optuna-storage
+
+
+def _tune_timeout_inf(e):
+    return _tune_argv(e, "--timeout", "inf")
 
 
 def _tune_argv(e, *extra, dataset=None):
@@ -349,6 +367,26 @@ def _report_on_dead_server(e):
 
 DEV_FULL = Path("/dev/full").exists()
 
+
+def _missing_driver_url() -> str | None:
+    import importlib.util
+
+    for url, driver in (("postgresql://nohost/x", "psycopg2"), ("mysql://nohost/x", "MySQLdb")):
+        if importlib.util.find_spec(driver) is None:
+            return url
+    return None
+
+
+MISSING_DRIVER = _missing_driver_url()
+NO_POSTGRES = all(
+    __import__("importlib.util").util.find_spec(m) is None for m in ("psycopg", "psycopg2")
+)
+
+
+def _run_on_postgres(e):
+    return _run_argv(e, "--tracking-uri", "postgresql://nohost/x")
+
+
 CASES = [
     # never write into (or delete) a database that is not an MLflow store
     ("run on a user's database", _foreign_run, 2, "not an MLflow store", _user_rows_kept),
@@ -372,6 +410,10 @@ CASES = [
     ("a seed too large", _run_with("--seeds", "0,99999999999"), 2, "0 to 2147483647", _nothing),
     ("seed too large", _run_with("--seed", "99999999999"), 2, "'--seed'", _nothing),
     ("seeds not numbers", _run_with("--seeds", "0,x"), 2, "expected seeds like", _nothing),
+    ("seeds with an empty item", _run_with("--seeds", "0,,1"), 2, "got '0,,1'", _nothing),
+    ("a store that is a folder", _store_is_folder, 2, "not a regular file", _no_results),
+    ("a store link to nowhere", _store_dangling, 2, "whose folder does not", _no_results),
+    ("report on a named pipe", _report_on_fifo, 1, "not a regular file, not an", _fifo_kept),
     ("a parameter nan", _run_with("--param", f"{FAKE}.scale=nan"), 2, "not a finite", _nothing),
     ("a swept value inf", _run_with("--sweep", f"{FAKE}.scale=1,inf"), 2, "inf is not", _nothing),
     ("label_noise nan", _synthetic("label_noise=nan"), 2, "label_noise=nan", _nothing),
@@ -388,7 +430,16 @@ CASES = [
     ("storage journal impossible", _storage("/proc/x.journal"), 2, "its folder", _nothing),
     ("storage user's database", _storage(_optuna_foreign), 2, "not an Optuna", _user_rows_kept),
     ("journal damaged mid-file", _journal_damaged, 1, "s.journal:3: damaged", _journal_kept),
+    ("a tuning timeout inf", _tune_timeout_inf, 2, "--timeout must be a finite", _no_results),
 ]
+if MISSING_DRIVER:  # a dialect SQLAlchemy knows whose driver is not installed here
+    CASES.append(
+        ("storage driver missing", _storage(MISSING_DRIVER), 2, "no database driver", _nothing)
+    )
+if NO_POSTGRES:  # MLflow's store then can never open: refused before any work
+    CASES.append(
+        ("run on a store without its driver", _run_on_postgres, 2, "driver is not", _no_results)
+    )
 if DEV_FULL:
     CASES += [
         ("report --output /dev/full", _report_to_dev_full, 1, "no space left", _device_kept),

@@ -285,7 +285,7 @@ def _serve(conn, uri: str, results_root: str) -> None:
     message = inbox.get()  # nothing is touched before the invocation is known to be valid
     if message is None or message[0] != "open":
         return
-    tracker = Tracker(uri)
+    tracker = Tracker(uri, owner_pid=os.getppid())  # the parent runs belong to the run
     try:
         tracker.check()
     except Exception as exc:  # noqa: BLE001 - said to the run, never a traceback
@@ -302,6 +302,7 @@ def _serve(conn, uri: str, results_root: str) -> None:
         plan=message[1],
         plan_toml=message[2],
         on_error=lambda text: send(("warning", text)),
+        on_note=lambda text: send(("note", f"note: {text}")),
         claim_found=True,  # a concurrent run may be logging a record found finished
     )
     while True:

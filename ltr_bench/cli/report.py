@@ -25,7 +25,8 @@ def _records(
 ):
     """(dataset, records) from the local results folder or from MLflow. Damaged records
     (files or artifacts) are left out and named in ``set_aside`` (a list of notes), with
-    the repair: re-running their command with --force replaces them."""
+    the repair: re-running their command logs a damaged MLflow copy again from the local
+    results (nothing recomputed) and computes a damaged local result again."""
     from ltr_bench.report.tables import ReportError
 
     if results_dir is not None:
@@ -56,14 +57,21 @@ def _records(
         damaged: list = []
         records = fetch_fold_results(dataset, tracking_uri, damaged=damaged)
         if set_aside is not None:
-            set_aside += [f"set aside (damaged): {d}" for d in damaged]
+            set_aside += [
+                f"set aside (damaged): {d}; re-run its command to log it again from the local "
+                "results (nothing is recomputed)"
+                for d in damaged
+            ]
     else:
         records = [r for r in records if r.dataset == dataset]
         for r in records:
             store.per_query(r)
         records = [r for r in records if store.get(r.key) is r]  # CSVs found damaged: out
         if set_aside is not None:
-            set_aside += store.damage_notes()
+            set_aside += [
+                f"{n}; re-run its command to compute it again (the damaged file is kept beside)"
+                for n in store.damage_notes()
+            ]
         if not records:
             raise ReportError(
                 f"no results for dataset {dataset!r} in {where}; datasets with "

@@ -306,6 +306,7 @@ def _tune(
                 store,
                 plan=plan.to_dict(),
                 on_error=lambda m: console.line(f"warning: {m}"),
+                on_note=lambda m: console.line(f"note: {m}"),
             )
             listeners.append(mlflow_listener)
         except TrackingError as exc:

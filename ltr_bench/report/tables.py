@@ -317,9 +317,7 @@ def build_report(
         groups.setdefault(r.config_key or r.plan_key, []).append(r)
     labels = _labels(groups)
     chosen = _select(groups, labels, rankers)
-    notes: list[str] = [
-        f"{n}; re-run its command with --force to compute it again" for n in set_aside
-    ]
+    notes: list[str] = list(set_aside)
 
     by_unit: dict[str, dict[Unit, ResultRecord]] = {}
     for ck in chosen:

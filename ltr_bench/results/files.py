@@ -56,6 +56,11 @@ def check_writable_dir(folder: Path, what: str) -> None:
         reason = exc.strerror or str(exc)
         if exc.errno == errno.ENOSPC:
             reason = "no space left on the device"
+        elif exc.errno in (errno.EEXIST, errno.ENOTDIR):  # "File exists" says nothing
+            blocker = next((p for p in (folder, *folder.parents) if p.exists()), folder)
+            reason = f"{blocker} is not a folder"
+        elif exc.errno == errno.ENOENT:
+            reason = "it cannot be created there (no such file or directory)"
         raise UsageError(
             f"{what} {folder} is not usable: {reason}. Choose a writable folder with free space."
         ) from None

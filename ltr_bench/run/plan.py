@@ -292,8 +292,8 @@ def parse_conventions(value, *, where: str = "--convention") -> tuple[str, ...]:
 
 def parse_seeds(text: str, *, where: str = "--seeds") -> tuple[int, ...]:
     """``"0,1,2"`` -> (0, 1, 2); a single number ``N`` -> (0, ..., N-1)."""
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    if not parts or not all(p.isdigit() for p in parts):
+    parts = [p.strip() for p in text.split(",")]
+    if not all(p.isdigit() for p in parts):  # an empty item ("0,,1", "0,1,") too
         raise PlanError(f"{where}: expected seeds like 0,1,2 or a count like 3; got {text!r}")
     if len(parts) == 1:
         return _check_seeds(int(parts[0]), where)

@@ -6,6 +6,8 @@
 * :mod:`.listener`: :class:`MlflowListener`, the logging policy during a run (a harness
   listener).
 * :mod:`.reader`: :func:`fetch_fold_results` reads records back for the report.
+* :mod:`.integrity`: does a fold run still hold the local record (a re-run replaces it if not).
+* :mod:`.owners`: who owns a RUNNING parent run; ending those whose owner is gone.
 
 It depends on :mod:`ltr_bench.results` and :mod:`ltr_bench.evaluation.metrics`, never on the
 harness, and it never writes the local results store.

@@ -48,6 +48,14 @@ class MlflowListener:
     records found finished and every finished fold of a parent for its aggregates.
     ``on_error(message)`` hears of the first logging failure. ``claim_found``: log a record
     this process did not claim under its claim (``ltr-bench run``; see the module).
+    ``on_note(message)`` hears of what the tracker repaired: a fold run whose artifacts were
+    missing, damaged or different from the local record (logged again), a parent run left
+    RUNNING by a process that is gone (ended).
+
+    A store that stops answering mid-run leaves this invocation's parent runs open; at
+    :meth:`close` the listener tries once more (the store may be back) and ends them FAILED
+    with the tag ``ltr_bench_end_reason``; if the store is still gone, the next invocation
+    on it ends them (:mod:`ltr_bench.tracking.owners`).
     """
 
     def __init__(
@@ -59,8 +67,11 @@ class MlflowListener:
         plan_toml: str | None = None,
         on_error: Callable[[str], None] | None = None,
         claim_found: bool = False,
+        on_note: Callable[[str], None] | None = None,
     ):
         self.tracker: Tracker | None = tracker
+        self._stopped: Tracker | None = None  # the tracker, after logging stopped mid-run
+        self.on_note = on_note
         self.store = store
         self.plan = plan
         self.plan_toml = plan_toml
@@ -68,6 +79,16 @@ class MlflowListener:
         self.claim_found = claim_found
         self.error: str | None = None
         self._held: dict[str, Callable[[], None]] = {}  # key -> release of its claim
+        self._notes()
+
+    def _notes(self) -> None:
+        tracker = self.tracker or self._stopped
+        if tracker is None or not tracker.notes:
+            return
+        notes, tracker.notes = tracker.notes, []
+        if self.on_note is not None:
+            for note in notes:
+                self.on_note(note)
 
     def fold_loading(self, dataset: str, fold: int) -> None:
         pass
@@ -106,6 +127,7 @@ class MlflowListener:
                 self.tracker.log_record(record, plan=self.plan, plan_toml=self.plan_toml)
             except TrackingError as exc:
                 self._failed(str(exc))
+            self._notes()
         finally:
             if claim is not None:
                 claim.release()
@@ -137,6 +159,8 @@ class MlflowListener:
 
     def _failed(self, text: str) -> None:
         self.error = text
+        if self.tracker is not None:
+            self._stopped = self.tracker
         self.tracker = None  # keep computing; everything stays in the local results
         for release in self._held.values():
             release()
@@ -149,11 +173,30 @@ class MlflowListener:
         for release in self._held.values():  # records never announced (an interruption)
             release()
         self._held.clear()
-        if self.tracker is None:
+        records = lambda key: self.store.records(plan_key=key)  # noqa: E731
+        if self.tracker is not None:
+            try:
+                self.tracker.finish(interrupted=interrupted, all_records=records)
+                self._notes()
+                return
+            except TrackingError as exc:
+                self._failed(str(exc))
+        tracker, self._stopped = self._stopped, None
+        if tracker is None:
             return
+        # logging stopped during the run: one more try to end the parents (the store may be
+        # back); if it is still gone, the next invocation on it ends them (owners.py)
         try:
-            self.tracker.finish(
-                interrupted=interrupted, all_records=lambda key: self.store.records(plan_key=key)
+            tracker.reconnect()
+            tracker.finish(
+                interrupted=interrupted,
+                all_records=records,
+                reason=f"MLflow logging stopped during the run ({self.error}); fold runs may "
+                "be missing: re-run the same command to log them from the local results",
             )
-        except TrackingError as exc:
-            self._failed(str(exc))
+        except TrackingError:
+            pass
+        else:
+            self._stopped = tracker
+            self._notes()
+            self._stopped = None

@@ -50,6 +50,9 @@ def _check_store_exists(uri: str) -> None:
     if db is not None and db.is_file() and db.stat().st_size == 0:
         # opening it would make MLflow create its schema there: a report only reads
         raise NoResultsError(f"{db} is an empty file, not an MLflow store: nothing to report")
+    if db is not None and (db.exists() or db.is_symlink()) and not db.is_file():
+        what = "a symbolic link to a missing file" if db.is_symlink() else "not a regular file"
+        raise NoResultsError(f"{db} is {what}, not an MLflow store (an SQLite file)")
     if db is not None and not db.is_file():
         raise NoResultsError(
             f"no MLflow store at {db} (nothing was logged there): run "
@@ -87,9 +90,9 @@ def fetch_fold_results(
 
     ``record.mlflow`` notes where it was read (``tracking_uri``, ``experiment_id``,
     ``run_id``, ``parent_run_id``); ``record.per_query`` is loaded unless
-    ``per_query=False``. Runs without a ``record.json`` (not written by this version of
-    ltr-bench) are left out. A run whose ``record.json`` or per-query artifact is damaged
-    (not JSON, a field of the wrong type, a non-number value) is left out too and a
+    ``per_query=False``. A run whose ``record.json`` is missing, or whose ``record.json`` or
+    per-query artifact is damaged (not JSON, a field of the wrong type, a non-number
+    value), is left out and a
     :class:`~ltr_bench.results.DamagedRecordError` naming the run, the artifact and the field
     is appended to ``damaged`` (when given). Raises :class:`NoResultsError` (no store file,
     no experiment for the dataset: the message names the datasets the store has) and
@@ -117,6 +120,7 @@ def fetch_fold_results(
     except Exception as exc:
         raise TrackingError(message(uri, f"search the runs of {dataset}", exc)) from exc
     out: list[ResultRecord] = []
+    bad: list[DamagedRecordError] = []
     with tempfile.TemporaryDirectory(prefix="ltr-bench-report-") as tmp:
         for run in runs:
             if run.info.status != "FINISHED":
@@ -126,19 +130,20 @@ def fetch_fold_results(
             try:
                 path = client.download_artifacts(run.info.run_id, RECORD_ARTIFACT, str(where))
                 text = Path(path).read_text("utf-8")
-            except Exception:  # noqa: BLE001 - not a run this version wrote
+            except Exception:  # noqa: BLE001 - deleted, unreadable: named, left out
+                bad.append(
+                    DamagedRecordError(f"{name} {RECORD_ARTIFACT}", None, "missing or unreadable")
+                )
                 continue
             try:
                 record = ResultRecord.checked(json.loads(text), f"{name} {RECORD_ARTIFACT}")
             except DamagedRecordError as exc:
-                if damaged is not None:
-                    damaged.append(exc)
+                bad.append(exc)
                 continue
             except ValueError as exc:
-                if damaged is not None:
-                    damaged.append(
-                        DamagedRecordError(f"{name} {RECORD_ARTIFACT}", None, f"not JSON: {exc}")
-                    )
+                bad.append(
+                    DamagedRecordError(f"{name} {RECORD_ARTIFACT}", None, f"not JSON: {exc}")
+                )
                 continue
             if per_query:
                 try:
@@ -153,8 +158,7 @@ def fetch_fold_results(
                     except DamagedRecordError as exc:
                         exc.where = f"{name} {PER_QUERY_ARTIFACT} ({exc.where.rsplit(':', 1)[-1]})"
                         exc.reason += f" ({record.summary_line()})"
-                        if damaged is not None:
-                            damaged.append(exc)
+                        bad.append(exc)
                         continue
             record.mlflow = {
                 "tracking_uri": uri,
@@ -163,9 +167,19 @@ def fetch_fold_results(
                 "parent_run_id": run.data.tags.get("mlflow.parentRunId"),
             }
             out.append(record)
+    if damaged is not None:
+        damaged.extend(bad)
     if not out:
         raise NoResultsError(
             f"the experiment {experiment_name(dataset)!r} in {uri} has no finished fold runs"
+            + (
+                f"; {len(bad)} set aside as damaged: "
+                + "; ".join(str(b) for b in bad[:5])
+                + (" ..." if len(bad) > 5 else "")
+                + "; re-run their command to log them again from the local results"
+                if bad
+                else ""
+            )
         )
     out.sort(key=lambda r: (r.label or r.ranker, r.plan_key, r.seed, r.fold))
     return out

@@ -320,14 +320,20 @@ def _check_sqlite_file(db: Path, uri: str) -> None:
     if db.is_file() and db.stat().st_size > 0:
         with open(db, "rb") as fh:
             header = fh.read(16)
-        if header != b"SQLite format 3\x00":
+        if header != b"SQLite format 3\x00":  # never delete what is not a database
             raise TrackingError(
                 f"MLflow at {uri}: {db} is not an SQLite database. Point --tracking-uri at "
                 f"another file, or move it aside: mv {db} {db}.broken"
             )
+    elif db.is_symlink() and not db.exists() and not db.resolve().parent.is_dir():
+        raise TrackingUriError(
+            f"--tracking-uri {uri}: {db} is a symbolic link to {os.readlink(db)}, whose folder "
+            "does not exist; point it at an SQLite file"
+        )
     elif db.exists() and not db.is_file():
-        raise TrackingError(
-            f"MLflow at {uri}: {db} is not a regular file. Point --tracking-uri at a file."
+        raise TrackingUriError(  # a folder or a device: a bad invocation, refused before work
+            f"--tracking-uri {uri}: {db} is not a regular file; point it at an SQLite file "
+            "(e.g. sqlite:///$PWD/mlflow_runs/mlflow.db)"
         )
 
 

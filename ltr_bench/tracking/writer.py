@@ -5,9 +5,16 @@ Layout
     dataset, seed) (``ResultRecord.plan_key``), found again on a re-run through its tag
     ``ltr_bench_plan_key`` (no duplicate). One nested run per fold (tag
     ``mlflow.parentRunId``), found again through ``ltr_bench_key`` + ``ltr_bench_finished``
-    (a record is never logged twice, also after a crash between two writes). A forced
-    recomputation replaces the fold's earlier nested run (the old one is soft-deleted:
-    ``mlflow gc`` purges it, the UI can restore it). Nothing here writes the local results.
+    (a record is never logged twice, also after a crash between two writes); the run found
+    is kept only if its ``record.json`` and per-query artifacts still hold the local record
+    (:mod:`.integrity`), else it is replaced. A forced recomputation replaces the fold's
+    earlier nested run (the old one is soft-deleted: ``mlflow gc`` purges it, the UI can
+    restore it). Nothing here writes the local results.
+
+Owners
+    A parent run records the process that works on it (:mod:`.owners`); one left RUNNING by
+    a process that is gone is ended KILLED when the store is next opened (:meth:`check`) or
+    resumed by its own command (:meth:`parent_run`).
 
 Nested run content
     metrics: every metric of the record under its MLflow key (``ndcg_at_10``, ...), extra
@@ -33,6 +40,7 @@ Parent run content
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable
@@ -40,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from ltr_bench.results import ResultRecord, aggregate, per_query_csv
+from ltr_bench.tracking.integrity import stored_record_problem
 from ltr_bench.tracking.layout import (
     EXPERIMENT_TAGS,
     NOTE_TAG,
@@ -59,8 +68,16 @@ from ltr_bench.tracking.layout import (
     record_values,
     run_params,
 )
+from ltr_bench.tracking.owners import (
+    TAG_END_REASON,
+    TAG_RESUMED,
+    end_orphaned_parents,
+    owner_gone,
+    owner_tags,
+)
 from ltr_bench.tracking.store import (
     TrackingError,
+    TrackingUriError,
     artifact_root_for,
     experiment_name,
     message,
@@ -85,7 +102,12 @@ class Tracker:
     """
 
     def __init__(
-        self, tracking_uri: str | None = None, *, cwd: str | Path | None = None, quiet: bool = True
+        self,
+        tracking_uri: str | None = None,
+        *,
+        cwd: str | Path | None = None,
+        quiet: bool = True,
+        owner_pid: int | None = None,
     ):
         self.uri = resolve_tracking_uri(tracking_uri, cwd)
         self.artifact_root = artifact_root_for(self.uri)
@@ -95,6 +117,11 @@ class Tracker:
         self._parent_records: dict[str, dict[str, ResultRecord]] = {}
         self._failed_plans: set[str] = set()
         self._quiet = quiet
+        #: the process recorded as owner of the parent runs this tracker takes (default: this
+        #: one; a separate logging process passes the pid of the process it logs for)
+        self.owner_pid = owner_pid
+        #: what this tracker repaired or ended for others (one sentence each), for the user
+        self.notes: list[str] = []
 
     @property
     def client(self):
@@ -111,6 +138,8 @@ class Tracker:
         A server URI is probed at ``/health`` first, so an unreachable server fails in
         ``timeout`` seconds instead of after MLflow's retries (minutes by default;
         ``MLFLOW_HTTP_REQUEST_MAX_RETRIES`` / ``_TIMEOUT`` tune those for later calls).
+        Then parent runs left RUNNING by a process that is gone are ended
+        (:meth:`end_orphaned_parents`).
         """
         if self.uri.startswith(("http://", "https://")):
             import urllib.error
@@ -127,7 +156,6 @@ class Tracker:
             for attempt in (1, 2):
                 try:
                     self.client.search_experiments(max_results=1)
-                    return
                 except Exception as exc:
                     self._client = None  # its store object holds the failed engine
                     cause = exc.__cause__ if isinstance(exc, TrackingError) else exc
@@ -135,9 +163,30 @@ class Tracker:
                         raise  # a TrackingError of our own (e.g. an unusable folder)
                     if attempt == 1 and repair(cause):
                         continue
+                    if isinstance(cause, ImportError):  # never reachable: a bad invocation
+                        raise TrackingUriError(
+                            f"--tracking-uri {self.uri}: its database driver is not installed "
+                            f"({cause}); install it, or use sqlite:///PATH/mlflow.db"
+                        ) from exc
                     if isinstance(exc, TrackingError):
                         raise
                     raise TrackingError(self._message("connect", exc)) from exc
+                self.end_orphaned_parents()
+                return
+
+    def reconnect(self, timeout: float = 5.0) -> None:
+        """Open the store afresh (after it stopped answering); raises :class:`TrackingError`."""
+        self._client = None
+        self.check(timeout=timeout)
+
+    def end_orphaned_parents(self) -> None:
+        """End as KILLED every RUNNING parent run in the store whose owner process is gone
+        (:mod:`ltr_bench.tracking.owners`), with a tag saying why. Best effort: a store
+        that cannot be searched is reported by the calls that need it."""
+        try:
+            self.notes += end_orphaned_parents(self._client, skip=set(self._parents.values()))
+        except Exception:  # noqa: BLE001 - see the docstring
+            return
 
     # -- experiments and parent runs ---------------------------------------------------------
 
@@ -188,8 +237,22 @@ class Tracker:
         found = self._find_runs(exp_id, **{TAG_PLAN_KEY: record.plan_key, TAG_ROLE: "parent"})
         if found:
             run_id = found[0].info.run_id
-            if found[0].info.status != "RUNNING":
+            tags = found[0].data.tags
+            gone = owner_gone(tags) if found[0].info.status == "RUNNING" else None
+            if found[0].info.status != "RUNNING" or gone is not None:
+                # ours now: a finished group gets new folds, or its owner died (resumed).
+                # The owner first, so a sweep that reads the run meanwhile sees a live owner.
+                from mlflow.entities import RunTag
+
+                reason = gone or tags.get(TAG_END_REASON)
+                new_tags = [RunTag(k, v) for k, v in owner_tags(self.owner_pid).items()]
+                if reason:
+                    resumed = f"resumed by pid {self.owner_pid or os.getpid()} after: {reason}"
+                    new_tags.append(RunTag(TAG_RESUMED, resumed[:5000]))
+                client.log_batch(run_id, tags=new_tags)
                 client.update_run(run_id, status="RUNNING")
+                if TAG_END_REASON in tags:
+                    client.delete_tag(run_id, TAG_END_REASON)
         else:
             label = record.label or record.ranker
             tags = {
@@ -202,6 +265,7 @@ class Tracker:
                 "ranker_version": record.ranker_version,
                 "dataset": record.dataset,
                 "seed": str(record.seed),
+                **owner_tags(self.owner_pid),
             }
             run = client.create_run(exp_id, run_name=f"{label} @ {record.dataset}", tags=tags)
             run_id = run.info.run_id
@@ -259,9 +323,16 @@ class Tracker:
                     and run_id is None
                     and run.info.status == "FINISHED"
                 ):
-                    run_id = run.info.run_id  # logged before
-                else:
-                    self.client.delete_run(run.info.run_id)  # superseded (--force) or partial
+                    problem = stored_record_problem(self.client, run.info.run_id, record)
+                    if problem is None:
+                        run_id = run.info.run_id  # logged before, and intact
+                        continue
+                    self.notes.append(
+                        f"MLflow run {run.info.run_id} of {record.summary_line()}: {problem}; "
+                        "logged again from the local record"
+                    )
+                # superseded (--force), partial, damaged or a duplicate: replaced
+                self.client.delete_run(run.info.run_id)
             if run_id is None:
                 run_id = self._log_fold_run(exp_id, parent, record, plan)
             self._parent_records.setdefault(record.plan_key, {})[record.key] = record
@@ -350,9 +421,11 @@ class Tracker:
         *,
         interrupted: bool = False,
         all_records: Callable[[str], Iterable[ResultRecord]] | None = None,
+        reason: str | None = None,
     ) -> None:
         """Log each touched parent's fold aggregates once and end it: FINISHED, FAILED (a cell
-        failed) or KILLED (interrupted).
+        failed, or ``reason`` given: e.g. logging stopped mid-run, so fold runs are missing;
+        the tag ``ltr_bench_end_reason`` holds it) or KILLED (interrupted).
 
         ``all_records(plan_key)`` gives every finished record of the group (e.g. from the
         local store, so folds finished in earlier invocations count); by default only the
@@ -377,8 +450,10 @@ class Tracker:
                             metrics.append(Metric(key + "_std", std, ts, 0))
                     self.client.log_batch(run_id, metrics=metrics)
                 status = "FINISHED"
-                if plan_key in self._failed_plans:
+                if plan_key in self._failed_plans or reason:
                     status = "FAILED"
+                if reason:
+                    self.client.set_tag(run_id, TAG_END_REASON, reason[:5000])
                 if interrupted:
                     status = "KILLED"
                 self.client.set_terminated(

@@ -103,8 +103,10 @@ def _check_url(spec: str, what: str) -> None:
 
     try:
         url = make_url(spec)
-        url.get_dialect()
-    except NoSuchModuleError:  # before ArgumentError: it is one
+        dialect = url.get_dialect()
+        # the dialect is part of SQLAlchemy; its driver (psycopg2, MySQLdb, ...) may be missing
+        (getattr(dialect, "import_dbapi", None) or dialect.dbapi)()
+    except (NoSuchModuleError, ImportError):  # before ArgumentError: it is one
         raise StorageError(
             f"{what}: no database driver for {spec.split('://', 1)[0]!r} is installed "
             "(e.g. sqlite:///PATH/optuna.db, or postgresql://... with its Python driver)"

@@ -130,8 +130,10 @@ class Budget:
             raise UsageError("give a tuning budget: --trials N and/or --timeout SECONDS")
         if self.n_trials is not None and self.n_trials < 1:
             raise UsageError(f"--trials must be >= 1, got {self.n_trials}")
-        if self.timeout is not None and not self.timeout > 0:
-            raise UsageError(f"--timeout must be > 0 seconds, got {self.timeout}")
+        if self.timeout is not None and not 0 < self.timeout < float("inf"):
+            raise UsageError(  # inf: a study that never ends
+                f"--timeout must be a finite number of seconds > 0, got {self.timeout}"
+            )
 
     @property
     def text(self) -> str:

@@ -1,0 +1,265 @@
+"""Issue 27: parent runs are never left RUNNING for ever. Real ``ltr-bench run`` processes on
+a real SQLite store: one killed with SIGKILL between logging a fold and ending its parent,
+one whose store is locked by another process mid-run, one alive and waiting; what each
+parent's status and tags are afterwards (:mod:`ltr_bench.tracking.owners`)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_reliability import make_folder
+
+TESTS = Path(__file__).resolve().parent
+
+HOOK_RANKER = """
+import os, signal, time
+from pathlib import Path
+from ltrb_fake_rankers import LinearRanker
+
+_FITS = [0]
+
+class HookRanker(LinearRanker):
+    '''Fit number n of this process (1-based): appends its pid to $LTRB_DIR/fits, touches
+    $LTRB_DIR/fit<n>; kills its own process with SIGKILL when n is in $LTRB_KILL_AT; waits
+    for the file $LTRB_DIR/go<n> when n is in $LTRB_WAIT_AT.'''
+
+    def fit(self, X, y, *, qid, eval_set=None):
+        _FITS[0] += 1
+        n, d = _FITS[0], Path(os.environ["LTRB_DIR"])
+        with open(d / "fits", "a") as fh:
+            fh.write(f"{os.getpid()}\\n")
+        (d / f"fit{n}").touch()
+        if str(n) in os.environ.get("LTRB_KILL_AT", "").split(","):
+            os.kill(os.getpid(), signal.SIGKILL)
+        if str(n) in os.environ.get("LTRB_WAIT_AT", "").split(","):
+            while not (d / f"go{n}").exists():
+                time.sleep(0.05)
+        return super().fit(X, y, qid=qid, eval_set=eval_set)
+"""
+
+
+def _env(tmp_path: Path, **extra) -> dict:
+    mods = tmp_path / "mods"
+    mods.mkdir(exist_ok=True)
+    (mods / "ltrb_hook.py").write_text(HOOK_RANKER)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(mods), str(TESTS)]),
+        LTR_BENCH_CACHE=str(tmp_path / "cache"),
+        LTRB_DIR=str(tmp_path),
+        OMP_NUM_THREADS="1",
+        **extra,
+    )
+    env.pop("MLFLOW_TRACKING_URI", None)
+    return env
+
+
+def _cmd(tmp_path: Path, *extra: str) -> list[str]:
+    data = tmp_path / "data"
+    if not data.exists():
+        for k in (1, 2, 3):
+            make_folder(data / f"Fold{k}")
+    return [
+        sys.executable, "-m", "ltr_bench.cli", "run",
+        "--ranker", "ltrb_hook:HookRanker", "--dataset", str(data),
+        "--results-dir", str(tmp_path / "res"),
+        "--tracking-uri", f"sqlite:///{tmp_path / 'ml' / 'mlflow.db'}",
+        "--metrics", "ndcg@10", *extra,
+    ]  # fmt: skip
+
+
+def _wait_for(path: Path, proc: subprocess.Popen) -> None:
+    t0 = time.monotonic()
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() - t0 < 180, f"{path.name} never appeared"
+        time.sleep(0.05)
+
+
+def _parents(tmp_path: Path) -> dict[str, dict]:
+    """seed -> {"status", "tags"} of every parent run in the store."""
+    con = sqlite3.connect(tmp_path / "ml" / "mlflow.db")
+    try:
+        rows = con.execute(
+            "select r.run_uuid, r.status from runs r join tags t on t.run_uuid = r.run_uuid"
+            " where t.key = 'ltr_bench_role' and t.value = 'parent'"
+        ).fetchall()
+        out = {}
+        for run_id, status in rows:
+            tags = dict(con.execute("select key, value from tags where run_uuid = ?", (run_id,)))
+            out[tags["seed"]] = {"status": status, "tags": tags, "id": run_id}
+        return out
+    finally:
+        con.close()
+
+
+def _fold_runs(tmp_path: Path, parent: str) -> list[str]:
+    con = sqlite3.connect(tmp_path / "ml" / "mlflow.db")
+    try:
+        return [
+            s
+            for (s,) in con.execute(
+                "select r.status from runs r join tags t on t.run_uuid = r.run_uuid"
+                " where t.key = 'mlflow.parentRunId' and t.value = ?"
+                " and r.lifecycle_stage = 'active'",
+                (parent,),
+            )
+        ]
+    finally:
+        con.close()
+
+
+def _fits(tmp_path: Path) -> int:
+    path = tmp_path / "fits"
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+@pytest.mark.slow
+def test_a_parent_left_running_by_sigkill_is_ended_killed_by_the_next_run_and_resumed_by_its_own(
+    tmp_path,
+):
+    killed = subprocess.run(
+        _cmd(tmp_path), env=_env(tmp_path, LTRB_KILL_AT="2"), capture_output=True, timeout=300
+    )
+    assert killed.returncode == -9  # fold 1 logged, killed fitting fold 2
+    (orphan,) = _parents(tmp_path).values()
+    assert orphan["status"] == "RUNNING"
+    assert orphan["tags"]["ltr_bench_owner_pid"] == _pid_of_fit(tmp_path)
+    assert orphan["tags"]["ltr_bench_owner_host"] == socket.gethostname()
+
+    # any invocation on the store (here another seed: another parent) ends it
+    other = subprocess.run(
+        _cmd(tmp_path, "--seed", "1"), env=_env(tmp_path), capture_output=True, text=True
+    )
+    assert other.returncode == 0, other.stderr
+    assert f"MLflow parent run {orphan['id']}" in other.stdout + other.stderr
+    parents = _parents(tmp_path)
+    assert parents["0"]["status"] == "KILLED"
+    assert "ended without ending it" in parents["0"]["tags"]["ltr_bench_end_reason"]
+    assert parents["1"]["status"] == "FINISHED"
+
+    # the killed command again: its parent resumed, completed, FINISHED; fold 1 not refitted
+    fits = _fits(tmp_path)
+    again = subprocess.run(_cmd(tmp_path), env=_env(tmp_path), capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert _fits(tmp_path) == fits + 2  # folds 2 and 3 only
+    resumed = _parents(tmp_path)["0"]
+    assert resumed["id"] == orphan["id"] and resumed["status"] == "FINISHED"
+    assert "ltr_bench_end_reason" not in resumed["tags"]
+    assert "resumed by pid" in resumed["tags"]["ltr_bench_resumed"]
+    assert _fold_runs(tmp_path, orphan["id"]) == ["FINISHED"] * 3
+
+
+def _pid_of_fit(tmp_path: Path) -> str:
+    """The pid that made the first fit (the killed process)."""
+    return (tmp_path / "fits").read_text().splitlines()[0]
+
+
+@pytest.mark.slow
+def test_a_parent_whose_owner_is_alive_is_not_touched_by_another_run(tmp_path):
+    waiting = subprocess.Popen(
+        _cmd(tmp_path),
+        env=_env(tmp_path, LTRB_WAIT_AT="2"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_for(tmp_path / "fit2", waiting)  # fold 1 logged; its parent RUNNING, owner alive
+        other = subprocess.run(
+            _cmd(tmp_path, "--seed", "1", "--folds", "1"),
+            env=_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert other.returncode == 0, other.stderr
+        live = _parents(tmp_path)["0"]
+        assert live["status"] == "RUNNING" and "ltr_bench_end_reason" not in live["tags"]
+        assert live["tags"]["ltr_bench_owner_pid"] == str(waiting.pid)
+    finally:
+        (tmp_path / "go2").touch()
+        out, err = waiting.communicate(timeout=300)
+    assert waiting.returncode == 0, err
+    assert _parents(tmp_path)["0"]["status"] == "FINISHED"
+
+
+@pytest.mark.slow
+def test_a_store_locked_mid_run_gets_its_parent_ended_failed_at_the_end_and_a_rerun_completes_it(
+    tmp_path,
+):
+    """Fold 1 is logged; another process then locks the SQLite store while fold 2 is logged
+    (logging stops, the run goes on locally); the lock is gone before the run ends, so the
+    run's last try ends its parent FAILED with the reason. The same command again logs the
+    two missing folds without fitting and ends the parent FINISHED."""
+    db = tmp_path / "ml" / "mlflow.db"
+    run = subprocess.Popen(
+        _cmd(tmp_path),
+        env=_env(tmp_path, LTRB_WAIT_AT="2,3"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    locker = None
+    try:
+        _wait_for(tmp_path / "fit2", run)  # fold 1 is logged: the store exists
+        locker = sqlite3.connect(db, isolation_level=None)
+        locker.execute("begin exclusive")
+        (tmp_path / "go2").touch()  # fold 2 finishes, its logging meets the lock and fails
+        _wait_for(tmp_path / "fit3", run)  # logging is off by now (fold 3 comes after it)
+        locker.execute("rollback")
+        locker.close()
+        locker = None
+        (tmp_path / "go3").touch()
+        out, err = run.communicate(timeout=300)
+    finally:
+        if locker is not None:
+            locker.close()
+        for n in (2, 3):
+            (tmp_path / f"go{n}").touch()
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+    assert run.returncode == 1, err  # MLflow logging failed: said, results kept locally
+    assert "MLflow logging failed" in err and "Traceback" not in out + err
+    assert len(list((tmp_path / "res").glob("*.json"))) == 3
+    (parent,) = _parents(tmp_path).values()
+    assert parent["status"] == "FAILED"
+    assert "MLflow logging stopped during the run" in parent["tags"]["ltr_bench_end_reason"]
+    assert _fold_runs(tmp_path, parent["id"]) == ["FINISHED"]
+
+    again = subprocess.run(_cmd(tmp_path), env=_env(tmp_path), capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert _fits(tmp_path) == 3  # nothing computed again
+    (parent,) = _parents(tmp_path).values()
+    assert parent["status"] == "FINISHED" and "ltr_bench_end_reason" not in parent["tags"]
+    assert _fold_runs(tmp_path, parent["id"]) == ["FINISHED"] * 3
+
+
+def test_an_owner_is_gone_when_killed_even_unreaped_and_a_reused_pid_is_not_the_owner():
+    from ltr_bench.tracking.owners import TAG_OWNER_STARTED, owner_gone, owner_tags
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        tags = owner_tags(proc.pid)
+        assert owner_gone(tags) is None  # alive: never touched
+        assert owner_gone({**tags, "ltr_bench_owner_host": "another-host"}) is None
+        reused = {**tags, TAG_OWNER_STARTED: str(float(tags[TAG_OWNER_STARTED]) - 3600)}
+        assert f"pid {proc.pid}" in owner_gone(reused)  # same pid, a later process
+        proc.kill()
+        t0 = time.monotonic()
+        while owner_gone(tags) is None:  # a zombie until reaped: already gone
+            assert time.monotonic() - t0 < 60
+            time.sleep(0.05)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert "ended without ending it" in owner_gone(tags)
+    assert owner_gone({}) is None  # a parent of an older version: unknown, left alone
