@@ -34,7 +34,11 @@ row carries the gains along. This is exact by construction: overwriting the low 
 keeps a score inside its block of ``2^b`` adjacent floats, and blocks are disjoint intervals
 ordered as the floats, so scores in different blocks keep their order; a row whose top
 ``k + 1`` holds two scores of one block (a tie, or scores within ``2^b`` units in the last
-place) is evaluated again from the unmodified scores (:func:`_dcg`).
+place) is evaluated again from the unmodified scores (:func:`_dcg`). The line search and
+the starting value add the per-query NDCG in one fixed order, so a trial that leaves every
+query's DCG unchanged gets exactly the current value and is not "strictly better" (an
+earlier version added pruned and unpruned queries separately and could accept such a trial
+on a rounding difference of 1e-16).
 This is NDCG@k as :mod:`ltr_bench.evaluation.metrics` defines it (gain ``2^rel - 1``,
 discount ``1 / log2(rank + 1)``) except for ties, which the line search breaks arbitrarily
 (RankLib breaks them by row order) instead of averaging them; on continuous scores there are
