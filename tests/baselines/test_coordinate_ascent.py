@@ -196,3 +196,31 @@ def test_line_search_and_mean_give_bit_identical_values_for_the_same_scores(k):
     for deltas in (np.array([-0.3]), 0.01 * (2.0 ** np.arange(1, 26) - 1)):
         line = ndcg.line(sp, xp, deltas)
         assert np.array_equal(line, ndcg.mean(sp[None, :] + deltas[:, None] * xp[None, :]))
+
+
+def test_line_search_in_blocks_of_one_query_equals_one_block_per_bucket(monkeypatch):
+    import ltr_bench_baselines.coordinate_ascent as ca
+
+    s, x, y, qid = _near_tie_problem(5, 10)
+    ndcg = TopKNDCG(y, query_boundaries(qid), 10)
+    sp, xp = ndcg.pad(s, -np.inf), ndcg.pad(x, 0.0)
+    deltas = -0.001 * (2.0 ** np.arange(1, 26) - 1)
+    whole = ndcg.line(sp, xp, deltas)
+    assert max(nb for _, nb, *_ in ndcg.buckets) > 1  # some bucket really is cut up
+    monkeypatch.setattr(ca, "_CHUNK", 1)  # one query per block
+    assert np.array_equal(ndcg.line(sp, xp, deltas), whole)
+
+
+def test_many_label_values_get_wider_gain_codes_and_stay_exact():
+    rng = np.random.default_rng(11)
+    sizes = rng.integers(2, 60, size=40)
+    qid = np.repeat(np.arange(40), sizes)
+    y = rng.integers(0, 21, size=qid.size)  # 21 gains: 5 code bits
+    y[np.r_[0, np.cumsum(sizes)[:-1]]] = 20
+    s, x = rng.standard_normal(qid.size), rng.standard_normal(qid.size)
+    ndcg = TopKNDCG(y, query_boundaries(qid), 10)
+    assert ndcg.code_bits == 5
+    deltas = 0.001 * (2.0 ** np.arange(1, 26) - 1)
+    got = ndcg.line(ndcg.pad(s, -np.inf), ndcg.pad(x, 0.0), deltas)
+    expected = [evaluate(y, s + d * x, qid, "ndcg@10")["ndcg@10"] for d in deltas]
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
