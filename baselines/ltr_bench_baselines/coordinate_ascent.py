@@ -102,9 +102,14 @@ class TopKNDCG:
         self.n_queries = int(sizes.size)
         order = np.argsort(sizes, kind="stable")
         gains = np.r_[np.exp2(y.astype(np.float64)) - 1.0, 0.0]  # index n: padding, gain 0
-        # gain codes for the sort of :meth:`line`: code c has gain gain_of_code[c]
-        self.gain_of_code, codes = np.unique(gains, return_inverse=True)
-        codes = codes.astype(np.int64).ravel()
+        # gain codes for the sort of :meth:`line`: code c has gain gain_of_code[c]; gain 0
+        # (the padding's) gets code 0, so a padded -inf keeps its bits (other codes: NaN)
+        uniq, inverse = np.unique(gains, return_inverse=True)
+        perm = np.arange(uniq.size)
+        zero = int(np.searchsorted(uniq, 0.0))
+        perm[[0, zero]] = perm[[zero, 0]]  # a swap: its own inverse
+        self.gain_of_code = uniq[perm]
+        codes = perm[inverse.ravel()].astype(np.int64)
         self.code_bits = max(1, int(np.ceil(np.log2(self.gain_of_code.size))))
         self.buckets = []  # (offset, queries, width, gains, kk, discounts, ideal DCG, codes)
         parts = []

@@ -224,3 +224,18 @@ def test_many_label_values_get_wider_gain_codes_and_stay_exact():
     got = ndcg.line(ndcg.pad(s, -np.inf), ndcg.pad(x, 0.0), deltas)
     expected = [evaluate(y, s + d * x, qid, "ndcg@10")["ndcg@10"] for d in deltas]
     np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_negative_labels_keep_the_padding_at_minus_infinity_in_the_gain_coded_sort():
+    rng = np.random.default_rng(12)
+    sizes = rng.integers(2, 30, size=30)  # short queries: padded rows reach the top k
+    qid = np.repeat(np.arange(30), sizes)
+    y = rng.integers(-2, 3, size=qid.size)  # gains below 0 as well
+    y[np.r_[0, np.cumsum(sizes)[:-1]]] = 2
+    s, x = rng.standard_normal(qid.size), rng.standard_normal(qid.size)
+    ndcg = TopKNDCG(y, query_boundaries(qid), 10)
+    assert ndcg.gain_of_code[0] == 0.0 and ndcg.gain_of_code.min() < 0
+    sp, xp = ndcg.pad(s, -np.inf), ndcg.pad(x, 0.0)
+    deltas = 0.01 * (2.0 ** np.arange(1, 26) - 1)
+    line = ndcg.line(sp, xp, deltas)
+    assert np.array_equal(line, ndcg.mean(sp[None, :] + deltas[:, None] * xp[None, :]))
