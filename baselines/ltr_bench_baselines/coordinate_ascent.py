@@ -25,11 +25,20 @@ the restart with the best training metric, or, with ``eval_set`` and ``use_valid
 the restart with the best validation metric (RankLib with ``-validate``).
 
 Line search cost. Every trial weight of a direction is evaluated at once: the trial scores
-``s + delta_j x_f`` (``max_steps`` columns) are scattered into per-query rows padded to a few
-width buckets (queries sorted by length, so padding stays small), the top ``k`` of every row
-is found with ``np.argpartition`` and NDCG@k is the DCG of those ``k`` sorted, over the ideal
-DCG. Before that, documents that cannot reach the top ``k`` at any step of the direction are
-dropped (:meth:`TopKNDCG.line`: exact, since scores are linear in the step).
+``s + delta_j x_f`` (``max_steps`` columns) are laid out in per-query rows padded to a few
+width buckets (queries sorted by length, so padding stays small; the padded feature columns
+are built once per fit), and NDCG@k is the DCG of each row's top ``k`` over the ideal DCG.
+The top ``k`` in order comes from one vectorised float sort per row (:meth:`TopKNDCG.line`):
+the low bits of every score are overwritten by a code of its document's gain, so the sorted
+row carries the gains along. This is exact by construction: overwriting the low ``b`` bits
+keeps a score inside its block of ``2^b`` adjacent floats, and blocks are disjoint intervals
+ordered as the floats, so scores in different blocks keep their order; a row whose top
+``k + 1`` holds two scores of one block (a tie, or scores within ``2^b`` units in the last
+place) is evaluated again from the unmodified scores (:func:`_dcg`). The line search and
+the starting value add the per-query NDCG in one fixed order, so a trial that leaves every
+query's DCG unchanged gets exactly the current value and is not "strictly better" (an
+earlier version added pruned and unpruned queries separately and could accept such a trial
+on a rounding difference of 1e-16).
 This is NDCG@k as :mod:`ltr_bench.evaluation.metrics` defines it (gain ``2^rel - 1``,
 discount ``1 / log2(rank + 1)``) except for ties, which the line search breaks arbitrarily
 (RankLib breaks them by row order) instead of averaging them; on continuous scores there are
@@ -70,6 +79,7 @@ __all__ = ["CoordinateAscentRanker", "TopKNDCG"]
 _SMALL_STEP = 0.001  # RankLib's first step
 _STEP_SCALE = 2.0  # RankLib's stepScale
 _BUCKET_RATIO = 1.25  # a bucket's widest query is at most this times its narrowest
+_CHUNK = 1 << 18  # trial scores sorted per block in TopKNDCG.line (2 MiB: stays in cache)
 
 
 class TopKNDCG:
@@ -80,7 +90,9 @@ class TopKNDCG:
     >= 1 (the callers skip the others). Scores live in a *padded layout* of ``n_padded``
     entries: queries sorted by length and cut into buckets, each bucket a ``(queries, width)``
     block stored row-major, padding positions scored ``-inf`` (:meth:`pad`). :meth:`mean`
-    takes padded scores ``(n_candidates, n_padded)`` and returns ``(n_candidates,)``.
+    takes padded scores ``(n_candidates, n_padded)`` and returns ``(n_candidates,)``; both it
+    and :meth:`line` add per-query NDCG bucket by bucket in the same order, so equal rankings
+    give bit-identical means (an unchanged ranking never looks like an improvement).
     """
 
     def __init__(self, y: np.ndarray, bounds: np.ndarray, k: int):
@@ -90,7 +102,16 @@ class TopKNDCG:
         self.n_queries = int(sizes.size)
         order = np.argsort(sizes, kind="stable")
         gains = np.r_[np.exp2(y.astype(np.float64)) - 1.0, 0.0]  # index n: padding, gain 0
-        self.buckets = []  # (offset, queries, width, gains, kk, discounts, ideal DCG)
+        # gain codes for the sort of :meth:`line`: code c has gain gain_of_code[c]; gain 0
+        # (the padding's) gets code 0, so a padded -inf keeps its bits (other codes: NaN)
+        uniq, inverse = np.unique(gains, return_inverse=True)
+        perm = np.arange(uniq.size)
+        zero = int(np.searchsorted(uniq, 0.0))
+        perm[[0, zero]] = perm[[zero, 0]]  # a swap: its own inverse
+        self.gain_of_code = uniq[perm]
+        codes = perm[inverse.ravel()].astype(np.int64)
+        self.code_bits = max(1, int(np.ceil(np.log2(self.gain_of_code.size))))
+        self.buckets = []  # (offset, queries, width, gains, kk, discounts, ideal DCG, codes)
         parts = []
         offset, i = 0, 0
         while i < order.size:
@@ -104,13 +125,14 @@ class TopKNDCG:
             g = gains[idx]
             kk = min(self.k, width)
             disc = 1.0 / np.log2(np.arange(2, kk + 2))
-            ideal = -np.sort(-g, axis=1)[:, :kk] @ disc
-            self.buckets.append((offset, qs.size, width, g, kk, disc, ideal))
+            ideal = _ordered_dcg(-np.sort(-g, axis=1)[:, :kk], disc)
+            self.buckets.append((offset, qs.size, width, g, kk, disc, ideal, codes[idx]))
             parts.append(idx.ravel())
             offset += idx.size
             i = j + 1
         self.index = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
         self.n_padded = int(self.index.size)
+        self._work = np.zeros(0)  # scratch for :meth:`line`, grown on demand and reused
 
     def pad(self, v: np.ndarray, fill: float) -> np.ndarray:
         """``v`` (n,) in the padded layout, ``fill`` at the padding positions."""
@@ -120,56 +142,71 @@ class TopKNDCG:
         S = np.atleast_2d(S)
         C = S.shape[0]
         total = np.zeros(C)
-        for offset, nb, width, g, kk, disc, ideal in self.buckets:
+        for offset, nb, width, g, kk, disc, ideal, _ in self.buckets:
             sb = S[:, offset : offset + nb * width].reshape(C, nb, width)
             total += (_dcg(sb, g, kk, disc) / ideal).sum(axis=1)
         return total / self.n_queries
 
     def line(self, s: np.ndarray, x: np.ndarray, deltas: np.ndarray) -> np.ndarray:
         """``mean(s + deltas[:, None] * x)`` for padded ``s`` (padding ``-inf``) and ``x``
-        (padding 0) and trial steps ``deltas`` sorted by size (one direction), computed on
-        fewer documents.
+        (padding 0) and trial steps ``deltas``, by sorting gain-coded scores.
 
-        Pruning (exact up to the order of tied scores): with ``A = s + deltas[0] x`` and
-        ``B = s + deltas[-1] x`` the scores at the two ends, a query's documents outside both
-        its top ``2k`` by ``A`` and its top ``2k`` by ``B`` are beaten, at both ends and so at
-        every step between (scores are linear in the step), by every document inside both;
-        when at least ``k`` documents are inside both, the others can never reach the top
-        ``k`` and are dropped. Queries where that fails keep every document.
+        Per bucket, ``S = deltas x + s`` (the same floats as ``s + delta x``) is viewed as
+        int64 and its low ``b = code_bits`` bits are replaced by the document's gain code;
+        every row is sorted as floats and the DCG read off the codes of its last ``kk``
+        entries. Exactness: the ``2^b`` floats sharing a score's high bits form an interval
+        of adjacent floats (one sign, one exponent), intervals of different blocks do not
+        overlap, so two scores of different blocks sort as their unmodified values do. When
+        the top ``kk + 1`` of a sorted row holds no two entries of one block, its top ``kk``
+        is that of the unmodified scores, in order, with no tie; otherwise (a tie or a near
+        tie) the row is evaluated again by :func:`_dcg` from the unmodified scores.
+        Padding (``-inf``, code of gain 0) keeps its value: ``-inf`` has zero low bits.
         """
         deltas = np.asarray(deltas, dtype=np.float64)
         C = deltas.size
         total = np.zeros(C)
-        for offset, nb, width, g, kk, disc, ideal in self.buckets:
+        for offset, nb, width, g, kk, disc, ideal, codes in self.buckets:
             sb = s[offset : offset + nb * width].reshape(nb, width)
             xb = x[offset : offset + nb * width].reshape(nb, width)
-            keep_n = 2 * kk
-            if width <= 2 * keep_n:  # short lists: nothing worth pruning
-                S = sb[None] + deltas[:, None, None] * xb[None]
-                total += (_dcg(S, g, kk, disc) / ideal).sum(axis=1)
-                continue
-            A = sb + deltas[0] * xb
-            B = sb + deltas[-1] * xb
-            inA = A >= np.partition(A, width - keep_n, axis=1)[:, width - keep_n][:, None]
-            inB = B >= np.partition(B, width - keep_n, axis=1)[:, width - keep_n][:, None]
-            ok = (inA & inB).sum(axis=1) >= kk
-            keep = inA | inB
-            for rows, narrow in ((np.flatnonzero(ok), True), (np.flatnonzero(~ok), False)):
-                if rows.size == 0:
-                    continue
-                if narrow:
-                    k_rows = keep[rows]
-                    w2 = int(k_rows.sum(axis=1).max())
-                    cols = np.argsort(~k_rows, axis=1, kind="stable")[:, :w2]
-                    valid = np.take_along_axis(k_rows, cols, axis=1)
-                    sr = np.where(valid, np.take_along_axis(sb[rows], cols, axis=1), -np.inf)
-                    xr = np.where(valid, np.take_along_axis(xb[rows], cols, axis=1), 0.0)
-                    gr = np.where(valid, np.take_along_axis(g[rows], cols, axis=1), 0.0)
-                else:
-                    sr, xr, gr = sb[rows], xb[rows], g[rows]
-                S = sr[None] + deltas[:, None, None] * xr[None]
-                total += (_dcg(S, gr, min(kk, S.shape[2]), disc) / ideal[rows]).sum(axis=1)
+            dcg = np.empty((C, nb))
+            step = max(1, _CHUNK // (C * width))  # queries per chunk: the scratch stays cached
+            for a in range(0, nb, step):
+                q = slice(a, min(a + step, nb))
+                dcg[:, q] = self._coded_dcg(sb[q], xb[q], codes[q], g[q], kk, disc, deltas)
+            total += (dcg / ideal).sum(axis=1)
         return total / self.n_queries
+
+    def _coded_dcg(self, sb, xb, codes, g, kk, disc, deltas) -> np.ndarray:
+        """DCG@kk (C, rows) of ``sb + deltas x`` for one block of rows (see :meth:`line`)."""
+        C, (nb, width) = deltas.size, sb.shape
+        low = np.int64((1 << self.code_bits) - 1)
+        if self._work.size < C * nb * width:
+            self._work = np.empty(C * nb * width)
+        S = self._work[: C * nb * width].reshape(C, nb, width)
+        np.multiply(deltas[:, None, None], xb[None], out=S)
+        S += sb
+        bits = S.view(np.int64)
+        bits &= ~low
+        bits |= codes
+        S.sort(axis=2)
+        tail = bits[:, :, max(width - kk - 1, 0) :]  # top kk + 1 (all when shorter)
+        same_block = ((tail[:, :, 1:] ^ tail[:, :, :-1]) & ~low) == 0
+        top = tail[:, :, ::-1][:, :, :kk] & low  # codes of the top kk, best first
+        dcg = _ordered_dcg(self.gain_of_code[top], disc)
+        redo_c, redo_q = np.nonzero(same_block.any(axis=2))
+        if redo_c.size:
+            exact = sb[redo_q] + deltas[redo_c][:, None] * xb[redo_q]
+            dcg[redo_c, redo_q] = _dcg(exact[None], g[redo_q], kk, disc)[0]
+        return dcg
+
+
+def _ordered_dcg(gains: np.ndarray, disc: np.ndarray) -> np.ndarray:
+    """``sum_r gains[..., r] * disc[r]`` added in rank order (one fixed order for every
+    caller, so the same ranking always gives the same float)."""
+    out = gains[..., 0] * disc[0]
+    for r in range(1, gains.shape[-1]):
+        out += gains[..., r] * disc[r]
+    return out
 
 
 def _dcg(S: np.ndarray, g: np.ndarray, kk: int, disc: np.ndarray) -> np.ndarray:
@@ -183,7 +220,7 @@ def _dcg(S: np.ndarray, g: np.ndarray, kk: int, disc: np.ndarray) -> np.ndarray:
     else:
         ts, tg = S, np.broadcast_to(g, S.shape)
     rank = np.argsort(-ts, axis=2, kind="stable")
-    return np.take_along_axis(tg, rank, axis=2) @ disc[: ts.shape[2]]
+    return _ordered_dcg(np.take_along_axis(tg, rank, axis=2), disc)
 
 
 class CoordinateAscentRanker(BaseRanker):
@@ -271,8 +308,12 @@ class CoordinateAscentRanker(BaseRanker):
                 Xk = X if rows.size == X.shape[0] else X[rows]
                 kb = np.r_[0, np.cumsum(np.diff(bounds)[varied])]
                 ndcg = TopKNDCG(y[rows], kb, k)
+                # every feature in the padded layout, built once (a row per feature)
+                Xp = np.empty((n_features, ndcg.n_padded))
+                for f in range(n_features):
+                    Xp[f] = ndcg.pad(Xk[:, f], 0.0)
                 for r in range(int(self.restarts)):
-                    w, score, n_pass = self._restart(Xk, ndcg, rng, r)
+                    w, score, n_pass = self._restart(Xk, Xp, ndcg, rng, r)
                     scores.append(score)
                     passes += n_pass
                     if validate:
@@ -310,7 +351,7 @@ class CoordinateAscentRanker(BaseRanker):
         j = np.arange(1, int(self.max_steps) + 1)
         return step * (_STEP_SCALE**j - 1.0) / (_STEP_SCALE - 1.0)
 
-    def _restart(self, X, ndcg: TopKNDCG, rng, r: int):
+    def _restart(self, X, Xp, ndcg: TopKNDCG, rng, r: int):
         n_features = X.shape[1]
         w = np.full(n_features, 1.0 / n_features)
         s = ndcg.pad(X @ w, -np.inf)
@@ -323,7 +364,7 @@ class CoordinateAscentRanker(BaseRanker):
             pass_start = best
             for f in rng.permutation(n_features):
                 orig = float(w[f])
-                x = ndcg.pad(X[:, f], 0.0)
+                x = Xp[f]
                 chosen = None
                 for direction in (1, -1, 0):
                     deltas = self._trials(orig, direction)

@@ -1,5 +1,6 @@
 """Coordinate Ascent (ltr_bench_baselines.coordinate_ascent): its batched NDCG against the
-project's metric, monotone training NDCG, and the exact optimum of 2-feature problems."""
+project's metric, the gain-coded sort of its line search against brute force (ties and
+near ties included), monotone training NDCG, and the exact optimum of 2-feature problems."""
 
 from __future__ import annotations
 
@@ -128,7 +129,7 @@ def test_bad_parameters_are_refused_before_any_data(params, word):
 
 
 @pytest.mark.parametrize("direction", [1, -1])
-def test_pruned_line_search_equals_evaluating_every_trial_on_every_document(direction):
+def test_line_search_equals_evaluating_every_trial_on_every_document(direction):
     rng = np.random.default_rng(7)
     sizes = rng.integers(2, 160, size=60)  # long lists get pruned, short ones do not
     qid = np.repeat(np.arange(60), sizes)
@@ -142,3 +143,99 @@ def test_pruned_line_search_equals_evaluating_every_trial_on_every_document(dire
     np.testing.assert_allclose(ndcg.line(s, x, deltas), full, rtol=1e-12)
     expected = [evaluate(y, X[:, 0] + d * X[:, 1], qid, "ndcg@10")["ndcg@10"] for d in deltas]
     np.testing.assert_allclose(full, expected, rtol=1e-12)
+
+
+def _near_tie_problem(seed, k):
+    """Queries of 2..80 documents whose top holds pairs of scores 1-3 units in the last place
+    apart with the better one less relevant (a sort on gain-coded low bits would swap them),
+    and exact ties between documents of equal label; ``x = 0`` on those, so every trial step
+    keeps them."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(2, 80, size=50)
+    qid = np.repeat(np.arange(50), sizes)
+    starts = np.r_[0, np.cumsum(sizes)[:-1]]
+    y = rng.integers(0, 5, size=qid.size)
+    s, x = rng.standard_normal(qid.size), rng.standard_normal(qid.size)
+    for q, a in enumerate(starts):
+        if sizes[q] < 4:
+            y[a] = 1 + rng.integers(0, 4)
+            continue
+        top = 3.0 + rng.uniform(-1, 1)  # above the others at small steps
+        s[a], s[a + 1] = top, top + (1 + q % 3) * np.spacing(top)
+        y[a], y[a + 1] = 4, q % 4  # the higher score is less relevant
+        s[a + 2], s[a + 3] = top - 0.5, top - 0.5  # an exact tie, equal labels
+        y[a + 2] = y[a + 3] = 2
+        x[a : a + 4] = 0.0
+    return s, x, y, qid
+
+
+@pytest.mark.parametrize("k", [1, 3, 10, 40])
+@pytest.mark.parametrize("direction", [1, -1])
+def test_gain_coded_sort_equals_brute_force_ndcg_with_near_ties_redone_exactly(
+    k, direction, monkeypatch
+):
+    import ltr_bench_baselines.coordinate_ascent as ca
+
+    s, x, y, qid = _near_tie_problem(k + direction, k)
+    ndcg = TopKNDCG(y, query_boundaries(qid), k)
+    redone = []
+    exact_dcg = ca._dcg
+    monkeypatch.setattr(ca, "_dcg", lambda S, *a: redone.append(S.shape[1]) or exact_dcg(S, *a))
+    deltas = direction * 0.001 * (2.0 ** np.arange(1, 26) - 1)
+    got = ndcg.line(ndcg.pad(s, -np.inf), ndcg.pad(x, 0.0), deltas)
+    assert sum(redone) > 0  # the near ties were caught and redone from the exact scores
+    expected = [evaluate(y, s + d * x, qid, f"ndcg@{k}")[f"ndcg@{k}"] for d in deltas]
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("k", [2, 10])
+def test_line_search_and_mean_give_bit_identical_values_for_the_same_scores(k):
+    s, x, y, qid = _near_tie_problem(100 + k, k)
+    ndcg = TopKNDCG(y, query_boundaries(qid), k)
+    sp, xp = ndcg.pad(s, -np.inf), ndcg.pad(x, 0.0)
+    for deltas in (np.array([-0.3]), 0.01 * (2.0 ** np.arange(1, 26) - 1)):
+        line = ndcg.line(sp, xp, deltas)
+        assert np.array_equal(line, ndcg.mean(sp[None, :] + deltas[:, None] * xp[None, :]))
+
+
+def test_line_search_in_blocks_of_one_query_equals_one_block_per_bucket(monkeypatch):
+    import ltr_bench_baselines.coordinate_ascent as ca
+
+    s, x, y, qid = _near_tie_problem(5, 10)
+    ndcg = TopKNDCG(y, query_boundaries(qid), 10)
+    sp, xp = ndcg.pad(s, -np.inf), ndcg.pad(x, 0.0)
+    deltas = -0.001 * (2.0 ** np.arange(1, 26) - 1)
+    whole = ndcg.line(sp, xp, deltas)
+    assert max(nb for _, nb, *_ in ndcg.buckets) > 1  # some bucket really is cut up
+    monkeypatch.setattr(ca, "_CHUNK", 1)  # one query per block
+    assert np.array_equal(ndcg.line(sp, xp, deltas), whole)
+
+
+def test_many_label_values_get_wider_gain_codes_and_stay_exact():
+    rng = np.random.default_rng(11)
+    sizes = rng.integers(2, 60, size=40)
+    qid = np.repeat(np.arange(40), sizes)
+    y = rng.integers(0, 21, size=qid.size)  # 21 gains: 5 code bits
+    y[np.r_[0, np.cumsum(sizes)[:-1]]] = 20
+    s, x = rng.standard_normal(qid.size), rng.standard_normal(qid.size)
+    ndcg = TopKNDCG(y, query_boundaries(qid), 10)
+    assert ndcg.code_bits == 5
+    deltas = 0.001 * (2.0 ** np.arange(1, 26) - 1)
+    got = ndcg.line(ndcg.pad(s, -np.inf), ndcg.pad(x, 0.0), deltas)
+    expected = [evaluate(y, s + d * x, qid, "ndcg@10")["ndcg@10"] for d in deltas]
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+
+
+def test_negative_labels_keep_the_padding_at_minus_infinity_in_the_gain_coded_sort():
+    rng = np.random.default_rng(12)
+    sizes = rng.integers(2, 30, size=30)  # short queries: padded rows reach the top k
+    qid = np.repeat(np.arange(30), sizes)
+    y = rng.integers(-2, 3, size=qid.size)  # gains below 0 as well
+    y[np.r_[0, np.cumsum(sizes)[:-1]]] = 2
+    s, x = rng.standard_normal(qid.size), rng.standard_normal(qid.size)
+    ndcg = TopKNDCG(y, query_boundaries(qid), 10)
+    assert ndcg.gain_of_code[0] == 0.0 and ndcg.gain_of_code.min() < 0
+    sp, xp = ndcg.pad(s, -np.inf), ndcg.pad(x, 0.0)
+    deltas = 0.01 * (2.0 ** np.arange(1, 26) - 1)
+    line = ndcg.line(sp, xp, deltas)
+    assert np.array_equal(line, ndcg.mean(sp[None, :] + deltas[:, None] * xp[None, :]))
