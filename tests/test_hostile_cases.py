@@ -596,18 +596,9 @@ class SlowTunable(LinearRanker):
 
 
 def _tune_subprocess(tmp_path, data, *extra, trials=6):
-    from test_reliability import TESTS
+    from ltrb_processes import subprocess_env
 
-    mods = tmp_path / "mods"
-    mods.mkdir(exist_ok=True)
-    (mods / "ltrb_slow_tunable.py").write_text(SLOW_TUNABLE)
-    env = dict(
-        os.environ,
-        PYTHONPATH=os.pathsep.join([str(mods), str(TESTS)]),
-        LTR_BENCH_CACHE=str(tmp_path / "cache"),
-        OMP_NUM_THREADS="1",
-    )
-    env.pop("MLFLOW_TRACKING_URI", None)
+    env = subprocess_env(tmp_path, {"ltrb_slow_tunable": SLOW_TUNABLE})
     cmd = [
         sys.executable,
         "-m",

@@ -5,18 +5,17 @@ parent's status and tags are afterwards (:mod:`ltr_bench.tracking.owners`)."""
 
 from __future__ import annotations
 
-import os
 import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
+from ltrb_processes import subprocess_env
 from test_reliability import make_folder
-
-TESTS = Path(__file__).resolve().parent
 
 HOOK_RANKER = """
 import os, signal, time
@@ -46,19 +45,7 @@ class HookRanker(LinearRanker):
 
 
 def _env(tmp_path: Path, **extra) -> dict:
-    mods = tmp_path / "mods"
-    mods.mkdir(exist_ok=True)
-    (mods / "ltrb_hook.py").write_text(HOOK_RANKER)
-    env = dict(
-        os.environ,
-        PYTHONPATH=os.pathsep.join([str(mods), str(TESTS)]),
-        LTR_BENCH_CACHE=str(tmp_path / "cache"),
-        LTRB_DIR=str(tmp_path),
-        OMP_NUM_THREADS="1",
-        **extra,
-    )
-    env.pop("MLFLOW_TRACKING_URI", None)
-    return env
+    return subprocess_env(tmp_path, {"ltrb_hook": HOOK_RANKER}, LTRB_DIR=str(tmp_path), **extra)
 
 
 def _cmd(tmp_path: Path, *extra: str) -> list[str]:
@@ -81,6 +68,29 @@ def _wait_for(path: Path, proc: subprocess.Popen) -> None:
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() - t0 < 180, f"{path.name} never appeared"
         time.sleep(0.05)
+
+
+def _until(predicate, proc: subprocess.Popen, what: str) -> None:
+    t0 = time.monotonic()
+    while not predicate():
+        assert proc.poll() is None, f"the run ended before {what}"
+        assert time.monotonic() - t0 < 180, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def _finished_fold_runs(db: Path) -> int:
+    """FINISHED fold runs in the store (0 while it cannot be read)."""
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
+        try:
+            return con.execute(
+                "select count(*) from runs r join tags t on t.run_uuid = r.run_uuid where "
+                "t.key = 'ltr_bench_role' and t.value = 'fold' and r.status = 'FINISHED'"
+            ).fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return 0
 
 
 def _parents(tmp_path: Path) -> dict[str, dict]:
@@ -125,10 +135,16 @@ def _fits(tmp_path: Path) -> int:
 def test_a_parent_left_running_by_sigkill_is_ended_killed_by_the_next_run_and_resumed_by_its_own(
     tmp_path,
 ):
-    killed = subprocess.run(
-        _cmd(tmp_path), env=_env(tmp_path, LTRB_KILL_AT="2"), capture_output=True, timeout=300
+    killed = subprocess.Popen(
+        _cmd(tmp_path),
+        env=_env(tmp_path, LTRB_WAIT_AT="2"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
-    assert killed.returncode == -9  # fold 1 logged, killed fitting fold 2
+    _wait_for(tmp_path / "fit2", killed)
+    _until(lambda: _finished_fold_runs(tmp_path / "ml" / "mlflow.db") == 1, killed, "fold 1")
+    killed.kill()  # fold 1 logged, killed fitting fold 2
+    assert killed.wait(timeout=60) == -9
     (orphan,) = _parents(tmp_path).values()
     assert orphan["status"] == "RUNNING"
     assert orphan["tags"]["ltr_bench_owner_pid"] == _pid_of_fit(tmp_path)
@@ -198,7 +214,8 @@ def test_a_store_locked_mid_run_gets_its_parent_ended_failed_at_the_end_and_a_re
     """Fold 1 is logged; another process then locks the SQLite store while fold 2 is logged
     (logging stops, the run goes on locally); the lock is gone before the run ends, so the
     run's last try ends its parent FAILED with the reason. The same command again logs the
-    two missing folds without fitting and ends the parent FINISHED."""
+    two missing folds without fitting and ends the parent FINISHED. (Logging runs in a
+    process of its own, beside the fits: the test watches the store and the run's warning.)"""
     db = tmp_path / "ml" / "mlflow.db"
     run = subprocess.Popen(
         _cmd(tmp_path),
@@ -207,18 +224,25 @@ def test_a_store_locked_mid_run_gets_its_parent_ended_failed_at_the_end_and_a_re
         stderr=subprocess.PIPE,
         text=True,
     )
+    said: list[str] = []
+    reader = threading.Thread(target=lambda: said.extend(run.stderr), daemon=True)
+    reader.start()
     locker = None
     try:
-        _wait_for(tmp_path / "fit2", run)  # fold 1 is logged: the store exists
+        _wait_for(tmp_path / "fit2", run)
+        _until(lambda: _finished_fold_runs(db) == 1, run, "fold 1 in MLflow")
         locker = sqlite3.connect(db, isolation_level=None)
         locker.execute("begin exclusive")
         (tmp_path / "go2").touch()  # fold 2 finishes, its logging meets the lock and fails
-        _wait_for(tmp_path / "fit3", run)  # logging is off by now (fold 3 comes after it)
+        _until(lambda: any("only saved locally" in x for x in said), run, "the warning")
         locker.execute("rollback")
         locker.close()
         locker = None
         (tmp_path / "go3").touch()
-        out, err = run.communicate(timeout=300)
+        out = run.stdout.read()
+        run.wait(timeout=300)
+        reader.join(timeout=30)
+        err = "".join(said)
     finally:
         if locker is not None:
             locker.close()

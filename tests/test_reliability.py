@@ -28,11 +28,11 @@ import ltrb_fake_rankers as fakes
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from ltrb_processes import SLOW_RANKER, subprocess_env
 
 from ltr_bench.cli import main
 from ltr_bench.ranker import RankerInputError, check_ranking_input
 
-TESTS = Path(__file__).resolve().parent
 FAKE = "fake-linear"
 
 
@@ -772,29 +772,9 @@ def test_check_ranking_input_names_sparse_input():
 
 # ------------------------------------------------------------ subprocesses: kill, term, store
 
-SLOW_RANKER = """
-import time
-from ltrb_fake_rankers import LinearRanker
-
-class SlowRanker(LinearRanker):
-    def fit(self, X, y, *, qid, eval_set=None):
-        time.sleep(0.7)
-        return super().fit(X, y, qid=qid, eval_set=eval_set)
-"""
-
 
 def _subprocess_env(tmp_path):
-    mod = tmp_path / "mods"
-    mod.mkdir(exist_ok=True)
-    (mod / "ltrb_slow.py").write_text(SLOW_RANKER)
-    env = dict(
-        os.environ,
-        PYTHONPATH=os.pathsep.join([str(mod), str(TESTS)]),
-        LTR_BENCH_CACHE=str(tmp_path / "cache"),
-        OMP_NUM_THREADS="1",
-    )
-    env.pop("MLFLOW_TRACKING_URI", None)
-    return env
+    return subprocess_env(tmp_path, {"ltrb_slow": SLOW_RANKER})
 
 
 def _folds(root: Path, n: int) -> Path:

@@ -4,6 +4,7 @@ that prints one line per finished cell. Everything goes to stderr (results go to
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -14,6 +15,7 @@ class Console:
     """Progress on stderr: one updating line on a terminal, throttled lines otherwise."""
 
     def __init__(self, stream=None, *, min_interval: float | None = None):
+        self._lock = threading.RLock()  # MLflow's logging process speaks from a thread
         self.stream = stream or sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.min_interval = min_interval if min_interval is not None else (0.1 if self.tty else 2.0)
@@ -21,10 +23,15 @@ class Console:
         self._open_line = False
 
     def line(self, text: str) -> None:
-        self.clear()
-        print(text, file=self.stream, flush=True)
+        with self._lock:
+            self.clear()
+            print(text, file=self.stream, flush=True)
 
     def status(self, text: str, *, force: bool = False) -> None:
+        with self._lock:
+            self._status(text, force)
+
+    def _status(self, text: str, force: bool) -> None:
         now = time.monotonic()
         if not force and now - self._last < self.min_interval:
             return
@@ -37,6 +44,10 @@ class Console:
             print(text, file=self.stream, flush=True)
 
     def clear(self) -> None:
+        with self._lock:
+            self._clear()
+
+    def _clear(self) -> None:
         if self._open_line:
             print("\r" + " " * 119 + "\r", end="", file=self.stream, flush=True)
             self._open_line = False

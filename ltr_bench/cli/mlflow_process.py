@@ -67,7 +67,7 @@ class MlflowProcess:
     and touches nothing until :meth:`open` (called once the invocation is known to be
     valid) checks the store (:func:`preflight`) and lets it open the store and log.
     ``on_error(message)`` hears of the first logging failure, ``on_note(message)`` of notes,
-    on the caller's thread (at the next callback or in :meth:`close`).
+    as soon as the logging process says them (from a thread of the run's process).
     """
 
     def __init__(self, tracking_uri: str | None, results_root: str | Path):
@@ -81,7 +81,7 @@ class MlflowProcess:
         self._conn, child = ctx.Pipe()
         self._proc = ctx.Process(
             target=_serve,
-            args=(child, self.uri, str(results_root)),
+            args=(child, self.uri, str(results_root), os.getpid()),
             name="ltr-bench-mlflow",
             daemon=True,  # never outlives the run's process
         )
@@ -199,8 +199,7 @@ class MlflowProcess:
                 if kind == "warning" and self.error is None:
                     self.error = message[1]
                     self._release_all()
-                with self._lock:
-                    self._pending.append((kind, message[1]))
+                self._say(kind, message[1])
             elif kind == "done":
                 if message[1] and self.error is None:
                     self.error = message[1]
@@ -220,9 +219,18 @@ class MlflowProcess:
     def _fail(self, text: str) -> None:
         if self.error is None:
             self.error = text
-            with self._lock:
-                self._pending.append(("warning", text))
+            self._say("warning", text)
         self._release_all()
+
+    def _say(self, kind: str, text: str) -> None:
+        """A warning or note, said at once (from the reader thread: the console is
+        thread-safe), or kept for :meth:`_flush` until a target is set."""
+        target = self.on_error if kind == "warning" else self.on_note
+        if target is None:
+            with self._lock:
+                self._pending.append((kind, text))
+        else:
+            target(text)
 
     def _release_all(self) -> None:
         with self._lock:
@@ -232,7 +240,7 @@ class MlflowProcess:
             release()
 
     def _flush(self) -> None:
-        """Say pending warnings and notes on the caller's (the console's) thread."""
+        """Say the warnings and notes kept while no target was set."""
         with self._lock:
             pending, self._pending = self._pending, []
         for kind, text in pending:
@@ -256,16 +264,19 @@ class MlflowProcess:
 # -- the logging process ---------------------------------------------------------------------
 
 
-def _serve(conn, uri: str, results_root: str) -> None:
-    """The logging process: open the store, then log what the run sends until ``close``."""
+def _serve(conn, uri: str, results_root: str, run_pid: int) -> None:
+    """The logging process: open the store, then log what the run ``run_pid`` sends until
+    ``close``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle
     inbox: queue.SimpleQueue = queue.SimpleQueue()
+    run_gone = threading.Event()
 
     def drain() -> None:  # the run never waits on a full pipe
         while True:
             try:
                 inbox.put(conn.recv())
-            except (EOFError, OSError):  # the run's process is gone
+            except (EOFError, OSError):  # the run's process is gone: stop, log no more
+                run_gone.set()
                 inbox.put(None)
                 return
 
@@ -285,7 +296,7 @@ def _serve(conn, uri: str, results_root: str) -> None:
     message = inbox.get()  # nothing is touched before the invocation is known to be valid
     if message is None or message[0] != "open":
         return
-    tracker = Tracker(uri, owner_pid=os.getppid())  # the parent runs belong to the run
+    tracker = Tracker(uri, owner_pid=run_pid)  # the parent runs belong to the run
     try:
         tracker.check()
     except Exception as exc:  # noqa: BLE001 - said to the run, never a traceback
@@ -307,7 +318,7 @@ def _serve(conn, uri: str, results_root: str) -> None:
     )
     while True:
         message = inbox.get()
-        if message is None:  # the run's process is gone: a re-run repairs the rest
+        if message is None or run_gone.is_set():  # the run is gone: a re-run logs the rest
             return
         kind = message[0]
         try:

@@ -351,6 +351,24 @@ def preflight(uri: str) -> None:
         check_not_foreign(db, uri)
     elif uri.startswith(("http://", "https://")):
         probe_server(uri)
+    elif uri.split("://", 1)[0].split("+", 1)[0] in ("postgresql", "mysql", "mssql"):
+        _check_database_driver(uri)
+
+
+def _check_database_driver(uri: str) -> None:
+    """A database URI whose driver (SQLAlchemy's DBAPI module) is not installed can never
+    be reached: a bad invocation (:class:`TrackingUriError`)."""
+    try:
+        from sqlalchemy.engine.url import make_url
+
+        make_url(uri).get_dialect().import_dbapi()
+    except ImportError as exc:
+        raise TrackingUriError(
+            f"--tracking-uri {uri}: its database driver is not installed ({exc}); install "
+            "it, or use sqlite:///PATH/mlflow.db"
+        ) from None
+    except Exception:  # noqa: BLE001, S110 - anything else is for MLflow to say
+        pass
 
 
 @contextlib.contextmanager

@@ -12,81 +12,20 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
-
-TESTS = Path(__file__).resolve().parents[1]
-
-SLOW_RANKER = """
-import time
-from ltrb_fake_rankers import LinearRanker
-
-class SlowRanker(LinearRanker):
-    def fit(self, X, y, *, qid, eval_set=None):
-        time.sleep(0.7)
-        return super().fit(X, y, qid=qid, eval_set=eval_set)
-"""
-
-
-def _folds(root: Path, n: int) -> Path:
-    """``n`` LETOR folds of a few queries (labels 0-2, 3 features)."""
-    rng = np.random.default_rng(0)
-    for k in range(1, n + 1):
-        for split, q0 in (("train", 1), ("vali", 100), ("test", 200)):
-            lines = [
-                f"{d % 3} qid:{q} " + " ".join(f"{j + 1}:{rng.random():.4f}" for j in range(3))
-                for q in range(q0, q0 + 5)
-                for d in range(5)
-            ]
-            path = root / f"Fold{k}" / f"{split}.txt"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text("\n".join(lines) + "\n")
-    return root
-
-
-def _env(tmp_path: Path) -> dict:
-    mods = tmp_path / "mods"
-    mods.mkdir(exist_ok=True)
-    (mods / "ltrb_slow.py").write_text(SLOW_RANKER)
-    env = dict(
-        os.environ,
-        PYTHONPATH=os.pathsep.join([str(mods), str(TESTS)]),
-        LTR_BENCH_CACHE=str(tmp_path / "cache"),
-        OMP_NUM_THREADS="1",
-    )
-    env.pop("MLFLOW_TRACKING_URI", None)
-    return env
+from test_reliability import _folds, _slow_cmd, _subprocess_env, _wait_for_results
 
 
 def _run_args(data: Path, tmp_path: Path) -> list[str]:
-    return [
-        "run",
-        "--ranker",
-        "ltrb_slow:SlowRanker",
-        "--dataset",
-        str(data),
-        "--results-dir",
-        str(tmp_path / "res"),
-        "--tracking-uri",
-        f"sqlite:///{tmp_path / 'ml' / 'mlflow.db'}",
-        "--metrics",
-        "ndcg@10",
-    ]
+    return _slow_cmd(data, tmp_path)[3:]  # after "python -m ltr_bench.cli"
 
 
-def _cmd(data: Path, tmp_path: Path) -> list[str]:
-    return [sys.executable, "-m", "ltr_bench.cli", *_run_args(data, tmp_path)]
-
-
-def _wait_for(predicate, proc, what: str, timeout: float = 90.0) -> None:
+def _until(predicate, what: str, timeout: float = 30.0) -> None:
     t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        if predicate():
-            return
-        if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"ended before {what}: {proc.communicate()}")
+    while not predicate():
+        if time.monotonic() - t0 > timeout:
+            raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _children(pid: int) -> list[int]:
@@ -144,7 +83,7 @@ def test_the_run_process_never_imports_mlflow_and_every_fold_is_logged(tmp_path)
         "print('EXIT', code, 'mlflow' in sys.modules)\n"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], env=_env(tmp_path), capture_output=True, text=True
+        [sys.executable, "-c", code], env=_subprocess_env(tmp_path), capture_output=True, text=True
     )
     assert out.stdout.splitlines()[-1] == "EXIT 0 False", out.stderr
     assert _fold_runs(tmp_path / "ml" / "mlflow.db") == [("FINISHED", "active")] * 2
@@ -155,14 +94,17 @@ def test_the_run_process_never_imports_mlflow_and_every_fold_is_logged(tmp_path)
 def test_a_killed_run_leaves_no_logging_process_behind(tmp_path):
     data = _folds(tmp_path / "data", 4)
     proc = subprocess.Popen(
-        _cmd(data, tmp_path), env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        _slow_cmd(data, tmp_path),
+        env=_subprocess_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     try:
-        _wait_for(lambda: any((tmp_path / "res").glob("*.json")), proc, "a first result")
+        _wait_for_results(tmp_path / "res", 1, proc)
         child = _logging_process(proc.pid)
         proc.kill()
         proc.communicate()
-        _wait_for(lambda: not _alive(child), None, "the logging process to stop", timeout=30)
+        _until(lambda: not _alive(child), "the logging process to stop")
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -172,18 +114,22 @@ def test_a_killed_run_leaves_no_logging_process_behind(tmp_path):
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
 def test_a_logging_process_that_dies_costs_no_result_and_a_rerun_logs_every_fold(tmp_path):
     data = _folds(tmp_path / "data", 4)
-    env = _env(tmp_path)
+    env = _subprocess_env(tmp_path)
     proc = subprocess.Popen(
-        _cmd(data, tmp_path), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        _slow_cmd(data, tmp_path),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    _wait_for(lambda: any((tmp_path / "res").glob("*.json")), proc, "a first result")
+    _wait_for_results(tmp_path / "res", 1, proc)
     os.kill(_logging_process(proc.pid), signal.SIGKILL)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 1, err
     assert "MLflow logging failed: the MLflow logging process ended unexpectedly" in err
     assert "most recent call" not in out + err
     assert len(list((tmp_path / "res").glob("*.json"))) == 4  # every cell computed and saved
-    again = subprocess.run(_cmd(data, tmp_path), env=env, capture_output=True, text=True)
+    again = subprocess.run(_slow_cmd(data, tmp_path), env=env, capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
     assert again.stderr.count("finished earlier, skipped") == 4  # logged, not recomputed
     runs = [r for r in _fold_runs(tmp_path / "ml" / "mlflow.db") if r[1] == "active"]

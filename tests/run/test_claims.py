@@ -4,7 +4,6 @@ time (:mod:`ltr_bench.results.claims`, :mod:`ltr_bench.run.harness`)."""
 
 from __future__ import annotations
 
-import os
 import signal
 import sqlite3
 import subprocess
@@ -13,8 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-TESTS = Path(__file__).resolve().parent.parent
+from ltrb_processes import subprocess_env
 
 RANKERS = """
 import os, time
@@ -34,19 +32,9 @@ TINY = ["n_queries=40", "docs_per_query=6", "n_features=5", "n_informative=3"]
 
 
 def _env(tmp_path: Path, **extra) -> dict:
-    mods = tmp_path / "mods"
-    mods.mkdir(exist_ok=True)
-    (mods / "ltrb_counting.py").write_text(RANKERS)
-    env = dict(
-        os.environ,
-        PYTHONPATH=os.pathsep.join([str(mods), str(TESTS)]),
-        LTR_BENCH_CACHE=str(tmp_path / "cache"),
-        LTRB_FITS=str(tmp_path / "fits.txt"),
-        OMP_NUM_THREADS="1",
-        **extra,
+    return subprocess_env(
+        tmp_path, {"ltrb_counting": RANKERS}, LTRB_FITS=str(tmp_path / "fits.txt"), **extra
     )
-    env.pop("MLFLOW_TRACKING_URI", None)
-    return env
 
 
 def _cmd(tmp_path: Path, *args: str) -> list[str]:
