@@ -21,7 +21,6 @@ nothing and knows neither the harness nor MLflow.
 """
 
 from ltr_bench.data.errors import DataError, DatasetNotFoundError, DataWarning, UnknownDatasetError
-from ltr_bench.data.loading import available_folds, dataset_identity, dataset_present, load_fold
 from ltr_bench.data.specs import (
     DatasetSpec,
     get_spec,
@@ -45,3 +44,15 @@ __all__ = [
     "resolve_cache_dir",
     "resolve_data_dir",
 ]
+
+#: names of :mod:`.loading`, imported on first use: the reader imports scikit-learn (~1 s),
+#: which what only needs the specs (the report's published table, ``datasets``) never pays
+_LOADING = ("available_folds", "dataset_identity", "dataset_present", "load_fold")
+
+
+def __getattr__(name: str):
+    if name in _LOADING:
+        from ltr_bench.data import loading
+
+        return getattr(loading, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
