@@ -217,6 +217,7 @@ def _run_logged(
     )
     plan.command = shlex.join(["ltr-bench", *sys.argv[1:]])
     executor = make_executor(workers=workers, scheduler=scheduler, threads=plan.threads)
+    executor_remote = not executor.in_process
     if not executor.in_process:  # the cluster comes up while the rankers are imported
         executor.start([r.name for r in plan.rankers])
     try:
@@ -242,8 +243,9 @@ def _run_logged(
             f"warning: {m}; from now on results are only saved locally"
         )
         mlflow_process.on_note = console.line
-        # the cores the fits use here: in process, or on a local cluster's workers
-        mlflow_process.yield_to_fits(0 if scheduler else (plan.threads or 1) * (workers or 1))
+        # in process only: on Dask the client, scheduler and workers share the cores anyway,
+        # and a starved logger would only make the run wait for it at the end
+        mlflow_process.yield_to_fits(0 if executor_remote else (plan.threads or 1))
         try:
             console.status(f"opening MLflow store {mlflow_process.uri} ...", force=True)
             mlflow_process.open(
