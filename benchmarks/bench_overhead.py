@@ -19,7 +19,8 @@ exists (made by a first, untimed run). Measured, each from one run unless said o
    2`` (cluster start included), each into a fresh results folder. Speed-up = in-process
    wall / Dask wall; target >= 1.6. The script checks that both runs' metrics are identical
    (bit for bit) and prints the machine's parallel capacity now (2.0 on an idle 2-core
-   machine: no executor can beat it).
+   machine: no executor can beat it). The same pair again with ``--no-mlflow``; each run's
+   CPU seconds (all its processes: client, forkserver, workers) beside its wall time.
 
 The load average is printed before and after every timing: on a shared machine the numbers
 move with it, so compare ratios within one run.
@@ -205,21 +206,30 @@ def part_dask(work: Path, env: dict, data: Path, workers: int) -> None:
             work,
             env,
         )
-    before = load()
-    here = timed([*args, "--results-dir", str(work / "inproc")], work, env)
-    mid = load()
-    dask = timed([*args, "--workers", str(workers), "--results-dir", str(work / "dask")], work, env)
-    after = load()
-    a = {r["key"]: r["metrics"] for r in records(work / "inproc")}
-    b = {r["key"]: r["metrics"] for r in records(work / "dask")}
-    same = a == b and len(a) == 10
-    print(
-        f"ten cells: in process {here:.2f} s [{before}], --workers {workers} {dask:.2f} s "
-        f"[{mid} -> {after}], speed-up {here / dask:.2f}x (target >= 1.6); parallel capacity "
-        f"now {parallel_capacity(workers):.2f}; metrics identical: {same}"
-    )
-    if not same:
-        raise SystemExit("the Dask run's metrics differ from the in-process run's")
+    for extra, name in (([], "MLflow on"), (["--no-mlflow"], "--no-mlflow")):
+        tag = "" if not extra else "-nomlflow"
+        before = load()
+        here = timed([*args, *extra, "--results-dir", str(work / f"inproc{tag}")], work, env)
+        here_cpu = LAST_CPU[0]
+        mid = load()
+        dask = timed(
+            [*args, *extra, "--workers", str(workers), "--results-dir", str(work / f"dask{tag}")],
+            work,
+            env,
+        )
+        dask_cpu = LAST_CPU[0]
+        after = load()
+        a = {r["key"]: r["metrics"] for r in records(work / f"inproc{tag}")}
+        b = {r["key"]: r["metrics"] for r in records(work / f"dask{tag}")}
+        same = a == b and len(a) == 10
+        print(
+            f"ten cells, {name}: in process {here:.2f} s (CPU {here_cpu:.2f} s) [{before}], "
+            f"--workers {workers} {dask:.2f} s (CPU {dask_cpu:.2f} s) [{mid} -> {after}], "
+            f"speed-up {here / dask:.2f}x (target >= 1.6); parallel capacity now "
+            f"{parallel_capacity(workers):.2f}; metrics identical: {same}"
+        )
+        if not same:
+            raise SystemExit("the Dask run's metrics differ from the in-process run's")
 
 
 def main() -> None:

@@ -65,6 +65,13 @@ from typing import TYPE_CHECKING, Any
 
 from ltr_bench.errors import UsageError
 from ltr_bench.results import ResultRecord
+from ltr_bench.run.dask_workers import (
+    THREAD_ENV,
+    WORKER_IMPORTS,
+    forkserver_for,
+    import_modules,
+    ranker_modules,
+)
 from ltr_bench.run.executors import (
     Executor,
     ExecutorError,
@@ -77,15 +84,6 @@ if TYPE_CHECKING:  # scikit-learn comes with the cells' module: not needed to st
     from ltr_bench.run.cells import Cell
 
 __all__ = ["DaskExecutor"]
-
-#: environment variables that size the BLAS/OpenMP thread pools of a local worker
-THREAD_ENV = (
-    "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS",
-    "NUMEXPR_NUM_THREADS",
-    "VECLIB_MAXIMUM_THREADS",
-)
 
 #: the Dask resource a cell asks for, one unit per thread it uses
 CORES = "cores"
@@ -146,6 +144,7 @@ class DaskExecutor(Executor):
         self._starter: threading.Thread | None = None
         self._start_error: BaseException | None = None
         self._warmed: dict[str, set[str]] = {}  # worker address -> modules imported
+        self._preload: set[str] = {"ltr_bench.run.unit"}  # for the workers' forkserver
 
     # ---------------------------------------------------------------------------- cluster
 
@@ -156,11 +155,12 @@ class DaskExecutor(Executor):
         waits for it (and raises what the start raised)."""
         if self._starter is not None or self._client is not None:
             return
+        self._preload = ranker_modules(rankers)
 
         def run() -> None:
             try:
                 self.client()
-                self._warm(_ranker_modules(rankers))
+                self._warm(ranker_modules(rankers))
             except BaseException as exc:  # noqa: BLE001 - raised again by client()
                 self._start_error = exc
 
@@ -203,14 +203,16 @@ class DaskExecutor(Executor):
         env = {
             **dask.config.get("distributed.nanny.pre-spawn-environ", {}),
             **{name: str(self.threads) for name in THREAD_ENV},
+            WORKER_IMPORTS: ",".join(sorted(self._preload)),
         }
         # allowed-failures is read by the scheduler when it starts, here in this process
-        with dask.config.set(
-            {
-                "distributed.scheduler.allowed-failures": self.retries,
-                "distributed.nanny.pre-spawn-environ": env,
-            }
-        ):
+        settings = {
+            "distributed.scheduler.allowed-failures": self.retries,
+            "distributed.nanny.pre-spawn-environ": env,
+        }
+        if forkserver_for(self.threads):
+            settings["distributed.worker.multiprocessing-method"] = "forkserver"
+        with dask.config.set(settings):
             self._cluster = LocalCluster(
                 n_workers=self.workers,
                 threads_per_worker=self.threads,
@@ -261,7 +263,7 @@ class DaskExecutor(Executor):
         parallel, they are part of starting the cluster. Workers that join later import on
         first use. An import that fails is left to the cell, which records the error.
         A worker that imported them already (an earlier call, :meth:`start`) is not asked again."""
-        self._warm(_ranker_modules({cell.ranker for cell in cells}))
+        self._warm(ranker_modules({cell.ranker for cell in cells}))
 
     def _warm(self, modules: set[str], *, wait: bool = True) -> None:
         client = self.client()
@@ -274,7 +276,7 @@ class DaskExecutor(Executor):
         # a restarted worker is a new process at a new address: it imports again
         todo = [w for w in workers if modules - self._warmed.get(w, set())]
         if todo:
-            client.run(_import_modules, sorted(modules), workers=todo)
+            client.run(import_modules, sorted(modules), workers=todo)
             for w in todo:
                 self._warmed.setdefault(w, set()).update(modules)
 
@@ -285,7 +287,7 @@ class DaskExecutor(Executor):
         given, (fn, on_failure) = fn, _defaults(fn, on_failure)
         client = self.client()
         try:  # workers that are up now; one that is restarting imports on first use
-            self._warm(_ranker_modules({cell.ranker for cell in cells}), wait=False)
+            self._warm(ranker_modules({cell.ranker for cell in cells}), wait=False)
         except Exception:  # noqa: BLE001 - an optimisation; the cells report real problems
             pass
         waiting = deque(range(len(cells)))
@@ -435,27 +437,3 @@ class _Publisher:
         # from a task thread this only schedules the send on the worker's event loop, in
         # order with the task's own result message
         worker.log_event(self.topic, event)
-
-
-def _ranker_modules(names) -> set[str]:
-    """The unit of work's module and the modules the registered rankers ``names`` live in."""
-    from ltr_bench.registry import get_entry
-
-    modules = {"ltr_bench.run.unit"}
-    for name in set(names):
-        try:
-            modules.add(get_entry(name).target.partition(":")[0])
-        except Exception:  # noqa: BLE001 - the cell reports an unknown ranker itself
-            continue
-    return modules
-
-
-def _import_modules(modules: list[str]) -> None:
-    """Run on a worker by :meth:`DaskExecutor.warm_up`."""
-    import importlib
-
-    for module in modules:
-        try:
-            importlib.import_module(module)
-        except Exception:  # noqa: BLE001 - the cell that needs it records the error
-            pass

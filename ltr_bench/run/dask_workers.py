@@ -1,0 +1,79 @@
+"""How the workers of :class:`~ltr_bench.run.dask_executor.DaskExecutor` start and what they
+import before the first cell.
+
+A local cluster's workers are forked from one ``multiprocessing`` forkserver (when this
+platform has one, see :func:`forkserver_for`) that imports Dask and the modules the cells
+need once, through :mod:`ltr_bench.run.worker_preload`; each forked worker starts with them
+imported. Spawned workers (Dask's default, used otherwise and for a worker restarted after a
+death) each import scikit-learn, LightGBM and XGBoost themselves: about 1.5 s of CPU per
+worker. Any worker is also sent :func:`import_modules` by the executor's warm-up, which
+imports what it still lacks (a no-op on a forked worker).
+
+Light on purpose: the client imports it before anything heavy.
+"""
+
+from __future__ import annotations
+
+#: environment variables that size the BLAS/OpenMP thread pools of a local worker
+THREAD_ENV = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+)
+
+#: the environment variable naming (comma-separated) the modules the forkserver imports;
+#: read by :mod:`ltr_bench.run.worker_preload`
+WORKER_IMPORTS = "LTR_BENCH_WORKER_IMPORTS"
+
+#: the thread count the forkserver serves (empty: not set up by this process)
+_forkserver_threads: list[int] = []
+
+
+def ranker_modules(names) -> set[str]:
+    """The unit of work's module and the modules the registered rankers ``names`` live in."""
+    from ltr_bench.registry import get_entry
+
+    modules = {"ltr_bench.run.unit"}
+    for name in set(names):
+        try:
+            modules.add(get_entry(name).target.partition(":")[0])
+        except Exception:  # noqa: BLE001 - the cell reports an unknown ranker itself
+            continue
+    return modules
+
+
+def forkserver_for(threads: int) -> bool:
+    """Whether local workers of ``threads`` threads can be forked from the forkserver (and
+    its preload list set, the first time). The BLAS/OpenMP pools are sized when those
+    libraries load, in the forkserver, from the environment the first nanny gives it
+    (``distributed.nanny.pre-spawn-environ``, which also carries :data:`WORKER_IMPORTS`), so
+    one forkserver serves one thread count per client process: workers of another count
+    are spawned."""
+    import multiprocessing
+
+    if _forkserver_threads:
+        return _forkserver_threads[0] == threads
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return False
+    import dask
+    from distributed.utils import get_mp_context
+
+    with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"}):
+        ctx = get_mp_context()  # Dask sets its own preload list once; this one replaces it
+    ctx.set_forkserver_preload(["distributed", "ltr_bench.run.worker_preload"])
+    _forkserver_threads.append(threads)
+    return True
+
+
+def import_modules(modules: list[str]) -> None:
+    """Run on a worker by the executor's warm-up: import ``modules`` (those that fail are
+    left to the cell that needs them, which records the error)."""
+    import importlib
+
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception:  # noqa: BLE001 - the cell that needs it records the error
+            pass
