@@ -68,9 +68,9 @@ from ltr_bench.results import ResultRecord
 from ltr_bench.run.dask_workers import (
     THREAD_ENV,
     WORKER_IMPORTS,
-    forkserver_for,
     import_modules,
     ranker_modules,
+    start_forkserver,
 )
 from ltr_bench.run.executors import (
     Executor,
@@ -185,6 +185,16 @@ class DaskExecutor(Executor):
             return self._client
         try:
             import dask
+
+            forked = False
+            if self.scheduler is None:
+                env = {
+                    **dask.config.get("distributed.nanny.pre-spawn-environ", {}),
+                    **{name: str(self.threads) for name in THREAD_ENV},
+                    WORKER_IMPORTS: ",".join(sorted(self._preload)),
+                }
+                # first: the forkserver imports the workers' modules while Dask loads here
+                forked = start_forkserver(self.threads, env)
             from distributed import Client, LocalCluster
         except ImportError as exc:  # pragma: no cover - a declared dependency
             raise ExecutorError(
@@ -200,17 +210,12 @@ class DaskExecutor(Executor):
                     "`dask scheduler` running there and the port open?"
                 ) from None
             return self._client
-        env = {
-            **dask.config.get("distributed.nanny.pre-spawn-environ", {}),
-            **{name: str(self.threads) for name in THREAD_ENV},
-            WORKER_IMPORTS: ",".join(sorted(self._preload)),
-        }
         # allowed-failures is read by the scheduler when it starts, here in this process
         settings = {
             "distributed.scheduler.allowed-failures": self.retries,
             "distributed.nanny.pre-spawn-environ": env,
         }
-        if forkserver_for(self.threads):
+        if forked:
             settings["distributed.worker.multiprocessing-method"] = "forkserver"
         with dask.config.set(settings):
             self._cluster = LocalCluster(

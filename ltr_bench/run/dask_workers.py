@@ -2,7 +2,7 @@
 import before the first cell.
 
 A local cluster's workers are forked from one ``multiprocessing`` forkserver (when this
-platform has one, see :func:`forkserver_for`) that imports Dask and the modules the cells
+platform has one, see :func:`start_forkserver`) that imports Dask and the modules the cells
 need once, through :mod:`ltr_bench.run.worker_preload`; each forked worker starts with them
 imported. Spawned workers (Dask's default, used otherwise and for a worker restarted after a
 death) each import scikit-learn, LightGBM and XGBoost themselves: about 1.5 s of CPU per
@@ -44,25 +44,27 @@ def ranker_modules(names) -> set[str]:
     return modules
 
 
-def forkserver_for(threads: int) -> bool:
-    """Whether local workers of ``threads`` threads can be forked from the forkserver (and
-    its preload list set, the first time). The BLAS/OpenMP pools are sized when those
-    libraries load, in the forkserver, from the environment the first nanny gives it
-    (``distributed.nanny.pre-spawn-environ``, which also carries :data:`WORKER_IMPORTS`), so
-    one forkserver serves one thread count per client process: workers of another count
-    are spawned."""
+def start_forkserver(threads: int, env: dict[str, str]) -> bool:
+    """Start the forkserver that local workers of ``threads`` threads are forked from, now
+    (the first time: it imports while the client goes on), with ``env`` (the thread-pool
+    sizes and :data:`WORKER_IMPORTS`) added to this process's environment first, as a
+    nanny adds ``distributed.nanny.pre-spawn-environ`` before it starts a worker. False when
+    workers of ``threads`` threads cannot be forked from it: no forkserver on this
+    platform, or it already serves another thread count (BLAS/OpenMP pools are sized when
+    those libraries load, in the forkserver); such workers are spawned."""
     import multiprocessing
+    import os
 
     if _forkserver_threads:
         return _forkserver_threads[0] == threads
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return False
-    import dask
-    from distributed.utils import get_mp_context
+    from multiprocessing import forkserver
 
-    with dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"}):
-        ctx = get_mp_context()  # Dask sets its own preload list once; this one replaces it
+    os.environ.update({name: str(value) for name, value in env.items()})
+    ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["distributed", "ltr_bench.run.worker_preload"])
+    forkserver.ensure_running()
     _forkserver_threads.append(threads)
     return True
 
