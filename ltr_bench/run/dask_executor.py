@@ -214,6 +214,8 @@ class DaskExecutor(Executor):
         settings = {
             "distributed.scheduler.allowed-failures": self.retries,
             "distributed.nanny.pre-spawn-environ": env,
+            # no statistical profiler waking every 10 ms for the GIL in a timed fit
+            "distributed.worker.profile.enabled": False,
         }
         if forked:
             settings["distributed.worker.multiprocessing-method"] = "forkserver"
