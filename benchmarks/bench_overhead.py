@@ -29,6 +29,7 @@ move with it, so compare ratios within one run.
     python benchmarks/bench_overhead.py --parts main,startup
     git worktree add /tmp/before 85fff15      # then, for a before/after at the same load:
     python benchmarks/bench_overhead.py --parts main,fold --reference /tmp/before
+    python benchmarks/bench_overhead.py --parts dask --reference /tmp/before --repeat 3
 """
 
 from __future__ import annotations
@@ -212,10 +213,9 @@ def part_startup(work: Path, env: dict) -> None:
         )
 
 
-def part_dask(work: Path, env: dict, data: Path, workers: int) -> None:
-    from bench_executors import parallel_capacity
-
-    args = [
+def dask_args(data: Path) -> list[str]:
+    """The ten cells of the Dask part (without ``--workers``)."""
+    return [
         "run",
         "--ranker",
         "lightgbm,xgboost-gbrt",
@@ -228,13 +228,25 @@ def part_dask(work: Path, env: dict, data: Path, workers: int) -> None:
         "--threads",
         "1",
     ]
+
+
+def warm_dask(work: Path, env: dict, data: Path) -> None:
+    """The MLflow store made and every fold in the parsed-data cache."""
+    args = dask_args(data)
     timed([*args, "--folds", "1", "--results-dir", str(work / "warm-dask")], work, env)
-    for k in range(2, 6):  # every fold in the parsed-data cache
+    for k in range(2, 6):
         timed(
             [*args, "--folds", str(k), "--no-mlflow", "--results-dir", str(work / "warm-dask")],
             work,
             env,
         )
+
+
+def part_dask(work: Path, env: dict, data: Path, workers: int) -> None:
+    from bench_executors import parallel_capacity
+
+    args = dask_args(data)
+    warm_dask(work, env, data)
     for extra, name in (([], "MLflow on"), (["--no-mlflow"], "--no-mlflow")):
         tag = "" if not extra else "-nomlflow"
         before = load()
@@ -261,11 +273,74 @@ def part_dask(work: Path, env: dict, data: Path, workers: int) -> None:
             raise SystemExit("the Dask run's metrics differ from the in-process run's")
 
 
+def part_dask_interleaved(runs, data: Path, workers: int, repeat: int) -> None:
+    """The Dask part ``repeat`` times, this checkout and the reference taking turns (in
+    process, then ``--workers``, for each), so that both see the same load; prints every
+    run and the median speed-up and CPU of each checkout."""
+    from bench_executors import parallel_capacity
+
+    for name, folder, run_env in runs:
+        REFERENCE[:] = [Path(name)] if name != "this checkout" else []
+        warm_dask(folder, run_env, data)
+    args = dask_args(data)
+    for extra, mode in (([], "MLflow on"), (["--no-mlflow"], "--no-mlflow")):
+        seen: dict[str, list[tuple[float, float, float, float]]] = {}
+        for r in range(repeat):
+            for name, folder, run_env in runs:
+                REFERENCE[:] = [Path(name)] if name != "this checkout" else []
+                tag = f"{'-nomlflow' if extra else ''}-{r}"
+                before = load()
+                here = timed(
+                    [*args, *extra, "--results-dir", str(folder / f"i{tag}")], folder, run_env
+                )
+                here_cpu = LAST_CPU[0]
+                dask = timed(
+                    [
+                        *args,
+                        *extra,
+                        "--workers",
+                        str(workers),
+                        "--results-dir",
+                        str(folder / f"d{tag}"),
+                    ],
+                    folder,
+                    run_env,
+                )
+                dask_cpu = LAST_CPU[0]
+                a = {x["key"]: x["metrics"] for x in records(folder / f"i{tag}")}
+                b = {x["key"]: x["metrics"] for x in records(folder / f"d{tag}")}
+                if a != b or len(a) != 10:
+                    raise SystemExit(f"{name}: the Dask run's metrics differ from in process")
+                seen.setdefault(name, []).append((here, dask, here_cpu, dask_cpu))
+                print(
+                    f"{mode}, {name}, round {r + 1}: in process {here:.2f} s (CPU "
+                    f"{here_cpu:.2f} s), --workers {workers} {dask:.2f} s (CPU {dask_cpu:.2f} s), "
+                    f"speed-up {here / dask:.2f}x; metrics identical   [{before} -> {load()}]"
+                )
+        print(f"parallel capacity now {parallel_capacity(workers):.2f}")
+        for name, rows in seen.items():
+            med = statistics.median
+            print(
+                f"{mode}, {name}: median of {len(rows)}: in process "
+                f"{med(r[0] for r in rows):.2f} s "
+                f"(CPU {med(r[2] for r in rows):.2f} s), --workers {workers} "
+                f"{med(r[1] for r in rows):.2f} s (CPU {med(r[3] for r in rows):.2f} s), "
+                f"speed-up {med(r[0] / r[1] for r in rows):.2f}x"
+            )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--parts", default="main,fold,startup,dask")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="with --parts dask: run it N times, this checkout and the --reference taking "
+        "turns, and print the medians (both see the same load)",
+    )
     ap.add_argument(
         "--reference",
         type=Path,
@@ -291,6 +366,9 @@ def main() -> None:
             ref_env = {**env, "PYTHONPATH": path, "LTR_BENCH_CACHE": str(work / "ref-cache")}
             (work / "ref").mkdir()
             runs.append((f"reference {ref}", work / "ref", ref_env))
+        if args.repeat > 1 and parts == {"dask"}:
+            part_dask_interleaved(runs, data, args.workers, args.repeat)
+            return
         for name, folder, run_env in runs:
             REFERENCE[:] = [Path(name)] if name != "this checkout" else []
             print(f"-- {name}")
