@@ -21,11 +21,17 @@ unless the rankers are single-threaded).
 
 At most as many cells are submitted as can run at once (the slots above, recounted as
 workers join or leave), so a cell is announced as started (``Listener.cell_started``) when it
-starts, and Ctrl-C has little to cancel. Cells are not queued ahead on the cluster: Dask
+starts, and Ctrl-C has little to cancel. A slot freed by a finished cell gets its next cell
+before that record is handed to the caller (who saves it and logs it to MLflow meanwhile);
+the new cell is announced right after the records that finished before it, so never more
+cells are announced running than there are slots. Cells are not queued ahead on the cluster: Dask
 hands a task with a resource restriction to a worker before it can start, and a worker that
 dies counts against every task it holds, so a queued cell would share the blame for a
-neighbour that kills its worker. Before the first cell, :meth:`DaskExecutor.warm_up` imports the
-rankers' modules on every worker.
+neighbour that kills its worker. A local cluster's workers are forked from a forkserver that
+imported Dask and the rankers' modules once (:mod:`ltr_bench.run.dask_workers`); before the
+first cell, :meth:`DaskExecutor.warm_up` imports whatever a worker still lacks (a spawned or
+restarted worker, a worker of an external cluster). Workers of a local cluster run without
+Dask's statistical profiler (a thread sampling the task's stack every 10 ms, in a timed fit).
 
 Progress
 --------
@@ -319,34 +325,51 @@ class DaskExecutor(Executor):
                 if event.get("position") in out:  # a cell yielded already: too late
                     progress(event["position"], event["done"], event["total"], event["message"])
 
+        unannounced: list[int] = []  # submitted, started() not yet called
+
+        def fill() -> None:
+            """Submit waiting cells to the free slots."""
+            while waiting and len(running) < slots:
+                i = waiting.popleft()
+                cell = cells[i]
+                # a fresh key per submission: a re-run is not served from Dask's memory
+                key = f"ltr-bench-cell-{cell.key[:12]}-{uuid.uuid4().hex[:8]}"
+                task = fn if topic is None else _WithProgress(given, topic, i)
+                future = client.submit(task, cell, key=key, pure=False, resources=resources)
+                running[future] = i
+                done.add(future)
+                unannounced.append(i)
+
+        def announce() -> None:
+            while unannounced:
+                i = unannounced.pop(0)
+                if started is not None:
+                    started(i)
+
         try:
             while waiting or running:
+                announce()  # before any of their progress is relayed
                 if topic is not None:
                     relay()
                 if time.monotonic() - counted >= _RECOUNT_SECONDS:  # an RPC: not every poll
                     slots, resources = self._slots(client)
                     counted = time.monotonic()
-                while waiting and len(running) < slots:
-                    i = waiting.popleft()
-                    cell = cells[i]
-                    # a fresh key per submission: a re-run is not served from Dask's memory
-                    key = f"ltr-bench-cell-{cell.key[:12]}-{uuid.uuid4().hex[:8]}"
-                    task = fn if topic is None else _WithProgress(given, topic, i)
-                    future = client.submit(task, cell, key=key, pure=False, resources=resources)
-                    running[future] = i
-                    done.add(future)
-                    if started is not None:
-                        started(i)
+                fill()
+                announce()
                 if not done.has_ready():
                     time.sleep(_POLL_SECONDS)  # interruptible; recounts slots as workers join
                     continue
-                future = next(done)
+                batch = done.next_batch(block=False)
                 if topic is not None:
-                    relay()  # this cell's events came in ahead of its result
-                i = running.pop(future)
-                result = self._result(future, cells[i], on_failure, check_records)
-                future.release()
-                yield i, result
+                    relay()  # these cells' events came in ahead of their results
+                finished = [(future, running.pop(future)) for future in batch]
+                # the freed slots get their next cells now, not after the caller has saved
+                # and logged these records (announced after them: never more than slots)
+                fill()
+                for future, i in finished:
+                    result = self._result(future, cells[i], on_failure, check_records)
+                    future.release()
+                    yield i, result
         finally:
             if running:
                 client.cancel(list(running), force=True)

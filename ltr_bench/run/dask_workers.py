@@ -9,6 +9,10 @@ death) each import scikit-learn, LightGBM and XGBoost themselves: about 1.5 s of
 worker. Any worker is also sent :func:`import_modules` by the executor's warm-up, which
 imports what it still lacks (a no-op on a forked worker).
 
+The thread-pool sizes (:data:`THREAD_ENV`) go into the client's own environment when the
+forkserver starts (a nanny does the same before it spawns a worker): the client computes no
+cell, so its own pools are then that size too.
+
 Light on purpose: the client imports it before anything heavy.
 """
 
