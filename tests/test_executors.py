@@ -273,6 +273,28 @@ def test_dask_announces_each_cell_once_and_never_more_running_than_slots(dask_ex
     assert most <= 2
 
 
+def _started_at(cell) -> float:
+    """A cell's function that returns when it started (on the worker)."""
+    import time
+
+    return time.time()
+
+
+def test_a_freed_slot_gets_its_next_cell_while_the_caller_handles_the_record(dask_executor):
+    # 4 cells on 2 slots, a caller that takes 1 s per record (saving, logging to MLflow): the
+    # third and fourth cells start while the caller still handles the first records
+    import time
+
+    cells = expand_plan(_plan(REAL, folds=(1, 2))).cells
+    started_at, handled_at = {}, {}
+    for i, t in dask_executor.map_cells(cells, fn=_started_at):
+        started_at[i] = t
+        time.sleep(1.0)
+        handled_at[i] = time.time()
+    assert len(started_at) == 4
+    assert sorted(started_at.values())[2] < min(handled_at.values())
+
+
 def test_warm_up_imports_the_rankers_modules_on_every_worker(dask_executor):
     cells = expand_plan(_plan(REAL)).cells
     dask_executor.warm_up(cells)
