@@ -21,7 +21,8 @@ exists (made by a first, untimed run). Measured, each from one run unless said o
    2`` (cluster start included), each into a fresh results folder. Speed-up = in-process
    wall / Dask wall; target >= 1.6. The script checks that both runs' metrics are identical
    (bit for bit) and prints the machine's parallel capacity now (2.0 on an idle 2-core
-   machine: no executor can beat it).
+   machine: no executor can beat it). The same pair again with ``--no-mlflow``; each run's
+   CPU seconds (all its processes: client, forkserver, workers) beside its wall time.
 
 The load average is printed before and after every timing: on a shared machine the numbers
 move with it, so compare ratios within one run.
@@ -30,6 +31,7 @@ move with it, so compare ratios within one run.
     python benchmarks/bench_overhead.py --parts main,startup
     git worktree add /tmp/before 85fff15      # then, for a before/after at the same load:
     python benchmarks/bench_overhead.py --parts main,fold --reference /tmp/before
+    python benchmarks/bench_overhead.py --parts dask --reference /tmp/before --repeat 3
 """
 
 from __future__ import annotations
@@ -68,8 +70,9 @@ def cli() -> list[str]:
     return [str(exe)]
 
 
-#: CPU seconds (user + system) of the last :func:`timed` command and its children: less
-#: sensitive to a shared machine's load than wall time
+#: CPU seconds (user + system) of the last :func:`timed` command and all its descendant
+#: processes (orphans included, see :func:`_subreaper`): less sensitive to a shared
+#: machine's load than wall time
 LAST_CPU = [0.0]
 
 
@@ -78,11 +81,39 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def _subreaper() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux), so that their CPU
+    time is counted too: a local Dask cluster's workers are forked from a forkserver that
+    outlives the ``ltr-bench`` process by a moment and is never waited for by it."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+SUBREAPER = _subreaper()
+
+
+def _reap(timeout: float = 10.0) -> None:
+    """Wait for the orphans of the last command (reparented here) to exit."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.02)
+
+
 def timed(args: list[str], cwd: Path, env: dict) -> float:
     cpu = _children_cpu()
     t = time.perf_counter()
     proc = subprocess.run(cli() + args, cwd=cwd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t
+    _reap()
     LAST_CPU[0] = _children_cpu() - cpu
     if proc.returncode != 0:
         raise SystemExit(f"ltr-bench {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
@@ -195,10 +226,9 @@ def part_startup(work: Path, env: dict) -> None:
         )
 
 
-def part_dask(work: Path, env: dict, data: Path, workers: int) -> None:
-    from bench_executors import parallel_capacity
-
-    args = [
+def dask_args(data: Path) -> list[str]:
+    """The ten cells of the Dask part (without ``--workers``)."""
+    return [
         "run",
         "--ranker",
         "lightgbm,xgboost-gbrt",
@@ -211,28 +241,105 @@ def part_dask(work: Path, env: dict, data: Path, workers: int) -> None:
         "--threads",
         "1",
     ]
+
+
+def warm_dask(work: Path, env: dict, data: Path) -> None:
+    """The MLflow store made and every fold in the parsed-data cache."""
+    args = dask_args(data)
     timed([*args, "--folds", "1", "--results-dir", str(work / "warm-dask")], work, env)
-    for k in range(2, 6):  # every fold in the parsed-data cache
+    for k in range(2, 6):
         timed(
             [*args, "--folds", str(k), "--no-mlflow", "--results-dir", str(work / "warm-dask")],
             work,
             env,
         )
-    before = load()
-    here = timed([*args, "--results-dir", str(work / "inproc")], work, env)
-    mid = load()
-    dask = timed([*args, "--workers", str(workers), "--results-dir", str(work / "dask")], work, env)
-    after = load()
-    a = {r["key"]: r["metrics"] for r in records(work / "inproc")}
-    b = {r["key"]: r["metrics"] for r in records(work / "dask")}
-    same = a == b and len(a) == 10
-    print(
-        f"ten cells: in process {here:.2f} s [{before}], --workers {workers} {dask:.2f} s "
-        f"[{mid} -> {after}], speed-up {here / dask:.2f}x (target >= 1.6); parallel capacity "
-        f"now {parallel_capacity(workers):.2f}; metrics identical: {same}"
-    )
-    if not same:
-        raise SystemExit("the Dask run's metrics differ from the in-process run's")
+
+
+def part_dask(work: Path, env: dict, data: Path, workers: int) -> None:
+    from bench_executors import parallel_capacity
+
+    args = dask_args(data)
+    warm_dask(work, env, data)
+    for extra, name in (([], "MLflow on"), (["--no-mlflow"], "--no-mlflow")):
+        tag = "" if not extra else "-nomlflow"
+        before = load()
+        here = timed([*args, *extra, "--results-dir", str(work / f"inproc{tag}")], work, env)
+        here_cpu = LAST_CPU[0]
+        mid = load()
+        dask = timed(
+            [*args, *extra, "--workers", str(workers), "--results-dir", str(work / f"dask{tag}")],
+            work,
+            env,
+        )
+        dask_cpu = LAST_CPU[0]
+        after = load()
+        a = {r["key"]: r["metrics"] for r in records(work / f"inproc{tag}")}
+        b = {r["key"]: r["metrics"] for r in records(work / f"dask{tag}")}
+        same = a == b and len(a) == 10
+        print(
+            f"ten cells, {name}: in process {here:.2f} s (CPU {here_cpu:.2f} s) [{before}], "
+            f"--workers {workers} {dask:.2f} s (CPU {dask_cpu:.2f} s) [{mid} -> {after}], "
+            f"speed-up {here / dask:.2f}x (target >= 1.6); parallel capacity now "
+            f"{parallel_capacity(workers):.2f}; metrics identical: {same}"
+        )
+        if not same:
+            raise SystemExit("the Dask run's metrics differ from the in-process run's")
+
+
+def part_dask_interleaved(runs, data: Path, workers: int, repeat: int) -> None:
+    """The Dask part ``repeat`` times, this checkout and the reference taking turns (in
+    process, then ``--workers``, for each), so that both see the same load; prints every
+    run and the median speed-up and CPU of each checkout."""
+    from bench_executors import parallel_capacity
+
+    for name, folder, run_env in runs:
+        REFERENCE[:] = [Path(name)] if name != "this checkout" else []
+        warm_dask(folder, run_env, data)
+    args = dask_args(data)
+    for extra, mode in (([], "MLflow on"), (["--no-mlflow"], "--no-mlflow")):
+        seen: dict[str, list[tuple[float, float, float, float]]] = {}
+        for r in range(repeat):
+            for name, folder, run_env in runs:
+                REFERENCE[:] = [Path(name)] if name != "this checkout" else []
+                tag = f"{'-nomlflow' if extra else ''}-{r}"
+                before = load()
+                here = timed(
+                    [*args, *extra, "--results-dir", str(folder / f"i{tag}")], folder, run_env
+                )
+                here_cpu = LAST_CPU[0]
+                dask = timed(
+                    [
+                        *args,
+                        *extra,
+                        "--workers",
+                        str(workers),
+                        "--results-dir",
+                        str(folder / f"d{tag}"),
+                    ],
+                    folder,
+                    run_env,
+                )
+                dask_cpu = LAST_CPU[0]
+                a = {x["key"]: x["metrics"] for x in records(folder / f"i{tag}")}
+                b = {x["key"]: x["metrics"] for x in records(folder / f"d{tag}")}
+                if a != b or len(a) != 10:
+                    raise SystemExit(f"{name}: the Dask run's metrics differ from in process")
+                seen.setdefault(name, []).append((here, dask, here_cpu, dask_cpu))
+                print(
+                    f"{mode}, {name}, round {r + 1}: in process {here:.2f} s (CPU "
+                    f"{here_cpu:.2f} s), --workers {workers} {dask:.2f} s (CPU {dask_cpu:.2f} s), "
+                    f"speed-up {here / dask:.2f}x; metrics identical   [{before} -> {load()}]"
+                )
+        print(f"parallel capacity now {parallel_capacity(workers):.2f}")
+        for name, rows in seen.items():
+            med = statistics.median
+            print(
+                f"{mode}, {name}: median of {len(rows)}: in process "
+                f"{med(r[0] for r in rows):.2f} s "
+                f"(CPU {med(r[2] for r in rows):.2f} s), --workers {workers} "
+                f"{med(r[1] for r in rows):.2f} s (CPU {med(r[3] for r in rows):.2f} s), "
+                f"speed-up {med(r[0] / r[1] for r in rows):.2f}x"
+            )
 
 
 def main() -> None:
@@ -240,6 +347,13 @@ def main() -> None:
     ap.add_argument("--parts", default="main,fold,startup,dask")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="with --parts dask: run it N times, this checkout and the --reference taking "
+        "turns, and print the medians (both see the same load)",
+    )
     ap.add_argument(
         "--reference",
         type=Path,
@@ -265,6 +379,9 @@ def main() -> None:
             ref_env = {**env, "PYTHONPATH": path, "LTR_BENCH_CACHE": str(work / "ref-cache")}
             (work / "ref").mkdir()
             runs.append((f"reference {ref}", work / "ref", ref_env))
+        if args.repeat > 1 and parts == {"dask"}:
+            part_dask_interleaved(runs, data, args.workers, args.repeat)
+            return
         for name, folder, run_env in runs:
             REFERENCE[:] = [Path(name)] if name != "this checkout" else []
             print(f"-- {name}")

@@ -2,8 +2,8 @@
 records, survive a worker dying mid-cell, and resume after the client is interrupted.
 
 One cluster serves the module (starting worker processes takes seconds). The fake rankers
-below are reached by import path (``test_executors:ExitOnceRanker``): the workers are spawned
-with this process's ``sys.path``, so they import this module.
+below are reached by import path (``test_executors:ExitOnceRanker``): the workers are forked
+from a forkserver (or spawned) with this process's ``sys.path``, so they import this module.
 """
 
 from __future__ import annotations
@@ -273,6 +273,28 @@ def test_dask_announces_each_cell_once_and_never_more_running_than_slots(dask_ex
     assert most <= 2
 
 
+def _started_at(cell) -> float:
+    """A cell's function that returns when it started (on the worker)."""
+    import time
+
+    return time.time()
+
+
+def test_a_freed_slot_gets_its_next_cell_while_the_caller_handles_the_record(dask_executor):
+    # 4 cells on 2 slots, a caller that takes 1 s per record (saving, logging to MLflow): the
+    # third and fourth cells start while the caller still handles the first records
+    import time
+
+    cells = expand_plan(_plan(REAL, folds=(1, 2))).cells
+    started_at, handled_at = {}, {}
+    for i, t in dask_executor.map_cells(cells, fn=_started_at):
+        started_at[i] = t
+        time.sleep(1.0)
+        handled_at[i] = time.time()
+    assert len(started_at) == 4
+    assert sorted(started_at.values())[2] < min(handled_at.values())
+
+
 def test_warm_up_imports_the_rankers_modules_on_every_worker(dask_executor):
     cells = expand_plan(_plan(REAL)).cells
     dask_executor.warm_up(cells)
@@ -292,6 +314,52 @@ def test_warm_up_imports_the_rankers_modules_on_every_worker(dask_executor):
         mods == ["ltr_bench.run.unit", "ltr_bench_baselines.lightgbm", "ltr_bench_baselines.linear"]
         for mods in loaded.values()
     )
+
+
+def _worker_state() -> dict:
+    import sys
+
+    return {
+        "ppid": os.getppid(),
+        "preloaded": "ltr_bench.run.worker_preload" in sys.modules,
+        "unit": "ltr_bench.run.unit" in sys.modules,
+        "omp": os.environ.get("OMP_NUM_THREADS"),
+    }
+
+
+def test_local_workers_are_forked_from_a_forkserver_that_imported_the_cells_modules():
+    import multiprocessing
+
+    from ltr_bench.run import dask_workers
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no forkserver on this platform: workers are spawned")
+    if dask_workers._forkserver_threads not in ([], [1]):
+        pytest.skip("an earlier test started the forkserver for another thread count")
+    # its own cluster: the module's has workers restarted after deaths, which are spawned
+    with DaskExecutor(workers=1, threads=1) as executor:
+        states = executor.client().run(_worker_state)
+    assert len(states) == 1
+    (state,) = states.values()
+    # forked by the forkserver (not by this process), the unit of work already imported
+    # there, thread pools sized for one-thread cells
+    assert state["ppid"] != os.getpid()
+    assert state["preloaded"] and state["unit"]
+    assert state["omp"] == "1"
+
+
+def test_the_forkserver_preload_skips_a_module_that_fails_whatever_it_raises(tmp_path):
+    from ltr_bench.run.dask_workers import import_modules
+
+    (tmp_path / "raises_oserror_on_import.py").write_text("raise OSError('no libgomp')\n")
+    import sys
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import_modules(["raises_oserror_on_import", "no_such_module_here", "json"])
+    finally:
+        sys.path.remove(str(tmp_path))
+    assert "json" in sys.modules and "raises_oserror_on_import" not in sys.modules
 
 
 # --------------------------------------------------------------------------------- tuning

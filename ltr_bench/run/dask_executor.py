@@ -21,11 +21,17 @@ unless the rankers are single-threaded).
 
 At most as many cells are submitted as can run at once (the slots above, recounted as
 workers join or leave), so a cell is announced as started (``Listener.cell_started``) when it
-starts, and Ctrl-C has little to cancel. Cells are not queued ahead on the cluster: Dask
+starts, and Ctrl-C has little to cancel. A slot freed by a finished cell gets its next cell
+before that record is handed to the caller (who saves it and logs it to MLflow meanwhile);
+the new cell is announced right after the records that finished before it, so never more
+cells are announced running than there are slots. Cells are not queued ahead on the cluster: Dask
 hands a task with a resource restriction to a worker before it can start, and a worker that
 dies counts against every task it holds, so a queued cell would share the blame for a
-neighbour that kills its worker. Before the first cell, :meth:`DaskExecutor.warm_up` imports the
-rankers' modules on every worker.
+neighbour that kills its worker. A local cluster's workers are forked from a forkserver that
+imported Dask and the rankers' modules once (:mod:`ltr_bench.run.dask_workers`); before the
+first cell, :meth:`DaskExecutor.warm_up` imports whatever a worker still lacks (a spawned or
+restarted worker, a worker of an external cluster). Workers of a local cluster run without
+Dask's statistical profiler (a thread sampling the task's stack every 10 ms, in a timed fit).
 
 Progress
 --------
@@ -65,6 +71,13 @@ from typing import TYPE_CHECKING, Any
 
 from ltr_bench.errors import UsageError
 from ltr_bench.results import ResultRecord
+from ltr_bench.run.dask_workers import (
+    THREAD_ENV,
+    WORKER_IMPORTS,
+    import_modules,
+    ranker_modules,
+    start_forkserver,
+)
 from ltr_bench.run.executors import (
     Executor,
     ExecutorError,
@@ -77,15 +90,6 @@ if TYPE_CHECKING:  # scikit-learn comes with the cells' module: not needed to st
     from ltr_bench.run.cells import Cell
 
 __all__ = ["DaskExecutor"]
-
-#: environment variables that size the BLAS/OpenMP thread pools of a local worker
-THREAD_ENV = (
-    "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS",
-    "NUMEXPR_NUM_THREADS",
-    "VECLIB_MAXIMUM_THREADS",
-)
 
 #: the Dask resource a cell asks for, one unit per thread it uses
 CORES = "cores"
@@ -146,6 +150,7 @@ class DaskExecutor(Executor):
         self._starter: threading.Thread | None = None
         self._start_error: BaseException | None = None
         self._warmed: dict[str, set[str]] = {}  # worker address -> modules imported
+        self._preload: set[str] = {"ltr_bench.run.unit"}  # for the workers' forkserver
 
     # ---------------------------------------------------------------------------- cluster
 
@@ -156,11 +161,12 @@ class DaskExecutor(Executor):
         waits for it (and raises what the start raised)."""
         if self._starter is not None or self._client is not None:
             return
+        self._preload = ranker_modules(rankers)
 
         def run() -> None:
             try:
                 self.client()
-                self._warm(_ranker_modules(rankers))
+                self._warm(ranker_modules(rankers))
             except BaseException as exc:  # noqa: BLE001 - raised again by client()
                 self._start_error = exc
 
@@ -185,6 +191,16 @@ class DaskExecutor(Executor):
             return self._client
         try:
             import dask
+
+            forked = False
+            if self.scheduler is None:
+                env = {
+                    **dask.config.get("distributed.nanny.pre-spawn-environ", {}),
+                    **{name: str(self.threads) for name in THREAD_ENV},
+                    WORKER_IMPORTS: ",".join(sorted(self._preload)),
+                }
+                # first: the forkserver imports the workers' modules while Dask loads here
+                forked = start_forkserver(self.threads, env)
             from distributed import Client, LocalCluster
         except ImportError as exc:  # pragma: no cover - a declared dependency
             raise ExecutorError(
@@ -200,17 +216,16 @@ class DaskExecutor(Executor):
                     "`dask scheduler` running there and the port open?"
                 ) from None
             return self._client
-        env = {
-            **dask.config.get("distributed.nanny.pre-spawn-environ", {}),
-            **{name: str(self.threads) for name in THREAD_ENV},
-        }
         # allowed-failures is read by the scheduler when it starts, here in this process
-        with dask.config.set(
-            {
-                "distributed.scheduler.allowed-failures": self.retries,
-                "distributed.nanny.pre-spawn-environ": env,
-            }
-        ):
+        settings = {
+            "distributed.scheduler.allowed-failures": self.retries,
+            "distributed.nanny.pre-spawn-environ": env,
+            # no statistical profiler waking every 10 ms for the GIL in a timed fit
+            "distributed.worker.profile.enabled": False,
+        }
+        if forked:
+            settings["distributed.worker.multiprocessing-method"] = "forkserver"
+        with dask.config.set(settings):
             self._cluster = LocalCluster(
                 n_workers=self.workers,
                 threads_per_worker=self.threads,
@@ -261,7 +276,7 @@ class DaskExecutor(Executor):
         parallel, they are part of starting the cluster. Workers that join later import on
         first use. An import that fails is left to the cell, which records the error.
         A worker that imported them already (an earlier call, :meth:`start`) is not asked again."""
-        self._warm(_ranker_modules({cell.ranker for cell in cells}))
+        self._warm(ranker_modules({cell.ranker for cell in cells}))
 
     def _warm(self, modules: set[str], *, wait: bool = True) -> None:
         client = self.client()
@@ -274,7 +289,7 @@ class DaskExecutor(Executor):
         # a restarted worker is a new process at a new address: it imports again
         todo = [w for w in workers if modules - self._warmed.get(w, set())]
         if todo:
-            client.run(_import_modules, sorted(modules), workers=todo)
+            client.run(import_modules, sorted(modules), workers=todo)
             for w in todo:
                 self._warmed.setdefault(w, set()).update(modules)
 
@@ -285,7 +300,7 @@ class DaskExecutor(Executor):
         given, (fn, on_failure) = fn, _defaults(fn, on_failure)
         client = self.client()
         try:  # workers that are up now; one that is restarting imports on first use
-            self._warm(_ranker_modules({cell.ranker for cell in cells}), wait=False)
+            self._warm(ranker_modules({cell.ranker for cell in cells}), wait=False)
         except Exception:  # noqa: BLE001 - an optimisation; the cells report real problems
             pass
         waiting = deque(range(len(cells)))
@@ -310,34 +325,51 @@ class DaskExecutor(Executor):
                 if event.get("position") in out:  # a cell yielded already: too late
                     progress(event["position"], event["done"], event["total"], event["message"])
 
+        unannounced: list[int] = []  # submitted, started() not yet called
+
+        def fill() -> None:
+            """Submit waiting cells to the free slots."""
+            while waiting and len(running) < slots:
+                i = waiting.popleft()
+                cell = cells[i]
+                # a fresh key per submission: a re-run is not served from Dask's memory
+                key = f"ltr-bench-cell-{cell.key[:12]}-{uuid.uuid4().hex[:8]}"
+                task = fn if topic is None else _WithProgress(given, topic, i)
+                future = client.submit(task, cell, key=key, pure=False, resources=resources)
+                running[future] = i
+                done.add(future)
+                unannounced.append(i)
+
+        def announce() -> None:
+            while unannounced:
+                i = unannounced.pop(0)
+                if started is not None:
+                    started(i)
+
         try:
             while waiting or running:
+                announce()  # before any of their progress is relayed
                 if topic is not None:
                     relay()
                 if time.monotonic() - counted >= _RECOUNT_SECONDS:  # an RPC: not every poll
                     slots, resources = self._slots(client)
                     counted = time.monotonic()
-                while waiting and len(running) < slots:
-                    i = waiting.popleft()
-                    cell = cells[i]
-                    # a fresh key per submission: a re-run is not served from Dask's memory
-                    key = f"ltr-bench-cell-{cell.key[:12]}-{uuid.uuid4().hex[:8]}"
-                    task = fn if topic is None else _WithProgress(given, topic, i)
-                    future = client.submit(task, cell, key=key, pure=False, resources=resources)
-                    running[future] = i
-                    done.add(future)
-                    if started is not None:
-                        started(i)
+                fill()
+                announce()
                 if not done.has_ready():
                     time.sleep(_POLL_SECONDS)  # interruptible; recounts slots as workers join
                     continue
-                future = next(done)
+                batch = done.next_batch(block=False)
                 if topic is not None:
-                    relay()  # this cell's events came in ahead of its result
-                i = running.pop(future)
-                result = self._result(future, cells[i], on_failure, check_records)
-                future.release()
-                yield i, result
+                    relay()  # these cells' events came in ahead of their results
+                finished = [(future, running.pop(future)) for future in batch]
+                # the freed slots get their next cells now, not after the caller has saved
+                # and logged these records (announced after them: never more than slots)
+                fill()
+                for future, i in finished:
+                    result = self._result(future, cells[i], on_failure, check_records)
+                    future.release()
+                    yield i, result
         finally:
             if running:
                 client.cancel(list(running), force=True)
@@ -435,27 +467,3 @@ class _Publisher:
         # from a task thread this only schedules the send on the worker's event loop, in
         # order with the task's own result message
         worker.log_event(self.topic, event)
-
-
-def _ranker_modules(names) -> set[str]:
-    """The unit of work's module and the modules the registered rankers ``names`` live in."""
-    from ltr_bench.registry import get_entry
-
-    modules = {"ltr_bench.run.unit"}
-    for name in set(names):
-        try:
-            modules.add(get_entry(name).target.partition(":")[0])
-        except Exception:  # noqa: BLE001 - the cell reports an unknown ranker itself
-            continue
-    return modules
-
-
-def _import_modules(modules: list[str]) -> None:
-    """Run on a worker by :meth:`DaskExecutor.warm_up`."""
-    import importlib
-
-    for module in modules:
-        try:
-            importlib.import_module(module)
-        except Exception:  # noqa: BLE001 - the cell that needs it records the error
-            pass

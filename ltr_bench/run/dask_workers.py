@@ -1,0 +1,85 @@
+"""How the workers of :class:`~ltr_bench.run.dask_executor.DaskExecutor` start and what they
+import before the first cell.
+
+A local cluster's workers are forked from one ``multiprocessing`` forkserver (when this
+platform has one, see :func:`start_forkserver`) that imports Dask and the modules the cells
+need once, through :mod:`ltr_bench.run.worker_preload`; each forked worker starts with them
+imported. Spawned workers (Dask's default, used otherwise and for a worker restarted after a
+death) each import scikit-learn, LightGBM and XGBoost themselves: about 1.5 s of CPU per
+worker. Any worker is also sent :func:`import_modules` by the executor's warm-up, which
+imports what it still lacks (a no-op on a forked worker).
+
+The thread-pool sizes (:data:`THREAD_ENV`) go into the client's own environment when the
+forkserver starts (a nanny does the same before it spawns a worker): the client computes no
+cell, so its own pools are then that size too.
+
+Light on purpose: the client imports it before anything heavy.
+"""
+
+from __future__ import annotations
+
+#: environment variables that size the BLAS/OpenMP thread pools of a local worker
+THREAD_ENV = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+)
+
+#: the environment variable naming (comma-separated) the modules the forkserver imports;
+#: read by :mod:`ltr_bench.run.worker_preload`
+WORKER_IMPORTS = "LTR_BENCH_WORKER_IMPORTS"
+
+#: the thread count the forkserver serves (empty: not set up by this process)
+_forkserver_threads: list[int] = []
+
+
+def ranker_modules(names) -> set[str]:
+    """The unit of work's module and the modules the registered rankers ``names`` live in."""
+    from ltr_bench.registry import get_entry
+
+    modules = {"ltr_bench.run.unit"}
+    for name in set(names):
+        try:
+            modules.add(get_entry(name).target.partition(":")[0])
+        except Exception:  # noqa: BLE001 - the cell reports an unknown ranker itself
+            continue
+    return modules
+
+
+def start_forkserver(threads: int, env: dict[str, str]) -> bool:
+    """Start the forkserver that local workers of ``threads`` threads are forked from, now
+    (the first time: it imports while the client goes on), with ``env`` (the thread-pool
+    sizes and :data:`WORKER_IMPORTS`) added to this process's environment first, as a
+    nanny adds ``distributed.nanny.pre-spawn-environ`` before it starts a worker. False when
+    workers of ``threads`` threads cannot be forked from it: no forkserver on this
+    platform, or it already serves another thread count (BLAS/OpenMP pools are sized when
+    those libraries load, in the forkserver); such workers are spawned."""
+    import multiprocessing
+    import os
+
+    if _forkserver_threads:
+        return _forkserver_threads[0] == threads
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return False
+    from multiprocessing import forkserver
+
+    os.environ.update({name: str(value) for name, value in env.items()})
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["distributed", "ltr_bench.run.worker_preload"])
+    forkserver.ensure_running()
+    _forkserver_threads.append(threads)
+    return True
+
+
+def import_modules(modules: list[str]) -> None:
+    """Run on a worker by the executor's warm-up: import ``modules`` (those that fail are
+    left to the cell that needs them, which records the error)."""
+    import importlib
+
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception:  # noqa: BLE001 - the cell that needs it records the error
+            pass
