@@ -375,6 +375,8 @@ def _warm_up_report() -> None:
     """Import and read what the HTML report needs (matplotlib, SciPy's statistics, the
     published table: ~1 s) while the run computes, not after it."""
     try:
+        import scipy.stats  # noqa: F401 - the paired tests import it on first use (~0.9 s)
+
         from ltr_bench.report import html, tables  # noqa: F401
         from ltr_bench.report.plots import _plt
         from ltr_bench.report.published.table import load_published
