@@ -1,6 +1,6 @@
 """``python -m ltr_bench``: the same command as the ``ltr-bench`` script."""
 
-from ltr_bench.cli.app import main
+from ltr_bench.cli.app import console_main
 
 if __name__ == "__main__":
-    main()
+    console_main()

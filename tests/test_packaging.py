@@ -42,7 +42,7 @@ def test_the_core_wheel_holds_every_wing_the_baselines_and_the_shipped_data(tmp_
     assert shipped and all(p.relative_to(REPO).as_posix() in names for p in shipped)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
-    assert "ltr-bench = ltr_bench.cli.app:main" in text
+    assert "ltr-bench = ltr_bench.cli.app:console_main" in text
     assert "lightgbm = ltr_bench_baselines" in text
 
 

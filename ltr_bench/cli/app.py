@@ -75,5 +75,39 @@ def _register() -> None:
 _register()
 
 
+def console_main() -> None:
+    """The ``ltr-bench`` console script (and ``python -m ltr_bench``): :data:`main`, then a
+    quick exit.
+
+    When a command has returned, everything it wrote is closed (results are written
+    atomically; MLflow's logging process has ended; a Dask cluster is closed by the command)
+    and the exit handlers registered with :mod:`atexit` (multiprocessing's, logging's, the
+    Dask rankers' clusters) are run here. What is skipped is Python's teardown of every
+    imported module, which after scikit-learn, LightGBM and XGBoost takes ~0.3 s on this
+    2-core machine and serves nothing. ``main`` itself (tests, embedding) exits normally.
+    """
+    import atexit
+    import os
+    import sys
+
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (ltr-bench ... | head): nothing to keep
+            pass
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    console_main()

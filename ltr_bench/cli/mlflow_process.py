@@ -291,6 +291,12 @@ def _serve(conn, uri: str, results_root: str, run_pid: int) -> None:
 
     import mlflow.tracking  # noqa: F401 - the slow part, done while the run plans
 
+    if not uri.startswith(("http://", "https://")):  # a database store: SQLAlchemy's ~1 s
+        try:
+            import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
+        except Exception:  # noqa: BLE001, S110 - opening the store says what is wrong
+            pass
+
     from ltr_bench.results import ResultStore
     from ltr_bench.tracking import MlflowListener, Tracker
     from ltr_bench.tracking.store import TrackingError
