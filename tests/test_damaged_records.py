@@ -11,42 +11,14 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from test_hostile_cases import make_env
 from test_reliability import FAKE, make_folder
-
-from ltr_bench.cli import main
 
 
 @pytest.fixture
 def env(tmp_path, monkeypatch, fake_rankers):
     """Working directory ``work``, cache, a one-fold LETOR folder ``data``."""
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    monkeypatch.setenv("LTR_BENCH_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-
-    class Env:
-        data = make_folder(tmp_path / "data")
-        root = tmp_path
-        cwd = work
-        fakes = fake_rankers
-
-        @staticmethod
-        def run(*args):
-            result = CliRunner().invoke(main, [str(a) for a in args])
-            if result.exception is not None and not isinstance(result.exception, SystemExit):
-                raise result.exception  # an uncaught exception is itself a failure
-            return result.exit_code, result.output
-
-        @staticmethod
-        def fake_run(*extra):
-            return Env.run(
-                "run", "--ranker", FAKE, "--dataset", Env.data,
-                "--metrics", "ndcg@10,err@10", "--results-dir", "res", *extra,
-            )  # fmt: skip
-
-    return Env
+    return make_env(tmp_path, monkeypatch, fake_rankers)
 
 
 def _two_rankers_two_folds(e, *extra):

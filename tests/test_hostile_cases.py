@@ -29,6 +29,12 @@ from ltr_bench.cli import main
 @pytest.fixture
 def env(tmp_path, monkeypatch, fake_rankers):
     """Working directory ``work``, cache, and a one-fold LETOR folder ``data``."""
+    return make_env(tmp_path, monkeypatch, fake_rankers)
+
+
+def make_env(tmp_path, monkeypatch, fake_rankers):
+    """The ``env`` of this module's tests (and of ``test_damaged_records``): ``env.run``
+    invokes ``ltr-bench`` in-process; ``env.fakes`` is the fake rankers' module."""
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
@@ -39,6 +45,7 @@ def env(tmp_path, monkeypatch, fake_rankers):
         data = make_folder(tmp_path / "data")
         root = tmp_path
         cwd = work
+        fakes = fake_rankers
 
         @staticmethod
         def run(*args):
