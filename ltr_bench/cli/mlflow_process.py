@@ -287,7 +287,10 @@ def _serve(conn, uri: str, results_root: str, run_pid: int) -> None:
 
     def send(message: tuple) -> None:
         with sending:
-            conn.send(message)
+            try:
+                conn.send(message)
+            except (OSError, ValueError):  # the run is gone: nobody to tell
+                run_gone.set()
 
     import mlflow.tracking  # noqa: F401 - the slow part, done while the run plans
 
