@@ -95,6 +95,8 @@ class MlflowProcess:
         self._pending: list[tuple[str, str]] = []  # ("warning" | "note", text) for the caller
         self._done = threading.Event()
         self._dead = False
+        self._opened = False
+        self._stopping = False
         self._reader = threading.Thread(target=self._read, name="ltr-bench-mlflow-reader")
         self._reader.daemon = True
         self._reader.start()
@@ -109,6 +111,7 @@ class MlflowProcess:
         from ltr_bench.tracking.store import preflight
 
         preflight(self.uri)
+        self._opened = True
         self._send(("open", plan, plan_toml))
 
     def yield_to_fits(self, threads: int) -> None:
@@ -167,8 +170,14 @@ class MlflowProcess:
         self._flush()
 
     def close_now(self) -> None:
-        """Stop the logging process without logging anything more."""
-        self._send(("quit",))
+        """Stop the logging process without logging anything more. Before :meth:`open` it
+        has touched nothing and is ended at once (a bad invocation does not wait for it to
+        finish importing MLflow)."""
+        if not self._opened and self._proc.is_alive():
+            self._stopping = True  # its end is no failure to report
+            self._proc.terminate()
+        else:
+            self._send(("quit",))
         self._stop()
         self._release_all()
 
@@ -208,7 +217,7 @@ class MlflowProcess:
                 self._done.set()
         if not self._done.is_set():
             self._dead = True
-            if self.error is None:
+            if self.error is None and not self._stopping:
                 self._proc.join(timeout=1)
                 code = self._proc.exitcode
                 self._fail(
@@ -347,7 +356,7 @@ def _serve(conn, uri: str, results_root: str, run_pid: int) -> None:
                 send(("done", listener.error))
                 _exit_now()
             elif kind == "quit":
-                return
+                _exit_now()
         except Exception as exc:  # noqa: BLE001 - a bug here must not lose the run's results
             text = f"MLflow logging failed: {type(exc).__name__}: {exc}"
             send(("warning", text))
