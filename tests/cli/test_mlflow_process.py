@@ -134,3 +134,26 @@ def test_a_logging_process_that_dies_costs_no_result_and_a_rerun_logs_every_fold
     assert again.stderr.count("finished earlier, skipped") == 4  # logged, not recomputed
     runs = [r for r in _fold_runs(tmp_path / "ml" / "mlflow.db") if r[1] == "active"]
     assert runs == [("FINISHED", "active")] * 4
+
+
+def test_a_bad_invocation_exits_2_and_the_logging_process_creates_no_store(tmp_path):
+    env = _subprocess_env(tmp_path)
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ltr_bench.cli",
+            "run",
+            "--ranker",
+            "nope",
+            "--dataset",
+            "synthetic",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2, bad.stderr
+    assert "unknown ranker 'nope'" in bad.stderr
+    assert not (tmp_path / "mlflow_runs" / "mlflow.db").exists()
