@@ -188,7 +188,9 @@ def test_a_parent_whose_owner_is_alive_is_not_touched_by_another_run(tmp_path):
         text=True,
     )
     try:
-        _wait_for(tmp_path / "fit2", waiting)  # fold 1 logged; its parent RUNNING, owner alive
+        _wait_for(tmp_path / "fit2", waiting)
+        db = tmp_path / "ml" / "mlflow.db"  # fold 1 logged: its parent RUNNING, owner alive
+        _until(lambda: _finished_fold_runs(db) == 1, waiting, "fold 1 in MLflow")
         other = subprocess.run(
             _cmd(tmp_path, "--seed", "1", "--folds", "1"),
             env=_env(tmp_path),

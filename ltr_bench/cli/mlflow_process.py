@@ -25,8 +25,10 @@ Guarantees kept:
   releases the claim from its reader thread), so a concurrent run never logs the same cell.
 * An unusable store refuses the command before any work: what can be checked without
   MLflow (:func:`ltr_bench.tracking.store.preflight`: a writable folder, an SQLite file
-  that is an MLflow store or new, a server that answers) is checked in the run's process
-  before the logging process starts. The run does not wait for MLflow to open the store:
+  that is an MLflow store or new, a server that answers, a database driver that is
+  installed) is checked in the run's process before the logging process may touch the
+  store (it only imports MLflow until then, and a bad invocation ends it at once). The run
+  does not wait for MLflow to open the store:
   should it fail to (rare after the preflight), that is said as a logging failure, the
   results stay local, and the command exits 1 as for a store that stops answering.
 * The pipe never blocks the run: the logging process drains it on a thread of its own

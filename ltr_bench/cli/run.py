@@ -217,7 +217,6 @@ def _run_logged(
     )
     plan.command = shlex.join(["ltr-bench", *sys.argv[1:]])
     executor = make_executor(workers=workers, scheduler=scheduler, threads=plan.threads)
-    executor_remote = not executor.in_process
     if not executor.in_process:  # the cluster comes up while the rankers are imported
         executor.start([r.name for r in plan.rankers])
     try:
@@ -245,7 +244,7 @@ def _run_logged(
         mlflow_process.on_note = console.line
         # in process only: on Dask the client, scheduler and workers share the cores anyway,
         # and a starved logger would only make the run wait for it at the end
-        mlflow_process.yield_to_fits(0 if executor_remote else (plan.threads or 1))
+        mlflow_process.yield_to_fits((plan.threads or 1) if executor.in_process else 0)
         try:
             console.status(f"opening MLflow store {mlflow_process.uri} ...", force=True)
             mlflow_process.open(

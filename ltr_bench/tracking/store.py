@@ -355,18 +355,23 @@ def preflight(uri: str) -> None:
         _check_database_driver(uri)
 
 
+def driver_missing(uri: str, exc: ImportError) -> TrackingUriError:
+    """The error of a database URI whose driver (SQLAlchemy's DBAPI module) is not
+    installed: it can never be reached, so it is a bad invocation."""
+    return TrackingUriError(
+        f"--tracking-uri {uri}: its database driver is not installed ({exc}); install "
+        "it, or use sqlite:///PATH/mlflow.db"
+    )
+
+
 def _check_database_driver(uri: str) -> None:
-    """A database URI whose driver (SQLAlchemy's DBAPI module) is not installed can never
-    be reached: a bad invocation (:class:`TrackingUriError`)."""
+    """Raise :func:`driver_missing` when ``uri``'s driver cannot be imported."""
     try:
         from sqlalchemy.engine.url import make_url
 
         make_url(uri).get_dialect().import_dbapi()
     except ImportError as exc:
-        raise TrackingUriError(
-            f"--tracking-uri {uri}: its database driver is not installed ({exc}); install "
-            "it, or use sqlite:///PATH/mlflow.db"
-        ) from None
+        raise driver_missing(uri, exc) from None
     except Exception:  # noqa: BLE001, S110 - anything else is for MLflow to say
         pass
 

@@ -77,13 +77,14 @@ from ltr_bench.tracking.owners import (
 )
 from ltr_bench.tracking.store import (
     TrackingError,
-    TrackingUriError,
     artifact_root_for,
+    driver_missing,
     experiment_name,
     message,
     mlflow_metric_key,
     open_client,
     prepare_sqlite_store,
+    probe_server,
     resolve_tracking_uri,
 )
 
@@ -142,16 +143,7 @@ class Tracker:
         (:meth:`end_orphaned_parents`).
         """
         if self.uri.startswith(("http://", "https://")):
-            import urllib.error
-            import urllib.request
-
-            try:
-                urllib.request.urlopen(self.uri.rstrip("/") + "/health", timeout=timeout).close()
-            except urllib.error.HTTPError:
-                pass  # something answered; the real request below tells whether it is MLflow
-            except (OSError, ValueError) as exc:
-                reason = getattr(exc, "reason", exc)
-                raise TrackingError(f"MLflow at {self.uri}: could not connect: {reason}") from exc
+            probe_server(self.uri, timeout)
         with prepare_sqlite_store(self.uri) as repair:
             for attempt in (1, 2):
                 try:
@@ -164,10 +156,7 @@ class Tracker:
                     if attempt == 1 and repair(cause):
                         continue
                     if isinstance(cause, ImportError):  # never reachable: a bad invocation
-                        raise TrackingUriError(
-                            f"--tracking-uri {self.uri}: its database driver is not installed "
-                            f"({cause}); install it, or use sqlite:///PATH/mlflow.db"
-                        ) from exc
+                        raise driver_missing(self.uri, cause) from exc
                     if isinstance(exc, TrackingError):
                         raise
                     raise TrackingError(self._message("connect", exc)) from exc
