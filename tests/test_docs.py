@@ -185,7 +185,13 @@ RANKER_PAGES = {
     "rankers/mlr.md": ["mlr", "rmlr"],
     "rankers/lgmml.md": ["lgmml"],
     "rankers/gbdt.md": ["lightgbm", "xgboost-gbrt", "xgboost-lambdamart", "catboost"],
-    "rankers/classical.md": ["ranksvm", "adarank", "rankboost", "coordinate-ascent"],
+    "rankers/classical.md": [
+        "ranksvm",
+        "ranksvm-letor",
+        "adarank",
+        "rankboost",
+        "coordinate-ascent",
+    ],
     "rankers/neural.md": ["neural"],
 }
 

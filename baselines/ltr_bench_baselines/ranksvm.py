@@ -58,15 +58,27 @@ from .classical_common import (
     check_fit_input,
     check_int,
     check_real,
+    parse_metric,
+    per_query_metric,
     seed_of,
     varied_queries,
     warn_skipped,
 )
 
-__all__ = ["LOSSES", "RankSVMRanker", "crucial_pairs", "pairs_per_query_cap"]
+__all__ = [
+    "LETOR_C_GRID",
+    "LOSSES",
+    "LetorRankSVMRanker",
+    "RankSVMRanker",
+    "crucial_pairs",
+    "pairs_per_query_cap",
+]
 
 #: the losses of ``loss``: liblinear's primal L2-loss SVM and its dual L1-loss (hinge) SVM
 LOSSES = ("squared_hinge", "hinge")
+
+#: ``ranksvm-letor``'s grid of ``C`` (decades, chosen on the validation split's MAP)
+LETOR_C_GRID = (1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
 
 
 def pairs_per_query_cap(n_pairs: np.ndarray, max_pairs: int) -> int | None:
@@ -142,9 +154,22 @@ class RankSVMRanker(BaseRanker):
     max_iter : int >= 1, default 1000        liblinear's iterations (passes over the pairs)
     random_state : int >= 0 or None, default None
         Seed of the pair sampling and of liblinear's coordinate order.
+    standardize : bool, default True
+        z-score the features on the training split first; False uses them as given (LETOR's
+        baselines ran on its ``QueryLevelNorm`` features, already in [0, 1] per query).
+    C_grid : sequence of floats > 0, or None (default)
+        Model selection as the LETOR baselines did it: one SVM per ``C`` of the grid (``C``
+        itself is then unused), and the one with the best ``select_metric`` on ``eval_set``
+        (the validation split, never test data) is kept; a tie keeps the smaller ``C``
+        (stronger regularisation). Without ``eval_set``, ``C`` is used (with a warning);
+        ``uses_eval_set`` follows ``C_grid``.
+    select_metric : "map" (default) or "ndcg@k"
+        The validation metric of ``C_grid`` (LETOR's baselines: MAP on validation).
 
     Attributes: ``coef_`` (n_features,) in the standardised space, ``intercept_`` (0.0),
-    ``scaler_``, ``n_pairs_`` (used), ``n_pairs_available_``, ``pairs_cap_`` (per-query cap
+    ``scaler_`` (None when ``standardize=False``), ``C_`` (the ``C`` used),
+    ``validation_scores_`` (``{C: value}`` with ``C_grid``, else empty), ``n_pairs_``
+    (used), ``n_pairs_available_``, ``pairs_cap_`` (per-query cap
     or None), ``n_queries_used_``, ``n_queries_skipped_``, ``n_iter_``, ``converged_``,
     ``n_features_in_``.
     """
@@ -160,6 +185,9 @@ class RankSVMRanker(BaseRanker):
         tol=1e-4,
         max_iter=1000,
         random_state=None,
+        standardize=True,
+        C_grid=None,
+        select_metric="map",
     ):
         self.C = C
         self.loss = loss
@@ -167,11 +195,14 @@ class RankSVMRanker(BaseRanker):
         self.tol = tol
         self.max_iter = max_iter
         self.random_state = random_state
+        self.standardize = standardize
+        self.C_grid = C_grid
+        self.select_metric = select_metric
 
     def ranker_tags(self) -> RankerTags:
         return RankerTags(
             requires_qid_at_predict=False,
-            uses_eval_set=False,
+            uses_eval_set=self.C_grid is not None,
             deterministic=True,
             thread_param=None,
             seed_param="random_state",
@@ -185,46 +216,68 @@ class RankSVMRanker(BaseRanker):
         check_real("tol", self.tol, allow_equal=False)
         check_int("max_iter", self.max_iter, 1)
         seed_of(self.random_state)
+        if not isinstance(self.standardize, (bool, np.bool_)):
+            raise ValueError(f"standardize must be true or false, got {self.standardize!r}")
+        self._grid()
+        parse_metric(self.select_metric)
+
+    def _grid(self) -> tuple[float, ...] | None:
+        """``C_grid`` checked: None, or a non-empty tuple of finite floats > 0."""
+        if self.C_grid is None:
+            return None
+        values = [self.C_grid] if isinstance(self.C_grid, (int, float)) else self.C_grid
+        try:
+            grid = tuple(check_real("C_grid", c, allow_equal=False) for c in values)
+        except TypeError:
+            raise ValueError(f"C_grid must be a list of numbers > 0, got {self.C_grid!r}") from None
+        if not grid:
+            raise ValueError("C_grid must hold at least one value of C (or be None)")
+        return grid
 
     def fit(self, X, y, *, qid, eval_set=None):
-        from sklearn.exceptions import ConvergenceWarning
         from sklearn.preprocessing import StandardScaler
-        from sklearn.svm import LinearSVC
 
         self._validate_params()
-        X, y, qid, _ = check_fit_input(X, y, qid, eval_set)
+        X, y, qid, eval_set = check_fit_input(X, y, qid, eval_set)
+        grid = self._grid()
+        if grid is not None and eval_set is None:
+            warnings.warn(
+                f"ranksvm: C_grid chooses C on the validation split, but fit got no eval_set "
+                f"(the dataset has no validation split): C={float(self.C):g} is used instead",
+                UserWarning,
+                stacklevel=2,
+            )
+            grid = None
         seed = seed_of(self.random_state)
         rng = np.random.default_rng(seed)
         with thread_limit(1):
-            self.scaler_ = StandardScaler().fit(X)
-            Z = self.scaler_.transform(X)
+            self.scaler_ = StandardScaler().fit(X) if self.standardize else None
+            Z = self.scaler_.transform(X) if self.standardize else X
             bounds = query_boundaries(qid)
             varied = varied_queries(y, bounds)
             hi, lo, available, cap = crucial_pairs(
                 y, bounds, max_pairs=int(self.max_pairs), rng=rng
             )
             report_progress(0, 1, f"ranksvm: {hi.size} pairs")
-            w, n_iter, converged = np.zeros(X.shape[1]), 0, True
-            if hi.size:
-                D = Z[hi] - Z[lo]
-                sign = np.where(np.arange(hi.size) % 2 == 0, 1.0, -1.0)
-                if hi.size == 1:  # liblinear needs both classes: the same pair, mirrored
-                    D, sign = np.vstack([D, -D]), np.array([1.0, -1.0])
-                D *= sign[:, None]
-                svm = LinearSVC(
-                    C=float(self.C),
-                    loss=self.loss,
-                    dual=self.loss == "hinge",  # liblinear has no primal L1-loss solver
-                    fit_intercept=False,
-                    tol=float(self.tol),
-                    max_iter=int(self.max_iter),
-                    random_state=int(rng.integers(2**31 - 1)),
-                )
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always", ConvergenceWarning)
-                    svm.fit(D, sign)
-                converged = not any(issubclass(c.category, ConvergenceWarning) for c in caught)
-                w, n_iter = svm.coef_.ravel().astype(np.float64), int(np.max(svm.n_iter_))
+            D, sign = _pair_differences(Z, hi, lo)
+            liblinear_seed = int(rng.integers(2**31 - 1))
+            self.validation_scores_ = {}
+            if grid is None:
+                self.C_ = float(self.C)
+                w, n_iter, converged = self._solve(D, sign, self.C_, liblinear_seed, X.shape[1])
+            else:
+                metric, _ = parse_metric(self.select_metric)
+                Xv, yv, qv = eval_set
+                Zv = self.scaler_.transform(Xv) if self.standardize else Xv
+                best = None
+                for i, c in enumerate(grid):
+                    fit = self._solve(D, sign, c, liblinear_seed, X.shape[1])
+                    value = float(np.mean(per_query_metric(metric, yv, Zv @ fit[0], qv)))
+                    self.validation_scores_[c] = value
+                    report_progress(i + 1, len(grid), f"ranksvm: C={c:g} vali {metric} {value:.4f}")
+                    if best is None or value > best[0] or (value == best[0] and c < best[1]):
+                        best = (value, c, fit)
+                _, self.C_, (w, n_iter, converged) = best
             report_progress(1, 1, "ranksvm: done")
         self.coef_ = w
         self.intercept_ = 0.0
@@ -239,14 +292,37 @@ class RankSVMRanker(BaseRanker):
         warn_skipped("ranksvm", self.n_queries_skipped_, int(varied.size))
         return self
 
+    def _solve(self, D, sign, C: float, seed: int, width: int) -> tuple[np.ndarray, int, bool]:
+        """``(w, iterations, converged)`` of liblinear on the signed pair differences."""
+        from sklearn.exceptions import ConvergenceWarning
+        from sklearn.svm import LinearSVC
+
+        if D is None:
+            return np.zeros(width, dtype=np.float64), 0, True
+        svm = LinearSVC(
+            C=float(C),
+            loss=self.loss,
+            dual=self.loss == "hinge",  # liblinear has no primal L1-loss solver
+            fit_intercept=False,
+            tol=float(self.tol),
+            max_iter=int(self.max_iter),
+            random_state=seed,
+        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ConvergenceWarning)
+            svm.fit(D, sign)
+        converged = not any(issubclass(c.category, ConvergenceWarning) for c in caught)
+        return svm.coef_.ravel().astype(np.float64), int(np.max(svm.n_iter_)), converged
+
     def predict(self, X, *, qid=None):
-        """``z(X) . coef_``: float64 (n_docs,) in row order (``qid`` not needed)."""
+        """``z(X) . coef_`` (``X . coef_`` when ``standardize=False``): float64 (n_docs,) in
+        row order (``qid`` not needed)."""
         self._check_fitted("coef_")
         X, _, _ = check_ranking_input(
             X, None, qid, n_features=self.n_features_in_, require_qid=False
         )
         with thread_limit(1):
-            return self.scaler_.transform(X) @ self.coef_
+            return (self.scaler_.transform(X) if self.scaler_ is not None else X) @ self.coef_
 
     def fitted_info(self) -> dict[str, int | float | str]:
         """Pairs used and available, the per-query cap (0: all pairs), queries used and
@@ -262,4 +338,55 @@ class RankSVMRanker(BaseRanker):
             "converged": bool(self.converged_),
             "n_features": int(self.n_features_in_),
             "n_nonzero_coef": int(np.count_nonzero(self.coef_)),
+            "C": float(self.C_),
         }
+
+
+def _pair_differences(Z: np.ndarray, hi: np.ndarray, lo: np.ndarray):
+    """``(D, sign)``: the crucial pairs' differences ``Z[hi] - Z[lo]``, every other one
+    negated (liblinear needs two classes; the constraint is the same), and the labels; a
+    single pair is mirrored. ``(None, None)`` when there is no pair."""
+    if not hi.size:
+        return None, None
+    D = Z[hi] - Z[lo]
+    sign = np.where(np.arange(hi.size) % 2 == 0, 1.0, -1.0)
+    if hi.size == 1:
+        D, sign = np.vstack([D, -D]), np.array([1.0, -1.0])
+    D *= sign[:, None]
+    return D, sign
+
+
+class LetorRankSVMRanker(RankSVMRanker):
+    """RankSVM as the LETOR 3.0 / 4.0 baselines ran it (``ranksvm-letor``): Joachims' L1
+    hinge (``loss="hinge"``), the features as given (LETOR's baselines used its
+    ``QueryLevelNorm`` version: run with ``--dataset-option query_norm=true`` on the
+    ``Feature-min`` files), every crucial pair (up to ``max_pairs``), and ``C`` chosen from
+    :data:`LETOR_C_GRID` by MAP on the validation split ("most baselines released in LETOR
+    website use MAP on the validation set for model selection", the LETOR 3.0 baselines
+    page). Only the defaults differ from :class:`RankSVMRanker`."""
+
+    SEARCH_SPACE = {"select_metric": {"choices": ["map", "ndcg@10"]}}
+
+    def __init__(
+        self,
+        C=1.0,
+        loss="hinge",
+        max_pairs=500_000,
+        tol=1e-4,
+        max_iter=1000,
+        random_state=None,
+        standardize=False,
+        C_grid=LETOR_C_GRID,
+        select_metric="map",
+    ):
+        super().__init__(
+            C=C,
+            loss=loss,
+            max_pairs=max_pairs,
+            tol=tol,
+            max_iter=max_iter,
+            random_state=random_state,
+            standardize=standardize,
+            C_grid=C_grid,
+            select_metric=select_metric,
+        )

@@ -11,9 +11,16 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 
 from ltr_bench.cli import main
+from ltr_bench.evaluation.metrics import evaluate
 from ltr_bench.ranker import query_boundaries
 from ltr_bench.testing import check_ranker, make_check_data
-from ltr_bench_baselines.ranksvm import RankSVMRanker, crucial_pairs, pairs_per_query_cap
+from ltr_bench_baselines.ranksvm import (
+    LETOR_C_GRID,
+    LetorRankSVMRanker,
+    RankSVMRanker,
+    crucial_pairs,
+    pairs_per_query_cap,
+)
 
 
 def _all_pairs_by_loops(y, qid):
@@ -105,7 +112,16 @@ def test_different_seeds_sample_different_pairs_and_the_same_seed_the_same_model
 
 @pytest.mark.parametrize(
     "params, word",
-    [({"C": 0}, "C"), ({"loss": "log"}, "squared_hinge"), ({"max_pairs": 0}, "max_pairs")],
+    [
+        ({"C": 0}, "C"),
+        ({"loss": "log"}, "squared_hinge"),
+        ({"max_pairs": 0}, "max_pairs"),
+        ({"C_grid": []}, "C_grid"),
+        ({"C_grid": [1.0, -2.0]}, "C_grid"),
+        ({"C_grid": ["a"]}, "C_grid"),
+        ({"select_metric": "err"}, "metric"),
+        ({"standardize": "no"}, "standardize"),
+    ],
 )
 def test_bad_parameters_are_refused_before_any_data(params, word):
     with pytest.raises(ValueError, match=word):
@@ -122,3 +138,56 @@ def test_cli_refuses_a_bad_c_with_exit_2_before_loading_data(tmp_path, monkeypat
     assert result.exit_code == 2, result.output
     assert "C must be a finite number > 0" in result.output
     assert "Traceback" not in result.output
+
+
+def test_c_grid_keeps_the_c_with_the_best_validation_map_and_that_c_s_own_model():
+    X, y, qid = make_check_data(n_queries=12, n_features=5, seed=3)
+    Xv, yv, qv = make_check_data(n_queries=8, n_features=5, seed=4)
+    grid = (1e-4, 1e-2, 1.0)
+    chosen = RankSVMRanker(C_grid=grid, loss="hinge", random_state=0)
+    chosen.fit(X, y, qid=qid, eval_set=(Xv, yv, qv))
+    # the reference: one plain fit per C, judged on the validation split by hand
+    by_c = {}
+    for c in grid:
+        single = RankSVMRanker(C=c, loss="hinge", random_state=0).fit(X, y, qid=qid)
+        by_c[c] = (evaluate(yv, single.predict(Xv), qv, ("map",))["map"], single.coef_)
+    best = max(grid, key=lambda c: (by_c[c][0], -c))
+    assert chosen.C_ == best and chosen.fitted_info()["C"] == best
+    assert chosen.validation_scores_ == pytest.approx({c: v for c, (v, _) in by_c.items()})
+    assert np.array_equal(chosen.coef_, by_c[best][1])
+
+
+def test_c_grid_breaks_a_tie_towards_the_smaller_c():
+    X, y, qid = make_check_data(n_queries=6, n_features=3)
+    # validation split of one query whose labels all tie: every C scores the same MAP
+    Xv, yv, qv = X[:4], np.array([1, 1, 1, 1]), np.zeros(4, dtype=np.int64)
+    model = RankSVMRanker(C_grid=(10.0, 0.1, 1.0), random_state=0)
+    model.fit(X, y, qid=qid, eval_set=(Xv, yv, qv))
+    assert len(set(model.validation_scores_.values())) == 1 and model.C_ == 0.1
+
+
+def test_c_grid_without_a_validation_split_uses_c_and_says_so():
+    X, y, qid = make_check_data(n_queries=6)
+    with pytest.warns(UserWarning, match="no eval_set.*C=0.5 is used instead"):
+        model = RankSVMRanker(C=0.5, C_grid=(1e-3, 1.0), random_state=0).fit(X, y, qid=qid)
+    plain = RankSVMRanker(C=0.5, random_state=0).fit(X, y, qid=qid)
+    assert model.C_ == 0.5 and np.array_equal(model.coef_, plain.coef_)
+
+
+def test_standardize_false_scores_the_features_as_given():
+    X, y, qid = make_check_data(n_queries=6, n_features=4)
+    model = RankSVMRanker(standardize=False, random_state=0).fit(X, y, qid=qid)
+    assert model.scaler_ is None
+    np.testing.assert_array_equal(model.predict(X), X @ model.coef_)
+
+
+def test_ranksvm_letor_is_the_letor_baseline_setting_and_follows_the_contract():
+    model = LetorRankSVMRanker()
+    params = model.get_params()
+    assert params["loss"] == "hinge" and params["standardize"] is False
+    assert params["C_grid"] == LETOR_C_GRID and params["select_metric"] == "map"
+    assert model.ranker_tags().uses_eval_set
+    assert not RankSVMRanker().ranker_tags().uses_eval_set
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        check_ranker(LetorRankSVMRanker(C_grid=(1e-3, 1e-1), random_state=0))

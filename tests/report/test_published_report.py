@@ -104,6 +104,24 @@ def test_letor3_rows_are_shown_beside_the_same_model_with_the_difference():
     assert any("metrics this report does not show" in n for n in section.notes)
 
 
+def test_published_ranksvm_is_shown_beside_both_our_ranksvm_and_ranksvm_letor():
+    records = _records(
+        {"ranksvm": ("ranksvm", {"C": 1.0}), "ranksvm-letor": ("ranksvm-letor", {"loss": "hinge"})}
+    )
+    report = build_report(records, dataset="ohsumed", metrics=["ndcg@10_letor3", "map_letor3"])
+    section = published_section(report)
+    lines = [
+        ln
+        for ln in section.lines
+        if (ln.published.model, ln.published.metric) == ("RankSVM", "NDCG@10")
+    ]
+    assert sorted(ln.label for ln in lines) == ["ranksvm", "ranksvm-letor"]
+    for ln in lines:
+        assert ln.ours == pytest.approx(_expected(records, ln.label, "ndcg@10_letor3", FOLDS))
+    assert ModelMap("ranksvm", also=("ranksvm-letor",)).text == "ranksvm, ranksvm-letor"
+    assert not ModelMap("ranksvm", also=("ranksvm-letor",)).matches("rankboost", {})
+
+
 def test_no_published_row_is_shown_under_a_convention_the_results_did_not_record():
     records = _records(RANKERS, profiles=())  # run without --convention letor3
     report = build_report(records, dataset="ohsumed", metrics=["ndcg@10", "map"])

@@ -39,20 +39,23 @@ class ModelMap:
     """The ltr-bench counterpart of a published model: ``ranker`` (registered name),
     ``params`` the parameters that make the model (a row must have them, equal ignoring case)
     and ``if_present`` parameters that must be equal only when the ranker has them at all
-    (e.g. an objective a later version may add)."""
+    (e.g. an objective a later version may add). ``also``: other registered rankers that are
+    the same published model in another setting (``ranksvm-letor``, RankSVM as LETOR ran it,
+    beside our default ``ranksvm``); each of their rows is shown beside the published one."""
 
     ranker: str
     params: tuple[tuple[str, str], ...] = ()
     if_present: tuple[tuple[str, str], ...] = ()
+    also: tuple[str, ...] = ()
 
     @property
     def text(self) -> str:
-        """``adarank[metric=map]``: the counterpart for people."""
+        """``adarank[metric=map]``: the counterpart for people (``ranksvm, ranksvm-letor``)."""
         ps = ",".join(f"{k}={v}" for k, v in self.params)
-        return self.ranker + (f"[{ps}]" if ps else "")
+        return ", ".join(name + (f"[{ps}]" if ps else "") for name in (self.ranker, *self.also))
 
     def matches(self, ranker: str, params: dict) -> bool:
-        if ranker != self.ranker:
+        if ranker != self.ranker and ranker not in self.also:
             return False
 
         def same(key: str, value: str) -> bool:
@@ -72,7 +75,7 @@ def _cat(loss: str) -> ModelMap:
 #: XGBoost's regression objectives in CatBoost's benchmark) are listed but have no "ours".
 MODEL_MAP: dict[str, ModelMap] = {
     # LETOR 3.0 / 4.0 baseline tables
-    "RankSVM": ModelMap("ranksvm"),
+    "RankSVM": ModelMap("ranksvm", also=("ranksvm-letor",)),
     "RankBoost": ModelMap("rankboost"),
     "ListNet": ModelMap("listnet"),
     "ListNet (LETOR4.0 official baseline, as quoted)": ModelMap("listnet"),
