@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ltr_bench.clicks.options import CLICK_OPTIONS, data_options, resolve_click_options
 from ltr_bench.ranker import RankerTags, apply_run_settings, tags_of
 from ltr_bench.results import jsonable
 from ltr_bench.run.plan import DatasetChoice, Plan, PlanError, canonical_json
@@ -165,6 +166,7 @@ def _resolve_dataset(choice: DatasetChoice, plan: Plan) -> tuple[str, str, Any]:
         display, source, allowed = path.name, str(path), dict.fromkeys(PATH_DATASET_OPTIONS)
     else:
         display, source, allowed = spec.name, spec.name, dict(spec.options or {})
+    allowed.update(dict.fromkeys(CLICK_OPTIONS))  # checked by resolve_click_options
     unknown = sorted(set(choice.options) - set(allowed))
     if unknown:
         where = (
@@ -247,7 +249,11 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
     for dchoice in plan.datasets:
         display, source, spec = _resolve_dataset(dchoice, plan)
         load_source: Any = Path(source) if spec is None else source
-        options = dict(dchoice.options) or None
+        where = f"{plan.source}: [datasets.{dchoice.name}]" if plan.source else "--dataset-option"
+        clicks = resolve_click_options(
+            dchoice.options, kind="path" if spec is None else spec.kind, where=where
+        )
+        options = data_options(dchoice.options) or None
         # raises DatasetNotFoundError (where to download, where to put the files) when absent
         available = list(data.available_folds(load_source, data_dir=plan.data_dir, options=options))
         folds = available if plan.folds is None else list(plan.folds)
@@ -263,6 +269,8 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
                     load_source, data_dir=plan.data_dir, seed=seed, options=options
                 )
             )
+            if clicks:  # simulated click logs: their configuration and seed are the data's
+                identity = {**identity, "clicks": clicks, "seed": seed}
             for fold in folds:
                 for choice, entry, resolved_by_seed, volatile in ranker_info:
                     resolved = resolved_by_seed[seed]
