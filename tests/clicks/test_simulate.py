@@ -156,3 +156,33 @@ def test_the_harness_passes_positions_only_to_rankers_that_declare_them(tmp_path
     sky = [r for r in sky if "fingerprints" in r]
     assert sky[0]["fingerprints"]["test"] == records[0]["fingerprints"]["test"]
     assert sky[0]["fingerprints"]["train"] != records[0]["fingerprints"]["train"]
+
+
+def test_tuning_on_clicks_keeps_positions_and_scores_validation_click_counts(
+    fold, tmp_path, monkeypatch
+):
+    from ltr_bench.tune.study import tuning_split
+
+    out = _clicks(fold, tmp_path, sessions=30)
+    out.vali = None  # the hold-out of training queries must carry the positions along
+    fit_split, eval_split, _ = tuning_split(out, 0)
+    for split in (fit_split, eval_split):
+        assert split.extras["position"].shape == split.y.shape
+        assert split.extras["position"].min() == 1
+    # labels above the dataset's top grade (click counts) must not stop the trials
+    code, text = _run_tune(tmp_path, monkeypatch)
+    assert code == 0, text
+    assert "ridge[tuned,trials=2]" in text and "FAILED" not in text
+
+
+def _run_tune(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LTR_BENCH_CACHE", str(tmp_path / "cache"))
+    options = [f"--dataset-option={k}={v}" for k, v in SMALL.items()]
+    argv = ["tune", "--ranker", "ridge", "--dataset", "synthetic", "--folds", "1", *options]
+    argv += ["--dataset-option", "clicks=pbm", "--dataset-option", "sessions=30"]
+    argv += ["--trials", "2", "--no-mlflow", "--results-dir", "tuned", "--threads", "1"]
+    result = CliRunner().invoke(main, argv)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.output
