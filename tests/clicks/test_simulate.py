@@ -186,3 +186,19 @@ def _run_tune(tmp_path, monkeypatch):
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return result.exit_code, result.output
+
+
+def test_check_ranker_tries_the_click_keywords_on_rankers_that_declare_them():
+    from ltr_bench.testing import ranker_checks
+
+    ltrb_click_rankers.FITS.clear()
+    checks = dict(ranker_checks(ltrb_click_rankers.PositionRecorder()))
+    checks["position_accepted"]()
+    assert ltrb_click_rankers.FITS[-1]["position"].min() == 1
+    assert "position_accepted" not in dict(ranker_checks(data_free_ranker()))
+
+
+def data_free_ranker():
+    from ltr_bench.registry import make_ranker
+
+    return make_ranker("ridge")
