@@ -77,9 +77,10 @@ class NeuralRanker(BaseRanker):
         mini-batch order).
     n_threads : int or None: ``torch.set_num_threads`` during fit/predict
         (``RankerTags.thread_param``).
-    unbiased : ``none`` | ``ips`` | ``dla``, default ``none``: learn from clicks with
-        inverse-propensity weights or the dual learning algorithm (``fit`` then takes
-        ``position`` / ``propensity``; :mod:`ltr_bench_neural.unbiased`).
+    unbiased : ``none`` | ``naive`` | ``ips`` | ``dla``, default ``none``: learn from clicks
+        with the click-weighted softmax cross-entropy, uncorrected (``naive``), with
+        inverse-propensity weights (``ips``) or the dual learning algorithm (``dla``; ``fit``
+        then takes ``position`` / ``propensity``; :mod:`ltr_bench_neural.unbiased`).
     """
 
     def __init__(
@@ -159,7 +160,7 @@ class NeuralRanker(BaseRanker):
             thread_param="n_threads",
             seed_param="random_state",
             query_dim_param="query_dim",
-            accepts_position=self.unbiased in ("ips", "dla"),
+            accepts_position=self.unbiased in ("ips", "dla"),  # unbiased.POSITION_MODES
         )
 
     # ------------------------------------------------------------------ validation

@@ -1,6 +1,7 @@
-"""Unbiased learning to rank from clicks for ``neural``: ``unbiased="ips"`` and ``"dla"``.
+"""Unbiased learning to rank from clicks for ``neural``: ``unbiased="ips"`` and ``"dla"``
+(and ``"naive"``, their uncorrected counterpart).
 
-Both train the ranker's scorer f with the propensity-weighted softmax cross-entropy of Ai et
+All three train the ranker's scorer f with the propensity-weighted softmax cross-entropy of Ai et
 al. (SIGIR 2018, Eq. 3-5), per query with documents i, click counts c_i (clicks summed over
 the sessions the list was shown in; ``y`` on click data) and weights w_i::
 
@@ -10,6 +11,10 @@ the sessions the list was shown in; ``y`` on click data) and weights w_i::
 loss). A document that was never clicked adds nothing; unclicked documents still lose
 probability mass through the normaliser.
 
+* ``naive``: ``w_i = 1`` -- the same objective without correction (the naive estimator of
+  Joachims et al. and Ai et al.), so that a comparison with ``ips`` / ``dla`` differs in the
+  weights alone (the default ``loss="softmax"`` of ``neural`` puts its target on the
+  documents of the highest label only, a different loss on click counts). Needs no positions.
 * ``ips`` (inverse propensity scoring, Joachims, Swaminathan and Schnabel, WSDM 2017):
   ``w_i = 1 / p_i`` with ``p_i`` the click model's true examination probability at the row's
   shown position (``propensity``, passed by the harness on click data). Rows whose
@@ -47,6 +52,7 @@ from ltr_bench_neural.losses import resolve
 from ltr_bench_neural.losses._common import NEG, query_mean
 
 __all__ = [
+    "POSITION_MODES",
     "UNBIASED_MODES",
     "DLAObjective",
     "IPSObjective",
@@ -57,7 +63,9 @@ __all__ = [
 ]
 
 #: the values of ``NeuralRanker.unbiased``
-UNBIASED_MODES = ("none", "ips", "dla")
+UNBIASED_MODES = ("none", "naive", "ips", "dla")
+#: the modes that need the click keywords of ``fit`` (``RankerTags.accepts_position``)
+POSITION_MODES = ("ips", "dla")
 
 
 def check_unbiased_params(ranker) -> None:
@@ -182,6 +190,15 @@ def objective_factory(ranker, n_rows: int, position, propensity):
     the built one (for the learned propensities). Checks the click arrays first:
     :class:`RankerInputError` when they are missing or malformed."""
     mode = ranker.unbiased
+    holder: dict = {}
+    if mode == "naive":
+        ones = np.ones(n_rows)
+
+        def make_naive(ranker, model, n_levels, max_label):
+            holder["objective"] = IPSObjective(model, ones)
+            return holder["objective"]
+
+        return make_naive, holder
     if position is None:
         raise RankerInputError(
             f"neural: unbiased={mode!r} learns from the position each training document was "
@@ -192,7 +209,6 @@ def objective_factory(ranker, n_rows: int, position, propensity):
     if pos.shape != (n_rows,):
         raise RankerInputError(f"neural: position must have shape ({n_rows},), got {pos.shape}")
     pos = pos.astype(np.int64)
-    holder: dict = {}
     if mode == "ips":
         if propensity is None:
             raise RankerInputError("neural: unbiased='ips' needs the propensity of every row")

@@ -56,12 +56,24 @@ def test_dla_propensity_loss_matches_the_hand_computed_case():
 def test_unbiased_declares_accepts_position(mode):
     assert NeuralRanker(unbiased=mode).ranker_tags().accepts_position is True
     assert NeuralRanker().ranker_tags().accepts_position is False
+    assert NeuralRanker(unbiased="naive").ranker_tags().accepts_position is False
+
+
+def test_naive_mode_is_ips_with_unit_propensities():
+    # the uncorrected counterpart: the same objective, every weight 1
+    X, _, qid, pos, clicks = _position_biased_clicks(np.random.default_rng(0), 30)
+    common = dict(random_state=0, n_threads=1, epochs=20, dtype="float64")
+    naive = NeuralRanker(unbiased="naive", **common).fit(X, clicks, qid=qid)
+    ips = NeuralRanker(unbiased="ips", **common).fit(
+        X, clicks, qid=qid, position=pos, propensity=np.ones(len(pos))
+    )
+    np.testing.assert_allclose(naive.predict(X), ips.predict(X), rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize(
     "params, match",
     [
-        (dict(unbiased="ipw"), "unbiased must be one of none, ips, dla"),
+        (dict(unbiased="ipw"), "unbiased must be one of none, naive, ips, dla"),
         (dict(unbiased="dla"), "optimizer to adam"),
         (dict(unbiased="ips", loss="pl"), "leave loss at 'softmax'"),
         (dict(unbiased="ips", group="max"), "group='none'"),
@@ -92,11 +104,11 @@ def test_ips_with_true_propensities_beats_naive_on_true_labels():
     X, _, qid, pos, clicks = _position_biased_clicks(rng, 300, eta=1.0)
     Xt, rel_t, qid_t, _, _ = _position_biased_clicks(rng, 200, eta=1.0)
     ndcg = {}
-    for mode in ("none", "ips"):
+    for mode in ("naive", "ips"):
         model = NeuralRanker(unbiased=mode, random_state=0, n_threads=1, epochs=50)
         model.fit(X, clicks, qid=qid, position=pos, propensity=1.0 / pos)
         ndcg[mode] = evaluate(rel_t, model.predict(Xt), qid_t, ("ndcg@10",))["ndcg@10"]
-    assert ndcg["ips"] > ndcg["none"] + 0.02, ndcg
+    assert ndcg["ips"] > ndcg["naive"] + 0.02, ndcg
 
 
 @pytest.mark.slow
