@@ -24,7 +24,8 @@ Units
     which and why (the baseline's data decides). Rows trained on simulated clicks
     (:mod:`ltr_bench.clicks`) and rows on the true labels (or on other click settings) of the
     same folds are compared when their test fingerprints agree (:func:`same_data`; the test
-    labels are the true relevance in both), and a note says so.
+    labels are the true relevance in both; :mod:`ltr_bench.report.click_rows`), and a note
+    says so.
 
 Cells
     mean and sample standard deviation (``ddof=1``; none with one unit) over those units of
@@ -57,6 +58,7 @@ import numpy as np
 
 from ltr_bench.errors import EXIT_FAILED, EXIT_USAGE, LtrBenchError
 from ltr_bench.evaluation.stats import holm, paired_pvalues
+from ltr_bench.report.click_rows import click_comparison_note, clicks_of, same_data
 from ltr_bench.results import ResultRecord, group_flags
 from ltr_bench.results.labels import label_sort_key, value_text
 
@@ -285,48 +287,6 @@ def _pick_baseline(chosen: list[str], labels: dict[str, str], groups, baseline) 
     return hits[0]
 
 
-def _clicks_of(record: ResultRecord):
-    return (record.dataset_identity or {}).get("clicks") or None
-
-
-def same_data(a: ResultRecord, b: ResultRecord) -> bool:
-    """Whether two results of one fold and seed saw the same data, by split fingerprints.
-
-    With the same click configuration (``dataset_identity["clicks"]``; None for true labels)
-    every split must agree. Across click configurations -- the skyline on true labels against
-    rankers trained on simulated clicks, or two click settings -- the training and validation
-    splits differ by design (clicks simulated from the same source splits,
-    :mod:`ltr_bench.clicks`), and the test split, true relevance in every case, must agree:
-    such rows are judged on the same test labels."""
-    fa, fb = a.fingerprints, b.fingerprints
-    if _clicks_of(a) == _clicks_of(b):
-        return tuple(sorted(fa.items())) == tuple(sorted(fb.items()))
-    return fa.get("test") is not None and fa.get("test") == fb.get("test")
-
-
-def _click_text(clicks) -> str:
-    if not clicks:
-        return "true labels"
-    model = clicks.get("model", {})
-    args = ", ".join(f"{k}={v}" for k, v in sorted((model.get("args") or {}).items()))
-    return (
-        f"clicks {model.get('name', '?')}({args}), {clicks.get('sessions')} sessions, "
-        f"top {clicks.get('top_k')}, logging ranker "
-        f"{(clicks.get('logging_ranker') or {}).get('name', '?')}"
-    )
-
-
-def click_comparison_note(label: str, mine: dict, base_label: str, base: dict) -> str:
-    """The note that says a row was trained on other (click) data than the baseline and is
-    compared on the same test labels."""
-    u = sorted(set(mine) & set(base))[0]
-    return (
-        f"{label} was trained on {_click_text(_clicks_of(mine[u]))} and {base_label} on "
-        f"{_click_text(_clicks_of(base[u]))} of the same folds; they are compared on the same "
-        "test split (true relevance labels, fingerprints equal)"
-    )
-
-
 def build_report(
     records: Iterable[ResultRecord],
     *,
@@ -387,7 +347,7 @@ def build_report(
         mine = by_unit[ck]
         shared = set(mine) & set(base_units)
         clash = [u for u in shared if not same_data(mine[u], base_units[u])]
-        if not clash and any(_clicks_of(mine[u]) != _clicks_of(base_units[u]) for u in shared):
+        if not clash and any(clicks_of(mine[u]) != clicks_of(base_units[u]) for u in shared):
             notes.append(click_comparison_note(labels[ck], mine, labels[base_ck], base_units))
         if clash:
             u = sorted(clash)[0]
