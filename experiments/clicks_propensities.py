@@ -7,7 +7,7 @@ For every fold of a dataset: the click log of ``clicks_ohsumed.toml`` (position-
 * regression EM (Wang et al. 2018) estimates the examination curve from that log alone;
 * result randomisation (Joachims et al. 2017) estimates it from a second, randomised log: the
   same training queries, each session showing 10 of the query's documents in random order;
-* DLA's estimates are read from the finished ``neural (clicks, dla)`` runs of a results folder
+* DLA's estimates are read from the finished ``neural dla`` runs of a results folder
   (``propensity@k`` of ``fitted_info``) when ``--results-dir`` is given.
 
 Prints a markdown table (mean over folds, rank by rank, with the true ``(1/k)^eta``) and the
@@ -60,7 +60,7 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--results-dir")
-    ap.add_argument("--dla-label", default="neural (clicks, dla)")
+    ap.add_argument("--dla-label", default="neural dla")
     ap.add_argument("--plot")
     args = ap.parse_args()
 
