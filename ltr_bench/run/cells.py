@@ -220,6 +220,7 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
     # rankers: unknown names and parameters fail here, before any data is loaded
     seeds = plan.all_seeds()
     ranker_info = []
+    position_rankers: list[str] = []  # rankers that learn from click positions (unbiased)
     for choice in plan.rankers:
         entry = registry.get_entry(choice.name)
         resolved_by_seed = {}
@@ -243,6 +244,8 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
         # not the thread count (it changes speed, never the numbers of these rankers)
         volatile = {getattr(tags, "seed_param", None), tags.thread_param} - {None}
         ranker_info.append((choice, entry, resolved_by_seed, volatile))
+        if getattr(tags, "accepts_position", False):
+            position_rankers.append(choice.row_label)
     seen: dict[str, str] = {}
 
     cells: list[Cell] = []
@@ -253,6 +256,14 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
         clicks = resolve_click_options(
             dchoice.options, kind="path" if spec is None else spec.kind, where=where
         )
+        if position_rankers and not clicks:  # an unbiased ranker needs click data
+            names = ", ".join(repr(r) for r in position_rankers)
+            verb = "learns" if len(position_rankers) == 1 else "learn"
+            raise PlanError(
+                f"{where}: {names} {verb} from the positions of simulated clicks (unbiased), "
+                f"but dataset {display} has no click options: add clicks=<model> (e.g. "
+                "--dataset-option clicks=pbm) or leave unbiased off"
+            )
         options = data_options(dchoice.options) or None
         # raises DatasetNotFoundError (where to download, where to put the files) when absent
         available = list(data.available_folds(load_source, data_dir=plan.data_dir, options=options))
