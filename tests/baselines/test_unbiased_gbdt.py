@@ -74,3 +74,11 @@ def test_unbiased_beats_naive_on_true_labels_under_strong_position_bias(cls):
         model.fit(X, clicks, qid=qid, **({"position": pos} if unbiased else {}))
         ndcg[unbiased] = evaluate(rel_t, model.predict(Xt), qid_t, ("ndcg@10",))["ndcg@10"]
     assert ndcg[True] > ndcg[False] + 0.01, ndcg
+
+
+@pytest.mark.parametrize("cls", UNBIASED)
+def test_unbiased_configuration_passes_the_position_check_of_the_conformance_suite(cls):
+    from ltr_bench.testing import ranker_checks
+
+    checks = dict(ranker_checks(cls(unbiased=True, n_estimators=10, n_jobs=1)))
+    checks["position_accepted"]()

@@ -62,7 +62,7 @@ def test_unbiased_declares_accepts_position(mode):
 def test_naive_mode_is_ips_with_unit_propensities():
     # the uncorrected counterpart: the same objective, every weight 1
     X, _, qid, pos, clicks = _position_biased_clicks(np.random.default_rng(0), 30)
-    common = dict(random_state=0, n_threads=1, epochs=20, dtype="float64")
+    common = dict(random_state=0, n_threads=1, epochs=5, dtype="float64")
     naive = NeuralRanker(unbiased="naive", **common).fit(X, clicks, qid=qid)
     ips = NeuralRanker(unbiased="ips", **common).fit(
         X, clicks, qid=qid, position=pos, propensity=np.ones(len(pos))
@@ -135,3 +135,11 @@ def test_dla_propensities_approach_the_true_curve():
     assert error < 0.3 * np.abs(1.0 - true[1:5]).mean(), (est, error)
     assert np.all(np.diff(est[:4]) < 0), est  # decreasing where most clicks are
     assert model.fitted_info()["propensity@2"] == pytest.approx(est[1])
+
+
+@pytest.mark.parametrize("params", [dict(unbiased="ips"), dict(unbiased="dla", optimizer="adam")])
+def test_unbiased_configuration_passes_the_position_check_of_the_conformance_suite(params):
+    from ltr_bench.testing import ranker_checks
+
+    checks = dict(ranker_checks(NeuralRanker(epochs=5, n_threads=1, **params)))
+    checks["position_accepted"]()
