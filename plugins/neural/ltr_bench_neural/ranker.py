@@ -160,13 +160,13 @@ class NeuralRanker(BaseRanker):
             thread_param="n_threads",
             seed_param="random_state",
             query_dim_param="query_dim",
-            accepts_position=self.unbiased in ("ips", "dla"),  # unbiased.POSITION_MODES
+            accepts_position=self.unbiased in ("ips", "dla"),  # unbiased_params.POSITION_MODES
         )
 
     # ------------------------------------------------------------------ validation
     def _validate_params(self) -> None:
         """Every check that needs no data (called before any data is loaded)."""
-        from ltr_bench_neural.unbiased import check_unbiased_params
+        from ltr_bench_neural.unbiased_params import check_unbiased_params
 
         check_unbiased_params(self)
         if self.config is not None:  # an allRank config: check it and what it resolves to
