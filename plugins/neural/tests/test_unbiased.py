@@ -143,3 +143,16 @@ def test_unbiased_configuration_passes_the_position_check_of_the_conformance_sui
 
     checks = dict(ranker_checks(NeuralRanker(epochs=5, n_threads=1, **params)))
     checks["position_accepted"]()
+
+
+def test_validating_an_unbiased_configuration_does_not_import_torch():
+    import subprocess
+
+    code = (
+        "import sys; sys.modules['torch'] = None\n"
+        "from ltr_bench_neural.ranker import NeuralRanker\n"
+        "NeuralRanker(unbiased='dla', optimizer='adam').validate_params()\n"
+        "assert NeuralRanker(unbiased='ips').ranker_tags().accepts_position\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
