@@ -89,6 +89,9 @@ class RankerTags:
         arrays of click data, see the contract above). The harness passes them only when
         this is True and the training split has them; every other ranker trains on the
         clicks as labels (naive), unchanged.
+    requires_position: ``fit`` cannot work without ``position`` (e.g. an unbiased learner from
+        clicks; implies ``accepts_position``). The harness refuses such a ranker on data
+        without clicks before anything is loaded (exit 2), instead of a failed fit.
 
     Every ``*_param`` must name a parameter of ``get_params()`` (``check_ranker`` verifies
     it; :func:`apply_run_settings` raises otherwise).
@@ -101,6 +104,7 @@ class RankerTags:
     seed_param: str | None = None
     query_dim_param: str | None = None
     accepts_position: bool = False
+    requires_position: bool = False
 
     @property
     def query_dependent(self) -> bool:

@@ -38,8 +38,11 @@ __all__ = ["check_positions", "displayed_order", "position_tags"]
 
 
 def position_tags(tags: RankerTags, unbiased: bool) -> RankerTags:
-    """``tags`` with ``accepts_position`` set to ``unbiased`` (declared, never sniffed)."""
-    return dataclasses.replace(tags, accepts_position=bool(unbiased))
+    """``tags`` with ``accepts_position`` and ``requires_position`` set to ``unbiased``
+    (declared, never sniffed)."""
+    return dataclasses.replace(
+        tags, accepts_position=bool(unbiased), requires_position=bool(unbiased)
+    )
 
 
 def check_positions(ranker: str, position, n_rows: int) -> np.ndarray:

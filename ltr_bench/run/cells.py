@@ -220,7 +220,7 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
     # rankers: unknown names and parameters fail here, before any data is loaded
     seeds = plan.all_seeds()
     ranker_info = []
-    position_rankers: list[str] = []  # rankers that learn from click positions (unbiased)
+    position_rankers: list[str] = []  # rankers that need click positions (unbiased)
     for choice in plan.rankers:
         entry = registry.get_entry(choice.name)
         resolved_by_seed = {}
@@ -244,7 +244,7 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
         # not the thread count (it changes speed, never the numbers of these rankers)
         volatile = {getattr(tags, "seed_param", None), tags.thread_param} - {None}
         ranker_info.append((choice, entry, resolved_by_seed, volatile))
-        if getattr(tags, "accepts_position", False):
+        if getattr(tags, "requires_position", False):
             position_rankers.append(choice.row_label)
     seen: dict[str, str] = {}
 

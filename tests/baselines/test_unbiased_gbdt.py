@@ -32,6 +32,7 @@ def _position_biased_clicks(rng, n_queries, L=10, eta=2.0, sessions=10):
 @pytest.mark.parametrize("cls", UNBIASED)
 def test_tag_accepts_position_exactly_when_unbiased(cls):
     assert cls(unbiased=True).ranker_tags().accepts_position is True
+    assert cls(unbiased=True).ranker_tags().requires_position is True
     assert cls().ranker_tags().accepts_position is False
     assert XGBoostGBRTRanker().ranker_tags().accepts_position is False
     assert "unbiased" not in XGBoostGBRTRanker().get_params()

@@ -161,6 +161,7 @@ class NeuralRanker(BaseRanker):
             seed_param="random_state",
             query_dim_param="query_dim",
             accepts_position=self.unbiased in ("ips", "dla"),  # unbiased_params.POSITION_MODES
+            requires_position=self.unbiased in ("ips", "dla"),
         )
 
     # ------------------------------------------------------------------ validation
