@@ -6,6 +6,13 @@ Contract (scikit-learn style)::
         X: array (n_docs, n_features); y: integer relevance labels (n_docs,);
         qid: query id per row (n_docs,), rows of one query contiguous;
         eval_set: None or (X_val, y_val, qid_val), the validation split.
+    fit(X, y, *, qid, eval_set=None, position=None, propensity=None)   (clicks; see below)
+        only for a ranker whose tags say ``accepts_position=True``: on click data
+        (:mod:`ltr_bench.clicks`), y holds click counts and the harness also passes
+        position: int64 (n_docs,), the 1-based rank at which the logging ranker showed
+        the row; propensity: float64 (n_docs,), the click model's true probability that the
+        row was examined there (in (0, 1]; NaN where the click model defines none).
+        On data without clicks both stay None. Other rankers never receive them.
     predict(X, *, qid=None) -> np.ndarray float64 (n_docs,)
         Higher score = more relevant. Scores are in the input row order.
     get_params(deep=True) / set_params(**params)   (from scikit-learn's BaseEstimator)
@@ -78,6 +85,13 @@ class RankerTags:
         on query-by-example data (rows ``[query (d), document (d)]``), or None when the
         ranker treats such rows as plain features. The harness sets it (unless the user did)
         only on query-by-example data; its default must mean "no query block".
+    accepts_position: ``fit`` takes the keywords ``position`` and ``propensity`` (per-row
+        arrays of click data, see the contract above). The harness passes them only when
+        this is True and the training split has them; every other ranker trains on the
+        clicks as labels (naive), unchanged.
+    requires_position: ``fit`` cannot work without ``position`` (e.g. an unbiased learner from
+        clicks; implies ``accepts_position``). The harness refuses such a ranker on data
+        without clicks before anything is loaded (exit 2), instead of a failed fit.
 
     Every ``*_param`` must name a parameter of ``get_params()`` (``check_ranker`` verifies
     it; :func:`apply_run_settings` raises otherwise).
@@ -89,6 +103,8 @@ class RankerTags:
     thread_param: str | None = None
     seed_param: str | None = None
     query_dim_param: str | None = None
+    accepts_position: bool = False
+    requires_position: bool = False
 
     @property
     def query_dependent(self) -> bool:

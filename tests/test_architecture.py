@@ -32,7 +32,7 @@ PACKAGES: dict[str, Path] = {
     },
 }
 
-WINGS = {"cli", "run", "evaluation", "results", "report", "tune", "tracking", "data"}
+WINGS = {"cli", "run", "evaluation", "results", "report", "tune", "tracking", "data", "clicks"}
 RANKERS = "rankers"  # the baselines and every plugin
 
 #: wing -> the other wings it may import ("root" = the contract modules at the top level)
@@ -41,7 +41,10 @@ ALLOWED: dict[str, set[str]] = {
     "data": {"root"},
     "evaluation": {"root"},
     "results": {"root", "evaluation"},
-    "run": {"root", "data", "evaluation", "results"},
+    "run": {"root", "data", "evaluation", "results", "clicks"},
+    # clicks: simulated click logs transform loaded folds; the registry (root) builds the
+    # logging ranker
+    "clicks": {"root", "data"},
     "tracking": {"root", "evaluation", "results"},
     "tune": {"root", "data", "evaluation", "results", "run", "tracking"},
     # data: the published-results table checks its dataset names and fold counts against the

@@ -279,9 +279,9 @@ def _report_on_fifo(e):
     return ["report", "--dataset", "data", "--tracking-uri", f"sqlite:///{e.cwd / 'pipe'}"]
 
 
-def _synthetic(*options):
+def _synthetic(*options, dataset="synthetic"):
     def setup(e):
-        argv = ["run", "--ranker", FAKE, "--dataset", "synthetic", "--folds", "1", "--no-mlflow"]
+        argv = ["run", "--ranker", FAKE, "--dataset", dataset, "--folds", "1", "--no-mlflow"]
         for o in options:
             argv += ["--dataset-option", o]
         return argv
@@ -428,6 +428,13 @@ CASES = [
     ("n_queries inf", _synthetic("n_queries=inf"), 2, "n_queries=inf", _nothing),
     ("docs_per_query 2.5", _synthetic("docs_per_query=2.5"), 2, "finite int", _nothing),
     ("a fold larger than memory", _synthetic("docs_per_query=1000000000"), 2, "GiB", _nothing),
+    # click options that do not apply: refused before any work, with close matches (issue 32)
+    ("clicks=pmb", _run_with("--dataset-option", "clicks=pmb"), 2, "Did you mean 'pbm'", _nothing),
+    ("clicks eta -1", _synthetic("clicks=pbm", "eta=-1"), 2, "eta=-1", _nothing),
+    ("clicks fraction 0", _synthetic("clicks=dbn", "logging_fraction=0"), 2, "(0, 1]", _nothing),
+    ("clicks frac 1.5", _synthetic("clicks=pbm", "logging_fraction=1.5"), 2, "1.5 must", _nothing),
+    ("clicks on wine", _synthetic("clicks=pbm", dataset="wine"), 2, "query-by-exa", _nothing),
+    ("clicks gamma on cascade", _synthetic("clicks=cascade", "gamma=0.5"), 2, "gamma", _nothing),
     # --optuna-storage: checked before the data, named, exit 2 (damage: file and line, exit 1)
     ("storage not a storage", _storage("optuna"), 2, "--optuna-storage optuna: not a", _nothing),
     ("storage unknown dialect", _storage("nosuchdb://h/x"), 2, "no database driver", _nothing),

@@ -45,6 +45,7 @@ from .gbdt_common import (
     _stop_info,
     _tree_features,
 )
+from .unbiased_gbdt import check_positions, position_tags
 
 __all__ = ["LIGHTGBM_OBJECTIVES", "LightGBMRanker"]
 
@@ -84,6 +85,9 @@ class LightGBMRanker(GBDTRanker):
     n_jobs : int or None, default None      threads (None or -1: all available CPUs)
     random_state : int, RandomState or None, default 0   LightGBM ``seed``
     extra_params : dict or None             any other LightGBM parameter, passed through
+    unbiased : bool, default False          learn from clicks with LightGBM's position-debiased
+        lambdarank: ``fit`` then needs ``position`` (the rank each training row was shown
+        at), passed to the training Dataset (:mod:`ltr_bench_baselines.unbiased_gbdt`)
 
     Attributes: ``booster_`` (lightgbm.Booster), ``best_iteration_`` (trees used by
     predict), ``n_features_in_``, ``n_threads_``, ``evals_result_``, ``params_`` (the
@@ -110,6 +114,7 @@ class LightGBMRanker(GBDTRanker):
         "num_leaves": [Interval(Integral, 2, None, closed="left"), None],
         "min_sum_hessian_in_leaf": [Interval(Real, 0, None, closed="left"), None],
         "min_data_in_leaf": [Interval(Integral, 0, None, closed="left"), None],
+        "unbiased": ["boolean"],
         **_COMMON_CONSTRAINTS,
     }
 
@@ -128,6 +133,7 @@ class LightGBMRanker(GBDTRanker):
         random_state=0,
         extra_params=None,
         query_dim=None,
+        unbiased=False,
     ):
         self.preset = preset
         self.objective = objective
@@ -142,6 +148,11 @@ class LightGBMRanker(GBDTRanker):
         self.random_state = random_state
         self.extra_params = extra_params
         self.query_dim = query_dim
+        self.unbiased = unbiased
+
+    def ranker_tags(self):
+        """The tree rankers' tags; ``accepts_position`` exactly when ``unbiased``."""
+        return position_tags(super().ranker_tags(), self.unbiased is True)
 
     _RESERVED = {
         "objective": "objective",
@@ -164,6 +175,11 @@ class LightGBMRanker(GBDTRanker):
     def validate_params(self) -> None:
         super().validate_params()
         _extra(self.extra_params, self._RESERVED, "lightgbm")  # misspelt keys: before any data
+        if self.unbiased is True and self.objective != "lambdarank":
+            raise ValueError(
+                "unbiased=true is LightGBM's position-debiased lambdarank: it needs "
+                f"objective='lambdarank', got {self.objective!r}"
+            )
 
     def _resolve(self, n_train: int) -> dict:
         """The preset-governed parameters for ``n_train`` training rows, validated."""
@@ -200,10 +216,21 @@ class LightGBMRanker(GBDTRanker):
         params.update(_extra(self.extra_params, self._RESERVED, "lightgbm"))
         return params
 
-    def fit(self, X, y, *, qid, eval_set=None):
+    def fit(self, X, y, *, qid, eval_set=None, position=None, propensity=None):
+        """``position`` (n_rows,) int, 1 = top, 0 = not shown: used only when ``unbiased``
+        (then required); ``propensity`` is accepted and ignored (LightGBM estimates its
+        own position biases)."""
         import lightgbm as lgb
 
         X, y, qid, eval_set = _check_fit_input(X, y, qid, eval_set)
+        if self.unbiased is True:
+            if self.objective != "lambdarank":
+                raise ValueError(
+                    f"unbiased=true needs objective='lambdarank', got {self.objective!r}"
+                )
+            position = check_positions("lightgbm", position, X.shape[0])
+        else:
+            position = None
         resolved = self._resolve(X.shape[0])
         n_estimators, stopping = resolved["n_estimators"], resolved["early_stopping_rounds"]
         params = self._native_params(resolved)
@@ -214,6 +241,7 @@ class LightGBMRanker(GBDTRanker):
             group=_group_sizes(qid),
             params={"verbosity": -1},
             free_raw_data=True,
+            position=position,
         )
         callbacks = [_lightgbm_progress(n_estimators)]
         valid_sets, valid_names, evals_result = [], [], {}

@@ -33,6 +33,7 @@ from .gbdt_common import (
     _stop_info,
     _tree_features,
 )
+from .unbiased_gbdt import check_positions, displayed_order, position_tags
 
 __all__ = ["XGBoostGBRTRanker", "XGBoostLambdaMARTRanker"]
 
@@ -351,3 +352,61 @@ class XGBoostLambdaMARTRanker(_XGBoostRanker):
         + _XGB_DOC_PARAMS
     )
     _objective = "rank:ndcg"
+
+    _parameter_constraints = {**_XGBoostRanker._parameter_constraints, "unbiased": ["boolean"]}
+    _RESERVED = {**_XGBoostRanker._RESERVED, "lambdarank_unbiased": "unbiased"}
+
+    def __init__(
+        self,
+        preset="auto",
+        n_estimators=None,
+        max_leaves=None,
+        max_depth=None,
+        learning_rate=None,
+        min_child_weight=None,
+        early_stopping_rounds=FROM_PRESET,
+        eval_at=10,
+        n_jobs=None,
+        random_state=0,
+        extra_params=None,
+        query_dim=None,
+        unbiased=False,
+    ):
+        super().__init__(
+            preset=preset,
+            n_estimators=n_estimators,
+            max_leaves=max_leaves,
+            max_depth=max_depth,
+            learning_rate=learning_rate,
+            min_child_weight=min_child_weight,
+            early_stopping_rounds=early_stopping_rounds,
+            eval_at=eval_at,
+            n_jobs=n_jobs,
+            random_state=random_state,
+            extra_params=extra_params,
+            query_dim=query_dim,
+        )
+        self.unbiased = unbiased
+
+    def ranker_tags(self):
+        """The tree rankers' tags; ``accepts_position`` exactly when ``unbiased``."""
+        return position_tags(super().ranker_tags(), self.unbiased is True)
+
+    def _native_params(self, resolved: dict) -> dict:
+        params = super()._native_params(resolved)
+        if self.unbiased is True:
+            # Unbiased LambdaMART (Hu et al. 2019); XGBoost refuses it with "mean" pairs
+            params["lambdarank_unbiased"] = True
+            params.setdefault("lambdarank_pair_method", "topk")
+        return params
+
+    def fit(self, X, y, *, qid, eval_set=None, position=None, propensity=None):
+        """``unbiased=True``: ``position`` (n_rows,) int, 1 = top, is required and the rows
+        of each query are put in displayed order before training (XGBoost reads positions
+        from the row order; :func:`~ltr_bench_baselines.unbiased_gbdt.displayed_order`).
+        ``propensity`` is accepted and ignored (XGBoost estimates its own biases)."""
+        if self.unbiased is True:
+            X, y, qid = check_ranking_input(X, y, qid)
+            order = displayed_order(qid, check_positions("xgboost-lambdamart", position, len(X)))
+            X, y, qid = X[order], y[order], qid[order]
+        return super().fit(X, y, qid=qid, eval_set=eval_set)

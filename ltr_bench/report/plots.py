@@ -293,9 +293,10 @@ def write_plots(
     metric: str | None = None,
 ) -> list[Path]:
     """The three figures as ``<out_dir>/<dataset>_{ndcg_at_k,<metric>_vs_fit_time,
-    <metric>_per_fold}.png``; ``metric`` defaults to ``ndcg@10`` when every ranker has it,
-    else the report's first metric. The NDCG@k figure is left out when fewer than two
-    cutoffs were recorded."""
+    <metric>_per_fold}.png`` (and ``<dataset>_propensities.png`` when a row learned
+    propensities, :mod:`ltr_bench.report.propensity_plot`); ``metric`` defaults to
+    ``ndcg@10`` when every ranker has it, else the report's first metric. The NDCG@k figure
+    is left out when fewer than two cutoffs were recorded."""
     out = Path(out_dir)
     if metric is None:
         have = all("ndcg@10" in r.metrics for row in report.rows for r in row.runs.values())
@@ -310,6 +311,9 @@ def write_plots(
         plot_accuracy_vs_time(report, out / f"{base}_{mname}_vs_fit_time.png", metric=metric)
     )
     paths.append(plot_metric_per_fold(report, out / f"{base}_{mname}_per_fold.png", metric=metric))
+    from ltr_bench.report.propensity_plot import write_propensity_plot
+
+    paths += write_propensity_plot(report, out)  # rows that learned propensities (DLA)
     return paths
 
 

@@ -21,7 +21,11 @@ Units
     used (a note names the ones left out), so all rows are averaged over the same splits and
     seeds. Rows are compared only when they saw the same data: the train / vali / test
     fingerprints of every unit agree. Rows run on other data are left out, and a note says
-    which and why (the baseline's data decides).
+    which and why (the baseline's data decides). Rows trained on simulated clicks
+    (:mod:`ltr_bench.clicks`) and rows on the true labels (or on other click settings) of the
+    same folds are compared when their test fingerprints agree (:func:`same_data`; the test
+    labels are the true relevance in both; :mod:`ltr_bench.report.click_rows`), and a note
+    says so.
 
 Cells
     mean and sample standard deviation (``ddof=1``; none with one unit) over those units of
@@ -54,6 +58,7 @@ import numpy as np
 
 from ltr_bench.errors import EXIT_FAILED, EXIT_USAGE, LtrBenchError
 from ltr_bench.evaluation.stats import holm, paired_pvalues
+from ltr_bench.report.click_rows import click_comparison_note, clicks_of, same_data
 from ltr_bench.results import ResultRecord, group_flags
 from ltr_bench.results.labels import label_sort_key, value_text
 
@@ -333,16 +338,17 @@ def build_report(
         by_unit[ck] = d
     base_ck = _pick_baseline(chosen, labels, groups, baseline)
 
-    # same data: a unit's fingerprints must agree with the baseline's
-    def data_of(ck: str) -> dict[Unit, tuple]:
-        return {u: tuple(sorted(r.fingerprints.items())) for u, r in by_unit[ck].items()}
-
-    base_data = data_of(base_ck)
+    # same data: a unit's fingerprints must agree with the baseline's (only the test split's
+    # across click configurations, see same_data)
+    base_units = by_unit[base_ck]
     for ck in list(chosen):
         if ck == base_ck:
             continue
-        mine = data_of(ck)
-        clash = [u for u in set(mine) & set(base_data) if mine[u] != base_data[u]]
+        mine = by_unit[ck]
+        shared = set(mine) & set(base_units)
+        clash = [u for u in shared if not same_data(mine[u], base_units[u])]
+        if not clash and any(clicks_of(mine[u]) != clicks_of(base_units[u]) for u in shared):
+            notes.append(click_comparison_note(labels[ck], mine, labels[base_ck], base_units))
         if clash:
             u = sorted(clash)[0]
             notes.append(

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ltr_bench.clicks.options import CLICK_OPTIONS, data_options, resolve_click_options
 from ltr_bench.ranker import RankerTags, apply_run_settings, tags_of
 from ltr_bench.results import jsonable
 from ltr_bench.run.plan import DatasetChoice, Plan, PlanError, canonical_json
@@ -165,6 +166,7 @@ def _resolve_dataset(choice: DatasetChoice, plan: Plan) -> tuple[str, str, Any]:
         display, source, allowed = path.name, str(path), dict.fromkeys(PATH_DATASET_OPTIONS)
     else:
         display, source, allowed = spec.name, spec.name, dict(spec.options or {})
+    allowed.update(dict.fromkeys(CLICK_OPTIONS))  # checked by resolve_click_options
     unknown = sorted(set(choice.options) - set(allowed))
     if unknown:
         where = (
@@ -218,6 +220,7 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
     # rankers: unknown names and parameters fail here, before any data is loaded
     seeds = plan.all_seeds()
     ranker_info = []
+    position_rankers: list[str] = []  # rankers that need click positions (unbiased)
     for choice in plan.rankers:
         entry = registry.get_entry(choice.name)
         resolved_by_seed = {}
@@ -241,13 +244,27 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
         # not the thread count (it changes speed, never the numbers of these rankers)
         volatile = {getattr(tags, "seed_param", None), tags.thread_param} - {None}
         ranker_info.append((choice, entry, resolved_by_seed, volatile))
+        if getattr(tags, "requires_position", False):
+            position_rankers.append(choice.row_label)
     seen: dict[str, str] = {}
 
     cells: list[Cell] = []
     for dchoice in plan.datasets:
         display, source, spec = _resolve_dataset(dchoice, plan)
         load_source: Any = Path(source) if spec is None else source
-        options = dict(dchoice.options) or None
+        where = f"{plan.source}: [datasets.{dchoice.name}]" if plan.source else "--dataset-option"
+        clicks = resolve_click_options(
+            dchoice.options, kind="path" if spec is None else spec.kind, where=where
+        )
+        if position_rankers and not clicks:  # an unbiased ranker needs click data
+            names = ", ".join(repr(r) for r in position_rankers)
+            verb = "learns" if len(position_rankers) == 1 else "learn"
+            raise PlanError(
+                f"{where}: {names} {verb} from the positions of simulated clicks (unbiased), "
+                f"but dataset {display} has no click options: add clicks=<model> (e.g. "
+                "--dataset-option clicks=pbm) or leave unbiased off"
+            )
+        options = data_options(dchoice.options) or None
         # raises DatasetNotFoundError (where to download, where to put the files) when absent
         available = list(data.available_folds(load_source, data_dir=plan.data_dir, options=options))
         folds = available if plan.folds is None else list(plan.folds)
@@ -263,6 +280,8 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
                     load_source, data_dir=plan.data_dir, seed=seed, options=options
                 )
             )
+            if clicks:  # simulated click logs: their configuration and seed are the data's
+                identity = {**identity, "clicks": clicks, "seed": seed}
             for fold in folds:
                 for choice, entry, resolved_by_seed, volatile in ranker_info:
                     resolved = resolved_by_seed[seed]

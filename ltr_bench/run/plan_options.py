@@ -218,14 +218,15 @@ def bound_threads(threads: int | None, *, warn, local: bool = True) -> int | Non
 
 
 def _apply_dataset_options(plan: Plan, assignments: tuple[str, ...]) -> None:
+    from ltr_bench.clicks.options import CLICK_OPTIONS
     from ltr_bench.data import UnknownDatasetError, get_spec
     from ltr_bench.run.cells import PATH_DATASET_OPTIONS
 
     def allowed(name: str) -> set[str]:
         try:
-            return set(get_spec(name).options or {})
+            return set(get_spec(name).options or {}) | set(CLICK_OPTIONS)
         except UnknownDatasetError:
-            return set(PATH_DATASET_OPTIONS)  # a folder; unknown names fail later
+            return set(PATH_DATASET_OPTIONS) | set(CLICK_OPTIONS)  # a folder; names fail later
 
     opts = {d.name: dict(d.options) for d in plan.datasets}
     for text in assignments:

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ltr_bench.clicks.options import data_options
 from ltr_bench.environment import environment
 from ltr_bench.evaluation.conventions import evaluate_profile
 from ltr_bench.evaluation.metrics import evaluate_conventions
@@ -41,6 +42,7 @@ from ltr_bench.timing import PeakMemory, Stopwatch, load_average, thread_limit, 
 
 __all__ = [
     "KNN_K",
+    "click_keywords",
     "failed_record",
     "freeze_fold",
     "load_fold",
@@ -71,11 +73,25 @@ def load_fold(cell: Cell, progress=None):
             data_dir=cell.data_dir,
             cache_dir=cell.cache_dir,
             seed=cell.seed,
-            options=dict(cell.dataset_options) or None,
+            options=data_options(cell.dataset_options) or None,
             progress=progress,
         )
+        clicks = cell.dataset_identity.get("clicks")
+        if clicks:  # simulated click logs: train / vali labels become clicks (test kept)
+            from ltr_bench.clicks import simulate_clicks
+
+            fold = simulate_clicks(fold, clicks, seed=cell.seed, cache_dir=cell.cache_dir)
     fold.load_seconds = sw.seconds
     return fold
+
+
+def click_keywords(split, tags) -> dict[str, np.ndarray]:
+    """The click keywords of ``fit`` for this ranker: ``{"position": ..., "propensity": ...}``
+    from ``split.extras`` when the ranker declares ``RankerTags.accepts_position`` and the
+    split is click data (:mod:`ltr_bench.clicks`); ``{}`` otherwise (declared, never sniffed)."""
+    if not getattr(tags, "accepts_position", False):
+        return {}
+    return {k: split.extras[k] for k in ("position", "propensity") if k in split.extras}
 
 
 def freeze_fold(fold) -> None:
@@ -84,7 +100,7 @@ def freeze_fold(fold) -> None:
     for split in (fold.train, fold.vali, fold.test):
         if split is None:
             continue
-        for arr in (split.X, split.y, split.qid):
+        for arr in (split.X, split.y, split.qid, *split.extras.values()):
             if isinstance(arr, np.ndarray):
                 arr.flags.writeable = False
 
@@ -231,7 +247,13 @@ def run_cell(
             warnings.simplefilter("always")
             stage = "fit"
             with Stopwatch() as sw:
-                ranker.fit(train.X, train.y, qid=train.qid, eval_set=eval_set)
+                ranker.fit(
+                    train.X,
+                    train.y,
+                    qid=train.qid,
+                    eval_set=eval_set,
+                    **click_keywords(train, tags),
+                )
             stage = "predict"
             timing = time_scoring(
                 lambda: ranker.predict(test.X, qid=test.qid),

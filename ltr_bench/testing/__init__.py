@@ -63,6 +63,8 @@ The checks (see the ``check_*`` functions of :mod:`.checks` for the precise cond
 ``query_dependent_rows``           when ``query_dim_param`` is set: that parameter exists,
                                    and fit/predict on ``[query, document]`` rows with it set
                                    to the query block's width work, in row order
+``position_accepted``              when ``accepts_position``: ``fit(..., position=...,
+                                   propensity=...)`` (click data) returns self and predicts
 =================================  ===========================================================
 
 Row order is checked with a permutation that keeps each query's rows contiguous (the
@@ -121,6 +123,8 @@ def ranker_checks(ranker, *, quick: bool = True) -> list[tuple[str, Callable[[],
         checks.append(("eval_set_ignored", c.check_eval_set_ignored))
     if ctx.tags.query_dim_param is not None:
         checks.append(("query_dependent_rows", c.check_query_dependent_rows))
+    if getattr(ctx.tags, "accepts_position", False):
+        checks.append(("position_accepted", c.check_position_accepted))
     return [(name, _Check(name, fn, ctx)) for name, fn in checks]
 
 

@@ -357,6 +357,23 @@ def check_eval_set_accepted(ctx: Context):
     )
 
 
+def check_position_accepted(ctx: Context):
+    """``accepts_position``: ``fit`` takes ``position`` (1-based ranks within each query)
+    and ``propensity`` (``1 / position``), returns self and predicts as usual."""
+    from ltr_bench.ranker import query_boundaries
+
+    b = query_boundaries(ctx.qid)
+    position = np.concatenate([np.arange(1, n + 1) for n in np.diff(b)]).astype(np.int64)
+    ranker = ctx.fresh()
+    returned = ranker.fit(ctx.X, ctx.y, qid=ctx.qid, position=position, propensity=1.0 / position)
+    assert returned is ranker, "fit with position and propensity did not return self"
+    _assert_scores(
+        ranker.predict(ctx.X_test, qid=ctx.qid_test),
+        len(ctx.X_test),
+        "predict after fit with position and propensity",
+    )
+
+
 def check_query_dependent_rows(ctx: Context):
     param = ctx.tags.query_dim_param
     params = ctx.base.get_params(deep=False)

@@ -71,7 +71,8 @@ from ltr_bench.errors import UsageError
 from ltr_bench.folds import Split
 from ltr_bench.progress import intermediate_handler
 from ltr_bench.results import jsonable
-from ltr_bench.run.cells import Cell, build_ranker
+from ltr_bench.run.cells import Cell, build_ranker, ranker_tags
+from ltr_bench.run.unit import click_keywords
 from ltr_bench.timing import thread_limit
 
 # SearchSpaceError, resolve_space, search_space_of and parse_spec are also re-exported
@@ -150,7 +151,8 @@ class Budget:
 
 
 def _subset(split: Split, idx: np.ndarray, name: str) -> Split:
-    return Split(name, split.X[idx], split.y[idx], split.qid[idx])
+    extras = {k: v[idx] for k, v in split.extras.items()}  # click positions go along
+    return Split(name, split.X[idx], split.y[idx], split.qid[idx], extras=extras)
 
 
 def tuning_split(fold, seed: int) -> tuple[Split, Split, str]:
@@ -301,6 +303,8 @@ def tune(
     dists = {n: parse_spec(n, s, where=f"tuning.{tcell.label}") for n, s in space.items()}
     fit_split, eval_split, how = tuning_split(fold, tcell.seed)
     max_label = int(tcell.max_label if tcell.max_label is not None else fold.max_label)
+    if "position" in eval_split.extras:  # click data: validation labels are click counts
+        max_label = max(max_label, int(eval_split.y.max(initial=0)))
     eval_set = (eval_split.X, eval_split.y, eval_split.qid)
     name = study_name(tcell)
     study = optuna.create_study(
@@ -330,7 +334,13 @@ def tune(
                 warnings.catch_warnings(),
             ):
                 warnings.simplefilter("ignore")  # the final fit records the ranker's warnings
-                ranker.fit(fit_split.X, fit_split.y, qid=fit_split.qid, eval_set=eval_set)
+                ranker.fit(
+                    fit_split.X,
+                    fit_split.y,
+                    qid=fit_split.qid,
+                    eval_set=eval_set,
+                    **click_keywords(fit_split, ranker_tags(ranker)),
+                )
                 t1 = time.perf_counter()
                 scores = np.asarray(
                     ranker.predict(eval_split.X, qid=eval_split.qid), dtype=np.float64

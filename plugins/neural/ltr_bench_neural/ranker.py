@@ -77,6 +77,10 @@ class NeuralRanker(BaseRanker):
         mini-batch order).
     n_threads : int or None: ``torch.set_num_threads`` during fit/predict
         (``RankerTags.thread_param``).
+    unbiased : ``none`` | ``naive`` | ``ips`` | ``dla``, default ``none``: learn from clicks
+        with the click-weighted softmax cross-entropy, uncorrected (``naive``), with
+        inverse-propensity weights (``ips``) or the dual learning algorithm (``dla``; ``fit``
+        then takes ``position`` / ``propensity``; :mod:`ltr_bench_neural.unbiased`).
     """
 
     def __init__(
@@ -111,6 +115,7 @@ class NeuralRanker(BaseRanker):
         query_dim=None,
         random_state=None,
         n_threads=None,
+        unbiased="none",
     ):
         self.scorer = scorer
         self.group = group
@@ -142,6 +147,7 @@ class NeuralRanker(BaseRanker):
         self.query_dim = query_dim
         self.random_state = random_state
         self.n_threads = n_threads
+        self.unbiased = unbiased
 
     def ranker_tags(self) -> RankerTags:
         spec = SCORERS.get(self.scorer) if isinstance(self.scorer, str) else None
@@ -154,11 +160,16 @@ class NeuralRanker(BaseRanker):
             thread_param="n_threads",
             seed_param="random_state",
             query_dim_param="query_dim",
+            accepts_position=self.unbiased in ("ips", "dla"),  # unbiased_params.POSITION_MODES
+            requires_position=self.unbiased in ("ips", "dla"),
         )
 
     # ------------------------------------------------------------------ validation
     def _validate_params(self) -> None:
         """Every check that needs no data (called before any data is loaded)."""
+        from ltr_bench_neural.unbiased_params import check_unbiased_params
+
+        check_unbiased_params(self)
         if self.config is not None:  # an allRank config: check it and what it resolves to
             from ltr_bench_neural.allrank_config import validate_config
 
@@ -264,7 +275,9 @@ class NeuralRanker(BaseRanker):
             raise ValueError(f"random_state must be a non-negative integer or None, got {rs!r}")
 
     # ------------------------------------------------------------------ fit / predict
-    def fit(self, X, y, *, qid, eval_set=None):
+    def fit(self, X, y, *, qid, eval_set=None, position=None, propensity=None):
+        """``position`` / ``propensity``: per-row click data, used only when ``unbiased``
+        is ``ips`` or ``dla`` (:mod:`ltr_bench_neural.unbiased`); ignored otherwise."""
         self._validate_params()
         if self.config is not None:
             from ltr_bench_neural.allrank_config import fit_with_config
@@ -279,7 +292,16 @@ class NeuralRanker(BaseRanker):
             eval_set = (Xv, yv, qv) if len(Xv) else None
         from ltr_bench_neural.training import fit_model
 
-        result = fit_model(self, X, y, qid, eval_set)
+        make, holder = None, {}
+        if self.unbiased != "none":
+            from ltr_bench_neural.unbiased import objective_factory
+
+            make, holder = objective_factory(self, len(X), position, propensity)
+        result = fit_model(self, X, y, qid, eval_set, make_objective=make)
+        if hasattr(holder.get("objective"), "propensities"):  # dla: the learned curve
+            self.propensity_ = holder["objective"].propensities()
+            for k, v in enumerate(self.propensity_[:10], start=1):
+                result.info[f"propensity@{k}"] = float(v)
         self.n_features_in_ = X.shape[1]
         self.model_ = result.model
         self.feature_mean_ = result.mean

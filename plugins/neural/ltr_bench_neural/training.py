@@ -147,7 +147,9 @@ def _leave_the_tied_start(model, generator) -> None:
                 p.copy_(0.01 * torch.randn(p.shape, generator=generator, dtype=p.dtype))
 
 
-def fit_model(ranker, X, y, qid, eval_set) -> FitResult:
+def fit_model(ranker, X, y, qid, eval_set, make_objective=None) -> FitResult:
+    """``make_objective(ranker, model, n_levels, max_label)`` replaces the ranker's loss
+    (``unbiased`` training from clicks, :mod:`ltr_bench_neural.unbiased`)."""
     device = resolve_device(ranker.device)
     dtype = _dtype(ranker.dtype)
     spec = SCORERS[ranker.scorer]
@@ -186,7 +188,7 @@ def fit_model(ranker, X, y, qid, eval_set) -> FitResult:
         model = spec.build_function()(ctx, **(ranker.scorer_args or {})).to(device)
         if ranker.group in ("min", "max"):
             _leave_the_tied_start(model, generator)
-        objective = _Objective(ranker, model, n_levels, max_label)
+        objective = (make_objective or _Objective)(ranker, model, n_levels, max_label)
         scorer_width = X.shape[1] + int(getattr(model, "n_products", 0))
         pairwise = objective.spec.pairwise_memory and ranker.group == "none"
 
