@@ -52,6 +52,7 @@ def _register() -> None:
     """Add every command to the group (each lives in its own module of this package)."""
     from ltr_bench.cli.cache import cache_group
     from ltr_bench.cli.catalog import datasets_cmd, download_cmd, rankers_cmd
+    from ltr_bench.cli.predict import predict_command
     from ltr_bench.cli.published import published_command
     from ltr_bench.cli.report import report_command
     from ltr_bench.cli.run import run_cmd
@@ -68,6 +69,7 @@ def _register() -> None:
         cache_group,
         tune_command,
         published_command,
+        predict_command,
     ):
         main.add_command(command)
 

@@ -225,3 +225,31 @@ def _model_source(client, run_id: str) -> str:
         f"MLflow run {run_id} has no logged model (run with --keep-models all, the default, "
         "and without --no-mlflow)"
     )
+
+
+def download_model(uri: str, tracking_uri: str, dst: str | Path) -> Path:
+    """The kept model folder inside the MLflow Model at ``uri`` (``runs:/<run>/model``,
+    ``models:/NAME/VERSION``, ``models:/<model_id>``), downloaded from the store at
+    ``tracking_uri`` into ``dst``. Only the folder is used (:func:`ltr_bench.models.load_model`
+    reads it: nothing of the MLflow Model is unpickled). Raises ``LookupError`` naming the URI
+    and the cause: it does not resolve, or it is not an ltr-bench model."""
+    import mlflow
+    from mlflow.artifacts import download_artifacts
+
+    mlflow.set_tracking_uri(tracking_uri)
+    try:
+        with _quiet():
+            local = Path(download_artifacts(artifact_uri=uri, dst_path=str(dst)))
+    except Exception as exc:  # noqa: BLE001 - MLflow's many errors, said in one sentence
+        raise LookupError(
+            f"--model {uri}: MLflow at {tracking_uri} cannot give it: "
+            f"{type(exc).__name__}: {str(exc)[:300]}"
+        ) from None
+    # MLflow keeps the folder's own name under artifacts/ (MLmodel maps MODEL_ARTIFACT to it)
+    found = [p for p in (local / "artifacts").glob("*") if (p / "manifest.json").is_file()]
+    if len(found) != 1:
+        raise LookupError(
+            f"--model {uri}: not an ltr-bench model (no kept model folder in its artifacts; "
+            "models are logged by `ltr-bench run` and `tune`)"
+        )
+    return found[0]
