@@ -47,6 +47,11 @@ def _is_uri(text: str) -> bool:
     "position, 0-based).",
 )
 @click.option(
+    "--tag",
+    default=None,
+    help="The TREC run's tag (last column; default: the model's ranker name).",
+)
+@click.option(
     "--scores",
     "scores_out",
     default=None,
@@ -95,6 +100,7 @@ def predict_command(
     model_ref,
     data_ref,
     output,
+    tag,
     scores_out,
     metrics,
     max_label,
@@ -155,7 +161,7 @@ def predict_command(
                 progress=progress,
             )
         console.clear()
-    _write(output, scores_out, pred, model.manifest.get("ranker", "ltr-bench"))
+    _write(output, scores_out, pred, tag or model.manifest.get("ranker", "ltr-bench"))
     for note in pred.notes:
         click.echo(f"warning: {note}", err=True)
     click.echo(
@@ -209,11 +215,11 @@ def _dataset_options(assignments) -> dict:
     return out
 
 
-def _write(output, scores_out, pred, ranker: str) -> None:
+def _write(output, scores_out, pred, tag: str) -> None:
     from ltr_bench.models.predict import scores_text
     from ltr_bench.results import trec_run_text, write_output
 
     if output:
-        write_output(output, trec_run_text(pred.qid, pred.scores, tag=ranker), what="--output")
+        write_output(output, trec_run_text(pred.qid, pred.scores, tag=tag), what="--output")
     if scores_out:
         write_output(scores_out, scores_text(pred.scores), what="--scores")
