@@ -50,6 +50,12 @@ import warnings
 
 import numpy as np
 
+from ltr_bench.model_state import (
+    estimator_from_state,
+    estimator_state,
+    load_fitted_state,
+    save_fitted_state,
+)
 from ltr_bench.progress import report_progress
 from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input, query_boundaries
 from ltr_bench.timing import thread_limit
@@ -238,6 +244,20 @@ class RankSVMRanker(BaseRanker):
         self.n_features_in_ = X.shape[1]
         warn_skipped("ranksvm", self.n_queries_skipped_, int(varied.size))
         return self
+
+    def save_native(self, folder) -> dict:
+        """``state.npz`` / ``state.json`` (:mod:`ltr_bench.model_state`): the weight vector
+        ``coef_``, the training standardisation's mean and scale, the fitting diagnostics."""
+        return save_fitted_state(
+            self, folder, skip=("scaler_",), replace={"scaler_": estimator_state(self.scaler_)}
+        )
+
+    @classmethod
+    def load_native(cls, folder, manifest):
+        from sklearn.preprocessing import StandardScaler
+
+        rebuild = {"scaler_": lambda state: estimator_from_state(StandardScaler, state)}
+        return load_fitted_state(cls, folder, manifest, rebuild=rebuild)
 
     def predict(self, X, *, qid=None):
         """``z(X) . coef_``: float64 (n_docs,) in row order (``qid`` not needed)."""
