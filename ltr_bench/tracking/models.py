@@ -253,3 +253,24 @@ def download_model(uri: str, tracking_uri: str, dst: str | Path) -> Path:
             "models are logged by `ltr-bench run` and `tune`)"
         )
     return found[0]
+
+
+def register_in_store(tracking_uri: str | None, name: str, runs: list[tuple[str, str]]):
+    """:func:`register_models` in the store at ``tracking_uri``; MLflow's failures (a store that
+    does not answer, a run without a logged model) become :class:`TrackingError` naming
+    the store and the cause. Returns ``(run_id, version)`` pairs."""
+    from ltr_bench.tracking.store import TrackingError, message, open_client, resolve_tracking_uri
+
+    import mlflow
+
+    uri = resolve_tracking_uri(tracking_uri)
+    try:
+        with _quiet():
+            mlflow.set_tracking_uri(uri)  # MLflow resolves a version's models:/ source through it
+            return register_models(open_client(uri), name, runs)
+    except TrackingError:
+        raise
+    except LookupError as exc:
+        raise TrackingError(f"--register {name}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - said in one sentence, never a traceback
+        raise TrackingError(message(uri, f"register {name}", exc)) from None
