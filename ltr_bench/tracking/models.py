@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
@@ -129,16 +130,10 @@ def log_kept_model(
     """Log the kept model ``folder`` (its ``manifest``) to fold run ``run_id`` (of experiment
     ``experiment_id``, through ``client``) as the MLflow Model ``model`` (see the module), with
     the run's ``params``; returns its model URI (``models:/<model_id>``)."""
-    import mlflow
-    from mlflow.models import Model
-
-    if mlflow.get_tracking_uri() != client.tracking_uri:  # Model.log writes through it
-        mlflow.set_tracking_uri(client.tracking_uri)
     n = int(manifest.get("n_features") or 0)
     ranker = str(manifest.get("ranker"))
     with _quiet():
-        # created here, in the run's experiment (Model.log alone would put it in the
-        # active experiment, "Default", with its files under ./mlruns)
+        # created in the run's experiment, with the run as its source (the run's models)
         logged = client.create_logged_model(
             experiment_id=experiment_id,
             name=MODEL_NAME,
@@ -147,8 +142,12 @@ def log_kept_model(
             tags={"ranker": ranker, "ltr_bench_role": "fold-model"},
             model_type="ranker",
         )
-        info = _log(Model, mlflow, run_id, folder, manifest, n, logged.model_id)
-    return info.model_uri
+        with tempfile.TemporaryDirectory(prefix="ltr-bench-mlflow-model-") as tmp:
+            local = Path(tmp) / MODEL_NAME
+            _save(local, run_id, logged.model_id, folder, manifest, n)
+            client.log_model_artifacts(logged.model_id, str(local))
+        client.finalize_logged_model(logged.model_id, "READY")
+    return f"models:/{logged.model_id}"
 
 
 @contextlib.contextmanager
@@ -172,19 +171,23 @@ def _quiet():
             os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = previous
 
 
-def _log(Model, mlflow, run_id: str, folder, manifest: dict[str, Any], n: int, model_id: str):
-    return Model.log(
-        artifact_path=None,
-        name=MODEL_NAME,
-        flavor=mlflow.pyfunc,
-        run_id=run_id,
+def _save(path: Path, run_id: str, model_id: str, folder, manifest: dict[str, Any], n: int):
+    """The MLflow Model's files in ``path`` (``mlflow.pyfunc.save_model``). Saved here and
+    uploaded with the client, not through ``Model.log``: that one would also load the model
+    and score the input example to validate it (0.1-0.4 s a model, ten models a README run);
+    the example is two rows of zeros in the signature's columns, and the suite loads a
+    logged model with ``mlflow.pyfunc`` and scores a frame."""
+    from mlflow.models import Model
+
+    mlflow.pyfunc.save_model(
+        path=str(path),
         python_model=RankerPyfunc(),
         artifacts={MODEL_ARTIFACT: str(folder)},
         signature=_signature(n) if n else None,
         input_example=_example(n) if n else None,
         pip_requirements=_requirements(),
         metadata={"ltr_bench_ranker": manifest.get("ranker"), "n_features": n or None},
-        model_id=model_id,
+        mlflow_model=Model(run_id=run_id, model_id=model_id, artifact_path=MODEL_NAME),
     )
 
 
@@ -259,9 +262,9 @@ def register_in_store(tracking_uri: str | None, name: str, runs: list[tuple[str,
     """:func:`register_models` in the store at ``tracking_uri``; MLflow's failures (a store that
     does not answer, a run without a logged model) become :class:`TrackingError` naming
     the store and the cause. Returns ``(run_id, version)`` pairs."""
-    from ltr_bench.tracking.store import TrackingError, message, open_client, resolve_tracking_uri
-
     import mlflow
+
+    from ltr_bench.tracking.store import TrackingError, message, open_client, resolve_tracking_uri
 
     uri = resolve_tracking_uri(tracking_uri)
     try:
