@@ -66,16 +66,17 @@ def load_neural(cls, folder, manifest):
     work = None
     if ranker.effective_ is not None:
         work = cls(**ranker.effective_)
-    state = torch.load(folder / SCORER_FILE, weights_only=True, map_location="cpu")
-    model = _rebuild(work if work is not None else ranker, state)
-    ranker.model_ = model
-    if work is None:
-        del ranker.effective_  # predict reads effective_ only when a config made one
-    else:
         for name in _SHARED:
-            setattr(work, name, getattr(ranker, name))
+            if name != "model_":
+                setattr(work, name, getattr(ranker, name))
         work.info_ = dict(ranker.info_)
         ranker.effective_ = work
+    else:
+        del ranker.effective_  # predict reads effective_ only when a config made one
+    state = torch.load(folder / SCORER_FILE, weights_only=True, map_location="cpu")
+    ranker.model_ = _rebuild(work if work is not None else ranker, state)
+    if work is not None:
+        work.model_ = ranker.model_
     return ranker
 
 
