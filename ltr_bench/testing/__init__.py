@@ -63,6 +63,10 @@ The checks (see the ``check_*`` functions of :mod:`.checks` for the precise cond
 ``query_dependent_rows``           when ``query_dim_param`` is set: that parameter exists,
                                    and fit/predict on ``[query, document]`` rows with it set
                                    to the query block's width work, in row order
+``save_load``                      ``save_native`` then ``load_native`` (parameters through
+                                   JSON): same class, same parameters, ``predict`` equal bit
+                                   for bit; a ranker without the two hooks fails (it cannot
+                                   be saved)
 =================================  ===========================================================
 
 Row order is checked with a permutation that keeps each query's rows contiguous (the
@@ -121,6 +125,7 @@ def ranker_checks(ranker, *, quick: bool = True) -> list[tuple[str, Callable[[],
         checks.append(("eval_set_ignored", c.check_eval_set_ignored))
     if ctx.tags.query_dim_param is not None:
         checks.append(("query_dependent_rows", c.check_query_dependent_rows))
+    checks.append(("save_load", c.check_save_load))
     return [(name, _Check(name, fn, ctx)) for name, fn in checks]
 
 
