@@ -11,6 +11,8 @@ Contract (scikit-learn style)::
     get_params(deep=True) / set_params(**params)   (from scikit-learn's BaseEstimator)
     ranker_tags() -> RankerTags                       (what the ranker declares; see below)
     fitted_info() -> dict[str, int | float | str]     (what the fitted model is; see below)
+    save_native(folder) -> dict; classmethod load_native(folder, manifest) -> ranker
+                                                      (optional: the ranker can be saved)
 
 Conventions: ``__init__`` only stores its arguments; learned state ends in ``_``;
 ``predict`` before ``fit`` raises :class:`NotFittedError` with a message that says so. A
