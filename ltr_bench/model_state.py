@@ -173,6 +173,9 @@ def load_fitted_state(cls, folder: str | Path, manifest: dict, *, rebuild: dict 
     ranker = cls(**manifest["params"])
     rebuild = rebuild or {}
     for name, value in read_state(folder).items():
+        if not (name.endswith("_") and not name.startswith("_") and name.isidentifier()):
+            # only fitted attributes: a state file must not replace a method or a parameter
+            raise ValueError(f"{Path(folder) / STATE_JSON}: {name!r} is not a fitted attribute")
         setattr(ranker, name, rebuild[name](value) if name in rebuild else value)
     return ranker
 

@@ -248,3 +248,16 @@ def test_a_kill_while_writing_leaves_the_old_whole_model_and_the_next_save_clean
     X, y, qid = _data(f=3)
     save_model(make_ranker("ridge").fit(X, y, qid=qid), target, ranker_name="ridge")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
+
+
+def test_a_state_file_can_set_only_fitted_attributes(ridge_model):
+    _, folder, _, _ = ridge_model
+    state = folder / "native" / "state.json"
+    body = json.loads(state.read_text())
+    body["predict"] = 1
+    state.write_text(json.dumps(body))
+    manifest = json.loads((folder / MANIFEST).read_text())
+    manifest["files"].pop("native/state.json")  # as if the manifest were rewritten too
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(ModelLoadError, match="'predict' is not a fitted attribute"):
+        load_model(folder)
