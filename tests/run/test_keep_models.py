@@ -143,3 +143,23 @@ def test_a_kill_while_the_model_is_written_leaves_no_model_and_a_rerun_keeps_a_w
     rec = _run(tmp_path, plan=_plan(folds=[1])).records[0]
     assert _model_folders(tmp_path) == [Path(rec.model_dir).name]  # whole, and only it
     load_model(rec.model_dir)
+
+
+@pytest.mark.slow
+def test_cells_on_dask_workers_keep_their_models_written_by_the_worker(tmp_path, monkeypatch):
+    import ltr_bench.models
+    from ltr_bench.run.dask_executor import DaskExecutor
+
+    def not_here(*args, **kwargs):
+        raise AssertionError("a model was saved by the client, not by the worker that fitted it")
+
+    monkeypatch.setattr(ltr_bench.models, "save_model", not_here)  # this process only
+    expanded = expand_plan(_plan(), score_repeats=1, keep_models=tmp_path)
+    with DaskExecutor(workers=1, threads=1) as executor:
+        report = run_plan(expanded, ResultStore(tmp_path), executor=executor)
+    assert not report.failed and len(report.records) == 2
+    for rec in report.records:
+        assert Path(rec.model_dir).is_dir()
+        assert not [w for w in rec.warnings if w.startswith("model not kept")]
+        assert load_model(rec.model_dir).manifest["n_features"] == TINY["n_features"]
+    assert len(_model_folders(tmp_path)) == 2
