@@ -163,3 +163,26 @@ def test_cells_on_dask_workers_keep_their_models_written_by_the_worker(tmp_path,
         assert not [w for w in rec.warnings if w.startswith("model not kept")]
         assert load_model(rec.model_dir).manifest["n_features"] == TINY["n_features"]
     assert len(_model_folders(tmp_path)) == 2
+
+
+def test_the_commands_keep_models_by_default_and_not_with_keep_models_none(tmp_path, monkeypatch):
+    import json
+
+    from click.testing import CliRunner
+
+    from ltr_bench.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LTR_BENCH_CACHE", str(tmp_path / "cache"))
+    data = ["--dataset", "synthetic", "--folds", "1", "--no-mlflow"]
+    data += [x for k, v in TINY.items() for x in ("--dataset-option", f"{k}={v}")]
+    for command, extra, results, kept in (
+        ("run", ["--ranker", "ridge", "--keep-models", "none"], "none", 0),
+        ("tune", ["--ranker", "ridge", "--trials", "2"], "tuned", 1),
+    ):
+        args = [command, *extra, *data, "--results-dir", results]
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 0, result.output
+        assert len(_model_folders(tmp_path / results)) == kept
+        (record,) = [json.loads(p.read_text()) for p in (tmp_path / results).glob("*.json")]
+        assert (record["model_dir"] is not None) == bool(kept)
