@@ -116,3 +116,33 @@ def test_an_unknown_model_uri_is_refused_naming_it(tmp_path):
         "predict", "--model", "models:/nothing/3", "--data", "synthetic", "--tracking-uri", uri
     )
     assert code == 1 and "models:/nothing/3" in out and "Traceback" not in out
+
+
+@pytest.mark.slow
+def test_a_replaced_fold_run_takes_its_logged_model_with_it(tmp_path):
+    import dataclasses
+
+    import mlflow
+
+    from ltr_bench.results import now
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    plan = Plan(
+        rankers=[RankerChoice("lightgbm", GBDT)],
+        datasets=[DatasetChoice("synthetic", dict(TINY))],
+        folds=[1],
+        seed=0,
+        threads=1,
+    )
+    root = tmp_path / "results"
+    (rec,) = run_plan(
+        expand_plan(plan, score_repeats=1, keep_models=root), ResultStore(root)
+    ).records
+    tracker = Tracker(uri)
+    tracker.check()
+    old = tracker.log_record(rec)
+    new = tracker.log_record(dataclasses.replace(rec, finished=now()))  # as --force does
+    assert new != old
+    client = mlflow.MlflowClient(uri)
+    exp = client.get_run(new).info.experiment_id
+    assert [m.source_run_id for m in client.search_logged_models(experiment_ids=[exp])] == [new]

@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ltr_bench.tracking.models_index import MODEL_NAME, run_models
+
 with warnings.catch_warnings():
     # MLflow advises type hints on each ``predict`` (its own classes' too, at import); the
     # signature is given explicitly
@@ -50,8 +52,7 @@ __all__ = [
     "register_models",
 ]
 
-#: the MLflow Model's name in a fold run (``runs:/<run>/model``)
-MODEL_NAME = "model"
+
 #: the kept model folder's artifact name inside the MLflow Model
 MODEL_ARTIFACT = "ltr_bench_model"
 
@@ -216,12 +217,8 @@ def register_models(client, name: str, runs: list[tuple[str, str]]) -> list[tupl
 
 def _model_source(client, run_id: str) -> str:
     """``models:/<model_id>`` of the run's logged model ``model``."""
-    run = client.get_run(run_id)
-    experiment = run.info.experiment_id
-    models = client.search_logged_models(
-        experiment_ids=[experiment], filter_string=f"source_run_id = '{run_id}'"
-    )
-    for model in models:
+    experiment = client.get_run(run_id).info.experiment_id
+    for model in run_models(client, experiment, run_id):
         if model.name == MODEL_NAME:
             return f"models:/{model.model_id}"
     raise LookupError(

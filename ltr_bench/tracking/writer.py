@@ -70,6 +70,7 @@ from ltr_bench.tracking.layout import (
     record_values,
     run_params,
 )
+from ltr_bench.tracking.models_index import delete_run_models
 from ltr_bench.tracking.owners import (
     TAG_END_REASON,
     TAG_RESUMED,
@@ -324,6 +325,7 @@ class Tracker:
                     )
                 # superseded (--force), partial, damaged or a duplicate: replaced
                 self.client.delete_run(run.info.run_id)
+                delete_run_models(self.client, exp_id, run.info.run_id)
             if run_id is None:
                 run_id = self._log_fold_run(exp_id, parent, record, plan)
             self._parent_records.setdefault(record.plan_key, {})[record.key] = record
