@@ -1,4 +1,5 @@
-"""The ``ltr-bench`` command line: ``run``, ``rankers``, ``datasets``, ``ui``, ``report``.
+"""The ``ltr-bench`` command line: ``run``, ``rankers``, ``datasets``, ``ui``, ``report``,
+``predict``, ...
 
 Exit codes: 0 ok; 1 a run failed (a ranker raised, data missing or malformed, MLflow
 unreachable: the local results are kept); 2 bad invocation (unknown ranker / dataset /
@@ -44,6 +45,7 @@ def main() -> None:
       ltr-bench run --ranker all --dataset ohsumed --folds 1,3 --param lightgbm.num_leaves=31
       ltr-bench run --config plan.toml
       ltr-bench report --dataset synthetic
+      ltr-bench predict --model runs:/<run id>/model --data queries.txt
       ltr-bench ui --port 5000
     """
 
