@@ -14,7 +14,11 @@ logging process; :func:`bench_overhead.timed`), and the seconds its records spen
 models (``stage_seconds["save"]``). Then the median over the pairs of (keep - none), wall
 and CPU, and the ratio of the median walls. The load average is printed before and after.
 
+``--no-mlflow`` runs both sides without MLflow: the difference is then the run's own cost of
+saving the models (its critical path), without the logging process's.
+
     python benchmarks/bench_keep_models.py --repeat 5
+    python benchmarks/bench_keep_models.py --repeat 5 --no-mlflow
 """
 
 from __future__ import annotations
@@ -40,9 +44,9 @@ def _save_seconds(results: Path) -> float:
     return sum(r["stage_seconds"].get("save", 0.0) for r in recs)
 
 
-def _one(work: Path, env: dict, keep: bool, n: int) -> tuple[float, float]:
+def _one(work: Path, env: dict, keep: bool, n: int, mlflow: bool) -> tuple[float, float]:
     results = work / f"results-{n}-{'keep' if keep else 'none'}"
-    extra = [] if keep else ["--keep-models", "none"]
+    extra = ([] if keep else ["--keep-models", "none"]) + ([] if mlflow else ["--no-mlflow"])
     wall = timed([*MAIN, "--results-dir", str(results), *extra], work, env)
     cpu = LAST_CPU[0]
     models = len(list(results.glob("*.model.*")))
@@ -58,12 +62,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=5, help="pairs of runs (default 5)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    ap.add_argument("--no-mlflow", action="store_true", help="both sides without MLflow")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="ltr-bench-keep-models-"))
     env = {**os.environ, "LTR_BENCH_CACHE": str(work / "cache")}
     env.pop("MLFLOW_TRACKING_URI", None)
     print(f"{os.cpu_count()} cores; {load()}; scratch {work}")
-    print(f"command: ltr-bench {' '.join(MAIN)} [--keep-models none]")
+    tail = " --no-mlflow" if args.no_mlflow else ""
+    print(f"command: ltr-bench {' '.join(MAIN)} [--keep-models none]{tail}")
     try:
         timed([*MAIN, "--folds", "1", "--results-dir", str(work / "warm")], work, env)
         walls: dict[bool, list[float]] = {True: [], False: []}
@@ -71,7 +77,7 @@ def main() -> None:
         for n in range(args.repeat):
             print(f"pair {n + 1}:")
             for keep in (True, False) if n % 2 == 0 else (False, True):
-                wall, cpu = _one(work, env, keep, n)
+                wall, cpu = _one(work, env, keep, n, not args.no_mlflow)
                 walls[keep].append(wall)
                 cpus[keep].append(cpu)
         d_wall = statistics.median(k - o for k, o in zip(walls[True], walls[False]))

@@ -71,7 +71,8 @@ def parse_data_spec(text: str) -> DataSpec:
         return DataSpec(path=Path(text).expanduser())
     name, _, rest = text.partition(":")
     fold_text, _, split = rest.partition(":")
-    if not name or (("/" in name or name.startswith(".")) and not rest):
+    looks_like_a_file = "/" in name or "." in name  # dataset names have neither
+    if not name or (looks_like_a_file and not Path(name).expanduser().is_dir()):
         raise UsageError(
             f"--data {text}: no such file (give a LETOR file or DATASET[:FOLD[:SPLIT]])"
         )

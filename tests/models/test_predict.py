@@ -173,5 +173,8 @@ def test_data_specs_name_a_file_or_a_datasets_fold_and_split(tmp_path):
     assert parse_data_spec(str(f)).path == f
     assert parse_data_spec("synthetic") == DataSpec(dataset="synthetic", fold=1, split="test")
     assert parse_data_spec("mq2007:3:vali") == DataSpec(dataset="mq2007", fold=3, split="vali")
+    assert parse_data_spec(str(tmp_path)) == DataSpec(dataset=str(tmp_path))  # a LETOR folder
     code, out = _cli("--model", tmp_path, "--data", "synthetic:1:dev")
     assert code == 2 and "split" in out
+    code, out = _cli("--model", tmp_path, "--data", "queries.txt")
+    assert code == 2 and "queries.txt: no such file" in out
