@@ -232,6 +232,7 @@ _WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # a Python process that imports the ranker stack
 def test_a_kill_while_writing_leaves_the_old_whole_model_and_the_next_save_cleans_up(tmp_path):
     target = tmp_path / "m"
     proc = subprocess.Popen(
