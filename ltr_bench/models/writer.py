@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ltr_bench.model_state import encode_state
+from ltr_bench.model_state import encode_state, fitted_attributes
 from ltr_bench.models.manifest import (
     FORMAT,
     FORMAT_VERSION,
@@ -70,6 +70,11 @@ def save_model(
             f"ranker {ranker_name!r} ({type(ranker).__name__}) cannot be saved: it does not "
             "implement save_native() and load_native() (see the plugin guide, 'Save and load')"
         )
+    if not fitted_attributes(ranker):  # the contract: learned state ends in "_"
+        raise ModelSaveError(
+            f"ranker {ranker_name!r} ({type(ranker).__name__}) is not fitted: call fit() "
+            "before saving it"
+        )
     entry = get_entry(ranker_name)
     try:
         prep = check_preprocessing(preprocessing)
@@ -89,7 +94,7 @@ def save_model(
             extras = ranker.save_native(tmp / NATIVE)
         except OSError as exc:
             raise ModelSaveError(f"cannot write {folder}: {reason_of(exc)}") from None
-        except (TypeError, ValueError, NotImplementedError) as exc:
+        except (TypeError, ValueError, AttributeError, NotImplementedError) as exc:
             raise ModelSaveError(f"ranker {ranker_name!r} cannot be saved: {exc}") from None
         extras = _json_extras(extras, ranker_name)
         if preprocessing is None or "feature_transform" not in preprocessing:

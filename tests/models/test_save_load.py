@@ -144,6 +144,12 @@ def test_a_ranker_without_the_hooks_cannot_be_saved_and_says_why(tmp_path):
     assert not (tmp_path / "m").exists()
 
 
+def test_an_unfitted_ranker_is_refused_and_leaves_no_folder(tmp_path):
+    with pytest.raises(ModelSaveError, match="is not fitted: call fit"):
+        save_model(make_ranker("ridge"), tmp_path / "m", ranker_name="ridge")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_saving_over_a_model_replaces_it_and_over_a_foreign_folder_is_refused(tmp_path):
     X, y, qid = _data()
     first = make_ranker("ridge", {"alpha": 1.0}).fit(X, y, qid=qid)
