@@ -62,6 +62,7 @@ import numpy as np
 
 from ltr_bench.data import resolve_data_dir
 from ltr_bench.data.layout import BUILTIN_DIR
+from ltr_bench.model_state import load_fitted_state, save_fitted_state
 from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input
 
 __all__ = ["GRID", "NormReferenceRanker", "load_validation_sets", "main", "ridge_scores"]
@@ -115,6 +116,13 @@ class NormReferenceRanker(BaseRanker):
         self.scale_ = np.where(norm > 0, norm, 1.0)
         self.n_features_in_ = X.shape[1]
         return self
+
+    def save_native(self, folder) -> dict:
+        return save_fitted_state(self, folder)
+
+    @classmethod
+    def load_native(cls, folder, manifest):
+        return load_fitted_state(cls, folder, manifest)
 
     def predict(self, X, *, qid=None):
         self._check_fitted("scale_")

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import numbers
 import time
+from pathlib import Path
 
 import numpy as np
 from scipy.sparse import coo_matrix
@@ -45,6 +46,7 @@ from scipy.sparse.csgraph import connected_components
 from sklearn.model_selection import GroupKFold, KFold, StratifiedKFold
 
 from ltr_bench.evaluation.metrics import evaluate, knn_error
+from ltr_bench.model_state import load_fitted_state, save_fitted_state
 from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input
 from ltr_bench.run.unit import KNN_K  # select with the k the harness reports
 from ltr_bench_baselines.mlr import MLRRanker, RMLRRanker
@@ -160,6 +162,25 @@ class _SelectedMLR(BaseRanker):
         self.selection_criterion_ = criterion
         self.n_features_in_ = X.shape[1]
         return self
+
+    def save_native(self, folder) -> dict:
+        """The selected MLR / R-MLR model in ``selected/`` (its own save_native), the
+        selection's numbers beside it."""
+        self._check_fitted("model_")
+        inner = {"class": type(self.model_).__name__, "params": self.model_.get_params()}
+        (Path(folder) / "selected").mkdir()
+        self.model_.save_native(Path(folder) / "selected")
+        return save_fitted_state(self, folder, replace={"model_": inner})
+
+    @classmethod
+    def load_native(cls, folder, manifest):
+        classes = {c.__name__: c for c in (MLRRanker, RMLRRanker)}
+        rebuild = {
+            "model_": lambda inner: classes[inner["class"]].load_native(
+                Path(folder) / "selected", {"params": inner["params"]}
+            )
+        }
+        return load_fitted_state(cls, folder, manifest, rebuild=rebuild)
 
     def predict(self, X, *, qid=None):
         self._check_fitted("model_")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ltr_bench.model_state import load_fitted_state, save_fitted_state
 from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input, split_query_document
 
 __all__ = ["EuclideanRanker"]
@@ -52,6 +53,13 @@ class EuclideanRanker(BaseRanker):
         self.z_ = D[y == y.max()].mean(axis=0) if Q is None else None
         self.n_features_in_ = X.shape[1]
         return self
+
+    def save_native(self, folder) -> dict:
+        return save_fitted_state(self, folder)
+
+    @classmethod
+    def load_native(cls, folder, manifest):
+        return load_fitted_state(cls, folder, manifest)
 
     def predict(self, X, *, qid=None):
         self._check_fitted("n_features_in_")

@@ -18,6 +18,8 @@ Contract (scikit-learn style)::
     get_params(deep=True) / set_params(**params)   (from scikit-learn's BaseEstimator)
     ranker_tags() -> RankerTags                       (what the ranker declares; see below)
     fitted_info() -> dict[str, int | float | str]     (what the fitted model is; see below)
+    save_native(folder) -> dict; classmethod load_native(folder, manifest) -> ranker
+                                                      (optional: the ranker can be saved)
 
 Conventions: ``__init__`` only stores its arguments; learned state ends in ``_``;
 ``predict`` before ``fit`` raises :class:`NotFittedError` with a message that says so. A
@@ -52,6 +54,7 @@ __all__ = [
     "RankerInputError",
     "RankerTags",
     "apply_run_settings",
+    "can_save",
     "check_ranking_input",
     "query_boundaries",
     "split_query_document",
@@ -254,6 +257,19 @@ def split_query_document(
     return X[:, :qd], X[:, qd:]
 
 
+def can_save(ranker) -> bool:
+    """Whether ``ranker`` (an instance or a class) declares it can be saved: it has its own
+    ``save_native`` and ``load_native`` (overriding :class:`BaseRanker`'s, which refuse)."""
+    import inspect
+
+    cls = ranker if isinstance(ranker, type) else type(ranker)
+    for hook in ("save_native", "load_native"):
+        own = inspect.getattr_static(cls, hook, None)
+        if own is None or own is BaseRanker.__dict__[hook]:
+            return False
+    return True
+
+
 def tags_of(ranker) -> RankerTags:
     """``ranker.ranker_tags()``, or the default :class:`RankerTags` when the ranker has no
     such method. Raises ``TypeError`` when the method returns something else (a broken
@@ -371,6 +387,28 @@ class BaseRanker(BaseEstimator):
         training and validation data: never the test split. The default: no curves, ``{}``.
         """
         return {}
+
+    def save_native(self, folder) -> dict:
+        """Write the fitted model into the existing, empty ``folder`` (a :class:`pathlib.Path`)
+        in non-executable formats (a library's own model file, JSON, ``.npz``; never pickle)
+        and return the manifest extras: a ``str``-keyed dict of JSON values (``{}`` for none).
+
+        Overriding this and :meth:`load_native` declares that the ranker can be saved; the
+        default says it cannot (``NotImplementedError``). ``ltr_bench.models.save_model`` calls
+        it (inside a temporary folder that is renamed when complete) and writes the manifest;
+        :mod:`ltr_bench.model_state` writes fitted numbers (``save_fitted_state``)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} cannot be saved: it does not implement save_native() and "
+            "load_native() (see the plugin guide, 'Save and load')"
+        )
+
+    @classmethod
+    def load_native(cls, folder, manifest: dict):
+        """The fitted ranker :meth:`save_native` wrote in ``folder``; ``manifest`` is the
+        model's manifest (``manifest["params"]``: ``get_params(deep=False)`` at saving;
+        ``manifest["extras"]``: what ``save_native`` returned). Must not unpickle anything.
+        ``predict`` of the result must equal the saved ranker's bit for bit."""
+        raise NotImplementedError(f"{cls.__name__} cannot load a saved model")
 
     def _check_fitted(self, *attributes: str) -> None:
         attrs = attributes or tuple(

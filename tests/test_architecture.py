@@ -32,7 +32,18 @@ PACKAGES: dict[str, Path] = {
     },
 }
 
-WINGS = {"cli", "run", "evaluation", "results", "report", "tune", "tracking", "data", "clicks"}
+WINGS = {
+    "cli",
+    "run",
+    "evaluation",
+    "results",
+    "report",
+    "tune",
+    "tracking",
+    "data",
+    "clicks",
+    "models",
+}
 RANKERS = "rankers"  # the baselines and every plugin
 
 #: wing -> the other wings it may import ("root" = the contract modules at the top level)
@@ -41,15 +52,18 @@ ALLOWED: dict[str, set[str]] = {
     "data": {"root"},
     "evaluation": {"root"},
     "results": {"root", "evaluation"},
-    "run": {"root", "data", "evaluation", "results", "clicks"},
+    "run": {"root", "data", "evaluation", "results", "clicks", "models"},
     # clicks: simulated click logs transform loaded folds; the registry (root) builds the
     # logging ranker
     "clicks": {"root", "data"},
-    "tracking": {"root", "evaluation", "results"},
-    "tune": {"root", "data", "evaluation", "results", "run", "tracking"},
+    "tracking": {"root", "evaluation", "results", "models"},
+    "tune": {"root", "data", "evaluation", "results", "run", "tracking", "models"},
     # data: the published-results table checks its dataset names and fold counts against the
     # dataset specs (metadata only; the report never loads data)
     "report": {"root", "data", "evaluation", "results"},
+    # models: the saved-model format; data for the preprocessing a model expects
+    # (query_level_norm), results for its atomic-write conventions
+    "models": {"root", "data", "evaluation", "results"},
     "cli": {"root", *WINGS, RANKERS},
     RANKERS: {"root", "evaluation"},
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ltr_bench.model_state import load_fitted_state, save_fitted_state
 from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input, query_boundaries
 from ltr_bench.testing import check_ranker, make_check_data, parametrize_with_checks, ranker_checks
 
@@ -36,6 +37,13 @@ class RidgeRanker(BaseRanker):
             X, None, qid, n_features=self.n_features_in_, require_qid=False
         )
         return X @ self.coef_[:-1] + self.coef_[-1]
+
+    def save_native(self, folder) -> dict:
+        return save_fitted_state(self, folder)
+
+    @classmethod
+    def load_native(cls, folder, manifest):
+        return load_fitted_state(cls, folder, manifest)
 
 
 def _expect_failure(ranker, check_name):

@@ -61,10 +61,12 @@ import os
 import tempfile
 import warnings
 from numbers import Integral, Real
+from pathlib import Path
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ltr_bench.model_state import load_fitted_state, save_fitted_state
 from ltr_bench.progress import report_intermediate, report_progress
 from ltr_bench.ranker import check_ranking_input
 
@@ -307,6 +309,29 @@ class CatBoostRanker(GBDTRanker):
         self.best_iteration_ = int(model.tree_count_)
         self.rounds_trained_ = max(int(model.tree_count_), len(next(iter(curves.values()), [])))
         return self
+
+    def save_native(self, folder) -> dict:
+        """``model.cbm``: the model in CatBoost's own binary format (absent when ``fit`` had
+        nothing to learn and ``model_`` is None); ``state.json``: the other fitted attributes.
+        Loaded with ``CatBoostRanker().load_model(..., format="cbm")``."""
+        import catboost
+
+        self._check_fitted("model_")
+        if self.model_ is not None:
+            self.model_.save_model(str(Path(folder) / "model.cbm"), format="cbm")
+        save_fitted_state(self, folder, skip=("model_",))
+        return {"library": "catboost", "library_version": catboost.__version__}
+
+    @classmethod
+    def load_native(cls, folder, manifest):
+        import catboost
+
+        ranker = load_fitted_state(cls, folder, manifest)
+        path = Path(folder) / "model.cbm"
+        ranker.model_ = None
+        if path.exists():
+            ranker.model_ = catboost.CatBoostRanker().load_model(str(path), format="cbm")
+        return ranker
 
     def predict(self, X, *, qid=None):
         self._check_fitted("model_")

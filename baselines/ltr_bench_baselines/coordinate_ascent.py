@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ltr_bench.model_state import load_fitted_state, save_fitted_state
 from ltr_bench.progress import report_progress
 from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input, query_boundaries
 from ltr_bench.timing import thread_limit
@@ -391,6 +392,15 @@ class CoordinateAscentRanker(BaseRanker):
                 break
         self.trace_.append(np.asarray(trace))
         return w, best, n_pass
+
+    def save_native(self, folder) -> dict:
+        """``state.npz`` / ``state.json`` (:mod:`ltr_bench.model_state`): every fitted
+        attribute (the weight vector ``coef_`` and the restarts' scores)."""
+        return save_fitted_state(self, folder)
+
+    @classmethod
+    def load_native(cls, folder, manifest):
+        return load_fitted_state(cls, folder, manifest)
 
     def predict(self, X, *, qid=None):
         """``X @ coef_``: float64 (n_docs,) in row order."""

@@ -20,10 +20,12 @@ shared with the XGBoost rankers and documented in :mod:`ltr_bench_baselines.gbdt
 from __future__ import annotations
 
 from numbers import Integral, Real
+from pathlib import Path
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ltr_bench.model_state import load_fitted_state, save_fitted_state
 from ltr_bench.progress import report_progress
 from ltr_bench.ranker import check_ranking_input
 
@@ -279,6 +281,25 @@ class LightGBMRanker(GBDTRanker):
         self.params_ = params
         self.resolved_params_ = resolved
         return self
+
+    def save_native(self, folder) -> dict:
+        """``model.txt``: the booster in LightGBM's own model text (every tree, thresholds
+        written exactly); ``state.json``: the other fitted attributes (best iteration, curves,
+        parameters). Loaded with ``lightgbm.Booster(model_file=...)``."""
+        import lightgbm as lgb
+
+        self._check_fitted("booster_")
+        self.booster_.save_model(str(Path(folder) / "model.txt"), num_iteration=-1)
+        save_fitted_state(self, folder, skip=("booster_",))
+        return {"library": "lightgbm", "library_version": lgb.__version__}
+
+    @classmethod
+    def load_native(cls, folder, manifest):
+        import lightgbm as lgb
+
+        ranker = load_fitted_state(cls, folder, manifest)
+        ranker.booster_ = lgb.Booster(model_file=str(Path(folder) / "model.txt"))
+        return ranker
 
     def predict(self, X, *, qid=None):
         self._check_fitted("booster_")

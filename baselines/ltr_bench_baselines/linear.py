@@ -56,6 +56,12 @@ import numbers
 
 import numpy as np
 
+from ltr_bench.model_state import (
+    estimator_from_state,
+    estimator_state,
+    load_fitted_state,
+    save_fitted_state,
+)
 from ltr_bench.ranker import (
     BaseRanker,
     RankerTags,
@@ -113,6 +119,20 @@ class _LinearRanker(BaseRanker):
         F = self._features(X)
         self.scaler_ = StandardScaler().fit(F)
         return self.scaler_.transform(F)
+
+    def save_native(self, folder) -> dict:
+        """``state.npz`` / ``state.json`` (:mod:`ltr_bench.model_state`): the coefficients,
+        the intercept and the training standardisation's mean and scale."""
+        return save_fitted_state(
+            self, folder, skip=("scaler_",), replace={"scaler_": estimator_state(self.scaler_)}
+        )
+
+    @classmethod
+    def load_native(cls, folder, manifest):
+        from sklearn.preprocessing import StandardScaler
+
+        rebuild = {"scaler_": lambda state: estimator_from_state(StandardScaler, state)}
+        return load_fitted_state(cls, folder, manifest, rebuild=rebuild)
 
     def predict(self, X, *, qid=None):
         """``z . coef_ + intercept_`` with ``z`` the training-split standardisation of ``X``;

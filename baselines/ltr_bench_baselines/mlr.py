@@ -41,6 +41,7 @@ import warnings
 
 import numpy as np
 
+from ltr_bench.model_state import load_fitted_state, save_fitted_state
 from ltr_bench.ranker import (
     BaseRanker,
     RankerInputError,
@@ -223,6 +224,15 @@ class MLRRanker(BaseRanker):
                 stacklevel=2,
             )
         return self
+
+    def save_native(self, folder) -> dict:
+        """``state.npz`` / ``state.json`` (:mod:`ltr_bench.model_state`): every fitted
+        attribute (the metric ``M_``, its factor ``W_``, the standardisation)."""
+        return save_fitted_state(self, folder)
+
+    @classmethod
+    def load_native(cls, folder, manifest):
+        return load_fitted_state(cls, folder, manifest)
 
     def predict(self, X, *, qid=None):
         """Scores ``-(q - x)^T W (q - x)`` or ``-(x - z)^T W (x - z)``, float64, row order."""

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ltr_bench.model_state import load_fitted_state, save_fitted_state
 from ltr_bench.progress import report_intermediate, report_progress
 from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input, query_boundaries
 from ltr_bench.timing import thread_limit
@@ -230,6 +231,15 @@ class RankBoostRanker(BaseRanker):
         self.n_features_in_ = X.shape[1]
         warn_skipped("rankboost", self.n_queries_skipped_, int(varied.size))
         return self
+
+    def save_native(self, folder) -> dict:
+        """``state.npz`` / ``state.json`` (:mod:`ltr_bench.model_state`): every fitted
+        attribute (the weak rankers' features, thresholds and weights)."""
+        return save_fitted_state(self, folder)
+
+    @classmethod
+    def load_native(cls, folder, manifest):
+        return load_fitted_state(cls, folder, manifest)
 
     def predict(self, X, *, qid=None):
         """``sum_t alpha_t [x_{f_t} > theta_t]``: float64 (n_docs,) in row order."""

@@ -50,6 +50,12 @@ import warnings
 
 import numpy as np
 
+from ltr_bench.model_state import (
+    estimator_from_state,
+    estimator_state,
+    load_fitted_state,
+    save_fitted_state,
+)
 from ltr_bench.progress import report_progress
 from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input, query_boundaries
 from ltr_bench.timing import thread_limit
@@ -313,6 +319,21 @@ class RankSVMRanker(BaseRanker):
             svm.fit(D, sign)
         converged = not any(issubclass(c.category, ConvergenceWarning) for c in caught)
         return svm.coef_.ravel().astype(np.float64), int(np.max(svm.n_iter_)), converged
+
+    def save_native(self, folder) -> dict:
+        """``state.npz`` / ``state.json`` (:mod:`ltr_bench.model_state`): the weight vector
+        ``coef_``, the training standardisation's mean and scale, the fitting diagnostics."""
+        scaler = None if self.scaler_ is None else estimator_state(self.scaler_)
+        return save_fitted_state(self, folder, skip=("scaler_",), replace={"scaler_": scaler})
+
+    @classmethod
+    def load_native(cls, folder, manifest):
+        from sklearn.preprocessing import StandardScaler
+
+        def scaler(state):  # None: fitted with standardize=False
+            return None if state is None else estimator_from_state(StandardScaler, state)
+
+        return load_fitted_state(cls, folder, manifest, rebuild={"scaler_": scaler})
 
     def predict(self, X, *, qid=None):
         """``z(X) . coef_`` (``X . coef_`` when ``standardize=False``): float64 (n_docs,) in

@@ -8,10 +8,12 @@ shared with LightGBM and documented in :mod:`ltr_bench_baselines.gbdt_common`.
 from __future__ import annotations
 
 from numbers import Integral, Real
+from pathlib import Path
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ltr_bench.model_state import load_fitted_state, save_fitted_state
 from ltr_bench.progress import report_progress
 from ltr_bench.ranker import check_ranking_input
 
@@ -192,6 +194,25 @@ class _XGBoostRanker(GBDTRanker):
         self.params_ = params
         self.resolved_params_ = resolved
         return self
+
+    def save_native(self, folder) -> dict:
+        """``model.ubj``: the booster in XGBoost's own UBJSON model format (every tree, the
+        base score); ``state.json``: the other fitted attributes (rounds used, curves,
+        parameters). Loaded with ``xgboost.Booster(model_file=...)``."""
+        import xgboost as xgb
+
+        self._check_fitted("booster_")
+        self.booster_.save_model(str(Path(folder) / "model.ubj"))
+        save_fitted_state(self, folder, skip=("booster_",))
+        return {"library": "xgboost", "library_version": xgb.__version__}
+
+    @classmethod
+    def load_native(cls, folder, manifest):
+        import xgboost as xgb
+
+        ranker = load_fitted_state(cls, folder, manifest)
+        ranker.booster_ = xgb.Booster(model_file=str(Path(folder) / "model.ubj"))
+        return ranker
 
     def predict(self, X, *, qid=None):
         import xgboost as xgb

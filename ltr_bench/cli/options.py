@@ -125,6 +125,23 @@ save_scores = click.option(
     "MLflow, for trec_eval, ranx or the LETOR scripts.",
 )
 
+keep_models = click.option(
+    "--keep-models",
+    type=click.Choice(["all", "none"]),
+    default="all",
+    show_default=True,
+    help="Keep each finished cell's fitted model beside its result (and in MLflow as an "
+    "MLflow Model), for `ltr-bench predict`; none: keep no model.",
+)
+
+
+def kept_models_root(choice: str, results_root) -> str | None:
+    """Where cells keep their models (``expand_plan(keep_models=...)``): the results folder
+    as an absolute path (Dask workers run elsewhere), or None for ``--keep-models none``."""
+    from pathlib import Path
+
+    return None if choice == "none" else str(Path(results_root).absolute())
+
 
 def write_records_output(output: str | None, records, results_root) -> str | None:
     """``--output``: the records as JSON (:func:`ltr_bench.results.records_json`) through the

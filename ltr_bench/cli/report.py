@@ -172,6 +172,15 @@ def _records(
     help="Read the local results folder instead of MLflow (the report is the "
     "same; e.g. after `run --no-mlflow`).",
 )
+@click.option(
+    "--register",
+    "register_name",
+    default=None,
+    metavar="NAME",
+    help="Register the best configuration's kept models (one version per fold run; best "
+    "by mean ndcg@10, else the first --metric) as registered model NAME in MLflow's "
+    "Model registry, with the metrics and the comparison it won in each description.",
+)
 @click.pass_context
 def report_command(
     ctx: click.Context,
@@ -189,6 +198,7 @@ def report_command(
     convention,
     tracking_uri,
     results_dir,
+    register_name,
 ) -> None:
     """Rankers x metrics table (mean ± std over folds and seeds, fit and scoring time) with
     paired significance tests against a baseline, from finished results.
@@ -200,13 +210,19 @@ def report_command(
     Exit codes: 0 ok, 1 nothing to report / results not comparable / MLflow failed,
     2 bad invocation.
     """
-    from ltr_bench.report.tables import build_report
+    from ltr_bench.report.tables import ReportError, build_report
     from ltr_bench.report.text import format_report
     from ltr_bench.results import check_output_path, check_writable_dir, write_output
     from ltr_bench.results.files import reason_of
     from ltr_bench.results.labels import split_names  # here: `ltr-bench --help` needs no numpy
 
     # every list option is checked before anything is read (reading MLflow takes a while)
+    if register_name is not None and (results_dir is not None or all_datasets):
+        raise ReportError(
+            "--register takes the models of one dataset's runs in MLflow (not with "
+            "--results-dir or --all-datasets)",
+            usage=True,
+        )
 
     if output:
         check_output_path(output, "--output")
@@ -291,7 +307,26 @@ def report_command(
             except TrackingError as exc:
                 click.echo(f"Error: {exc} (the PNG files are written)", err=True)
                 code = EXIT_FAILED
+    if register_name is not None:
+        _register(report, register_name, tracking_uri)
     ctx.exit(code)
+
+
+def _register(report, name: str, tracking_uri) -> None:
+    """``--register``: the best row's fold runs, each as a version of ``name``."""
+    from ltr_bench.report.register import best_row, version_descriptions
+    from ltr_bench.tracking.models import register_in_store
+
+    row = best_row(report)
+    pairs = version_descriptions(report, row)
+    runs = [((rec.mlflow or {}).get("run_id"), text) for rec, text in pairs]
+    runs = [(run_id, text) for run_id, text in runs if run_id]
+    versions = register_in_store(tracking_uri, name, runs)
+    for (run_id, version), (rec, _) in zip(versions, pairs):
+        click.echo(
+            f"registered {name} version {version}: {row.label} fold {rec.fold} (run {run_id})",
+            err=True,
+        )
 
 
 def _multi(

@@ -112,6 +112,7 @@ def _err(message: str) -> None:
 @options.output
 @click.option("--force", is_flag=True, help="Re-run cells that finished before.")
 @options.save_scores
+@options.keep_models
 @click.option(
     "--config",
     default=None,
@@ -138,6 +139,7 @@ def run_cmd(
     force,
     score_repeats,
     save_scores,
+    keep_models,
     workers,
     scheduler,
     **plan_options,
@@ -162,6 +164,7 @@ def run_cmd(
                 force=force,
                 score_repeats=score_repeats,
                 save_scores=save_scores,
+                keep_models=keep_models,
                 workers=workers,
                 scheduler=scheduler,
                 **plan_options,
@@ -200,6 +203,7 @@ def _run_logged(
     force,
     score_repeats,
     save_scores,
+    keep_models,
     workers,
     scheduler,
     **plan_options,
@@ -226,7 +230,12 @@ def _run_logged(
         from ltr_bench.run.listener import Listeners
 
         console.status("checking rankers and data ...", force=True)
-        expanded = expand_plan(plan, score_repeats=score_repeats, save_scores=save_scores)
+        expanded = expand_plan(
+            plan,
+            score_repeats=score_repeats,
+            save_scores=save_scores,
+            keep_models=options.kept_models_root(keep_models, results_root),
+        )
         store = ResultStore(results_root)
         options.check_outputs(store.root, output, plan.cache_dir)
     except BaseException:

@@ -111,6 +111,7 @@ def _err(message: str) -> None:
 @options.results_dir
 @options.output
 @options.save_scores
+@options.keep_models
 @click.option(
     "--optuna-storage",
     default=None,
@@ -151,6 +152,7 @@ def tune_command(
     results_dir,
     output,
     save_scores,
+    keep_models,
     optuna_storage,
     force,
     workers,
@@ -226,6 +228,7 @@ def tune_command(
                 executor=executor,
                 output=output,
                 save_scores=save_scores,
+                keep_models=keep_models,
             )
     except KeyboardInterrupt:
         _err(
@@ -249,6 +252,7 @@ def _tune(
     executor=None,
     output=None,
     save_scores=False,
+    keep_models="none",
 ) -> int:
     """Tune every cell of ``plan`` not yet tuned (all with ``force``) on ``executor`` (in
     process when None; a Dask executor given here is left open, one made by the command is
@@ -265,9 +269,12 @@ def _tune(
 
     console = Console()
     console.status("checking rankers and data ...", force=True)
-    expanded = expand_plan(plan, score_repeats=score_repeats, save_scores=save_scores)
     store = ResultStore(
         Path(results_dir) if results_dir else Path.cwd() / "mlflow_runs" / "results"
+    )
+    keep = options.kept_models_root(keep_models, store.root)
+    expanded = expand_plan(
+        plan, score_repeats=score_repeats, save_scores=save_scores, keep_models=keep
     )
     options.check_outputs(store.root, output, plan.cache_dir)
     if optuna_storage is None or optuna_storage.endswith(".journal"):

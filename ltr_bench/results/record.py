@@ -63,12 +63,15 @@ class ResultRecord:
     stage_seconds: wall seconds of the cell's stages: ``load`` (reading or generating the
     fold; in process one load serves every ranker of a fold and each of its records carries
     it), ``setup`` (building the ranker), ``fit``, ``score`` (the warm-up call and the timed
-    repeats of ``predict`` on the test split), ``evaluate`` (the metrics).
+    repeats of ``predict`` on the test split), ``evaluate`` (the metrics), ``save`` (writing
+    the kept model, :mod:`ltr_bench.run.keep`).
     model_info: what the fitted model is (its size, diagnostics): the ranker's
     ``fitted_info()``.
     learning_curves: the ranker's ``learning_curves()``: ``{"train_loss": [...],
     "vali_ndcg@10": [...]}``, one float per iteration or epoch (empty for rankers without
     curves, and in records written before curves existed).
+    model_dir: the folder of the kept fitted model (``<results>/<key>.model.<token>``,
+    :mod:`ltr_bench.run.keep`), None when models were not kept or it could not be saved.
     status: ``"ok"`` or ``"failed"`` (then ``error``, ``error_stage``, ``traceback``).
     flags: machine-readable marks on the numbers: ``constant_scores`` (every test score
     equal: the metrics are a random ranking's), ``loaded_machine`` (the load average
@@ -118,6 +121,7 @@ class ResultRecord:
     model_info: dict[str, Any] = field(default_factory=dict)
     learning_curves: dict[str, list[float]] = field(default_factory=dict)
     run_file: str | None = None
+    model_dir: str | None = None
     flags: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
@@ -205,7 +209,7 @@ FIELD_KINDS: dict[str, str] = {
         ),
         "str",
     ),
-    **dict.fromkeys(("run_file", "error", "error_stage", "traceback"), "str?"),
+    **dict.fromkeys(("run_file", "model_dir", "error", "error_stage", "traceback"), "str?"),
     **dict.fromkeys(
         ("fold", "seed", "n_train_docs", "n_test_docs", "n_test_queries", "score_repeats",
          "format"),

@@ -1,6 +1,7 @@
 """The local store of results: :class:`ResultStore` (and its per-cell claims, :mod:`.claims`).
 
-Finished records are files, ``<root>/<key>.json`` and ``<root>/<key>.per_query.csv``,
+Finished records are files, ``<root>/<key>.json`` and ``<root>/<key>.per_query.csv``
+(and the kept model's folder ``<root>/<key>.model.<token>``, which the record names),
 written atomically (:func:`ltr_bench.results.files.atomic_write_text`), the CSV before the
 JSON, so a record file exists only for a completely written result. This is the source of
 truth of every finished cell; MLflow gets a copy. Knows neither MLflow nor the harness.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 from ltr_bench.results.claims import CellClaim, acquire, wait_for_claim
@@ -165,7 +167,20 @@ class ResultStore:
             path, json.dumps(record.to_dict(), indent=1, sort_keys=True, allow_nan=True) + "\n"
         )
         self._index()[record.key] = record
+        self._drop_other_models(record)
         return path
+
+    def _drop_other_models(self, record: ResultRecord) -> None:
+        """Remove every model folder of ``record``'s cell (``<key>.model.<token>``, written by
+        :mod:`ltr_bench.run.keep` before the record) that the record does not name: a
+        superseded fit (``--force``), or one whose record was never written (a kill between
+        the two). Called with the cell's claim held, so no other process is writing one."""
+        keep = Path(record.model_dir).name if record.model_dir else None
+        # ".<key>.model.*": the writer's temporary folders, left by a killed process
+        for pattern in (f"{record.key}.model.*", f".{record.key}.model.*"):
+            for folder in self.root.glob(pattern):
+                if folder.name != keep and folder.is_dir():
+                    shutil.rmtree(folder, ignore_errors=True)
 
     def per_query(self, record: ResultRecord) -> dict[str, list] | None:
         """The per-query values of a record (from memory, else from its CSV)."""

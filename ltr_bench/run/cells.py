@@ -77,6 +77,7 @@ class Cell:
     command: str | None = None  # the invocation that planned it (provenance only)
     conventions: tuple[str, ...] = ()  # extra convention profiles to score under
     save_scores: bool = False  # keep the test scores as a TREC run file
+    keep_models: str | None = None  # folder to keep the fitted model in (None: not kept)
 
     def config(self) -> dict[str, Any]:
         """The resolved configuration of this cell (stored with the run as JSON)."""
@@ -188,9 +189,16 @@ class ExpandedPlan:
     metrics: tuple[str, ...]
 
 
-def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False) -> ExpandedPlan:
+def expand_plan(
+    plan: Plan,
+    *,
+    score_repeats: int = 5,
+    save_scores: bool = False,
+    keep_models: str | Path | None = None,
+) -> ExpandedPlan:
     """Validate the plan against the registries and data home; one :class:`Cell` per
-    dataset x fold x ranker.
+    dataset x fold x ranker. ``keep_models``: the results folder, where each cell keeps its
+    fitted model (:mod:`ltr_bench.run.keep`); None: models are not kept.
 
     Raises :class:`PlanError` (bad metric, unknown fold or option),
     :class:`~ltr_bench.registry.RegistryError` (unknown ranker, bad parameter, broken
@@ -326,6 +334,7 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
                             command=plan.command,
                             conventions=tuple(plan.conventions),
                             save_scores=save_scores,
+                            keep_models=None if keep_models is None else str(keep_models),
                             max_label=None if spec is None else int(spec.label_max),
                         )
                     )

@@ -2,8 +2,9 @@
 
 :func:`run_cell` is a pure function of a :class:`~ltr_bench.run.cells.Cell` (and, when the
 caller has it, the loaded fold): load, fit on train (validation split as ``eval_set``), score
-test, evaluate. It writes nothing, so an executor can run it anywhere (in this process or on
-a Dask worker); :mod:`ltr_bench.run.harness` saves and announces what it returns.
+test, evaluate. It writes nothing but the kept model (:mod:`ltr_bench.run.keep`), so an
+executor can run it anywhere (in this process or on a Dask worker);
+:mod:`ltr_bench.run.harness` saves and announces what it returns.
 
 Guarantees
 ----------
@@ -11,6 +12,8 @@ Guarantees
   the ranker sees them; the record carries the train / vali / test fingerprints.
 * One seed: every ranker gets ``cell.seed`` through the parameter its tags declare
   (:attr:`RankerTags.seed_param`), so a cell run on its own reproduces the same number.
+* Kept models: with ``cell.keep_models`` the fitted model is saved, after the evaluation,
+  to a new folder beside the results by this process (:mod:`ltr_bench.run.keep`).
 * Failures: an exception in loading, ``fit``/``predict``/evaluation makes a
   ``status="failed"`` record (message, stage and traceback); ``KeyboardInterrupt``
   propagates.
@@ -38,6 +41,7 @@ from ltr_bench.evaluation.metrics import evaluate_conventions
 from ltr_bench.progress import progress_handler
 from ltr_bench.results import ResultRecord, jsonable, now, trec_run_text
 from ltr_bench.run.cells import Cell, build_ranker, ranker_tags
+from ltr_bench.run.keep import keep_model
 from ltr_bench.timing import PeakMemory, Stopwatch, load_average, thread_limit, time_scoring
 
 __all__ = [
@@ -306,6 +310,7 @@ def run_cell(
                     scores, test.qid, extras["doc_class"], extras["query_class"], k=KNN_K
                 )
         rec.stage_seconds["evaluate"] = evaluation.seconds
+        keep_model(ranker, cell, fold, rec)  # beside the result, by this process (keep.py)
         rec.status = "ok"
     except Exception as exc:  # noqa: BLE001 - a failing ranker must not stop the benchmark
         rec.status = "failed"

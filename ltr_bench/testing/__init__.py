@@ -65,6 +65,10 @@ The checks (see the ``check_*`` functions of :mod:`.checks` for the precise cond
                                    to the query block's width work, in row order
 ``position_accepted``              when ``accepts_position``: ``fit(..., position=...,
                                    propensity=...)`` (click data) returns self and predicts
+``save_load``                      ``save_native`` then ``load_native`` (parameters through
+                                   JSON): same class, same parameters, ``predict`` equal bit
+                                   for bit; a ranker without the two hooks fails (it cannot
+                                   be saved)
 =================================  ===========================================================
 
 Row order is checked with a permutation that keeps each query's rows contiguous (the
@@ -125,6 +129,7 @@ def ranker_checks(ranker, *, quick: bool = True) -> list[tuple[str, Callable[[],
         checks.append(("query_dependent_rows", c.check_query_dependent_rows))
     if getattr(ctx.tags, "accepts_position", False):
         checks.append(("position_accepted", c.check_position_accepted))
+    checks.append(("save_load", c.check_save_load))
     return [(name, _Check(name, fn, ctx)) for name, fn in checks]
 
 

@@ -404,3 +404,46 @@ def check_eval_set_ignored(ctx: Context):
         without,
         "tags say uses_eval_set=False, but fitting with eval_set changed the scores",
     )
+
+
+def check_save_load(ctx: Context):
+    """Save (``save_native``) and load (``load_native``) the fitted ranker through a temporary
+    folder, its parameters through JSON as the manifest keeps them: the loaded ranker is of
+    the same class, has the same parameters and predicts the same scores bit for bit."""
+    import tempfile
+    from pathlib import Path
+
+    from ltr_bench.model_state import decode_state, encode_state
+    from ltr_bench.ranker import can_save
+
+    fitted = ctx.fitted()
+    assert can_save(fitted), (
+        f"{type(fitted).__name__} cannot be saved: implement save_native(folder) -> dict and "
+        "the classmethod load_native(folder, manifest) (the plugin guide, 'Save and load'; "
+        "ltr_bench.model_state.save_fitted_state / load_fitted_state do it for numbers)"
+    )
+    arrays: dict = {}
+    params = encode_state(fitted.get_params(deep=False), arrays, "get_params()")
+    assert not arrays, "a parameter holds a numpy array; parameters must be JSON values"
+    params = decode_state(json.loads(json.dumps(params)), {})
+    with tempfile.TemporaryDirectory(prefix="ltr-bench-check-") as tmp:
+        extras = fitted.save_native(Path(tmp))
+        assert isinstance(extras, dict), f"save_native() returned {type(extras).__name__}"
+        json.dumps(encode_state(extras, arrays, "save_native() extras"), allow_nan=False)
+        manifest = {"params": params, "extras": extras, "n_features": None}
+        loaded = type(fitted).load_native(Path(tmp), manifest)
+        expected = fitted.predict(ctx.X_test, qid=ctx.qid_test)
+        actual = loaded.predict(ctx.X_test, qid=ctx.qid_test)
+    assert type(loaded) is type(fitted), f"load_native() returned {type(loaded).__name__}"
+    assert all(
+        _same_param(v, loaded.get_params(deep=False).get(k))
+        for k, v in fitted.get_params(deep=False).items()
+    ), "the loaded ranker's parameters differ from the saved one's"
+    actual = np.asarray(actual, dtype=np.float64)
+    assert actual.shape == expected.shape and np.array_equal(
+        actual.view(np.int64), expected.view(np.int64)
+    ), (
+        "the loaded ranker's scores differ from the saved one's (max abs difference "
+        f"{np.max(np.abs(actual - expected)) if actual.shape == expected.shape else 'n/a'}); "
+        "save every fitted number exactly (no rounding, no text formatting of floats)"
+    )

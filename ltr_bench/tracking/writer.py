@@ -26,6 +26,8 @@ Nested run content
     (``dataset_option.<name>``). tags: ``ranker``, ``label``, versions, fingerprints,
     threads, conventions (from :data:`ltr_bench.evaluation.metrics.CONVENTIONS`),
     environment, warnings, the keys. artifacts:
+    ``model`` (the kept model as an MLflow Model with a ``python_function`` flavor, when the
+    record has one: :mod:`.models`),
     ``record.json`` (the whole :class:`~ltr_bench.results.ResultRecord`, which
     :func:`~ltr_bench.tracking.fetch_fold_results` reads back), ``config.json`` (the cell's
     resolved configuration and the invocation's plan) and ``per_query_metrics.csv``.
@@ -68,6 +70,7 @@ from ltr_bench.tracking.layout import (
     record_values,
     run_params,
 )
+from ltr_bench.tracking.models_index import delete_run_models
 from ltr_bench.tracking.owners import (
     TAG_END_REASON,
     TAG_RESUMED,
@@ -322,6 +325,7 @@ class Tracker:
                     )
                 # superseded (--force), partial, damaged or a duplicate: replaced
                 self.client.delete_run(run.info.run_id)
+                delete_run_models(self.client, exp_id, run.info.run_id)
             if run_id is None:
                 run_id = self._log_fold_run(exp_id, parent, record, plan)
             self._parent_records.setdefault(record.plan_key, {})[record.key] = record
@@ -381,6 +385,8 @@ class Tracker:
                 if record.run_file and Path(record.run_file).is_file():
                     shutil.copy(record.run_file, Path(tmp) / Path(record.run_file).name)
                 client.log_artifacts(run_id, tmp)  # one call for all the run's files
+            if record.model_dir:
+                self._log_model(exp_id, run_id, record, params)
             client.set_terminated(run_id, "FINISHED", end_time=_millis(record.finished))
         except BaseException:
             try:  # leave no half-logged FINISHED-looking run behind
@@ -389,6 +395,28 @@ class Tracker:
                 pass
             raise
         return run_id
+
+    def _log_model(self, exp_id: str, run_id: str, record: ResultRecord, params) -> None:
+        """The kept model as the run's MLflow Model (:mod:`.models`); a model that cannot be
+        read or logged is a note, the run keeps its results."""
+        try:
+            from ltr_bench.models import read_manifest
+            from ltr_bench.tracking.models import log_kept_model
+
+            folder = Path(record.model_dir)
+            log_kept_model(
+                self.client,
+                exp_id,
+                run_id,
+                folder,
+                read_manifest(folder),
+                {k: param_text(v) for k, v in params.items()},
+            )
+        except Exception as exc:  # noqa: BLE001 - the results stand without the model
+            self.notes.append(
+                f"the model of {record.summary_line()} was not logged to MLflow "
+                f"({type(exc).__name__}: {exc}); it stays in {record.model_dir}"
+            )
 
     # -- end of an invocation ----------------------------------------------------------------
 

@@ -134,6 +134,7 @@ from ltr_bench.timing import thread_limit
 from .diagnostics import metric_spectra, model_summary, validation_diagnostics
 from .listwise import train_listnet
 from .local_metrics import QuerySets, fit_local_metrics, resolve_n_threads
+from .persistence import load_lgmml, save_lgmml
 from .preprocessing import SCALINGS, FeatureScaler
 from .scoring import SCORE_CHUNK_ROWS, SCORE_FORMS, MetricBank, score_rows
 from .warp import train_warp
@@ -478,6 +479,16 @@ class LGMMLRanker(BaseRanker):
         self._check_fitted("metric_bank_")
         out = np.empty((np.shape(X)[0], self.metric_bank_.n_metrics))
         return self._score_rows(X, None, out, lambda h: h)
+
+    def save_native(self, folder) -> dict:
+        """The metric bank, feature scaling, weights and diagnostics as ``state.npz`` /
+        ``state.json`` (:mod:`.persistence`)."""
+        self._check_fitted("metric_bank_", "weights_")
+        return save_lgmml(self, folder)
+
+    @classmethod
+    def load_native(cls, folder, manifest):
+        return load_lgmml(cls, folder, manifest)
 
     def predict(self, X, *, qid=None) -> np.ndarray:
         """Scores (n_docs,) float64, input row order; ``qid`` is accepted and not needed.

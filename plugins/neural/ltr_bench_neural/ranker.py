@@ -319,6 +319,19 @@ class NeuralRanker(BaseRanker):
 
         return predict_scores(getattr(self, "effective_", self), X, qid)
 
+    def save_native(self, folder) -> dict:
+        """The scorer's ``state_dict`` and the standardisation (:mod:`.persistence`)."""
+        self._check_fitted("model_")
+        from ltr_bench_neural.persistence import save_neural
+
+        return save_neural(self, folder)
+
+    @classmethod
+    def load_native(cls, folder, manifest):
+        from ltr_bench_neural.persistence import load_neural
+
+        return load_neural(cls, folder, manifest)
+
     def learning_curves(self) -> dict[str, list[float]]:
         """Per iteration (L-BFGS) or epoch: ``train_loss`` (the regularised objective at the
         start of the iteration / the epoch's mean) and ``vali_<val_metric>`` when an eval_set

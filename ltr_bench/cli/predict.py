@@ -1,0 +1,225 @@
+"""``ltr-bench predict``: rank a LETOR file or a dataset's split with a kept model.
+
+Parsing and printing only: the model is read by :func:`ltr_bench.models.load_model` (an MLflow
+model URI is first downloaded by :func:`ltr_bench.tracking.models.download_model`), the rows
+are ranked and evaluated by :mod:`ltr_bench.models.predict`.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import click
+
+from ltr_bench.cli import options
+from ltr_bench.errors import EXIT_OK, LtrBenchError, UsageError
+
+CONTEXT = options.CONTEXT
+
+
+def _is_uri(text: str) -> bool:
+    return "://" not in text and ":/" in text and not Path(text).exists()
+
+
+@click.command("predict", cls=options.Command, context_settings=CONTEXT)
+@click.option(
+    "--model",
+    "model_ref",
+    required=True,
+    metavar="PATH|URI",
+    help="A kept model: its folder (<results>/<key>.model.<token>, the record's model_dir) "
+    "or an MLflow model URI (runs:/<run id>/model, models:/NAME/VERSION, models:/<model id>).",
+)
+@click.option(
+    "--data",
+    "data_ref",
+    required=True,
+    metavar="FILE|DATASET[:FOLD[:SPLIT]]",
+    help="A LETOR/SVMlight file (plain, .gz, .bz2, .xz; labels optional) or a dataset's "
+    "split, e.g. synthetic:1:test (fold default 1, split default test).",
+)
+@click.option(
+    "--output",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Write the ranking as a TREC run (qid Q0 docid rank score tag; docid = the row's "
+    "position, 0-based).",
+)
+@click.option(
+    "--tag",
+    default=None,
+    help="The TREC run's tag (last column; default: the model's ranker name).",
+)
+@click.option(
+    "--scores",
+    "scores_out",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Write one score per line, in the order of the rows.",
+)
+@click.option(
+    "--metrics",
+    default=None,
+    metavar="M1,M2,...",
+    help="Metrics when the rows have labels (default: run's).",
+)
+@click.option(
+    "--max-label",
+    type=click.IntRange(min=1),
+    default=None,
+    help="ERR's top grade for a file (default: the file's largest label; a dataset's "
+    "split uses the dataset's, as run does).",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0, max=2**31 - 1),
+    default=0,
+    show_default=True,
+    help="Seed of a generated dataset (as the run that fitted the model).",
+)
+@click.option(
+    "--dataset-option",
+    "dataset_options",
+    multiple=True,
+    metavar="key=value",
+    help="Option of the dataset, as given to run. Repeatable.",
+)
+@options.data_dir
+@options.cache_dir
+@options.tracking_uri
+@click.option(
+    "--chunk-rows",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Rows of a file ranked at a time (whole queries; default 100000).",
+)
+@click.pass_context
+def predict_command(
+    ctx,
+    model_ref,
+    data_ref,
+    output,
+    tag,
+    scores_out,
+    metrics,
+    max_label,
+    seed,
+    dataset_options,
+    data_dir,
+    cache_dir,
+    tracking_uri,
+    chunk_rows,
+) -> None:
+    """Rank new data with a model kept by `run` or `tune`; with labels, print the metrics.
+
+    On a fold's test split (e.g. --data synthetic:1:test) the metrics equal those the run
+    recorded for that cell. Progress goes to stderr, the metrics to stdout.
+
+    Exit codes: 0 ok, 1 the model or the data cannot be read, 2 bad invocation (including
+    data whose feature count is not the model's).
+    """
+    from ltr_bench.cli.console import Console
+    from ltr_bench.models import predict as P
+
+    spec = P.parse_data_spec(data_ref)
+    metric_list = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
+    P.record_metrics(metric_list)  # a bad metric is refused before any work
+    for path, what in ((output, "--output"), (scores_out, "--scores")):
+        if path:
+            from ltr_bench.results import check_output_path
+
+            check_output_path(path, what)
+    opts = _dataset_options(dataset_options)
+    console = Console()
+    with tempfile.TemporaryDirectory(prefix="ltr-bench-model-") as tmp:
+        model = _load(model_ref, tracking_uri, tmp, console)
+
+        def progress(done: int, total: int, message: str) -> None:
+            pct = f" {100 * done / total:.0f}%" if total else ""
+            console.status(f"{message}{pct}")
+
+        if spec.path is not None:
+            pred = P.predict_file(
+                model,
+                spec.path,
+                metrics=metric_list,
+                max_label=max_label,
+                chunk_rows=chunk_rows,
+                progress=progress,
+            )
+        else:
+            console.status(f"loading {spec.dataset} fold {spec.fold} ...", force=True)
+            pred = P.predict_split(
+                model,
+                spec,
+                data_dir=data_dir,
+                cache_dir=cache_dir,
+                seed=seed,
+                options=opts,
+                metrics=metric_list,
+                progress=progress,
+            )
+        console.clear()
+    _write(output, scores_out, pred, tag or model.manifest.get("ranker", "ltr-bench"))
+    for note in pred.notes:
+        click.echo(f"warning: {note}", err=True)
+    click.echo(
+        f"{model.manifest.get('ranker')} model ranked {pred.scores.size} rows, "
+        f"{pred.n_queries} queries of {pred.source}",
+        err=True,
+    )
+    if pred.metrics:
+        width = max(len(k) for k in pred.metrics)
+        for key, value in pred.metrics.items():
+            click.echo(f"{key:<{width}}  {value:.6f}")
+    ctx.exit(EXIT_OK)
+
+
+def _load(model_ref: str, tracking_uri, tmp: str, console):
+    from ltr_bench.models import load_model
+
+    folder = Path(model_ref).expanduser()
+    if _is_uri(model_ref):
+        from ltr_bench.tracking.store import resolve_tracking_uri
+
+        uri = resolve_tracking_uri(tracking_uri)
+        console.status(f"fetching {model_ref} from MLflow {uri} ...", force=True)
+        from ltr_bench.tracking.models import download_model
+
+        try:
+            folder = download_model(model_ref, uri, tmp)
+        except LookupError as exc:
+            raise _ModelNotFound(str(exc)) from None
+    elif not folder.exists():
+        raise UsageError(
+            f"--model {model_ref}: no such folder (give a kept model's folder or an MLflow "
+            "model URI such as runs:/<run id>/model)"
+        )
+    return load_model(folder)
+
+
+class _ModelNotFound(LtrBenchError):
+    """An MLflow model URI that does not resolve to an ltr-bench model (exit code 1)."""
+
+
+def _dataset_options(assignments) -> dict:
+    from ltr_bench.run.plan import parse_value
+
+    out = {}
+    for text in assignments:
+        key, sep, value = text.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--dataset-option {text!r}: expected key=value")
+        out[key.strip()] = parse_value(value.strip())
+    return out
+
+
+def _write(output, scores_out, pred, tag: str) -> None:
+    from ltr_bench.models.predict import scores_text
+    from ltr_bench.results import trec_run_text, write_output
+
+    if output:
+        write_output(output, trec_run_text(pred.qid, pred.scores, tag=tag), what="--output")
+    if scores_out:
+        write_output(scores_out, scores_text(pred.scores), what="--scores")

@@ -1,0 +1,107 @@
+"""Loading a saved model folder: :func:`load_model` and :class:`LoadedModel`.
+
+Nothing is unpickled: the manifest is JSON, native files are read by their library's own
+loader (LightGBM model text, XGBoost UBJSON, CatBoost ``.cbm``, ``torch.load(...,
+weights_only=True)``, ``np.load(..., allow_pickle=False)``). Only a ranker registered under
+the manifest's name (an installed plugin) is imported; a manifest naming an import path
+(``module:Class``) is refused, so a model folder never makes us import a module it names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ltr_bench.models.manifest import NATIVE, ModelLoadError, read_manifest
+from ltr_bench.ranker import RankerInputError, can_save
+
+__all__ = ["LoadedModel", "load_model"]
+
+
+@dataclass
+class LoadedModel:
+    """A model loaded from ``folder``: ``ranker`` (fitted, ready to ``predict``) and its
+    ``manifest`` (dict, :mod:`ltr_bench.models.manifest`)."""
+
+    ranker: object
+    manifest: dict
+    folder: Path
+
+    @property
+    def n_features(self) -> int | None:
+        return self.manifest.get("n_features")
+
+    @property
+    def preprocessing(self) -> dict:
+        return self.manifest["preprocessing"]
+
+    def predict(self, X, qid=None) -> np.ndarray:
+        """Scores (float64, ``(n_docs,)``, input row order) of the rows ``X`` (``(n_docs,
+        n_features)``, raw features as in the data file) with query ids ``qid``.
+
+        Applies the manifest's preprocessing first: with ``query_norm`` each query's features
+        are min-max scaled (LETOR ``QueryLevelNorm``, :func:`ltr_bench.data.normalise.
+        query_level_norm`; needs ``qid``, rows of a query contiguous), exactly as the harness
+        did before ``fit``; then the ranker's ``predict(X, qid=qid)``. A feature count other
+        than the model's raises :class:`~ltr_bench.ranker.RankerInputError` naming both."""
+        X = np.asarray(X)
+        n = self.n_features
+        if X.ndim == 2 and n is not None and X.shape[1] != n:
+            raise RankerInputError(
+                f"the rows have {X.shape[1]} features, but the model in {self.folder} was "
+                f"fitted on {n}"
+            )
+        if self.preprocessing["query_norm"]:
+            if qid is None:
+                raise RankerInputError(
+                    f"the model in {self.folder} expects query-normalised features "
+                    "(query_norm): pass qid so each query can be normalised"
+                )
+            from ltr_bench.data.normalise import query_level_norm
+            from ltr_bench.ranker import query_boundaries
+
+            query_boundaries(np.asarray(qid))  # raises when a query's rows are not contiguous
+            X = query_level_norm(X, qid)
+        return np.asarray(self.ranker.predict(X, qid=qid), dtype=np.float64)
+
+
+def load_model(folder) -> LoadedModel:
+    """Load the model saved in ``folder`` (by :func:`ltr_bench.models.save_model`).
+
+    Raises :class:`ModelLoadError` naming the file and the cause: the folder or its manifest
+    is missing, a file is damaged (size or SHA-256 differs from the manifest), the format is
+    newer than this ltr-bench reads, the ranker's plugin is not installed (with the
+    distribution and version that wrote it), or the ranker's ``load_native`` fails."""
+    from ltr_bench.registry import RegistryError, get_entry
+
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    name = manifest["ranker"]
+    where = folder / "manifest.json"
+    wrote = f"{manifest.get('distribution', '?')} {manifest.get('distribution_version', '?')}"
+    if ":" in name:
+        raise ModelLoadError(
+            f"{where} names the ranker by import path {name!r}; only registered rankers "
+            "(`ltr-bench rankers`) are loaded from a model folder"
+        )
+    try:
+        cls = get_entry(name).load()
+    except RegistryError as exc:
+        raise ModelLoadError(
+            f"{where}: the model's ranker {name!r} (written by {wrote}) is not available: "
+            f"{exc}; install the plugin that provides it"
+        ) from None
+    if not can_save(cls):
+        raise ModelLoadError(
+            f"{where}: the installed ranker {name!r} ({cls.__name__}) cannot load saved models"
+        )
+    try:
+        ranker = cls.load_native(folder / NATIVE, manifest)
+    except Exception as exc:  # any library's failure becomes one message naming the folder
+        raise ModelLoadError(
+            f"{folder}: the {name!r} model (written by {wrote}) could not be loaded: "
+            f"{type(exc).__name__}: {exc}"
+        ) from None
+    return LoadedModel(ranker=ranker, manifest=manifest, folder=folder)

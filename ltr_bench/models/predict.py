@@ -1,0 +1,241 @@
+"""Ranking new data with a kept model: what ``ltr-bench predict`` does (the CLI only parses and
+prints).
+
+Two sources of rows:
+
+* :func:`predict_split`: a split of a dataset's fold (``DATASET[:FOLD[:SPLIT]]``), loaded as
+  ``ltr-bench run`` loads it (same loader, options, seed and cache), scored with one
+  ``predict`` call on the whole split as the harness does, and evaluated by the same code
+  with the same conventions (:func:`ltr_bench.evaluation.metrics.evaluate_conventions`, the
+  dataset's top grade as ERR's ``max_label``): on a fold's test split the metrics equal the
+  cell's recorded ones exactly.
+* :func:`predict_file`: a LETOR / SVMlight file (plain or compressed, labels optional),
+  read in chunks of whole queries (:func:`ltr_bench.data.stream.iter_query_chunks`) so a file
+  larger than memory can be ranked; only the scores, labels and query ids are kept.
+
+Scores come from :meth:`ltr_bench.models.LoadedModel.predict`, which applies the preprocessing
+the model's manifest names (``query_norm``). Metrics are computed only when the rows have
+labels. Outputs: a TREC run (:func:`ltr_bench.results.trec_run_text`: docid = the row's
+position in the split or file, 0-based, as ``run --save-scores`` writes it) and a scores file
+(:func:`scores_text`: one score per line, in input order, written exactly with ``repr``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ltr_bench.errors import UsageError
+from ltr_bench.models.loading import LoadedModel
+from ltr_bench.ranker import RankerInputError
+
+__all__ = [
+    "DataSpec",
+    "ModelInputError",
+    "Prediction",
+    "parse_data_spec",
+    "predict_file",
+    "predict_split",
+    "record_metrics",
+    "scores_text",
+]
+
+SPLITS = ("train", "vali", "test")
+Progress = Callable[[int, int, str], None]
+
+
+class ModelInputError(UsageError):
+    """The rows do not fit the model (a feature count other than the one it was fitted on):
+    the invocation pairs a model with data it cannot rank (exit code 2)."""
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """What ``--data`` names: a ``path`` (a file), or a ``dataset`` with ``fold`` and
+    ``split``."""
+
+    path: Path | None = None
+    dataset: str | None = None
+    fold: int = 1
+    split: str = "test"
+
+
+def parse_data_spec(text: str) -> DataSpec:
+    """``FILE`` (an existing file) or ``DATASET[:FOLD[:SPLIT]]`` (fold 1-based, default 1;
+    split train, vali or test, default test). :class:`UsageError` names what is wrong."""
+    if Path(text).expanduser().is_file():
+        return DataSpec(path=Path(text).expanduser())
+    name, _, rest = text.partition(":")
+    fold_text, _, split = rest.partition(":")
+    looks_like_a_file = "/" in name or "." in name  # dataset names have neither
+    if not name or (looks_like_a_file and not Path(name).expanduser().is_dir()):
+        raise UsageError(
+            f"--data {text}: no such file (give a LETOR file or DATASET[:FOLD[:SPLIT]])"
+        )
+    try:
+        fold = int(fold_text) if fold_text else 1
+    except ValueError:
+        raise UsageError(f"--data {text}: the fold must be a number, got {fold_text!r}") from None
+    split = split or "test"
+    if split not in SPLITS:
+        raise UsageError(f"--data {text}: the split must be one of {', '.join(SPLITS)}")
+    return DataSpec(dataset=name, fold=fold, split=split)
+
+
+@dataclass
+class Prediction:
+    """Scores of the rows of ``source``: ``scores`` (float64, input order), ``qid``, ``y``
+    (None without labels), ``metrics`` (means, as a record's ``metrics``; None without labels)
+    and ``per_query`` (as a record's), ``notes`` (what the user should know)."""
+
+    source: str
+    scores: np.ndarray
+    qid: np.ndarray
+    y: np.ndarray | None = None
+    metrics: dict[str, float] | None = None
+    per_query: dict[str, list] | None = None
+    max_label: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def n_queries(self) -> int:
+        return int(np.unique(self.qid).size)
+
+
+def record_metrics(metrics=None) -> tuple[str, ...]:
+    """The metric keys a record holds for ``metrics`` (default: ``run``'s defaults), in the
+    canonical spelling ``expand_plan`` gives them."""
+    from ltr_bench.evaluation.metrics import DEFAULT_METRICS, MetricKey
+
+    requested = tuple(metrics) if metrics else tuple(DEFAULT_METRICS)
+    try:
+        return tuple(MetricKey.parse(m).with_empty("1").text for m in requested)
+    except ValueError as exc:
+        raise UsageError(f"--metrics: {exc}") from None
+
+
+def _score(model: LoadedModel, X, qid, where: str) -> np.ndarray:
+    try:
+        scores = model.predict(X, qid)
+    except RankerInputError as exc:
+        raise ModelInputError(f"{where}: {exc}") from None
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.shape != (np.shape(X)[0],):
+        raise ModelInputError(f"{where}: the model returned {scores.shape} scores")
+    return scores
+
+
+def _evaluate(pred: Prediction, metrics) -> None:
+    from ltr_bench.evaluation.metrics import evaluate_conventions
+
+    pred.metrics, pred.per_query = evaluate_conventions(
+        pred.y, pred.scores, pred.qid, record_metrics(metrics), max_label=pred.max_label
+    )
+
+
+def predict_split(
+    model: LoadedModel,
+    spec: DataSpec,
+    *,
+    data_dir=None,
+    cache_dir=None,
+    seed: int = 0,
+    options: dict[str, Any] | None = None,
+    metrics=None,
+    progress: Progress | None = None,
+) -> Prediction:
+    """Rank split ``spec.split`` of fold ``spec.fold`` of dataset ``spec.dataset`` (loaded
+    with ``options`` and ``seed`` as ``run`` loads it) and evaluate it as ``run`` does (see
+    the module). A fold other than the one the model was fitted on (its training
+    fingerprint differs from the manifest's) is said in ``notes``, not refused."""
+    from ltr_bench import data
+
+    source: Any = spec.dataset
+    spec_info = None
+    try:
+        spec_info = data.get_spec(spec.dataset)
+    except data.UnknownDatasetError:
+        if not Path(spec.dataset).expanduser().is_dir():
+            raise
+        source = Path(spec.dataset).expanduser().resolve()
+    fold = data.load_fold(
+        source,
+        spec.fold,
+        data_dir=data_dir,
+        cache_dir=cache_dir,
+        seed=seed,
+        options=options or None,
+        progress=progress,
+    )
+    split = getattr(fold, spec.split)
+    if split is None:
+        raise UsageError(
+            f"--data: dataset {spec.dataset} fold {spec.fold} has no {spec.split} split"
+        )
+    where = f"{spec.dataset} fold {spec.fold} {spec.split}"
+    pred = Prediction(source=where, scores=_score(model, split.X, split.qid, where), qid=split.qid)
+    pred.y = split.y
+    pred.max_label = int(spec_info.label_max) if spec_info is not None else fold.max_label
+    recorded = model.manifest.get("data_fingerprint")
+    if isinstance(recorded, dict) and recorded.get("train") not in (None, fold.train.fingerprint):
+        pred.notes.append(
+            f"{spec.dataset} fold {spec.fold} as loaded now is not the data the model was "
+            "fitted on (its training split's fingerprint differs: another seed, dataset "
+            "option or version of the files?)"
+        )
+    _evaluate(pred, metrics)
+    return pred
+
+
+def predict_file(
+    model: LoadedModel,
+    path,
+    *,
+    metrics=None,
+    max_label: int | None = None,
+    chunk_rows: int | None = None,
+    progress: Progress | None = None,
+) -> Prediction:
+    """Rank the rows of the LETOR / SVMlight file ``path`` chunk by chunk (whole queries; see
+    the module); with labels, evaluate them (``max_label``: ERR's top grade, default the
+    file's largest label). The model's feature count is required of the file: an index
+    beyond it is refused naming the line, a file whose largest feature index is below it is
+    refused after reading (a sparse line may omit a zero feature, but a file where no line
+    has the model's last feature was made for another model)."""
+    from ltr_bench.data.stream import CHUNK_ROWS, iter_query_chunks
+
+    path = Path(path)
+    n = model.n_features
+    if n is None:
+        raise ModelInputError(f"{model.folder}: the model does not record its feature count")
+    scores, qids, ys = [], [], []
+    widest = 0
+    for chunk in iter_query_chunks(
+        path, n_features=n, chunk_rows=chunk_rows or CHUNK_ROWS, progress=progress
+    ):
+        widest = max(widest, chunk.width)
+        where = f"{path} (rows {chunk.first_row}..{chunk.first_row + chunk.qid.size - 1})"
+        scores.append(_score(model, chunk.X, chunk.qid, where))
+        qids.append(chunk.qid)
+        if chunk.y is not None:
+            ys.append(chunk.y)
+    if widest < n:
+        raise ModelInputError(
+            f"{path}: the rows have at most {widest} features, but the model in {model.folder} "
+            f"was fitted on {n}"
+        )
+    pred = Prediction(source=str(path), scores=np.concatenate(scores), qid=np.concatenate(qids))
+    if ys:
+        pred.y = np.concatenate(ys)
+        pred.max_label = int(pred.y.max()) if max_label is None else int(max_label)
+        _evaluate(pred, metrics)
+    return pred
+
+
+def scores_text(scores) -> str:
+    """One score per line, in input order, each written exactly (``repr``)."""
+    return "".join(f"{float(s)!r}\n" for s in np.asarray(scores, dtype=np.float64))

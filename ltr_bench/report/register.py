@@ -1,0 +1,87 @@
+"""What ``ltr-bench report --register NAME`` registers: the best configuration of a report and,
+for each of its fold runs, the text of its model version's description.
+
+The best configuration is the report's row with the highest mean of the ranking metric
+(``metric``, default :func:`headline`: NDCG@10 when reported, else the first metric), over
+the units (fold, seed) every row has. Each version's description says the fold's own
+metrics, the configuration's mean ± std over its folds, the configurations it was chosen
+from with their means, and the paired comparison against the baseline (mean per-query
+difference, Holm-corrected p-values, win / loss / no significant difference) as the report
+computed them. Registering itself is :func:`ltr_bench.tracking.models.register_models`
+(this module never touches MLflow).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ltr_bench.report.tables import Report, ReportError, Row
+
+__all__ = ["best_row", "headline", "version_descriptions"]
+
+
+def headline(report: Report) -> str:
+    """The metric a configuration is chosen by: ``ndcg@10`` when the report has it (the
+    run's summary line shows it too), else the report's first metric."""
+    return "ndcg@10" if "ndcg@10" in report.metrics else report.metrics[0]
+
+
+def best_row(report: Report, metric: str | None = None) -> Row:
+    """The row with the highest mean ``metric`` (ties: the first in the report's order)."""
+    metric = metric or headline(report)
+    scored = [(r.cells[metric].mean, i, r) for i, r in enumerate(report.rows) if metric in r.cells]
+    scored = [s for s in scored if not math.isnan(s[0])]
+    if not scored:
+        raise ReportError(f"--register: no configuration has a value of {metric}")
+    return max(scored, key=lambda s: (s[0], -s[1]))[2]
+
+
+def _fmt(v: float) -> str:
+    return "nan" if v != v else f"{v:.4f}"
+
+
+def _comparison(report: Report, row: Row, metric: str) -> str:
+    if row.label == report.baseline:
+        return f"It is the report's baseline ({report.baseline})."
+    c = report.comparisons.get((row.label, metric))
+    if c is None:
+        return f"No paired comparison against {report.baseline} on {metric}."
+    verdict = {"win": "a significant win", "loss": "a significant loss"}.get(
+        c.mark, "no significant difference"
+    )
+    return (
+        f"Against the baseline {report.baseline} on {metric}: mean per-query difference "
+        f"{c.mean_diff:+.4f} over {c.n_pairs} paired queries, paired t-test p = "
+        f"{c.p_ttest_holm:.3g}, Wilcoxon p = {c.p_wilcoxon_holm:.3g} (Holm-corrected, "
+        f"alpha {report.alpha}, test {report.test}): {verdict}."
+    )
+
+
+def version_descriptions(report: Report, row: Row, metric: str | None = None) -> list[tuple]:
+    """``(record, description)`` for each fold run of ``row`` (see the module)."""
+    metric = metric or headline(report)
+    stat = row.cells[metric]
+    others = ", ".join(
+        f"{r.label} {_fmt(r.cells[metric].mean)}"
+        for r in sorted(report.rows, key=lambda r: -r.cells[metric].mean)
+        if r is not row and metric in r.cells
+    )
+    chosen = (
+        f"Best of {len(report.rows)} configuration(s) on {report.dataset} by mean {metric}: "
+        f"{row.label} {_fmt(stat.mean)} ± {_fmt(stat.std)} over {stat.n} fold run(s)"
+        + (f" (the others: {others})." if others else ".")
+    )
+    comparison = _comparison(report, row, metric)
+    out = []
+    for (fold, seed), rec in sorted(row.runs.items()):
+        shown = [m for m in report.metrics if m in rec.metrics]
+        values = ", ".join(f"{m} {_fmt(rec.metrics[m])}" for m in shown)
+        seed_text = f" seed {seed}" if seed else ""
+        out.append(
+            (
+                rec,
+                f"ltr-bench {row.label} on {report.dataset} fold {fold}{seed_text}: {values}. "
+                f"{chosen} {comparison}",
+            )
+        )
+    return out

@@ -1,0 +1,42 @@
+"""Saving and loading a fitted L-GMML ranker: numbers only, no pickle.
+
+Everything goes through :mod:`ltr_bench.model_state` (``state.npz`` read with
+``allow_pickle=False`` and ``state.json``): the fitted attributes of
+:class:`~ltr_bench_lgmml.ranker.LGMMLRanker`, with its two objects replaced by their fields:
+``metric_bank_`` (:class:`~ltr_bench_lgmml.scoring.MetricBank`: ``alpha`` (m,), ``V`` (d, K),
+``g`` (K,), ``seg`` (m,), ``anchors`` (m, d) or None, ``score_form``, ``dist_scale`` (m,))
+and ``scaler_`` (:class:`~ltr_bench_lgmml.preprocessing.FeatureScaler`: ``kind``, ``shift``
+(d,), ``scale`` (d,)). Rebuilt from the same arrays, the loaded ranker scores bit for bit as
+the saved one (the bank's derived scoring layout is recomputed from them on first use).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ltr_bench.model_state import load_fitted_state, save_fitted_state
+
+from .preprocessing import FeatureScaler
+from .scoring import MetricBank
+
+__all__ = ["load_lgmml", "save_lgmml"]
+
+
+def save_lgmml(ranker, folder) -> dict:
+    """Write ``ranker``'s fitted state to ``folder``; returns ``{}`` (no manifest extras)."""
+    replace = {"metric_bank_": _fields(ranker.metric_bank_), "scaler_": _fields(ranker.scaler_)}
+    return save_fitted_state(ranker, folder, replace=replace)
+
+
+def load_lgmml(cls, folder, manifest):
+    """The ranker :func:`save_lgmml` wrote in ``folder``."""
+    rebuild = {
+        "metric_bank_": lambda state: MetricBank(**state),
+        "scaler_": lambda state: FeatureScaler(**state),
+    }
+    return load_fitted_state(cls, folder, manifest, rebuild=rebuild)
+
+
+def _fields(obj) -> dict:
+    """A dataclass's fields (its state), without derived caches such as ``_prep``."""
+    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
