@@ -258,6 +258,7 @@ def _tune(
     from ltr_bench.results import ResultStore
     from ltr_bench.run.cells import build_ranker, expand_plan
     from ltr_bench.run.executors import InProcessExecutor
+    from ltr_bench.run.harness import save_or_fail
     from ltr_bench.tune.cell import TuneJob, tuned_cell
     from ltr_bench.tune.runner import tune_here, tune_remote
     from ltr_bench.tune.search_space import resolve_space
@@ -371,8 +372,8 @@ def _tune(
                 x.cell_finished(rec, index, total, skipped=True)
             log_study(rec)
             return
+        save_or_fail(store, rec)
         if rec.ok:
-            store.save(rec)
             records.append(rec)
         else:
             store.log_failure(rec)

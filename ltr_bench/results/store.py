@@ -18,6 +18,7 @@ from ltr_bench.results.files import (
     atomic_write_text,
     per_query_csv,
     read_per_query_csv,
+    record_json,
 )
 from ltr_bench.results.record import DamagedRecordError, ResultRecord
 
@@ -82,7 +83,7 @@ class ResultStore:
         rec = self._read(self.json_path(key))
         if rec is not None and rec.key == key:
             self._index()[key] = rec
-            return rec
+            return self.get(key)
         return None
 
     def _read(self, path: Path) -> ResultRecord | None:
@@ -125,8 +126,13 @@ class ResultStore:
         return [f"set aside (damaged): {exc}" for exc in self.damaged.values()]
 
     def get(self, key: str) -> ResultRecord | None:
-        """The finished record with this key, or None."""
-        return self._index().get(key)
+        """The finished record with this key, or None; a record whose per-query values cannot
+        be read back (see :meth:`per_query`) is set aside, noted in :attr:`damaged`, and None
+        returned, so the cell is recomputed rather than skipped."""
+        rec = self._index().get(key)
+        if rec is not None and self.per_query(rec) is None and self.per_query_path(key).exists():
+            return None
+        return rec
 
     def __contains__(self, key: str) -> bool:
         return self.get(key) is not None
@@ -152,18 +158,23 @@ class ResultStore:
         MLflow run id)."""
         if not record.ok:
             raise ValueError("only finished (status ok) records are stored; use log_failure")
-        if per_query and record.per_query is not None:
-            atomic_write_text(self.per_query_path(record.key), per_query_csv(record.per_query))
-        if record.run_text is not None:
-            run_path = self.root / f"{record.key}.run.txt"
-            atomic_write_text(run_path, record.run_text)
+        # both texts are made (and checked: UnwritableRecordError) before anything is written
+        run_path = self.root / f"{record.key}.run.txt" if record.run_text is not None else None
+        if run_path is not None:
             record.run_file = str(run_path.resolve())
+        doc = record_json(record)
+        csv_text = per_query_csv(record.per_query) if record.per_query is not None else None
+        if per_query and csv_text is not None:
+            pq_path = self.per_query_path(record.key)
+            if pq_path in self.damaged and pq_path.exists():  # kept for inspection
+                os.replace(pq_path, pq_path.with_name(pq_path.name + ".damaged"))
+            atomic_write_text(pq_path, csv_text)
+        if run_path is not None:
+            atomic_write_text(run_path, record.run_text)
         path = self.json_path(record.key)
         if path in self.damaged and path.exists():  # keep what was damaged, for inspection
             os.replace(path, path.with_name(path.name + ".damaged"))
-        atomic_write_text(
-            path, json.dumps(record.to_dict(), indent=1, sort_keys=True, allow_nan=True) + "\n"
-        )
+        atomic_write_text(path, doc)
         self._index()[record.key] = record
         return path
 
