@@ -79,6 +79,12 @@ class RankerTags:
         ranker treats such rows as plain features. The harness sets it (unless the user did)
         only on query-by-example data; its default must mean "no query block".
 
+    file_params: names of the parameters whose values name files that decide the model (an
+        allRank configuration, a click log). The harness keys a result on their content
+        (``sha256``), not their path, so an edited file is never answered with an old result
+        (:mod:`ltr_bench.run.param_files`; any other parameter whose value names an existing
+        file is fingerprinted too).
+
     Every ``*_param`` must name a parameter of ``get_params()`` (``check_ranker`` verifies
     it; :func:`apply_run_settings` raises otherwise).
     """
@@ -89,6 +95,7 @@ class RankerTags:
     thread_param: str | None = None
     seed_param: str | None = None
     query_dim_param: str | None = None
+    file_params: tuple[str, ...] = ()
 
     @property
     def query_dependent(self) -> bool:

@@ -154,6 +154,7 @@ class NeuralRanker(BaseRanker):
             thread_param="n_threads",
             seed_param="random_state",
             query_dim_param="query_dim",
+            file_params=("config",),  # keyed by the file's content, not its path
         )
 
     # ------------------------------------------------------------------ validation
