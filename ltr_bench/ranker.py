@@ -336,6 +336,15 @@ class BaseRanker(BaseEstimator):
         if own or getattr(self, "_parameter_constraints", None):
             self._validate_params()
 
+    def check_user_params(self, user_params: dict[str, Any]) -> None:
+        """Refuse a parameter the user set that would have no effect; raise ``ValueError``
+        naming it and why (e.g. a configuration file the ranker reads replaces it).
+
+        Called by the harness when the plan is expanded, after :meth:`validate_params`, with
+        the parameters the user set explicitly (``--param``, a plan's table): an override is
+        applied or refused, never recorded without effect. The default accepts all.
+        """
+
     def fitted_info(self) -> dict[str, int | float | str]:
         """What the fitted model is: its size and training diagnostics (e.g. trees used,
         best iteration, leaves, rank of a learned metric, iterations until convergence).

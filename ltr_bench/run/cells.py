@@ -238,6 +238,14 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
                     raise registry.BadParameterError(
                         f"{where}: ranker {choice.display!r}: {exc}"
                     ) from None
+            check_user = getattr(ranker, "check_user_params", None)
+            if callable(check_user) and choice.params:  # applied or refused, never ignored
+                try:
+                    check_user(dict(choice.params))
+                except (ValueError, TypeError) as exc:
+                    raise registry.BadParameterError(
+                        f"{where}: ranker {choice.display!r}: {exc}"
+                    ) from None
             resolved_by_seed[seed] = jsonable(ranker.get_params(deep=False))
         tags = ranker_tags(ranker)
         try:  # files named by parameters: their content is part of the identity

@@ -158,6 +158,13 @@ class NeuralRanker(BaseRanker):
         )
 
     # ------------------------------------------------------------------ validation
+    def check_user_params(self, user_params) -> None:
+        """With a config: a ``--param`` the config would replace is refused (issue 33)."""
+        if self.config is not None:
+            from ltr_bench_neural.allrank_checks import check_overrides
+
+            check_overrides(self, user_params)
+
     def _validate_params(self) -> None:
         """Every check that needs no data (called before any data is loaded)."""
         if self.config is not None:  # an allRank config: check it and what it resolves to
