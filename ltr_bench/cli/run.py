@@ -228,7 +228,9 @@ def _run_logged(
         console.status("checking rankers and data ...", force=True)
         expanded = expand_plan(plan, score_repeats=score_repeats, save_scores=save_scores)
         store = ResultStore(results_root)
-        options.check_outputs(store.root, output, plan.cache_dir)
+        uri = mlflow_process.uri if mlflow_process is not None else None
+        inputs = options.run_inputs(expanded, store.root, uri)
+        options.check_outputs(store.root, output, plan.cache_dir, inputs)
     except BaseException:
         executor.close()  # a cluster started for nothing
         raise

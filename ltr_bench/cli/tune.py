@@ -270,7 +270,13 @@ def _tune(
     store = ResultStore(
         Path(results_dir) if results_dir else Path.cwd() / "mlflow_runs" / "results"
     )
-    options.check_outputs(store.root, output, plan.cache_dir)
+    from ltr_bench.tracking.store import resolve_tracking_uri
+
+    uri = None if no_mlflow else resolve_tracking_uri(tracking_uri)
+    inputs = options.run_inputs(expanded, store.root, uri)
+    if optuna_storage and "://" not in optuna_storage:  # a journal file
+        inputs.append((Path(optuna_storage), "the Optuna journal (--optuna-storage)"))
+    options.check_outputs(store.root, output, plan.cache_dir, inputs)
     if optuna_storage is None or optuna_storage.endswith(".journal"):
         # absolute: every local worker process opens this same file
         optuna_storage = resolve_storage(optuna_storage, store.root.parent)

@@ -80,6 +80,26 @@ def check_output_path(path, what: str) -> None:
         check_writable_dir(target.parent, f"{what} {path}: its folder")
 
 
+def check_not_an_input(path, what: str, inputs) -> None:
+    """Before any work: the output ``path`` (option ``what``) replaces no input of the same
+    run. ``inputs`` are ``(path, description)`` pairs: a file is an input itself, a folder
+    (a dataset, the results store) with everything in it. Links are followed on both sides.
+    Raises :class:`~ltr_bench.errors.UsageError` naming the option, the input and what it
+    is."""
+    from ltr_bench.errors import UsageError
+
+    target = Path(os.path.realpath(path))
+    for source, description in inputs:
+        real = Path(os.path.realpath(source))
+        inside = real.is_dir() and real in target.parents
+        if target == real or inside:
+            how = "would be written into" if inside else "would replace"
+            raise UsageError(
+                f"{what} {path} {how} {description} ({source}), an input of this run; "
+                "choose a file outside it"
+            )
+
+
 def _default_mode() -> int:
     """0666 less the process umask: the mode ``open()`` would give a new file."""
     mask = os.umask(0)
