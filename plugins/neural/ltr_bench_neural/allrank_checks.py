@@ -1,6 +1,7 @@
 """Every check of an allRank config that needs no data, in one place: the schema of the whole
 file (:data:`SCHEMA`), the loss arguments' ranges, the scheduler built once on a dummy
-parameter, the output sizes against the loss, and the ``--param`` overrides.
+parameter, and the output sizes against the loss (the ``--param`` overrides:
+:mod:`ltr_bench_neural.allrank_overrides`).
 
 :func:`check_config` runs first in :func:`ltr_bench_neural.allrank_config.translate`, so a
 wrongly typed value is named by file, key, expected type and value (never a Python message
@@ -18,7 +19,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["SCHEMA", "Spec", "check_config", "check_overrides"]
+__all__ = ["SCHEMA", "AllRankConfigError", "Spec", "check_config"]
+
+
+class AllRankConfigError(ValueError):
+    """An allRank config that cannot be run: the message names the file and the key
+    (importable from :mod:`ltr_bench_neural.allrank_config` as well)."""
 
 
 @dataclass(frozen=True)
@@ -151,8 +157,6 @@ def _fits(spec: Spec, value: Any) -> bool:
 
 
 def _problem(where: str, key: str, expected: str, value: Any):
-    from ltr_bench_neural.allrank_config import AllRankConfigError
-
     shown = repr(value)
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
     return AllRankConfigError(
@@ -172,9 +176,8 @@ def _walk(value: Any, spec: Spec, key: str, where: str) -> None:
             _walk(item, spec.items, f"{key}[{i}]", where)
 
 
-def _loss_args(cfg: dict, where: str) -> None:
+def _loss_args(cfg: dict, where: str, LOSSES: dict) -> None:
     """Types and ranges of the loss arguments (the loss's own rules, by the allRank name)."""
-    from ltr_bench_neural.allrank_config import LOSSES
     from ltr_bench_neural.losses.arguments import ARG_RULES, arg_problem
 
     name = cfg["loss"].get("name")
@@ -189,10 +192,9 @@ def _loss_args(cfg: dict, where: str) -> None:
             raise _problem(where, f"loss.args.{key}", rule.text(), value)
 
 
-def _sizes(cfg: dict, where: str) -> None:
+def _sizes(cfg: dict, where: str, LOSSES: dict) -> None:
     """The scorer's outputs fit the loss: ``ordinal`` needs ``d_output = n`` outputs (one per
     threshold), every other loss one output per document."""
-    from ltr_bench_neural.allrank_config import LOSSES
 
     post = cfg["model"].get("post_model") or {}
     d_output = post.get("d_output", 1)
@@ -269,8 +271,6 @@ def _scheduler(cfg: dict, where: str) -> None:
         and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
     ]  # fmt: skip
     if missing:
-        from ltr_bench_neural.allrank_config import AllRankConfigError
-
         raise AllRankConfigError(
             f"{where}: key 'lr_scheduler.args.{missing[0]}': missing; {name} needs it"
         )
@@ -286,44 +286,17 @@ def _scheduler(cfg: dict, where: str) -> None:
             else:
                 scheduler.step()
     except Exception as exc:  # noqa: BLE001 - any failure is the config's, named
-        from ltr_bench_neural.allrank_config import AllRankConfigError
-
         raise AllRankConfigError(
             f"{where}: key 'lr_scheduler.args': {name}(**{args}) fails: {type(exc).__name__}: {exc}"
         ) from None
 
 
-def check_config(cfg: dict, where: str) -> None:
+def check_config(cfg: dict, where: str, losses: dict) -> None:
     """The whole config against :data:`SCHEMA`, then the loss arguments, the output sizes
-    and the scheduler. Raises :class:`~ltr_bench_neural.allrank_config.AllRankConfigError`
-    naming ``where`` (the file), the key, the expected type and the value."""
+    and the scheduler; ``losses`` is :data:`ltr_bench_neural.allrank_config.LOSSES` (allRank
+    name -> our loss, argument names). Raises :class:`AllRankConfigError` naming ``where``
+    (the file), the key, the expected type and the value."""
     _walk(cfg, SCHEMA, "", where)
-    _loss_args(cfg, where)
-    _sizes(cfg, where)
+    _loss_args(cfg, where, losses)
+    _sizes(cfg, where, losses)
     _scheduler(cfg, where)
-
-
-def check_overrides(ranker, user_params: dict[str, Any]) -> None:
-    """Refuse a parameter the user set beside the config that would not be applied: one
-    equal to its default (a default cannot be told from no ``--param``) whose config value
-    differs, so the config's would be trained while the record said the user's. Raises
-    :class:`AllRankConfigError` naming the file, the parameter and both values."""
-    from ltr_bench_neural.allrank_config import AllRankConfigError, effective_params
-
-    effective, from_config, _, _ = effective_params(ranker)
-    where = "<inline config>" if isinstance(ranker.config, dict) else str(ranker.config)
-    for name, value in sorted(user_params.items()):
-        if name == "config" or name not in from_config:
-            continue
-        applied = effective.get(name)
-        if isinstance(value, dict) and isinstance(applied, dict):
-            lost = any(applied.get(k) != v for k, v in value.items())
-        else:
-            lost = applied != value
-        if lost:
-            raise AllRankConfigError(
-                f"{where}: {name}={value!r} would have no effect: it equals the neural "
-                f"default, which cannot be told from no --param, so the config's "
-                f"{name}={from_config[name]!r} would be trained; to train with {name}="
-                f"{value!r}, set it in the config file (or run without a config)"
-            )

@@ -43,7 +43,7 @@ beside the config (``scorer_args``, ``loss_args``, ``lr_scheduler_args``) replac
 keys it names. (A ``--param`` equal to the default cannot be told from no ``--param``:
 write such a value into the config. Where the config sets another value, ltr-bench refuses
 the ``--param`` rather than train the config's while recording the user's:
-:func:`ltr_bench_neural.allrank_checks.check_overrides`.) The fitted ranker records the
+:func:`ltr_bench_neural.allrank_overrides.check_overrides`.) The fitted ranker records the
 config's parameters, the overrides and the notices (``fitted_info``), and MLflow logs the
 ``config`` path beside every parameter. Types, ranges and sizes of the whole file are
 checked first: :mod:`ltr_bench_neural.allrank_checks`.
@@ -58,11 +58,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from ltr_bench_neural.allrank_checks import AllRankConfigError, check_config
+
 __all__ = ["AllRankConfigError", "AllRankConfigNotice", "effective_params", "translate"]
-
-
-class AllRankConfigError(ValueError):
-    """An allRank config that cannot be run: the message names the file and the key."""
 
 
 class AllRankConfigNotice(UserWarning):
@@ -305,9 +303,7 @@ def translate(cfg, where: str = "<config>") -> tuple[dict[str, Any], list[str]]:
             f"(top-level keys: {', '.join(map(str, cfg)) or 'none'}; see allRank's "
             "config_template.json)"
         )
-    from ltr_bench_neural.allrank_checks import check_config
-
-    check_config(cfg, where)  # every type, range and size, before anything is read from it
+    check_config(cfg, where, LOSSES)  # every type, range and size, before anything is read
     notices: list[str] = []
     params: dict[str, Any] = {"l2": 0.0}
     model = _section(cfg, "model", where, required=True)

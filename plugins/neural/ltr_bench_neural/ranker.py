@@ -161,7 +161,7 @@ class NeuralRanker(BaseRanker):
     def check_user_params(self, user_params) -> None:
         """With a config: a ``--param`` the config would replace is refused (issue 33)."""
         if self.config is not None:
-            from ltr_bench_neural.allrank_checks import check_overrides
+            from ltr_bench_neural.allrank_overrides import check_overrides
 
             check_overrides(self, user_params)
 
