@@ -37,6 +37,7 @@ class ResultStore:
         #: path -> what is wrong with it: files set aside (never used, never deleted; a
         #: record recomputed in its place keeps the damaged file as ``<name>.damaged``)
         self.damaged: dict[Path, DamagedRecordError] = {}
+        self._readable: set[str] = set()  # keys whose per-query CSV was read back
 
     def json_path(self, key: str) -> Path:
         return self.root / f"{key}.json"
@@ -83,6 +84,7 @@ class ResultStore:
         rec = self._read(self.json_path(key))
         if rec is not None and rec.key == key:
             self._index()[key] = rec
+            self._readable.discard(key)  # its CSV may be new too
             return self.get(key)
         return None
 
@@ -130,8 +132,12 @@ class ResultStore:
         be read back (see :meth:`per_query`) is set aside, noted in :attr:`damaged`, and None
         returned, so the cell is recomputed rather than skipped."""
         rec = self._index().get(key)
-        if rec is not None and self.per_query(rec) is None and self.per_query_path(key).exists():
+        if rec is None or key in self._readable or rec.per_query is not None:
+            return rec
+        # read and dropped, not kept: per-query values of a large plan would fill the memory
+        if self._read_per_query(rec) is None and self.per_query_path(key).exists():
             return None
+        self._readable.add(key)
         return rec
 
     def __contains__(self, key: str) -> bool:
@@ -180,23 +186,30 @@ class ResultStore:
 
     def per_query(self, record: ResultRecord) -> dict[str, list] | None:
         """The per-query values of a record (from memory, else from its CSV)."""
-        if record.per_query is not None:
-            return record.per_query
-        p = self.per_query_path(record.key)
-        if p.is_file():
-            try:
-                record.per_query = read_per_query_csv(p)
-            except (OSError, UnicodeDecodeError, DamagedRecordError) as exc:
-                err = (
-                    exc
-                    if isinstance(exc, DamagedRecordError)
-                    else DamagedRecordError(str(p), None, f"unreadable: {exc}")
-                )
-                err.reason += f" (per-query values of {record.summary_line()})"
-                self.damaged[p] = err
-                self._index().pop(record.key, None)  # not a usable finished record
-                return None
+        if record.per_query is None:
+            record.per_query = self._read_per_query(record)
         return record.per_query
+
+    def _read_per_query(self, record: ResultRecord) -> dict[str, list] | None:
+        """The values of the record's per-query CSV; None when there is none or it is damaged
+        (then noted in :attr:`damaged` and the record dropped from the index: not a usable
+        finished record)."""
+        p = self.per_query_path(record.key)
+        if not p.is_file():
+            return None
+        try:
+            return read_per_query_csv(p)
+        except (OSError, UnicodeDecodeError, DamagedRecordError) as exc:
+            err = (
+                exc
+                if isinstance(exc, DamagedRecordError)
+                else DamagedRecordError(str(p), None, f"unreadable: {exc}")
+            )
+            err.reason += f" (per-query values of {record.summary_line()})"
+            self.damaged[p] = err
+            self._index().pop(record.key, None)
+            self._readable.discard(record.key)
+            return None
 
     def log_failure(self, record: ResultRecord) -> Path:
         """Append a failed cell's traceback to ``failures.log``; returns the log path."""
