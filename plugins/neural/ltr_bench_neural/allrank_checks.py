@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["SCHEMA", "AllRankConfigError", "Spec", "check_config"]
+__all__ = ["SCHEMA", "AllRankConfigError", "Spec", "check_config", "check_scheduler"]
 
 
 class AllRankConfigError(ValueError):
@@ -156,12 +156,14 @@ def _fits(spec: Spec, value: Any) -> bool:
     return spec.high is None or (value < spec.high if spec.high_open else value <= spec.high)
 
 
-def _problem(where: str, key: str, expected: str, value: Any):
+def _got(value: Any) -> str:
+    """``the string '16'``, ``a list [1, 2]`` (at most 60 characters of the value)."""
     shown = repr(value)
-    shown = shown if len(shown) <= 60 else shown[:57] + "..."
-    return AllRankConfigError(
-        f"{where}: key {key!r}: must be {expected}, got {_kind(value)} {shown}"
-    )
+    return f"{_kind(value)} {shown if len(shown) <= 60 else shown[:57] + '...'}"
+
+
+def _problem(where: str, key: str, expected: str, value: Any):
+    return AllRankConfigError(f"{where}: key {key!r}: must be {expected}, got {_got(value)}")
 
 
 def _walk(value: Any, spec: Spec, key: str, where: str) -> None:
@@ -243,27 +245,37 @@ def _annotation_specs(annotation: Any) -> list[Spec] | None:
 
 
 def _scheduler(cfg: dict, where: str) -> None:
-    """Each argument against torch's annotation, the required ones present, then the
-    scheduler built on a dummy parameter and stepped once per epoch (at most 10,000): what
-    training would meet, found now."""
     sched = cfg.get("lr_scheduler") or {}
-    name, args = sched.get("name"), dict(sched.get("args") or {})
-    if name is None:
-        return
+    if sched.get("name") is not None:
+        check_scheduler(
+            sched["name"],
+            dict(sched.get("args") or {}),
+            lr=((cfg.get("optimizer") or {}).get("args") or {}).get("lr", 1e-3),
+            epochs=(cfg.get("training") or {}).get("epochs") or 3,
+            where=f"{where}: key 'lr_scheduler.args",
+        )
+
+
+def check_scheduler(name: str, args: dict, *, lr: float, epochs: int, where: str) -> None:
+    """Each argument of scheduler ``name`` against torch's annotation, the required ones
+    present, then the scheduler built on a dummy parameter and stepped once per epoch (at
+    most 10,000): what training would meet, found now. Unknown names and arguments are left
+    to the callers (they name them with close matches). Raises :class:`AllRankConfigError`
+    starting with ``where`` (``<file>: key 'lr_scheduler.args`` for a config, ``key
+    'lr_scheduler_args`` for a parameter), followed by ``.<argument>'`` or ``'``."""
     import torch
 
     cls = getattr(torch.optim.lr_scheduler, str(name), None)
     if not isinstance(cls, type) or str(name).startswith("_"):
-        return  # named by translate, with close matches
+        return
     params = inspect.signature(cls).parameters
     if any(key not in params or key == "optimizer" for key in args):
-        return  # an unknown argument: named by translate, with close matches
+        return
     for key, value in args.items():
-        p = params.get(key)
-        specs = _annotation_specs(p.annotation) if p is not None else None
+        specs = _annotation_specs(params[key].annotation)
         if specs and not any(_fits(s, value) for s in specs):
             expected = " or ".join(dict.fromkeys(s.text() for s in specs))
-            raise _problem(where, f"lr_scheduler.args.{key}", expected, value)
+            raise AllRankConfigError(f"{where}.{key}': must be {expected}, got {_got(value)}")
     missing = [
         k
         for k, p in params.items()
@@ -271,23 +283,19 @@ def _scheduler(cfg: dict, where: str) -> None:
         and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
     ]  # fmt: skip
     if missing:
-        raise AllRankConfigError(
-            f"{where}: key 'lr_scheduler.args.{missing[0]}': missing; {name} needs it"
-        )
-    lr = ((cfg.get("optimizer") or {}).get("args") or {}).get("lr", 1e-3)
+        raise AllRankConfigError(f"{where}.{missing[0]}': missing; {name} needs it")
     try:
         opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=lr)
         scheduler = cls(opt, **args)
-        epochs = (cfg.get("training") or {}).get("epochs") or 3
-        for _ in range(min(epochs, 10_000)):  # one step per epoch, as training does
+        for _ in range(min(int(epochs), 10_000)):  # one step per epoch, as training does
             opt.step()
             if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau):
                 scheduler.step(1.0)
             else:
                 scheduler.step()
-    except Exception as exc:  # noqa: BLE001 - any failure is the config's, named
+    except Exception as exc:  # noqa: BLE001 - any failure is the arguments', named
         raise AllRankConfigError(
-            f"{where}: key 'lr_scheduler.args': {name}(**{args}) fails: {type(exc).__name__}: {exc}"
+            f"{where}': {name}(**{args}) fails: {type(exc).__name__}: {exc}"
         ) from None
 
 

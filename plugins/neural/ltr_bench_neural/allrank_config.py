@@ -58,7 +58,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ltr_bench_neural.allrank_checks import AllRankConfigError, check_config
+from ltr_bench_neural.allrank_checks import AllRankConfigError, check_config, check_scheduler
 
 __all__ = ["AllRankConfigError", "AllRankConfigNotice", "effective_params", "translate"]
 
@@ -453,6 +453,9 @@ def check_torch_names(ranker) -> None:
                     f"lr_scheduler_args: {key!r} is not an argument of {ranker.lr_scheduler}"
                     + _known(key, sorted(accepted))
                 )
+        lr, epochs = ranker.lr or 1e-3, ranker.epochs  # types and a trial, as for a config
+        args, where = dict(ranker.lr_scheduler_args or {}), "key 'lr_scheduler_args"
+        check_scheduler(ranker.lr_scheduler, args, lr=lr, epochs=epochs, where=where)
 
 
 def effective_ranker(ranker):

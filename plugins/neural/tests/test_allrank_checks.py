@@ -120,3 +120,13 @@ def test_run_refuses_the_ignored_override_with_exit_2_before_any_data(tmp_path, 
     assert result.exit_code == 2, result.output
     assert "mlp.json: optimizer=" in result.output and "would have no effect" in result.output
     assert not (tmp_path / "res").exists() and not (tmp_path / "cache").exists()
+
+
+def test_scheduler_arguments_given_as_parameters_are_checked_the_same_way():
+    ranker = NeuralRanker(lr_scheduler="StepLR", lr_scheduler_args={"step_size": "5"})
+    with pytest.raises(ValueError, match="key 'lr_scheduler_args.step_size': must be an integer"):
+        ranker.validate_params()
+    ranker = NeuralRanker(lr_scheduler="OneCycleLR", lr_scheduler_args={"max_lr": 0.1})
+    with pytest.raises(ValueError, match="key 'lr_scheduler_args': OneCycleLR"):
+        ranker.validate_params()
+    NeuralRanker(lr_scheduler="StepLR", lr_scheduler_args={"step_size": 5}).validate_params()
