@@ -552,7 +552,9 @@ CASES += [  # issue 33
     ("run --output onto the data", _output_onto_data, 2, "an input of this run", _data_kept),
     ("run --output into the store", _output_into_store, 2, "the results store", _no_results),
     ("run --output onto MLflow", _output_onto_mlflow, 2, "the MLflow store", _nothing),
-]
+    ("a parameter beyond 64-bit", _run_with("--param", f"{FAKE}.scale=1{'0' * 400}"), 2,
+     "an integer of 401 digits", _nothing),
+]  # fmt: skip
 if NEURAL:
     SIGMA = "loss_args sigma: must be a finite number > 0"
     NO_EFFECT = "would have no effect"
@@ -575,6 +577,8 @@ if NEURAL:
          "key 'model.fc_model.sizes': must be a list", _nothing),
         ("config lr overflows", _neural(config={"optimizer.args.lr": float("inf")}), 2,
          "key 'optimizer.args.lr': must be a finite number > 0, got the number inf", _nothing),
+        ("config lr an integer too large", _neural(config={"optimizer.args.lr": 10**400}), 2,
+         "key 'optimizer.args.lr': must be a finite number > 0, got the integer 1000", _nothing),
         ("config scheduler argument text", _neural(config={"lr_scheduler": {"name": "StepLR",
          "args": {"step_size": "5"}}}), 2, "key 'lr_scheduler.args.step_size'", _nothing),
         ("config outputs do not fit the loss", _neural(config={"model.post_model.d_output": 3}),

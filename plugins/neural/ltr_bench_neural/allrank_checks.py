@@ -131,6 +131,13 @@ def _kind(value: Any) -> str:
     return {dict: "an object", list: "a list", str: "the string"}.get(type(value), "a value")
 
 
+def _finite(value) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an int too large for a float
+        return False
+
+
 def _fits(spec: Spec, value: Any) -> bool:
     if value is None:
         return spec.null or spec.kind == "any"
@@ -149,7 +156,7 @@ def _fits(spec: Spec, value: Any) -> bool:
         return False
     if kind == "int" and not isinstance(value, numbers.Integral):
         return False
-    if not math.isfinite(value):  # 1e400 in JSON reads as inf
+    if not _finite(value):  # 1e400 in JSON reads as inf; 1 followed by 400 zeros is an int
         return False
     if spec.low is not None and not (value > spec.low if spec.low_open else value >= spec.low):
         return False

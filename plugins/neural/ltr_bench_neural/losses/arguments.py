@@ -103,6 +103,13 @@ ARG_RULES: dict[str, dict[str, Arg]] = {
 }
 
 
+def _finite(value) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an int too large for a float
+        return False
+
+
 def _fits(rule: Arg, value: Any) -> bool:
     if value is None:
         return rule.none
@@ -114,7 +121,7 @@ def _fits(rule: Arg, value: Any) -> bool:
         return False
     if rule.kind == "int" and not isinstance(value, numbers.Integral):
         return False
-    if not math.isfinite(float(value)):
+    if not _finite(value):
         return False
     if rule.low is None:
         return True
