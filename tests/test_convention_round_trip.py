@@ -106,25 +106,39 @@ def test_every_profile_goes_run_files_report_and_back(env, where):
                 assert f"{value:.4f}" in row, (key, row)
 
 
-def test_a_store_damaged_by_a_numpy_repr_is_recomputed_with_a_note(env):
-    code, out = _run(env, "--no-mlflow")
+def _numpy_repr(csv_path: Path) -> None:
+    """Write one ``mrr_letor4`` value as the old writer did: ``np.float64(...)``."""
+    lines = csv_path.read_text().splitlines()
+    col = lines[0].split(",").index("mrr_letor4")
+    row = lines[1].split(",")
+    row[col] = f"np.float64({row[col]})"
+    csv_path.write_text("\n".join([lines[0], ",".join(row), *lines[2:]]) + "\n")
+
+
+@pytest.mark.parametrize("where", ["local", "mlflow"])
+def test_a_store_damaged_by_a_numpy_repr_is_recomputed_with_a_note(env, where):
+    db = env.cwd / "m.db"
+    store = ["--no-mlflow"] if where == "local" else ["--tracking-uri", f"sqlite:///{db}"]
+    code, out = _run(env, *store)
     assert code == 0, out
     (path,) = (env.cwd / "res").glob("*[0-9a-f].json")
     csv_path = path.with_name(path.stem + ".per_query.csv")
     good = csv_path.read_text()
-    lines = good.splitlines()
-    header = lines[0].split(",")
-    col = header.index("mrr_letor4")
-    row = lines[1].split(",")
-    row[col] = f"np.float64({row[col]})"  # what the old writer wrote
-    csv_path.write_text("\n".join([lines[0], ",".join(row), *lines[2:]]) + "\n")
-    code, out = _run(env, "--no-mlflow")
+    _numpy_repr(csv_path)
+    if where == "mlflow":  # the old bug damaged the MLflow copy too
+        (artifact,) = (env.cwd / "artifacts").rglob("per_query_metrics.csv")
+        _numpy_repr(artifact)
+    code, out = _run(env, *store)
     assert code == 0 and "Traceback" not in out, out
     assert "field 'mrr_letor4': expected a number, got 'np.float64(" in out, out
     assert "finished earlier, skipped" not in out, out  # computed again, not skipped
     assert csv_path.read_text() == good  # the same values, readable again
     assert "np.float64(" in Path(str(csv_path) + ".damaged").read_text()  # kept aside
+    source = ["--results-dir", "res"] if where == "local" else ["--tracking-uri", f"sqlite:///{db}"]
     code, report = env.run(
-        "report", "--results-dir", "res", "--convention", "letor4", "--metric", "mrr"
+        "report", "--dataset", "data", "--convention", "letor4", "--metric", "mrr", *source
     )
-    assert code == 0 and "mrr_letor4" in report, report
+    assert code == 0 and "mrr_letor4" in report and "damaged" not in report, report
+    mrr = json.loads(path.read_text())["metrics"]["mrr_letor4"]
+    row = next(line for line in report.splitlines() if line.startswith(f"| {FAKE}"))
+    assert f"| 1 | {mrr:.4f} |" in row, row  # one unit: the recomputed run, not the damaged
