@@ -96,6 +96,12 @@ class RankerTags:
         clicks; implies ``accepts_position``). The harness refuses such a ranker on data
         without clicks before anything is loaded (exit 2), instead of a failed fit.
 
+    file_params: names of the parameters whose values name files that decide the model (an
+        allRank configuration, a click log). The harness keys a result on their content
+        (``sha256``), not their path, so an edited file is never answered with an old result
+        (:mod:`ltr_bench.run.param_files`; any other parameter whose value names an existing
+        file is fingerprinted too).
+
     Every ``*_param`` must name a parameter of ``get_params()`` (``check_ranker`` verifies
     it; :func:`apply_run_settings` raises otherwise).
     """
@@ -108,6 +114,7 @@ class RankerTags:
     query_dim_param: str | None = None
     accepts_position: bool = False
     requires_position: bool = False
+    file_params: tuple[str, ...] = ()
 
     @property
     def query_dependent(self) -> bool:
@@ -360,6 +367,15 @@ class BaseRanker(BaseEstimator):
         own = type(self)._validate_params is not BaseEstimator._validate_params
         if own or getattr(self, "_parameter_constraints", None):
             self._validate_params()
+
+    def check_user_params(self, user_params: dict[str, Any]) -> None:
+        """Refuse a parameter the user set that would have no effect; raise ``ValueError``
+        naming it and why (e.g. a configuration file the ranker reads replaces it).
+
+        Called by the harness when the plan is expanded, after :meth:`validate_params`, with
+        the parameters the user set explicitly (``--param``, a plan's table): an override is
+        applied or refused, never recorded without effect. The default accepts all.
+        """
 
     def fitted_info(self) -> dict[str, int | float | str]:
         """What the fitted model is: its size and training diagnostics (e.g. trees used,

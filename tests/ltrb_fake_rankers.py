@@ -23,6 +23,7 @@ ENTRY_POINTS = {
     "fake-mutating": "ltrb_fake_rankers:MutatingRanker",
     "fake-curves": "ltrb_fake_rankers:CurveRanker",
     "fake-bad-curves": "ltrb_fake_rankers:BadCurveRanker",
+    "fake-file": "ltrb_fake_rankers:FileRanker",
     "fake-broken": "ltrb_fake_rankers_missing_module:Nothing",
 }
 
@@ -180,3 +181,22 @@ class BadCurveRanker(LinearRanker):
 
     def learning_curves(self):
         return {"train_loss": [0.5, "low"]}
+
+
+class FileRanker(LinearRanker):
+    """Reads its ``scale`` from the file ``scale_file`` names (declared in
+    ``RankerTags.file_params``): results depend on the file's content, not its path."""
+
+    def __init__(self, random_state=None, n_jobs=None, scale_file=None):
+        super().__init__(random_state=random_state, n_jobs=n_jobs)
+        self.scale_file = scale_file
+
+    def ranker_tags(self) -> RankerTags:
+        return RankerTags(
+            thread_param="n_jobs", seed_param="random_state", file_params=("scale_file",)
+        )
+
+    def fit(self, X, y, *, qid, eval_set=None):
+        with open(self.scale_file) as fh:
+            self.scale = float(fh.read())
+        return super().fit(X, y, qid=qid, eval_set=eval_set)

@@ -11,6 +11,7 @@ and logging, two ``tune`` processes on one study).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sqlite3
 import stat
@@ -394,6 +395,112 @@ def _run_on_postgres(e):
     return _run_argv(e, "--tracking-uri", "postgresql://nohost/x")
 
 
+# ---------------------------------------------------------------------------- issue 33
+
+CONVENTIONS = "letor4,letor3,trec,nonempty"
+
+
+def _report_of_conventions(e):
+    code, out = e.run(*_run_argv(e, "--no-mlflow", "--metrics", "ndcg@10,mrr"),
+                      "--convention", CONVENTIONS)  # fmt: skip
+    assert code == 0, out
+    return ["report", "--results-dir", "res", "--convention", "letor3", "--metric", "mrr"]
+
+
+def _per_query_numbers(e):
+    from ltr_bench.results import read_per_query_csv
+
+    (csv,) = (e.cwd / "res").glob("*.per_query.csv")
+    assert "mrr_letor4" in read_per_query_csv(csv)  # every value read back as a number
+
+
+def _edited_param_file(e):
+    scale = e.cwd / "scale.txt"
+    scale.write_text("1\n")
+    argv = [
+        "run",
+        "--ranker",
+        "fake-file",
+        "--param",
+        f"fake-file.scale_file={scale}",
+        "--dataset",
+        e.data,
+        "--metrics",
+        "ndcg@10",
+        "--results-dir",
+        "res",
+        "--no-mlflow",
+    ]
+    code, out = e.run(*argv)
+    assert code == 0, out
+    scale.write_text("-1\n")  # the same path, another content
+    return argv
+
+
+def _two_results(e):
+    assert len(list((e.cwd / "res").glob("*.json"))) == 2
+
+
+def _output_onto_data(e):
+    return _run_argv(e, "--no-mlflow", "--output", e.data / "test.txt")
+
+
+def _data_kept(e):
+    assert (e.data / "test.txt").read_text().startswith(("0 qid:", "1 qid:", "2 qid:"))
+
+
+def _output_into_store(e):
+    return _run_argv(e, "--no-mlflow", "--output", "res/all.json")
+
+
+def _output_onto_mlflow(e):
+    return _run_argv(e, "--tracking-uri", f"sqlite:///{e.cwd / 'm.db'}", "--output", "m.db")
+
+
+def _neural(*params, config=None):
+    def setup(e):
+        argv = ["run", "--ranker", "neural", "--dataset", e.data, "--no-mlflow"]
+        if config is not None:
+            import copy
+            import json
+
+            cfg = copy.deepcopy(ALLRANK_MLP)
+            for dotted, value in config.items():
+                *parents, last = dotted.split(".")
+                node = cfg
+                for key in parents:
+                    node = node.setdefault(key, {})
+                node[last] = value
+            (e.cwd / "mlp.json").write_text(json.dumps(cfg))
+            argv += ["--param", "neural.config=mlp.json"]
+        for p in params:
+            argv += ["--param", f"neural.{p}"]
+        return argv
+
+    return setup
+
+
+def _default_beside_config(e):
+    """``--param neural.epochs=<the plugin's default>`` beside a config with other epochs
+    (issue 33 had the optimizer: whatever the defaults become, this stays the case)."""
+    from ltr_bench_neural.ranker import NeuralRanker
+
+    default = NeuralRanker().epochs
+    return _neural(f"epochs={default}", config={"training.epochs": default + 1})(e)
+
+
+ALLRANK_MLP = {  # allRank's config_template.json layout, small
+    "model": {"fc_model": {"sizes": [8], "activation": "ReLU", "dropout": 0.0},
+              "transformer": None, "post_model": {"output_activation": None, "d_output": 1}},
+    "loss": {"name": "listNet", "args": {}},
+    "optimizer": {"name": "Adam", "args": {"lr": 0.001}},
+    "training": {"epochs": 2},
+    "data": {"batch_size": 4, "slate_length": 8},
+}  # fmt: skip
+# the neural plugin and torch installed here (found without importing torch)
+NEURAL = all(importlib.util.find_spec(m) is not None for m in ("ltr_bench_neural", "torch"))
+
+
 CASES = [
     # never write into (or delete) a database that is not an MLflow store
     ("run on a user's database", _foreign_run, 2, "not an MLflow store", _user_rows_kept),
@@ -446,6 +553,44 @@ CASES = [
     ("journal damaged mid-file", _journal_damaged, 1, "s.journal:3: damaged", _journal_kept),
     ("a tuning timeout inf", _tune_timeout_inf, 2, "--timeout must be a finite", _no_results),
 ]
+CASES += [  # issue 33
+    ("report of a --convention run", _report_of_conventions, 0, "mrr_letor3", _per_query_numbers),
+    ("an edited file a parameter names", _edited_param_file, 0, "fake-file", _two_results),
+    ("run --output onto the data", _output_onto_data, 2, "an input of this run", _data_kept),
+    ("run --output into the store", _output_into_store, 2, "the results store", _no_results),
+    ("run --output onto MLflow", _output_onto_mlflow, 2, "the MLflow store", _nothing),
+    ("a parameter beyond 64-bit", _run_with("--param", f"{FAKE}.scale=1{'0' * 400}"), 2,
+     "an integer of 401 digits", _nothing),
+]  # fmt: skip
+if NEURAL:
+    SIGMA = "loss_args sigma: must be a finite number > 0"
+    NO_EFFECT = "would have no effect"
+    CASES += [  # issue 33: loss arguments that flip a loss; allRank configs; overrides
+        ("lambdaloss sigma -1", _neural("loss=lambdaloss", "loss_args={sigma=-1}"), 2, SIGMA,
+         _nothing),
+        ("rmse no_of_levels -1", _neural("loss=rmse", "loss_args={no_of_levels=-1}"), 2,
+         "no_of_levels: must be a finite number > 0", _nothing),
+        ("wpll gamma -5", _neural("loss=wpll", "loss_args={gamma=-5}"), 2,
+         "gamma: must be a finite number > 0", _nothing),
+        ("config loss sigma -1", _neural(config={"loss": {"name": "lambdaLoss",
+         "args": {"sigma": -1}}}), 2, "key 'loss.args.sigma'", _nothing),
+        ("config override equal to the default", _default_beside_config, 2, NO_EFFECT,
+         _nothing),
+        ("config optimizer args a list", _neural(config={"optimizer.args": [0.1]}), 2,
+         "key 'optimizer.args': must be a JSON object", _nothing),
+        ("config loss name a list", _neural(config={"loss.name": ["listNet"]}), 2,
+         "key 'loss.name': must be a string", _nothing),
+        ("config sizes an int", _neural(config={"model.fc_model.sizes": 8}), 2,
+         "key 'model.fc_model.sizes': must be a list", _nothing),
+        ("config lr overflows", _neural(config={"optimizer.args.lr": float("inf")}), 2,
+         "key 'optimizer.args.lr': must be a finite number > 0, got the number inf", _nothing),
+        ("config lr an integer too large", _neural(config={"optimizer.args.lr": 10**400}), 2,
+         "key 'optimizer.args.lr': must be a finite number > 0, got the integer 1000", _nothing),
+        ("config scheduler argument text", _neural(config={"lr_scheduler": {"name": "StepLR",
+         "args": {"step_size": "5"}}}), 2, "key 'lr_scheduler.args.step_size'", _nothing),
+        ("config outputs do not fit the loss", _neural(config={"model.post_model.d_output": 3}),
+         2, "key 'model.post_model.d_output': must be 1", _nothing),
+    ]  # fmt: skip
 if MISSING_DRIVER:  # a dialect SQLAlchemy knows whose driver is not installed here
     CASES.append(
         ("storage driver missing", _storage(MISSING_DRIVER), 2, "no database driver", _nothing)

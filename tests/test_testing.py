@@ -470,6 +470,16 @@ def test_seed_tag_naming_a_missing_parameter_fails_tags():
     assert "seed_param='seed'" in message
 
 
+class FileTagNamesNoParameter(RidgeRanker):
+    def ranker_tags(self):
+        return RankerTags(file_params=("config",))
+
+
+def test_file_params_naming_a_missing_parameter_fails_tags():
+    message = _expect_failure(FileTagNamesNoParameter(), "tags")
+    assert "file_params names 'config'" in message
+
+
 class RenamedQueryDimRanker(QueryByExampleRanker):
     """Correct: the query-block width arrives through a parameter not called query_dim."""
 

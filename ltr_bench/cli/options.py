@@ -158,15 +158,59 @@ def write_records_output(output: str | None, records, results_root) -> str | Non
     return None
 
 
-def check_outputs(results_root, output: str | None, cache_dir: str | None) -> None:
+def run_inputs(
+    expanded, results_root, tracking_uri: str | None = None, optuna_storage: str | None = None
+) -> list:
+    """``(path, description)`` of everything a run reads: the dataset folders, the files
+    ranker parameters name, the plan file, the results store, the MLflow database and (for
+    ``tune``) the Optuna journal file."""
+    from pathlib import Path
+
+    out: list = [(Path(results_root), "the results store (--results-dir)")]
+    if optuna_storage and "://" not in optuna_storage:  # a journal file
+        out.append((Path(optuna_storage), "the Optuna journal (--optuna-storage)"))
+    if expanded.plan.source:
+        out.append((Path(expanded.plan.source), "the plan file"))
+    for cell in expanded.cells:
+        folder = cell.dataset_identity.get("path")
+        if folder:
+            out.append((Path(folder), f"the data of {cell.dataset}"))
+        for name in cell.param_files or {}:
+            out.append((Path(str(cell.params[name])), f"the file of {cell.ranker}.{name}"))
+    if tracking_uri is not None:
+        from ltr_bench.tracking.store import sqlite_path
+
+        db = sqlite_path(tracking_uri)
+        if db is not None:
+            out += [(db, "the MLflow store"), (db.parent / "artifacts", "the MLflow artifacts")]
+    return list(dict.fromkeys(out))
+
+
+def report_inputs(results_dir: str | None, tracking_uri: str | None) -> list:
+    """``(path, description)`` of what ``report`` reads: the results folder, else the MLflow
+    database and its artifacts."""
+    from pathlib import Path
+
+    if results_dir:
+        return [(Path(results_dir), "the results store (--results-dir)")]
+    from ltr_bench.tracking.store import resolve_tracking_uri, sqlite_path
+
+    db = sqlite_path(resolve_tracking_uri(tracking_uri))
+    if db is None:
+        return []
+    return [(db, "the MLflow store"), (db.parent / "artifacts", "the MLflow artifacts")]
+
+
+def check_outputs(results_root, output: str | None, cache_dir: str | None, inputs=()) -> None:
     """Every place the run writes to, tried before the first fit (exit 2 naming the option):
-    the results folder, --output (:func:`ltr_bench.results.check_output_path`) and the
-    parsed-data cache. An unusable default cache only warns: the data is then parsed in
-    memory."""
-    from ltr_bench.results import check_output_path, check_writable_dir
+    the results folder, --output (:func:`ltr_bench.results.check_output_path`; it must not
+    replace one of ``inputs``, see :func:`run_inputs`) and the parsed-data cache. An
+    unusable default cache only warns: the data is then parsed in memory."""
+    from ltr_bench.results import check_not_an_input, check_output_path, check_writable_dir
 
     check_writable_dir(results_root, "--results-dir")
     if output:
+        check_not_an_input(output, "--output", inputs)
         check_output_path(output, "--output")
     from ltr_bench.data import resolve_cache_dir
 

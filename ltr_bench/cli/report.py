@@ -224,6 +224,14 @@ def report_command(
             usage=True,
         )
 
+    if output or plots_dir:  # what the report reads is never replaced by what it writes
+        from ltr_bench.cli.options import report_inputs
+        from ltr_bench.results import check_not_an_input
+
+        inputs = report_inputs(results_dir, tracking_uri)
+        for path, option in ((output, "--output"), (plots_dir, "--plots")):
+            if path:
+                check_not_an_input(path, option, inputs)
     if output:
         check_output_path(output, "--output")
     if plots_dir:

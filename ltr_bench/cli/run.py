@@ -237,7 +237,9 @@ def _run_logged(
             keep_models=options.kept_models_root(keep_models, results_root),
         )
         store = ResultStore(results_root)
-        options.check_outputs(store.root, output, plan.cache_dir)
+        uri = mlflow_process.uri if mlflow_process is not None else None
+        inputs = options.run_inputs(expanded, store.root, uri)
+        options.check_outputs(store.root, output, plan.cache_dir, inputs)
     except BaseException:
         executor.close()  # a cluster started for nothing
         raise

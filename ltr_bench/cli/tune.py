@@ -262,6 +262,7 @@ def _tune(
     from ltr_bench.results import ResultStore
     from ltr_bench.run.cells import build_ranker, expand_plan
     from ltr_bench.run.executors import InProcessExecutor
+    from ltr_bench.run.harness import save_or_fail
     from ltr_bench.tune.cell import TuneJob, tuned_cell
     from ltr_bench.tune.runner import tune_here, tune_remote
     from ltr_bench.tune.search_space import resolve_space
@@ -276,7 +277,11 @@ def _tune(
     expanded = expand_plan(
         plan, score_repeats=score_repeats, save_scores=save_scores, keep_models=keep
     )
-    options.check_outputs(store.root, output, plan.cache_dir)
+    from ltr_bench.tracking.store import resolve_tracking_uri
+
+    uri = None if no_mlflow else resolve_tracking_uri(tracking_uri)
+    inputs = options.run_inputs(expanded, store.root, uri, optuna_storage)
+    options.check_outputs(store.root, output, plan.cache_dir, inputs)
     if optuna_storage is None or optuna_storage.endswith(".journal"):
         # absolute: every local worker process opens this same file
         optuna_storage = resolve_storage(optuna_storage, store.root.parent)
@@ -378,8 +383,8 @@ def _tune(
                 x.cell_finished(rec, index, total, skipped=True)
             log_study(rec)
             return
+        save_or_fail(store, rec)
         if rec.ok:
-            store.save(rec)
             records.append(rec)
         else:
             store.log_failure(rec)

@@ -140,12 +140,12 @@ def _query_values(labels: np.ndarray, prof: Profile, metrics) -> dict[str, float
         elif key.name == "mrr":
             m = n if k is None else min(k, n)
             first = np.flatnonzero(rel[:m])
-            v = prof.empty if n_rel == 0 else (1.0 / (first[0] + 1) if first.size else 0.0)
+            v = prof.empty if n_rel == 0 else (1.0 / (int(first[0]) + 1) if first.size else 0.0)
         elif key.name == "recall":
             v = prof.empty if n_rel == 0 else float(rel[:k].sum()) / n_rel
         else:  # pragma: no cover - profile_keys never asks for others
             raise ValueError(f"{key.text} is not defined under the {prof.name} profile")
-        out[text] = v
+        out[text] = float(v)  # a Python float: numpy scalars must not reach the records
     return out
 
 

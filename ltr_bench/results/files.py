@@ -80,6 +80,26 @@ def check_output_path(path, what: str) -> None:
         check_writable_dir(target.parent, f"{what} {path}: its folder")
 
 
+def check_not_an_input(path, what: str, inputs) -> None:
+    """Before any work: the output ``path`` (option ``what``) replaces no input of the same
+    run. ``inputs`` are ``(path, description)`` pairs: a file is an input itself, a folder
+    (a dataset, the results store) with everything in it. Links are followed on both sides.
+    Raises :class:`~ltr_bench.errors.UsageError` naming the option, the input and what it
+    is."""
+    from ltr_bench.errors import UsageError
+
+    target = Path(os.path.realpath(path))
+    for source, description in inputs:
+        real = Path(os.path.realpath(source))
+        inside = real.is_dir() and real in target.parents
+        if target == real or inside:
+            how = "would be written into" if inside else "would replace"
+            raise UsageError(
+                f"{what} {path} {how} {description} ({source}), an input of this run; "
+                "choose a file outside it"
+            )
+
+
 def _default_mode() -> int:
     """0666 less the process umask: the mode ``open()`` would give a new file."""
     mask = os.umask(0)
@@ -189,15 +209,69 @@ def figure_png(fig, **savefig_kwargs) -> bytes:
     return buf.getvalue()
 
 
+class UnwritableRecordError(ValueError):
+    """A record holds something its files could not give back (a value that is not a number
+    where a number belongs, columns of unequal length): nothing is written. ``str`` names the
+    column or field, the row and the value."""
+
+
+def _csv_number(value, column: str, row: int) -> str:
+    """The exact text of one per-query value: a real number (Python or numpy; not a bool)
+    written as ``repr(float(value))``, which :func:`read_per_query_csv` reads back
+    bit-identically. Anything else raises :class:`UnwritableRecordError` (a numpy scalar's
+    own ``repr`` is ``np.float64(...)``, which no reader takes for a number)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+        raise UnwritableRecordError(
+            f"per-query column {column!r}, query {row + 1}: expected a number, got "
+            f"{type(value).__name__} {value!r:.60}"
+        )
+    if isinstance(value, np.complexfloating):
+        raise UnwritableRecordError(
+            f"per-query column {column!r}, query {row + 1}: complex value {value!r:.60}"
+        )
+    return repr(float(value))
+
+
 def per_query_csv(per_query: dict[str, list]) -> str:
-    """CSV text: header ``qid,<metric>...``, one row per query; floats via ``repr`` (exact)."""
+    """CSV text: header ``qid,<metric>...``, one row per query; every metric value a number
+    written exactly (``repr`` of a Python float), qids as given. The one writer of per-query
+    values (the store and MLflow both use it); raises :class:`UnwritableRecordError` for a
+    value that is not a number or columns of unequal length, before anything is written."""
+    cols = list(per_query)
+    lengths = {c: len(per_query[c]) for c in cols}
+    if len(set(lengths.values())) > 1:
+        raise UnwritableRecordError(f"per-query columns of unequal length: {lengths}")
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    cols = list(per_query)
     w.writerow(cols)
-    for row in zip(*(per_query[c] for c in cols)):
-        w.writerow([repr(v) if isinstance(v, float) else v for v in row])
+    for i, row in enumerate(zip(*(per_query[c] for c in cols))):
+        w.writerow(
+            [_qid_text(v) if c == "qid" else _csv_number(v, c, i) for c, v in zip(cols, row)]
+        )
     return buf.getvalue()
+
+
+def _qid_text(value) -> str:
+    if isinstance(value, (np.integer, np.str_)):
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise UnwritableRecordError(f"per-query qid {value!r:.60} is not an integer or a string")
+    return str(value)
+
+
+def record_json(record: ResultRecord) -> str:
+    """A finished record as the JSON text of its file or artifact (the one writer of record
+    documents): :meth:`ResultRecord.to_dict`, checked as a reader checks it
+    (:meth:`ResultRecord.checked`), so nothing is written that would be read back as damaged;
+    raises :class:`UnwritableRecordError` naming the field."""
+    from ltr_bench.results.record import DamagedRecordError
+
+    doc = record.to_dict()
+    try:
+        ResultRecord.checked(doc, record.summary_line())
+    except DamagedRecordError as exc:
+        raise UnwritableRecordError(str(exc)) from None
+    return json.dumps(doc, indent=1, sort_keys=True, allow_nan=True) + "\n"
 
 
 def read_per_query_csv(path: Path) -> dict[str, list]:

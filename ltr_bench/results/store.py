@@ -20,6 +20,7 @@ from ltr_bench.results.files import (
     atomic_write_text,
     per_query_csv,
     read_per_query_csv,
+    record_json,
 )
 from ltr_bench.results.record import DamagedRecordError, ResultRecord
 
@@ -38,6 +39,7 @@ class ResultStore:
         #: path -> what is wrong with it: files set aside (never used, never deleted; a
         #: record recomputed in its place keeps the damaged file as ``<name>.damaged``)
         self.damaged: dict[Path, DamagedRecordError] = {}
+        self._readable: set[str] = set()  # keys whose per-query CSV was read back
 
     def json_path(self, key: str) -> Path:
         return self.root / f"{key}.json"
@@ -84,7 +86,8 @@ class ResultStore:
         rec = self._read(self.json_path(key))
         if rec is not None and rec.key == key:
             self._index()[key] = rec
-            return rec
+            self._readable.discard(key)  # its CSV may be new too
+            return self.get(key)
         return None
 
     def _read(self, path: Path) -> ResultRecord | None:
@@ -127,8 +130,17 @@ class ResultStore:
         return [f"set aside (damaged): {exc}" for exc in self.damaged.values()]
 
     def get(self, key: str) -> ResultRecord | None:
-        """The finished record with this key, or None."""
-        return self._index().get(key)
+        """The finished record with this key, or None; a record whose per-query values cannot
+        be read back (see :meth:`per_query`) is set aside, noted in :attr:`damaged`, and None
+        returned, so the cell is recomputed rather than skipped."""
+        rec = self._index().get(key)
+        if rec is None or key in self._readable or rec.per_query is not None:
+            return rec
+        # read and dropped, not kept: per-query values of a large plan would fill the memory
+        if self._read_per_query(rec) is None and self.per_query_path(key).exists():
+            return None
+        self._readable.add(key)
+        return rec
 
     def __contains__(self, key: str) -> bool:
         return self.get(key) is not None
@@ -154,18 +166,23 @@ class ResultStore:
         MLflow run id)."""
         if not record.ok:
             raise ValueError("only finished (status ok) records are stored; use log_failure")
-        if per_query and record.per_query is not None:
-            atomic_write_text(self.per_query_path(record.key), per_query_csv(record.per_query))
-        if record.run_text is not None:
-            run_path = self.root / f"{record.key}.run.txt"
-            atomic_write_text(run_path, record.run_text)
+        # both texts are made (and checked: UnwritableRecordError) before anything is written
+        run_path = self.root / f"{record.key}.run.txt" if record.run_text is not None else None
+        if run_path is not None:
             record.run_file = str(run_path.resolve())
+        doc = record_json(record)
+        csv_text = per_query_csv(record.per_query) if record.per_query is not None else None
+        if per_query and csv_text is not None:
+            pq_path = self.per_query_path(record.key)
+            if pq_path in self.damaged and pq_path.exists():  # kept for inspection
+                os.replace(pq_path, pq_path.with_name(pq_path.name + ".damaged"))
+            atomic_write_text(pq_path, csv_text)
+        if run_path is not None:
+            atomic_write_text(run_path, record.run_text)
         path = self.json_path(record.key)
         if path in self.damaged and path.exists():  # keep what was damaged, for inspection
             os.replace(path, path.with_name(path.name + ".damaged"))
-        atomic_write_text(
-            path, json.dumps(record.to_dict(), indent=1, sort_keys=True, allow_nan=True) + "\n"
-        )
+        atomic_write_text(path, doc)
         self._index()[record.key] = record
         self._drop_other_models(record)
         return path
@@ -184,23 +201,30 @@ class ResultStore:
 
     def per_query(self, record: ResultRecord) -> dict[str, list] | None:
         """The per-query values of a record (from memory, else from its CSV)."""
-        if record.per_query is not None:
-            return record.per_query
-        p = self.per_query_path(record.key)
-        if p.is_file():
-            try:
-                record.per_query = read_per_query_csv(p)
-            except (OSError, UnicodeDecodeError, DamagedRecordError) as exc:
-                err = (
-                    exc
-                    if isinstance(exc, DamagedRecordError)
-                    else DamagedRecordError(str(p), None, f"unreadable: {exc}")
-                )
-                err.reason += f" (per-query values of {record.summary_line()})"
-                self.damaged[p] = err
-                self._index().pop(record.key, None)  # not a usable finished record
-                return None
+        if record.per_query is None:
+            record.per_query = self._read_per_query(record)
         return record.per_query
+
+    def _read_per_query(self, record: ResultRecord) -> dict[str, list] | None:
+        """The values of the record's per-query CSV; None when there is none or it is damaged
+        (then noted in :attr:`damaged` and the record dropped from the index: not a usable
+        finished record)."""
+        p = self.per_query_path(record.key)
+        if not p.is_file():
+            return None
+        try:
+            return read_per_query_csv(p)
+        except (OSError, UnicodeDecodeError, DamagedRecordError) as exc:
+            err = (
+                exc
+                if isinstance(exc, DamagedRecordError)
+                else DamagedRecordError(str(p), None, f"unreadable: {exc}")
+            )
+            err.reason += f" (per-query values of {record.summary_line()})"
+            self.damaged[p] = err
+            self._index().pop(record.key, None)
+            self._readable.discard(record.key)
+            return None
 
     def log_failure(self, record: ResultRecord) -> Path:
         """Append a failed cell's traceback to ``failures.log``; returns the log path."""

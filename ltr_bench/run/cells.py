@@ -13,7 +13,8 @@ resolved parameters, dataset identity, fold, seed, metric list), where the resol
 parameters are ``get_params()`` after the user's parameters and the seed are applied.
 ``Cell.plan_key`` drops the fold: it groups the folds of one configuration (one MLflow
 parent run). Ranker *versions* are recorded but not part of the key: after upgrading a
-ranker, re-run with ``--force``.
+ranker, re-run with ``--force``. A parameter that names a file is keyed by the file's
+content too (:mod:`ltr_bench.run.param_files`): an edited configuration file is a new cell.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 from ltr_bench.clicks.options import CLICK_OPTIONS, data_options, resolve_click_options
 from ltr_bench.ranker import RankerTags, apply_run_settings, tags_of
 from ltr_bench.results import jsonable
+from ltr_bench.run.param_files import ParamFileError, param_file_fingerprints
 from ltr_bench.run.plan import DatasetChoice, Plan, PlanError, canonical_json
 
 __all__ = [
@@ -78,6 +80,7 @@ class Cell:
     conventions: tuple[str, ...] = ()  # extra convention profiles to score under
     save_scores: bool = False  # keep the test scores as a TREC run file
     keep_models: str | None = None  # folder to keep the fitted model in (None: not kept)
+    param_files: dict[str, str] | None = None  # {parameter: sha256 of the file it names}
 
     def config(self) -> dict[str, Any]:
         """The resolved configuration of this cell (stored with the run as JSON)."""
@@ -246,12 +249,24 @@ def expand_plan(
                     raise registry.BadParameterError(
                         f"{where}: ranker {choice.display!r}: {exc}"
                     ) from None
+            check_user = getattr(ranker, "check_user_params", None)
+            if callable(check_user) and choice.params:  # applied or refused, never ignored
+                try:
+                    check_user(dict(choice.params))
+                except (ValueError, TypeError) as exc:
+                    raise registry.BadParameterError(
+                        f"{where}: ranker {choice.display!r}: {exc}"
+                    ) from None
             resolved_by_seed[seed] = jsonable(ranker.get_params(deep=False))
         tags = ranker_tags(ranker)
+        try:  # files named by parameters: their content is part of the identity
+            files = param_file_fingerprints(resolved_by_seed[seeds[0]], tags.file_params)
+        except ParamFileError as exc:
+            raise registry.BadParameterError(f"{where}: ranker {choice.display!r}: {exc}") from None
         # what identifies a configuration: not the seed (a cell key has it on its own) and
         # not the thread count (it changes speed, never the numbers of these rankers)
         volatile = {getattr(tags, "seed_param", None), tags.thread_param} - {None}
-        ranker_info.append((choice, entry, resolved_by_seed, volatile))
+        ranker_info.append((choice, entry, resolved_by_seed, volatile, files))
         if getattr(tags, "requires_position", False):
             position_rankers.append(choice.row_label)
     seen: dict[str, str] = {}
@@ -291,7 +306,7 @@ def expand_plan(
             if clicks:  # simulated click logs: their configuration and seed are the data's
                 identity = {**identity, "clicks": clicks, "seed": seed}
             for fold in folds:
-                for choice, entry, resolved_by_seed, volatile in ranker_info:
+                for choice, entry, resolved_by_seed, volatile, files in ranker_info:
                     resolved = resolved_by_seed[seed]
                     stable = {k: v for k, v in resolved.items() if k not in volatile}
                     config = {
@@ -302,6 +317,8 @@ def expand_plan(
                     }
                     if plan.conventions:  # profile keys in the record: part of its identity
                         config["conventions"] = list(plan.conventions)
+                    if files:  # only then: keys of configurations without files stay
+                        config["files"] = files
                     config_key = _sha256(config)
                     if seen.setdefault(config_key, choice.row_label) != choice.row_label:
                         raise PlanError(
@@ -335,6 +352,7 @@ def expand_plan(
                             conventions=tuple(plan.conventions),
                             save_scores=save_scores,
                             keep_models=None if keep_models is None else str(keep_models),
+                            param_files=files or None,
                             max_label=None if spec is None else int(spec.label_max),
                         )
                     )

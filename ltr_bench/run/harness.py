@@ -51,6 +51,7 @@ from ltr_bench.results import (
     ResultRecord,
     ResultStore,
     ResultsWriteError,
+    UnwritableRecordError,
     now,
 )
 from ltr_bench.run.cells import Cell, ExpandedPlan
@@ -347,12 +348,25 @@ def _keep(report: RunReport, store: ResultStore, rec: ResultRecord) -> None:
     """Save a computed record (ok: as finished; failed: in the failure log) and count it;
     always before any listener hears of it."""
     report.n_run += 1
+    save_or_fail(store, rec)
     if rec.ok:
-        store.save(rec)
         report.records.append(rec)
     else:
         report.failed.append(rec)
         store.log_failure(rec)
+
+
+def save_or_fail(store: ResultStore, rec: ResultRecord) -> None:
+    """Save an ok record; one holding a value its files could not give back
+    (:class:`~ltr_bench.results.UnwritableRecordError`, e.g. a metric that is not a number)
+    becomes a failed record of stage ``"save"`` naming the value, and nothing is written."""
+    if not rec.ok:
+        return
+    try:
+        store.save(rec)
+    except UnwritableRecordError as exc:
+        rec.status, rec.error_stage, rec.error = "failed", "save", f"UnwritableRecordError: {exc}"
+        rec.traceback = f"{rec.error} (nothing of this record was written)\n"
 
 
 def _plan_order(report: RunReport, cells: list[Cell]) -> None:

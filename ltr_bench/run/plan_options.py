@@ -177,6 +177,14 @@ def _check_finite(value, where: str) -> None:
 
     if isinstance(value, float) and not math.isfinite(value):
         raise PlanError(f"{where}: {value!r} is not a finite number")
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**63:
+        # no ranker takes it: numpy and torch overflow (a traceback, or a float overflow
+        # found only when training starts)
+        digits = len(str(abs(value)))
+        raise PlanError(
+            f"{where}: an integer of {digits} digits is beyond 64-bit integers (|value| < 2^63); "
+            "write a real number with an exponent (1e30)"
+        )
     if isinstance(value, dict):
         for k, v in value.items():
             _check_finite(v, f"{where}.{k}")

@@ -140,6 +140,12 @@ def check_tags(ctx: Context):
         assert isinstance(param, str) and param in params, (
             f"tags.{tag}={param!r} is not a parameter (parameters: {sorted(params)})"
         )
+    files = getattr(tags, "file_params", ())
+    assert isinstance(files, tuple), f"tags.file_params must be a tuple, got {files!r}"
+    for param in files:
+        assert isinstance(param, str) and param in params, (
+            f"tags.file_params names {param!r}, not a parameter (parameters: {sorted(params)})"
+        )
 
 
 def check_init_stores_params(ctx: Context):

@@ -49,7 +49,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from ltr_bench.results import ResultRecord, aggregate, per_query_csv
+from ltr_bench.results import ResultRecord, aggregate, per_query_csv, record_json
 from ltr_bench.tracking.integrity import stored_record_problem
 from ltr_bench.tracking.layout import (
     EXPERIMENT_TAGS,
@@ -372,10 +372,7 @@ class Tracker:
                     {"cell": record.config, "plan": plan}, indent=1, sort_keys=True, default=repr
                 )
                 + "\n",
-                RECORD_ARTIFACT: json.dumps(
-                    record.to_dict(), indent=1, sort_keys=True, allow_nan=True
-                )
-                + "\n",
+                RECORD_ARTIFACT: record_json(record),
             }
             if record.per_query is not None:
                 files[PER_QUERY_ARTIFACT] = per_query_csv(record.per_query)

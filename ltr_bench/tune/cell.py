@@ -53,6 +53,8 @@ def tuned_cell(cell: Cell, *, space: Mapping[str, Any], budget: Budget, objectiv
         "dataset": {k: v for k, v in cell.dataset_identity.items() if k != "seed"},
         "tuning": "per-fold/v2",
     }
+    if cell.param_files:  # files named by fixed parameters, by content
+        ident["files"] = dict(cell.param_files)
     config_key = _sha256(ident)
     plan_key = _sha256({**ident, "dataset": cell.dataset_identity, "seed": cell.seed})
     key = _sha256({**ident, "dataset": cell.dataset_identity, "seed": cell.seed, "fold": cell.fold})

@@ -40,10 +40,13 @@ the file, the key and the known ones.
 Overrides: a ``NeuralRanker`` parameter set to anything but its default (``--param``) wins
 over the config; parameters left at their default take the config's value; a dict given
 beside the config (``scorer_args``, ``loss_args``, ``lr_scheduler_args``) replaces only the
-keys it names. (A ``--param``
-equal to the default cannot be told from no ``--param``: write such a value into the
-config.) The fitted ranker records the config's parameters, the overrides and the notices
-(``fitted_info``), and MLflow logs the ``config`` path beside every parameter.
+keys it names. (A ``--param`` equal to the default cannot be told from no ``--param``:
+write such a value into the config. Where the config sets another value, ltr-bench refuses
+the ``--param`` rather than train the config's while recording the user's:
+:func:`ltr_bench_neural.allrank_overrides.check_overrides`.) The fitted ranker records the
+config's parameters, the overrides and the notices (``fitted_info``), and MLflow logs the
+``config`` path beside every parameter. Types, ranges and sizes of the whole file are
+checked first: :mod:`ltr_bench_neural.allrank_checks`.
 """
 
 from __future__ import annotations
@@ -55,11 +58,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from ltr_bench_neural.allrank_checks import AllRankConfigError, check_config, check_scheduler
+
 __all__ = ["AllRankConfigError", "AllRankConfigNotice", "effective_params", "translate"]
-
-
-class AllRankConfigError(ValueError):
-    """An allRank config that cannot be run: the message names the file and the key."""
 
 
 class AllRankConfigNotice(UserWarning):
@@ -117,6 +118,7 @@ LOSSES: dict[str, tuple[str, dict[str, str], tuple[str, ...]]] = {
 }
 LOSSES["approxNDCG"] = LOSSES["approxNDCGLoss"]
 NOT_APPLIED_TOP = ("metrics", "expected_metrics", "detect_anomaly", "click_model")
+TOP_KEYS = ("model", "loss", "optimizer", "lr_scheduler", "training", "data", "val_metric")
 
 
 def _err(where: str, key: str, problem: str) -> AllRankConfigError:
@@ -301,6 +303,7 @@ def translate(cfg, where: str = "<config>") -> tuple[dict[str, Any], list[str]]:
             f"(top-level keys: {', '.join(map(str, cfg)) or 'none'}; see allRank's "
             "config_template.json)"
         )
+    check_config(cfg, where, LOSSES)  # every type, range and size, before anything is read
     notices: list[str] = []
     params: dict[str, Any] = {"l2": 0.0}
     model = _section(cfg, "model", where, required=True)
@@ -378,15 +381,7 @@ def translate(cfg, where: str = "<config>") -> tuple[dict[str, Any], list[str]]:
     for key in cfg:
         if key in NOT_APPLIED_TOP:
             notices.append(key)
-        elif key not in (
-            "model",
-            "loss",
-            "optimizer",
-            "lr_scheduler",
-            "training",
-            "data",
-            "val_metric",
-        ):
+        elif key not in TOP_KEYS:
             notices.append(f"{key} (not an allRank key)")
     return params, notices
 
@@ -458,6 +453,9 @@ def check_torch_names(ranker) -> None:
                     f"lr_scheduler_args: {key!r} is not an argument of {ranker.lr_scheduler}"
                     + _known(key, sorted(accepted))
                 )
+        lr, epochs = ranker.lr or 1e-3, ranker.epochs  # types and a trial, as for a config
+        args, where = dict(ranker.lr_scheduler_args or {}), "key 'lr_scheduler_args"
+        check_scheduler(ranker.lr_scheduler, args, lr=lr, epochs=epochs, where=where)
 
 
 def effective_ranker(ranker):

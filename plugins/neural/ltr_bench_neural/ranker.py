@@ -162,9 +162,17 @@ class NeuralRanker(BaseRanker):
             query_dim_param="query_dim",
             accepts_position=self.unbiased in ("ips", "dla"),  # unbiased_params.POSITION_MODES
             requires_position=self.unbiased in ("ips", "dla"),
+            file_params=("config",),  # keyed by the file's content, not its path
         )
 
     # ------------------------------------------------------------------ validation
+    def check_user_params(self, user_params) -> None:
+        """With a config: a ``--param`` the config would replace is refused (issue 33)."""
+        if self.config is not None:
+            from ltr_bench_neural.allrank_overrides import check_overrides
+
+            check_overrides(self, user_params)
+
     def _validate_params(self) -> None:
         """Every check that needs no data (called before any data is loaded)."""
         from ltr_bench_neural.unbiased_params import check_unbiased_params

@@ -163,7 +163,9 @@ def resolve(name: str) -> tuple[LossSpec, dict[str, Any]]:
 
 def check_loss_args(name: str, loss_args: dict | None) -> dict[str, Any]:
     """The loss's arguments: defaults, then the alias's fixed ones, then ``loss_args``.
-    Unknown keys raise ``ValueError`` naming the accepted ones and close matches."""
+    Unknown keys raise ``ValueError`` naming the accepted ones and close matches; a value
+    outside its range (:data:`ltr_bench_neural.losses.arguments.ARG_RULES`) raises
+    ``ValueError`` naming the loss, the argument, the range and the value."""
     spec, fixed = resolve(name)
     given = dict(loss_args or {})
     unknown = sorted(set(given) - set(spec.args))
@@ -179,4 +181,11 @@ def check_loss_args(name: str, loss_args: dict | None) -> dict[str, Any]:
             + (f" (did you mean: {', '.join(hints)})" if hints else "")
             + f"; it accepts: {accepted}"
         )
+    from ltr_bench_neural.losses.arguments import arg_problem
+
+    base = name if name in LOSSES else ALIASES[name][0]
+    for key, value in given.items():
+        problem = arg_problem(base, key, value)
+        if problem:
+            raise ValueError(f"loss {name!r}: loss_args {key}: {problem}")
     return {**spec.args, **fixed, **given}
