@@ -41,6 +41,10 @@ class NeuralRanker(BaseRanker):
     rho : float in [0, 1), default 0.1: the quadratic scorer keeps a product x_a x_b when
         |Pearson(x_a x_b, label)| >= rho on the training split.
     dim : int >= 1, default 10: rows of A and B (Eqs. 2-3).
+    width, depth, dropout : None (default: from ``scorer_args``) or the ``mlp`` scorer's hidden
+        width and layer count (sizes = [width] * depth) and dropout, or the ``transformer``'s
+        d_model (d_ff = 4 * width), encoder blocks N and dropout; top-level so that
+        ``ltr-bench tune`` can search them (``search_space``).
     activation : ``tanh`` | ``sigmoid``, default ``tanh``: sigma of Eq. 2.
     tau : float > 0, default 1.0: the scale of Eq. 3.
     temperature : float > 0, default 1.0: T of the smoothed metrics, sigmoid((f_j - f_i)/T)
@@ -87,6 +91,9 @@ class NeuralRanker(BaseRanker):
         weight="one",
         rho=0.1,
         dim=10,
+        width=None,
+        depth=None,
+        dropout=None,
         activation="tanh",
         tau=1.0,
         temperature=1.0,
@@ -118,6 +125,9 @@ class NeuralRanker(BaseRanker):
         self.weight = weight
         self.rho = rho
         self.dim = dim
+        self.width = width
+        self.depth = depth
+        self.dropout = dropout
         self.activation = activation
         self.tau = tau
         self.temperature = temperature
@@ -155,6 +165,13 @@ class NeuralRanker(BaseRanker):
             seed_param="random_state",
             query_dim_param="query_dim",
         )
+
+    def search_space(self=None) -> dict:
+        """The default ``ltr-bench tune`` search space for this scorer, optimizer and loss
+        (``ltr_bench_neural.search_space``); on the class, the defaults' space."""
+        from ltr_bench_neural.search_space import default_search_space
+
+        return default_search_space(self if self is not None else NeuralRanker())
 
     # ------------------------------------------------------------------ validation
     def _validate_params(self) -> None:
@@ -217,6 +234,12 @@ class NeuralRanker(BaseRanker):
             if v is not None and not isinstance(v, dict):
                 raise ValueError(f"{name} must be a dict (TOML table) or None, got {v!r}")
         check_loss_args(self.loss, self.loss_args)
+        integer("width", 1, none_ok=True)
+        integer("depth", 1, none_ok=True)
+        real("dropout", 0.0, 1.0, high_open=True, none_ok=True)
+        from ltr_bench_neural.search_space import check_shortcuts
+
+        check_shortcuts(self)
         args = dict(self.scorer_args or {})
         accepted = SCORERS[self.scorer].args
         unknown = sorted(set(args) - set(accepted))

@@ -34,6 +34,7 @@ from ltr_bench_neural.groups import group_scores
 from ltr_bench_neural.losses import check_loss_args, resolve
 from ltr_bench_neural.scorers import SCORERS, ScorerContext
 from ltr_bench_neural.scorers._blocks import ranking_scores
+from ltr_bench_neural.search_space import scorer_args_of, temperature_loss_args
 from ltr_bench_neural.weights import weights_for_loss
 
 DEFAULT_LR = {"lbfgs": 1.0, "adam": 1e-2, "adamw": 1e-2, "sgd": 0.1}
@@ -103,7 +104,7 @@ class _Objective:
             args["max_label"] = max_label
         if "n_levels" in args and args["n_levels"] is None:
             args["n_levels"] = n_levels
-        self.args = args
+        self.args = temperature_loss_args(ranker, spec, args)
         self.model = model
         self.group = ranker.group
         self.weight = ranker.weight
@@ -183,7 +184,7 @@ def fit_model(ranker, X, y, qid, eval_set) -> FitResult:
             generator=generator,
             dtype=dtype,
         )
-        model = spec.build_function()(ctx, **(ranker.scorer_args or {})).to(device)
+        model = spec.build_function()(ctx, **scorer_args_of(ranker)).to(device)
         if ranker.group in ("min", "max"):
             _leave_the_tied_start(model, generator)
         objective = _Objective(ranker, model, n_levels, max_label)
