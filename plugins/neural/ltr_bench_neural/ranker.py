@@ -49,10 +49,13 @@ class NeuralRanker(BaseRanker):
     tau : float > 0, default 1.0: the scale of Eq. 3.
     temperature : float > 0, default 1.0: T of the smoothed metrics, sigmoid((f_j - f_i)/T)
         (Eq. 7 is T = 1); ``loss_args={temperature=...}`` overrides it.
-    optimizer : ``lbfgs`` (the paper's: full batch, strong-Wolfe line search) | ``adam`` |
-        ``adamw`` | ``sgd`` (mini-batches of ``batch_size`` queries); default ``lbfgs``.
-    l2 : float >= 0, default 1e-4: the Gaussian prior, R = mean_q loss_q + l2 * sum theta^2
-        over the weights (not biases), Eq. 1.
+    optimizer : ``auto`` | ``lbfgs`` (the paper's: full batch, strong-Wolfe line search) |
+        ``adam`` | ``adamw`` | ``sgd`` (mini-batches of ``batch_size`` queries); default
+        ``auto``: ``adam`` for ``neuralndcg`` (with 5 Sinkhorn rounds unless ``loss_args``
+        sets ``max_iter``), ``lbfgs`` for every other loss (``ltr_bench_neural.defaults``).
+    l2 : float >= 0 or None, default None: the Gaussian prior, R = mean_q loss_q + l2 *
+        sum theta^2 over the weights (not biases), Eq. 1; None = 1e-2 for ``bilinear`` and
+        ``distance``, 1e-4 for the other scorers.
     epochs : int >= 1, default 100: L-BFGS iterations or passes over the training queries.
     lr : float > 0 or None: step size; None = 1.0 for lbfgs (scaled by its line search),
         1e-2 for adam/adamw, 0.1 for sgd.
@@ -97,8 +100,8 @@ class NeuralRanker(BaseRanker):
         activation="tanh",
         tau=1.0,
         temperature=1.0,
-        optimizer="lbfgs",
-        l2=1e-4,
+        optimizer="auto",
+        l2=None,
         epochs=100,
         lr=None,
         batch_size=64,
@@ -253,8 +256,8 @@ class NeuralRanker(BaseRanker):
         choice("activation", design.ACTIVATIONS)
         real("tau", 0.0, np.inf, low_open=True, high_open=True)
         real("temperature", 0.0, np.inf, low_open=True, high_open=True)
-        choice("optimizer", design.OPTIMIZERS)
-        real("l2", 0.0, np.inf, high_open=True)
+        choice("optimizer", ("auto",) + tuple(design.OPTIMIZERS))
+        real("l2", 0.0, np.inf, high_open=True, none_ok=True)
         integer("epochs", 1)
         real("lr", 0.0, np.inf, low_open=True, high_open=True, none_ok=True)
         integer("batch_size", 1)

@@ -6,8 +6,9 @@
 chosen; parameters the user fixed are not searched, and a plan's ``[tuning.LABEL]`` table
 overrides or removes any entry. Ranges (``ltr_bench.tune.search_space.parse_spec`` forms):
 
-- every configuration: ``l2`` log-uniform in [1e-6, 1e-2];
-- ``optimizer=lbfgs``: ``epochs`` (iterations) in [10, 200] (log), ``patience`` in [3, 15];
+- every configuration: ``l2`` log-uniform in [1e-6, 1e-1];
+- the optimizer a fit uses (``auto`` resolved by the loss, ``ltr_bench_neural.defaults``)
+  ``lbfgs``: ``epochs`` (iterations) in [10, 200] (log), ``patience`` in [3, 15];
 - ``adam``/``adamw``: ``lr`` in [1e-4, 3e-2] (log); ``sgd``: ``lr`` in [1e-3, 0.3] (log);
   with ``batch_size`` in [8, 128] (log) and ``patience`` in [3, 15] (epochs stay at their value,
   the cap early stopping works under);
@@ -54,13 +55,15 @@ def _range(low, high, log=False) -> dict[str, Any]:
 
 def default_search_space(ranker) -> dict[str, Any]:
     """``{parameter: spec}`` for ``ranker``'s scorer, optimizer and loss (module docstring)."""
+    from ltr_bench_neural.defaults import resolved_optimizer
     from ltr_bench_neural.losses import resolve
 
-    space: dict[str, Any] = {"l2": _range(1e-6, 1e-2, LOG)}
-    if ranker.optimizer == "lbfgs":
+    space: dict[str, Any] = {"l2": _range(1e-6, 1e-1, LOG)}
+    optimizer = resolved_optimizer(ranker)
+    if optimizer == "lbfgs":
         space["epochs"] = _range(10, 200, LOG)
     else:
-        lr = (1e-3, 0.3) if ranker.optimizer == "sgd" else (1e-4, 3e-2)
+        lr = (1e-3, 0.3) if optimizer == "sgd" else (1e-4, 3e-2)
         space["lr"] = _range(*lr, LOG)
         space["batch_size"] = _range(8, 128, LOG)
     space["patience"] = _range(3, 15)

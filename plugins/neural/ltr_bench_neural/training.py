@@ -29,6 +29,7 @@ import torch
 
 from ltr_bench.evaluation.metrics import evaluate
 from ltr_bench_neural.batching import Batch, build_batches
+from ltr_bench_neural.defaults import resolve as resolve_defaults
 from ltr_bench_neural.features import transform_features
 from ltr_bench_neural.groups import group_scores
 from ltr_bench_neural.losses import check_loss_args, resolve
@@ -149,6 +150,7 @@ def _leave_the_tied_start(model, generator) -> None:
 
 
 def fit_model(ranker, X, y, qid, eval_set) -> FitResult:
+    ranker = resolve_defaults(ranker)  # optimizer "auto", l2 None -> the fit's values
     device = resolve_device(ranker.device)
     dtype = _dtype(ranker.dtype)
     spec = SCORERS[ranker.scorer]
@@ -222,6 +224,8 @@ def fit_model(ranker, X, y, qid, eval_set) -> FitResult:
             "chosen_iteration": trainer.chosen,
             "n_parameters": int(sum(p.numel() for p in model.parameters())),
             "n_batches": len(batches),
+            "optimizer": ranker.optimizer,
+            "l2": float(ranker.l2),
         }
         if trainer.curves["train_loss"]:
             info["final_train_loss"] = float(trainer.curves["train_loss"][-1])

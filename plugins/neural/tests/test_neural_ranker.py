@@ -56,7 +56,7 @@ def test_linear_pair_logistic_learns_the_ranking_of_the_check_data():
         (dict(rho=1.0), r"rho must be a number in \[0.0, 1.0\)"),
         (dict(rho=-0.1), r"rho must be"),
         (dict(loss_args={"temprature": 0.1}, loss="smooth-ndcg"), r"temprature -> temperature"),
-        (dict(optimizer="adagrad"), r"Choose from: lbfgs, adam"),
+        (dict(optimizer="adagrad"), r"Choose from: auto, lbfgs, adam"),
         (dict(device="tpu"), r"device"),
         (dict(val_metric="ndcg@x"), r"val_metric"),
     ],
