@@ -12,7 +12,8 @@ overrides or removes any entry. Ranges (``ltr_bench.tune.search_space.parse_spec
 - ``adam``/``adamw``: ``lr`` in [1e-4, 3e-2] (log); ``sgd``: ``lr`` in [1e-3, 0.3] (log);
   with ``batch_size`` in [8, 128] (log) and ``patience`` in [3, 15] (epochs stay at their value,
   the cap early stopping works under);
-- ``mlp``: ``width`` in [16, 256] (log), ``depth`` in [1, 3], ``dropout`` in [0, 0.5];
+- ``mlp``: ``width`` in [16, 256] (log), ``depth`` in [1, 3], ``dropout`` in [0, 0.5]
+  (a shortcut whose ``scorer_args`` key the user gave is left out, here and below);
 - ``transformer``: ``width`` in {32, 64, 128} (d_model; d_ff = 4 * width), ``depth`` (encoder
   blocks N) in [1, 3], ``dropout`` in [0, 0.3];
 - ``bilinear``: ``dim`` in [2, 32] (log), ``activation`` in {tanh, sigmoid}; ``distance``:
@@ -68,10 +69,19 @@ def default_search_space(ranker) -> dict[str, Any]:
         space["batch_size"] = _range(8, 128, LOG)
     space["patience"] = _range(3, 15)
     scorer = ranker.scorer
+    fixed = set(ranker.scorer_args or {})  # a shortcut beside the key it sets is refused
     if scorer == "mlp":
-        space.update(width=_range(16, 256, LOG), depth=_range(1, 3), dropout=_range(0.0, 0.5))
+        if "sizes" not in fixed:
+            space.update(width=_range(16, 256, LOG), depth=_range(1, 3))
+        if "dropout" not in fixed:
+            space["dropout"] = _range(0.0, 0.5)
     elif scorer == "transformer":
-        space.update(width=[32, 64, 128], depth=_range(1, 3), dropout=_range(0.0, 0.3))
+        if not fixed & {"sizes", "d_ff"}:
+            space["width"] = [32, 64, 128]
+        if "N" not in fixed:
+            space["depth"] = _range(1, 3)
+        if "dropout" not in fixed:
+            space["dropout"] = _range(0.0, 0.3)
     elif scorer == "bilinear":
         space.update(dim=_range(2, 32, LOG), activation=["tanh", "sigmoid"])
     elif scorer == "distance":

@@ -109,3 +109,10 @@ def test_temperature_reaches_each_loss_as_its_own_argument_and_the_default_chang
     assert args("lambdaloss", temperature=0.25)["sigma"] == 4.0
     assert args("approxndcg")["alpha"] == 1.0 and args("neuralndcg")["temperature"] == 1.0
     assert args("approxndcg", temperature=0.5, loss_args={"alpha": 3.0})["alpha"] == 3.0
+
+
+def test_shortcuts_are_not_searched_beside_the_scorer_args_they_would_set():
+    mlp = NeuralRanker(scorer="mlp", scorer_args={"sizes": [64, 32], "dropout": 0.1})
+    assert not {"width", "depth", "dropout"} & set(mlp.search_space())
+    tr = NeuralRanker(scorer="transformer", scorer_args={"N": 1, "h": 2})
+    assert {"width", "dropout"} <= set(tr.search_space()) and "depth" not in tr.search_space()
