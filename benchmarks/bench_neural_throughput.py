@@ -126,8 +126,6 @@ def main(argv=None) -> int:
     ref_train, ref_score = rows[0][1], rows[0][2]
     print(f"ratios against linear (same run, threads={args.threads}):")
     for scorer, train, score, _ in rows[1:]:
-        if args.default_path:
-            print(f"  {scorer}: optimizer {ranker.fitted_info()['optimizer']}, no slate")
         print(
             f"  {scorer:<12} training throughput x{train / ref_train:.3f}   "
             f"scoring time x{score / ref_score:.2f}"
