@@ -20,6 +20,17 @@ a fresh process.
     python benchmarks/bench_neural.py [--data-dir DATA] [--queries 10000] [--iters 5]
                                       [--skip-large]
 
+Part 4 (``--losses``; only this part runs then): every loss on its default path (only
+``scorer``, ``epochs``, the seed and one thread set; optimizer ``auto``), fit CPU time
+(``time.process_time``, one thread) and its ratio to ``listnet`` with the same scorer in the
+same run, validation and test NDCG@10; with ``--old`` also the pre-issue-35 default path
+(``optimizer=lbfgs``, ``l2=1e-4``, allRank's 50 Sinkhorn rounds) for the NDCG comparison.
+The fold: ``--fold mq2008-like`` (generated ``synthetic`` with MQ2008's shape: 784 queries,
+19 documents a query on average, 46 features, fold 1: 470 training queries) or
+``--fold ohsumed`` (``--data-dir`` holding OHSUMED, or a LETOR folder given as ``--fold PATH``).
+
+    python benchmarks/bench_neural.py --losses --scorer mlp --epochs 15 --fold mq2008-like [--old]
+
 Wall-clock on a shared machine: noisy; compare the ratios within one run. The load average
 is printed beside every timing.
 """
@@ -188,13 +199,78 @@ def part3() -> None:
             )
 
 
+MQ2008_LIKE = {"n_queries": 784, "docs_per_query": 19, "n_features": 46}
+
+
+def part4(fold_name, data_dir, scorer, epochs, old, only=None) -> None:
+    from ltr_bench.evaluation.metrics import evaluate
+    from ltr_bench_neural.losses import ALIASES, LOSSES
+
+    if fold_name == "mq2008-like":
+        fold = load_fold("synthetic", 1, options=MQ2008_LIKE)
+    else:
+        fold = load_fold(fold_name, 1, data_dir=data_dir)
+    tr, va, te = fold.train, fold.vali, fold.test
+    lengths = np.unique(tr.qid, return_counts=True)[1]
+    print(
+        f"part 4: {fold_name} fold 1: {len(lengths)} training queries, {len(tr.y)} documents, "
+        f"lists {lengths.min()}-{lengths.max()}; scorer {scorer}, epochs {epochs}, 1 thread"
+    )
+    ev = None if va is None else (va.X, va.y, va.qid)
+    losses = only or ["listnet"] + [n for n in list(LOSSES) + list(ALIASES) if n != "listnet"]
+    paths = [("default", {})]
+    if old:
+        paths.append(("old", {"optimizer": "lbfgs", "l2": 1e-4}))
+    base = {}
+    warm = make_ranker("neural", {"scorer": scorer, "loss": "listnet", "epochs": 2})
+    warm.fit(tr.X, tr.y, qid=tr.qid)  # imports and thread pools, paid before the first timing
+    for loss in losses:
+        for path, extra in paths:
+            params = {"scorer": scorer, "loss": loss, "epochs": epochs, **extra}
+            if path == "old" and loss == "neuralndcg":
+                params["loss_args"] = {"max_iter": 50}
+            params.update(random_state=0, n_threads=1)
+            ranker = make_ranker("neural", params)
+            c0, t0 = time.process_time(), time.perf_counter()
+            try:
+                ranker.fit(tr.X, tr.y, qid=tr.qid, eval_set=ev)
+            except ValueError as exc:  # e.g. ordinal needs scorer_args d_output = n
+                print(f"  {loss:15s} {path:7s} not on a default path: {exc}", flush=True)
+                continue
+            cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+            base.setdefault(path, cpu)  # listnet comes first
+            nv = float("nan")
+            if va is not None:
+                sv = ranker.predict(va.X, qid=va.qid)
+                nv = evaluate(va.y, sv, va.qid, ("ndcg@10",))["ndcg@10"]
+            st = ranker.predict(te.X, qid=te.qid)
+            nt = evaluate(te.y, st, te.qid, ("ndcg@10",))["ndcg@10"]
+            info = ranker.fitted_info()
+            print(
+                f"  {loss:15s} {path:7s} {info['optimizer']:5s} fit cpu {cpu:7.2f} s "
+                f"({cpu / base[path]:5.2f}x listnet) wall {wall:7.2f} s  vali ndcg@10 {nv:.4f}  "
+                f"test ndcg@10 {nt:.4f}  iterations {info['iterations']}  ({_load()})",
+                flush=True,
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--losses", action="store_true", help="run part 4 only")
+    parser.add_argument("--only", default=None, help="part 4: comma list of losses")
+    parser.add_argument("--scorer", default="mlp")
+    parser.add_argument("--epochs", type=int, default=15)
+    parser.add_argument("--fold", default="mq2008-like")
+    parser.add_argument("--old", action="store_true")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--queries", type=int, default=10000)
     parser.add_argument("--iters", type=int, default=5)
     parser.add_argument("--skip-large", action="store_true")
     args = parser.parse_args()
+    if args.losses:
+        only = None if args.only is None else ["listnet"] + args.only.split(",")
+        part4(args.fold, args.data_dir, args.scorer, args.epochs, args.old, only)
+        return
     part1(args.data_dir)
     part3()
     if not args.skip_large:

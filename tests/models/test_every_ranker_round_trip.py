@@ -54,6 +54,12 @@ ALLRANK_CONFIG = {
 VARIANTS = [
     ("neural-quadratic", "neural", {"scorer": "quadratic", "rho": 0.0, "epochs": 3}, False),
     ("neural-mlp", "neural", {"scorer": "mlp", "epochs": 3}, False),
+    (
+        "neural-mlp-shortcuts",
+        "neural",
+        {"scorer": "mlp", "width": 8, "depth": 3, "epochs": 2},
+        False,
+    ),
     ("neural-transformer", "neural", {"scorer": "transformer", "epochs": 2}, False),
     ("neural-log1p", "neural", {"feature_transform": "log1p", "epochs": 3}, False),
     ("neural-bilinear-qbe", "neural", {"scorer": "bilinear", "query_dim": 3, "epochs": 3}, True),

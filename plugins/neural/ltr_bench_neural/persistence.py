@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from ltr_bench.model_state import load_fitted_state, save_fitted_state
+from ltr_bench_neural.search_space import scorer_args_of
 
 __all__ = ["SCORER_FILE", "load_neural", "save_neural"]
 
@@ -107,7 +108,8 @@ def _rebuild(ranker, state: dict):
             generator=torch.Generator().manual_seed(0),  # initial values, overwritten below
             dtype=dtype,
         )
-        model = SCORERS[ranker.scorer].build_function()(ctx, **(ranker.scorer_args or {}))
+        # the shortcuts (width, depth, dropout) resolved as fit resolved them
+        model = SCORERS[ranker.scorer].build_function()(ctx, **scorer_args_of(ranker))
     model = model.double()
     model.load_state_dict(state, strict=True)
     return model.eval()

@@ -41,14 +41,21 @@ class NeuralRanker(BaseRanker):
     rho : float in [0, 1), default 0.1: the quadratic scorer keeps a product x_a x_b when
         |Pearson(x_a x_b, label)| >= rho on the training split.
     dim : int >= 1, default 10: rows of A and B (Eqs. 2-3).
+    width, depth, dropout : None (default: from ``scorer_args``) or the ``mlp`` scorer's hidden
+        width and layer count (sizes = [width] * depth) and dropout, or the ``transformer``'s
+        d_model (d_ff = 4 * width), encoder blocks N and dropout; top-level so that
+        ``ltr-bench tune`` can search them (``search_space``).
     activation : ``tanh`` | ``sigmoid``, default ``tanh``: sigma of Eq. 2.
     tau : float > 0, default 1.0: the scale of Eq. 3.
     temperature : float > 0, default 1.0: T of the smoothed metrics, sigmoid((f_j - f_i)/T)
         (Eq. 7 is T = 1); ``loss_args={temperature=...}`` overrides it.
-    optimizer : ``lbfgs`` (the paper's: full batch, strong-Wolfe line search) | ``adam`` |
-        ``adamw`` | ``sgd`` (mini-batches of ``batch_size`` queries); default ``lbfgs``.
-    l2 : float >= 0, default 1e-4: the Gaussian prior, R = mean_q loss_q + l2 * sum theta^2
-        over the weights (not biases), Eq. 1.
+    optimizer : ``auto`` | ``lbfgs`` (the paper's: full batch, strong-Wolfe line search) |
+        ``adam`` | ``adamw`` | ``sgd`` (mini-batches of ``batch_size`` queries); default
+        ``auto``: ``adam`` for ``neuralndcg`` (with 5 Sinkhorn rounds unless ``loss_args``
+        sets ``max_iter``), ``lbfgs`` for every other loss (``ltr_bench_neural.defaults``).
+    l2 : float >= 0 or None, default None: the Gaussian prior, R = mean_q loss_q + l2 *
+        sum theta^2 over the weights (not biases), Eq. 1; None = 1e-2 for ``bilinear`` and
+        ``distance``, 1e-4 for the other scorers.
     epochs : int >= 1, default 100: L-BFGS iterations or passes over the training queries.
     lr : float > 0 or None: step size; None = 1.0 for lbfgs (scaled by its line search),
         1e-2 for adam/adamw, 0.1 for sgd.
@@ -91,11 +98,14 @@ class NeuralRanker(BaseRanker):
         weight="one",
         rho=0.1,
         dim=10,
+        width=None,
+        depth=None,
+        dropout=None,
         activation="tanh",
         tau=1.0,
         temperature=1.0,
-        optimizer="lbfgs",
-        l2=1e-4,
+        optimizer="auto",
+        l2=None,
         epochs=100,
         lr=None,
         batch_size=64,
@@ -123,6 +133,9 @@ class NeuralRanker(BaseRanker):
         self.weight = weight
         self.rho = rho
         self.dim = dim
+        self.width = width
+        self.depth = depth
+        self.dropout = dropout
         self.activation = activation
         self.tau = tau
         self.temperature = temperature
@@ -164,6 +177,13 @@ class NeuralRanker(BaseRanker):
             requires_position=self.unbiased in ("ips", "dla"),
             file_params=("config",),  # keyed by the file's content, not its path
         )
+
+    def search_space(self=None) -> dict:
+        """The default ``ltr-bench tune`` search space for this scorer, optimizer and loss
+        (``ltr_bench_neural.search_space``); on the class, the defaults' space."""
+        from ltr_bench_neural.search_space import default_search_space
+
+        return default_search_space(self if self is not None else NeuralRanker())
 
     # ------------------------------------------------------------------ validation
     def check_user_params(self, user_params) -> None:
@@ -236,6 +256,12 @@ class NeuralRanker(BaseRanker):
             if v is not None and not isinstance(v, dict):
                 raise ValueError(f"{name} must be a dict (TOML table) or None, got {v!r}")
         check_loss_args(self.loss, self.loss_args)
+        integer("width", 1, none_ok=True)
+        integer("depth", 1, none_ok=True)
+        real("dropout", 0.0, 1.0, high_open=True, none_ok=True)
+        from ltr_bench_neural.search_space import check_shortcuts
+
+        check_shortcuts(self)
         args = dict(self.scorer_args or {})
         accepted = SCORERS[self.scorer].args
         unknown = sorted(set(args) - set(accepted))
@@ -249,8 +275,8 @@ class NeuralRanker(BaseRanker):
         choice("activation", design.ACTIVATIONS)
         real("tau", 0.0, np.inf, low_open=True, high_open=True)
         real("temperature", 0.0, np.inf, low_open=True, high_open=True)
-        choice("optimizer", design.OPTIMIZERS)
-        real("l2", 0.0, np.inf, high_open=True)
+        choice("optimizer", ("auto",) + tuple(design.OPTIMIZERS))
+        real("l2", 0.0, np.inf, high_open=True, none_ok=True)
         integer("epochs", 1)
         real("lr", 0.0, np.inf, low_open=True, high_open=True, none_ok=True)
         integer("batch_size", 1)

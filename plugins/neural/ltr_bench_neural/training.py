@@ -29,11 +29,13 @@ import torch
 
 from ltr_bench.evaluation.metrics import evaluate
 from ltr_bench_neural.batching import Batch, build_batches
+from ltr_bench_neural.defaults import resolve as resolve_defaults
 from ltr_bench_neural.features import transform_features
 from ltr_bench_neural.groups import group_scores
 from ltr_bench_neural.losses import check_loss_args, resolve
 from ltr_bench_neural.scorers import SCORERS, ScorerContext
 from ltr_bench_neural.scorers._blocks import ranking_scores
+from ltr_bench_neural.search_space import scorer_args_of, temperature_loss_args
 from ltr_bench_neural.weights import weights_for_loss
 
 DEFAULT_LR = {"lbfgs": 1.0, "adam": 1e-2, "adamw": 1e-2, "sgd": 0.1}
@@ -103,7 +105,7 @@ class _Objective:
             args["max_label"] = max_label
         if "n_levels" in args and args["n_levels"] is None:
             args["n_levels"] = n_levels
-        self.args = args
+        self.args = temperature_loss_args(ranker, spec, args)
         self.model = model
         self.group = ranker.group
         self.weight = ranker.weight
@@ -150,6 +152,7 @@ def _leave_the_tied_start(model, generator) -> None:
 def fit_model(ranker, X, y, qid, eval_set, make_objective=None) -> FitResult:
     """``make_objective(ranker, model, n_levels, max_label)`` replaces the ranker's loss
     (``unbiased`` training from clicks, :mod:`ltr_bench_neural.unbiased`)."""
+    ranker = resolve_defaults(ranker)  # optimizer "auto", l2 None -> the fit's values
     device = resolve_device(ranker.device)
     dtype = _dtype(ranker.dtype)
     spec = SCORERS[ranker.scorer]
@@ -185,7 +188,7 @@ def fit_model(ranker, X, y, qid, eval_set, make_objective=None) -> FitResult:
             generator=generator,
             dtype=dtype,
         )
-        model = spec.build_function()(ctx, **(ranker.scorer_args or {})).to(device)
+        model = spec.build_function()(ctx, **scorer_args_of(ranker)).to(device)
         if ranker.group in ("min", "max"):
             _leave_the_tied_start(model, generator)
         objective = (make_objective or _Objective)(ranker, model, n_levels, max_label)
@@ -223,6 +226,8 @@ def fit_model(ranker, X, y, qid, eval_set, make_objective=None) -> FitResult:
             "chosen_iteration": trainer.chosen,
             "n_parameters": int(sum(p.numel() for p in model.parameters())),
             "n_batches": len(batches),
+            "optimizer": ranker.optimizer,
+            "l2": float(ranker.l2),
         }
         if trainer.curves["train_loss"]:
             info["final_train_loss"] = float(trainer.curves["train_loss"][-1])

@@ -27,7 +27,7 @@ def check_unbiased_params(ranker) -> None:
             f"unbiased={mode!r} trains the propensity-weighted softmax cross-entropy (Ai et al. "
             f"2018) in place of the loss: leave loss at 'softmax', got {ranker.loss!r}"
         )
-    if mode == "dla" and ranker.optimizer == "lbfgs":
+    if mode == "dla" and ranker.optimizer == "lbfgs":  # "auto" resolves to adam for dla
         raise ValueError(
             "unbiased='dla' learns the propensities jointly by alternating gradient steps, "
             "which L-BFGS's line search cannot follow: set optimizer to adam, adamw or sgd"

@@ -56,7 +56,7 @@ def test_linear_pair_logistic_learns_the_ranking_of_the_check_data():
         (dict(rho=1.0), r"rho must be a number in \[0.0, 1.0\)"),
         (dict(rho=-0.1), r"rho must be"),
         (dict(loss_args={"temprature": 0.1}, loss="smooth-ndcg"), r"temprature -> temperature"),
-        (dict(optimizer="adagrad"), r"Choose from: lbfgs, adam"),
+        (dict(optimizer="adagrad"), r"Choose from: auto, lbfgs, adam"),
         (dict(device="tpu"), r"device"),
         (dict(val_metric="ndcg@x"), r"val_metric"),
     ],
@@ -72,10 +72,13 @@ def test_query_block_scorer_on_plain_data_says_what_it_needs():
         NeuralRanker(scorer="bilinear").fit(X, y, qid=q)
 
 
-def test_rho_keeping_no_product_is_an_error_naming_the_best_correlation():
+def test_rho_keeping_no_product_fits_the_linear_scorer_and_says_so():
     X, y, q = make_check_data()
-    with pytest.raises(ValueError, match=r"rho=0.99 keeps no second-order product.*largest"):
-        NeuralRanker(scorer="quadratic", rho=0.99).fit(X, y, qid=q)
+    with pytest.warns(UserWarning, match=r"rho=0.99 keeps no second-order product.*largest"):
+        quad = NeuralRanker(scorer="quadratic", rho=0.99, random_state=0).fit(X, y, qid=q)
+    assert quad.fitted_info()["n_second_order_features"] == 0
+    lin = NeuralRanker(scorer="linear", random_state=0).fit(X, y, qid=q)
+    np.testing.assert_allclose(quad.predict(X, qid=q), lin.predict(X, qid=q), atol=1e-6)
 
 
 def test_a_diverging_loss_stops_with_the_iteration_and_step_size():

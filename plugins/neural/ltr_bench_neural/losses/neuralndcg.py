@@ -66,6 +66,10 @@ def neural_sort(
 
 
 _BLOCK = 5  # Sinkhorn iterations per checkpointed block
+#: B * L * L * max_iter up to which the Sinkhorn iterations are kept for the backward pass
+#: (about 6 [B, L, L] intermediates per iteration: 2**24 elements is ~0.4 GB in float32);
+#: above it each block of 5 iterations is recomputed (checkpointed), which costs ~2x time
+_TAPE_ELEMENTS = 2**24
 
 
 def _sinkhorn_block(logp: torch.Tensor, pair_real: torch.Tensor, n_iter: int) -> torch.Tensor:
@@ -94,14 +98,17 @@ def sinkhorn(
     from torch.utils.checkpoint import checkpoint
 
     pair_real = mask[:, :, None] & mask[:, None, :]
+    keep_tape = logp.numel() * max_iter <= _TAPE_ELEMENTS
     done = 0
     while done < max_iter:
         n = min(_BLOCK, max_iter - done)
-        if torch.is_grad_enabled() and logp.requires_grad:
+        if torch.is_grad_enabled() and logp.requires_grad and not keep_tape:
             logp = checkpoint(_sinkhorn_block, logp, pair_real, n, use_reentrant=False)
         else:
             logp = _sinkhorn_block(logp, pair_real, n)
         done += n
+        if done >= max_iter:  # the last block: nothing to decide
+            break
         with torch.no_grad():
             q = torch.where(pair_real, logp.exp(), torch.zeros_like(logp))
             err = torch.maximum((q.sum(dim=-1) - 1.0).abs(), (q.sum(dim=-2) - 1.0).abs())

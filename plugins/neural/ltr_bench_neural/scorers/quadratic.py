@@ -9,9 +9,14 @@ sum_n x_na x_nb, sum_n x_na^2 x_nb^2 and sum_n x_na x_nb (r_n - mean r), so sele
 O(n d^2) time and O(chunk d + d^2) memory whatever the number of products.
 Kept products are standardised with their training mean and standard deviation (the paper
 z-scores its inputs), so x'Cx = sum_k c_k (p_k - mu_k) / sd_k over the kept pairs k.
+When rho keeps no product, x'Cx = 0 and the scorer is the linear one, f(x) = a0 + w'x: it is
+fitted as such with a ``UserWarning`` (the run's note on that row) and
+``n_second_order_features`` = 0, so a sweep over rho has every row.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import torch
@@ -72,8 +77,11 @@ def build(ctx) -> nn.Module:
     ia, ib, mean, sd, corr = select_products(ctx.X_train, ctx.y_train, ctx.rho)
     if len(ia) == 0:
         best = np.nanmax(corr) if np.isfinite(corr).any() else float("nan")
-        raise ValueError(
-            f"rho={ctx.rho} keeps no second-order product (the largest |Pearson correlation| "
-            f"of a product with the labels on the training split is {best:.4f}); lower rho"
+        warnings.warn(
+            f"quadratic scorer: rho={ctx.rho} keeps no second-order product (the largest "
+            f"|Pearson correlation| of a product with the labels on the training split is "
+            f"{best:.4f}): 0 products kept, the linear scorer a0 + w'x was fitted",
+            UserWarning,
+            stacklevel=2,
         )
     return QuadraticScorer(ctx.n_features, ia, ib, mean, sd, ctx.dtype)
