@@ -92,6 +92,10 @@ class RankerTags:
     requires_position: ``fit`` cannot work without ``position`` (e.g. an unbiased learner from
         clicks; implies ``accepts_position``). The harness refuses such a ranker on data
         without clicks before anything is loaded (exit 2), instead of a failed fit.
+    max_label: the largest integer label ``fit`` accepts, or None for any (LightGBM's
+        lambdarank with its default 31-entry ``label_gain`` table: 30). The harness refuses,
+        before anything is loaded (exit 2), click data whose labels can exceed it (click
+        counts go up to ``sessions``), instead of a fit that fails after loading.
 
     Every ``*_param`` must name a parameter of ``get_params()`` (``check_ranker`` verifies
     it; :func:`apply_run_settings` raises otherwise).
@@ -105,6 +109,7 @@ class RankerTags:
     query_dim_param: str | None = None
     accepts_position: bool = False
     requires_position: bool = False
+    max_label: int | None = None
 
     @property
     def query_dependent(self) -> bool:

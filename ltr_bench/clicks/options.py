@@ -12,7 +12,7 @@ Options (default in brackets):
   ``{"name", "args"}``: a TOML table, JSON text, or the path of a JSON file (an allRank config
   or the section alone). Needed for the models made of models (multiple, conditioned,
   max-clicks, diverse-clicks).
-- ``sessions`` [10]: sessions simulated per query (>= 1).
+- ``sessions`` [10]: sessions simulated per query, in [1, :data:`MAX_SESSIONS`].
 - ``top_k`` [10]: documents shown per session (0: the whole list).
 - ``logging_ranker`` [``ridge``]: the registered ranker that produced the logged rankings.
 - ``logging_fraction`` [0.01]: fraction of training queries (true labels) it is fitted on, in
@@ -32,6 +32,7 @@ from pathlib import Path
 
 __all__ = [
     "CLICK_OPTIONS",
+    "MAX_SESSIONS",
     "MIN_LOGGING_QUERIES",
     "MODEL_ARGUMENTS",
     "data_options",
@@ -66,6 +67,10 @@ MODEL_ARGUMENTS = (
 CLICK_OPTIONS = (*PROTOCOL, *MODEL_ARGUMENTS)
 #: the logging ranker is fitted on at least this many training queries (all when fewer)
 MIN_LOGGING_QUERIES = 10
+#: sessions per query at most: the simulation holds every session's clicks of a split in
+#: memory (about 9 bytes x sessions x queries x top_k), and is checked against the memory
+#: available once the split's size is known
+MAX_SESSIONS = 100_000
 
 
 def has_click_options(options) -> bool:
@@ -104,10 +109,10 @@ def _read_click_model(value, where: str):
             raise _error(f"{where}: not valid JSON ({exc}).") from None
     if isinstance(section, dict) and "click_model" in section:  # a whole allRank config
         section = section["click_model"]
-    return section
+    return section, where
 
 
-def _int(key, value, lo, where):
+def _int(key, value, lo, where, hi=None):
     try:
         if isinstance(value, bool) or float(value) != int(float(value)):
             raise ValueError
@@ -116,6 +121,8 @@ def _int(key, value, lo, where):
         raise _error(f"{where}: {key}={value!r} must be an integer.") from None
     if number < lo:
         raise _error(f"{where}: {key}={value!r} must be >= {lo}.")
+    if hi is not None and number > hi:
+        raise _error(f"{where}: {key}={value!r} must be in [{lo}, {hi}].")
     return number
 
 
@@ -156,8 +163,9 @@ def resolve_click_options(options, *, kind: str, where: str = "--dataset-option"
                 f"{where}: {', '.join(sorted(arguments))} go into the click_model section's "
                 "args, not beside it."
             )
+        section, source = _read_click_model(settings["click_model"], where)
         model = build_click_model(
-            _read_click_model(settings["click_model"], where), where=f"{where} click_model"
+            section, where=f"{source} click_model" if source != where else f"{where} click_model"
         )
     elif settings["clicks"]:
         model = build_click_model(
@@ -184,7 +192,7 @@ def resolve_click_options(options, *, kind: str, where: str = "--dataset-option"
         raise _error(f"{where}: aggregate={settings['aggregate']!r} must be count or any.{hint}")
     return {
         "model": json.loads(json.dumps(model.spec(), default=str)),
-        "sessions": _int("sessions", settings["sessions"], 1, where),
+        "sessions": _int("sessions", settings["sessions"], 1, where, MAX_SESSIONS),
         "top_k": _int("top_k", settings["top_k"], 0, where),
         "aggregate": aggregate,
         "logging_ranker": _logging_ranker(str(settings["logging_ranker"]), where),

@@ -104,6 +104,7 @@ def _click_split(split: Split, ranker, model, config, rng, max_label: int) -> di
         return np.asarray(X[r[r >= 0]], dtype=np.float64)
 
     lists = ShownLists(y=y, max_label=max_label, features=features)
+    _check_memory(int(config["sessions"]), y.shape, split.name)
     clicks = model.sample(lists, rng, int(config["sessions"]))
     counts = clicks.sum(axis=0)
     labels = counts if config["aggregate"] == "count" else (counts > 0).astype(np.int64)
@@ -116,6 +117,23 @@ def _click_split(split: Split, ranker, model, config, rng, max_label: int) -> di
         "position": (rank + 1)[keep].astype(np.int64),
         "propensity": propensity[block, rank][keep].astype(np.float64),
     }
+
+
+def _check_memory(sessions: int, shape: tuple[int, int], split: str) -> None:
+    """Refuse, with the sizes, a simulation whose sessions cannot fit in memory: a model
+    samples every session at once, a uniform draw (8 bytes) and a click (1 byte) per session,
+    query and shown position."""
+    import psutil
+
+    need = 9 * sessions * shape[0] * shape[1]
+    have = psutil.virtual_memory().available
+    if need > have:
+        raise MemoryError(
+            f"sessions={sessions}: simulating {sessions} sessions of the {shape[0]} shown lists "
+            f"(up to {shape[1]} documents) of split {split!r} needs about {need / 2**30:.1f} GiB; "
+            f"this machine has {have / 2**30:.1f} GiB available. Use fewer sessions (or a "
+            "smaller top_k)."
+        )
 
 
 def _digest(arrays: dict) -> str:

@@ -116,6 +116,23 @@ def build_ranker(
     return ranker
 
 
+def _check_click_labels(clicks, label_limits, where: str) -> None:
+    """Refuse (exit 2, before any work) click data whose labels can exceed what a ranker
+    accepts (``RankerTags.max_label``): click counts go up to ``sessions`` with
+    ``aggregate=count``, clicked-or-not is 0/1 with ``aggregate=any``."""
+    if not clicks:
+        return
+    top = int(clicks["sessions"]) if clicks["aggregate"] == "count" else 1
+    over = [(label, limit) for label, limit in label_limits if top > limit]
+    if over:
+        names = ", ".join(f"{label!r} (labels up to {limit})" for label, limit in over)
+        raise PlanError(
+            f"{where}: with aggregate=count and sessions={top} the click labels (click "
+            f"counts) go up to {top}, more than {names} accepts: use sessions <= "
+            f"{min(limit for _, limit in over)} or aggregate=any (clicked at least once, 0/1)"
+        )
+
+
 def ranker_tags(ranker) -> RankerTags:
     """The ranker's :class:`RankerTags` (the defaults when it declares none or they are
     unusable)."""
@@ -221,6 +238,7 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
     seeds = plan.all_seeds()
     ranker_info = []
     position_rankers: list[str] = []  # rankers that need click positions (unbiased)
+    label_limits: list[tuple[str, int]] = []  # (row label, largest label its fit accepts)
     for choice in plan.rankers:
         entry = registry.get_entry(choice.name)
         resolved_by_seed = {}
@@ -246,6 +264,8 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
         ranker_info.append((choice, entry, resolved_by_seed, volatile))
         if getattr(tags, "requires_position", False):
             position_rankers.append(choice.row_label)
+        if getattr(tags, "max_label", None) is not None:
+            label_limits.append((choice.row_label, int(tags.max_label)))
     seen: dict[str, str] = {}
 
     cells: list[Cell] = []
@@ -264,6 +284,7 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
                 f"but dataset {display} has no click options: add clicks=<model> (e.g. "
                 "--dataset-option clicks=pbm) or leave unbiased off"
             )
+        _check_click_labels(clicks, label_limits, where)
         options = data_options(dchoice.options) or None
         # raises DatasetNotFoundError (where to download, where to put the files) when absent
         available = list(data.available_folds(load_source, data_dir=plan.data_dir, options=options))
