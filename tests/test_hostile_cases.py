@@ -446,6 +446,100 @@ CASES = [
     ("journal damaged mid-file", _journal_damaged, 1, "s.journal:3: damaged", _journal_kept),
     ("a tuning timeout inf", _tune_timeout_inf, 2, "--timeout must be a finite", _no_results),
 ]
+
+
+# ------------------------------------------- click surfaces, tried as a hostile user (issue 32)
+
+
+def _click_model_file(section):
+    """A run whose click_model is an allRank config file holding ``section``."""
+
+    def setup(e):
+        import json
+
+        (e.cwd / "allrank.json").write_text(json.dumps({"click_model": section}))
+        return _synthetic(f"click_model={e.cwd / 'allrank.json'}")(e)
+
+    return setup
+
+
+def _one_per_query_file(e):
+    assert len(list(e.cwd.rglob("*.per_query.csv"))) == 1
+
+
+def _clicks_with(ranker, *options):
+    def setup(e):
+        argv = _synthetic("clicks=pbm", *options)(e)
+        return [*argv[:2], ranker, *argv[3:]]
+
+    return setup
+
+
+CASES += [
+    ("clicks sessions 1e12", _synthetic("clicks=pbm", "sessions=1e12"), 2, "[1, 100000]", _nothing),
+    (
+        "clicks metric misspelt",
+        _synthetic("clicks=everything-but-duplicates", "metric=euclidian"),
+        2,
+        "Did you mean 'euclidean'",
+        _nothing,
+    ),
+    (
+        "click option misspelt",
+        _synthetic("clicks=pbm", "sesions=5"),
+        2,
+        "mean 'sessions'",
+        _nothing,
+    ),
+    (
+        "click_model args a list",
+        _click_model_file({"name": "pbm", "args": [1, 2]}),
+        2,
+        "args must be an object",
+        _nothing,
+    ),
+    (
+        "click_model name a list",
+        _click_model_file({"name": ["BaseCascadeModel"]}),
+        2,
+        "allrank.json click_model: name must be",
+        _nothing,
+    ),
+    (
+        "click_model probabilities an object",
+        _click_model_file(
+            {
+                "name": "multiple",
+                "args": {"click_models": [{"name": "pbm"}], "probabilities": {"a": 1}},
+            }
+        ),
+        2,
+        "must be a list",
+        _nothing,
+    ),
+    (
+        "allRank multiple click model (nested models) runs",
+        _click_model_file(
+            {
+                "name": "MultipleClickModel",
+                "args": {
+                    "click_models": [{"name": "pbm"}, {"name": "cascade"}],
+                    "probabilities": [0.5, 0.5],
+                },
+            }
+        ),
+        0,
+        "ndcg@10",
+        _one_per_query_file,
+    ),
+    (
+        "click counts above lightgbm's labels",
+        _clicks_with("lightgbm", "sessions=40"),
+        2,
+        "go up to 40, more than 'lightgbm' (labels up to 30)",
+        _no_results,
+    ),
+]
 if MISSING_DRIVER:  # a dialect SQLAlchemy knows whose driver is not installed here
     CASES.append(
         ("storage driver missing", _storage(MISSING_DRIVER), 2, "no database driver", _nothing)
@@ -707,3 +801,20 @@ def test_a_second_tune_of_one_study_waits_for_the_first_and_reuses_its_result(tm
     assert "finished earlier" in text, text  # its record reused, not computed again
     assert "Traceback" not in text and b"Traceback" not in err1
     assert _journal_trials(tmp_path / "s.journal") == 8  # no trial marked stale, none redone
+
+
+def test_clicks_that_cannot_fit_in_memory_fail_their_cell_with_the_sizes_not_a_memory_error(
+    env, monkeypatch
+):
+    """Sessions within the up-front bound can still exceed the memory once the split's size
+    is known: the cell fails naming sessions and the estimate, before anything is allocated."""
+    import psutil
+
+    class Tiny:  # room for the generated fold (a few MiB), not for 100000 sessions of it
+        available = 200 * 2**20
+
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: Tiny)
+    code, out = env.run(*_synthetic("clicks=pbm", "sessions=100000")(env))
+    assert code == 1, out
+    assert "sessions=100000: simulating 100000 sessions" in out and "GiB" in out, out
+    assert "Traceback (most recent call last)" not in out, out

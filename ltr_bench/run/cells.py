@@ -18,6 +18,7 @@ ranker, re-run with ``--force``.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import os
 from dataclasses import asdict, dataclass
@@ -192,7 +193,11 @@ def _resolve_dataset(choice: DatasetChoice, plan: Plan) -> tuple[str, str, Any]:
             else f"--dataset-option for {display}"
         )
         valid = ", ".join(sorted(allowed)) or "(none: this dataset takes no options)"
-        raise PlanError(f"{where}: unknown option(s) {', '.join(unknown)}; valid options: {valid}")
+        close = {u: difflib.get_close_matches(u, list(allowed), n=1) for u in unknown}
+        hints = "".join(f" Did you mean {c[0]!r} for {u!r}?" for u, c in close.items() if c)
+        raise PlanError(
+            f"{where}: unknown option(s) {', '.join(unknown)};{hints} valid options: {valid}"
+        )
     return display, source, spec
 
 
