@@ -180,3 +180,10 @@ class BadCurveRanker(LinearRanker):
 
     def learning_curves(self):
         return {"train_loss": [0.5, "low"]}
+
+
+class NaNScoreRanker(LinearRanker):
+    """Scores every document NaN (a broken model), e.g. as a click log's logging ranker."""
+
+    def predict(self, X, *, qid=None):
+        return np.full(len(X), np.nan)

@@ -533,6 +533,20 @@ CASES += [
         _one_per_query_file,
     ),
     (
+        "logging ranker fails to fit",
+        _synthetic("clicks=pbm", "logging_ranker=ltrb_fake_rankers:FailingRanker"),
+        1,
+        "logging_ranker 'ltrb_fake_rankers:FailingRanker' failed to fit",
+        _nothing,
+    ),
+    (
+        "logging ranker scores NaN",
+        _synthetic("clicks=pbm", "logging_ranker=ltrb_fake_rankers:NaNScoreRanker"),
+        1,
+        "score that is not a finite number",
+        _nothing,
+    ),
+    (
         "click counts above lightgbm's labels",
         _clicks_with("lightgbm", "sessions=40"),
         2,

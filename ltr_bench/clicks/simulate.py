@@ -45,7 +45,7 @@ from ltr_bench.data.specs import resolve_cache_dir
 from ltr_bench.folds import Fold, Split
 from ltr_bench.ranker import apply_run_settings, query_boundaries
 
-__all__ = ["logged_rankings", "simulate_clicks"]
+__all__ = ["LoggingRankerError", "logged_rankings", "simulate_clicks"]
 
 _PARTS = ("train", "vali")
 _ARRAYS = ("rows", "y", "position", "propensity")
@@ -70,10 +70,43 @@ def _fit_logging_ranker(train: Split, config: dict, seed: int, fold: int):
     spec = config["logging_ranker"]
     ranker = registry.make_ranker(spec["name"], spec["params"])
     apply_run_settings(ranker, seed=int(seed), threads=1, query_dim=None)
-    ranker.fit(
-        np.asarray(train.X[rows]), np.asarray(train.y[rows]), qid=np.asarray(train.qid[rows])
-    )
+    try:
+        ranker.fit(
+            np.asarray(train.X[rows]), np.asarray(train.y[rows]), qid=np.asarray(train.qid[rows])
+        )
+    except Exception as exc:  # noqa: BLE001 - named: the cell's own ranker did not fail
+        raise LoggingRankerError(
+            f"logging_ranker {spec['name']!r} failed to fit on {chosen.size} training "
+            f"queries: {type(exc).__name__}: {exc}"
+        ) from exc
     return ranker, int(chosen.size)
+
+
+class LoggingRankerError(RuntimeError):
+    """The logging ranker failed (its fit raised, or it scored a document NaN or infinite):
+    no click log can be simulated; the message names it, not the cell's ranker."""
+
+
+def _logged_scores(ranker, split: Split, name: str) -> np.ndarray:
+    """The logging ranker's scores of ``split``; refused unless every one is finite (a NaN
+    would put documents in an arbitrary order and the clicks would silently follow it)."""
+    try:
+        scores = np.asarray(
+            ranker.predict(np.asarray(split.X), qid=np.asarray(split.qid)), dtype=np.float64
+        )
+    except Exception as exc:  # noqa: BLE001
+        raise LoggingRankerError(
+            f"logging_ranker {name!r} failed to score split {split.name!r}: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    bad = ~np.isfinite(scores)
+    if scores.shape != (len(split.qid),) or bad.any():
+        raise LoggingRankerError(
+            f"logging_ranker {name!r} gave {int(bad.sum())} of {scores.size} documents of split "
+            f"{split.name!r} a score that is not a finite number (shape {scores.shape}); the "
+            "logged rankings would be arbitrary. Choose another logging_ranker."
+        )
+    return scores
 
 
 def logged_rankings(scores: np.ndarray, qid: np.ndarray, top_k: int):
@@ -89,7 +122,7 @@ def logged_rankings(scores: np.ndarray, qid: np.ndarray, top_k: int):
 
 
 def _click_split(split: Split, ranker, model, config, rng, max_label: int) -> dict[str, np.ndarray]:
-    scores = ranker.predict(np.asarray(split.X), qid=np.asarray(split.qid))
+    scores = _logged_scores(ranker, split, config["logging_ranker"]["name"])
     rows, block, rank = logged_rankings(scores, split.qid, int(config["top_k"]))
     n_blocks = int(block.max()) + 1 if block.size else 0
     width = int(rank.max()) + 1 if rank.size else 1
