@@ -467,6 +467,12 @@ def _one_per_query_file(e):
     assert len(list(e.cwd.rglob("*.per_query.csv"))) == 1
 
 
+def _report_of_click_rows_only(e):
+    code, out = e.run(*_synthetic("clicks=pbm")(e), "--results-dir", "res")
+    assert code == 0, out
+    return ["report", "--results-dir", "res", "--dataset", "synthetic"]
+
+
 def _clicks_with(ranker, *options):
     def setup(e):
         argv = _synthetic("clicks=pbm", *options)(e)
@@ -544,6 +550,13 @@ CASES += [
         _synthetic("clicks=pbm", "logging_ranker=ltrb_fake_rankers:NaNScoreRanker"),
         1,
         "score that is not a finite number",
+        _nothing,
+    ),
+    (
+        "report of click-trained rows only says so",
+        _report_of_click_rows_only,
+        0,
+        "was trained on clicks pbm(eps=0.1, eta=1.0), 10 sessions",
         _nothing,
     ),
     (
