@@ -560,6 +560,27 @@ CASES += [
         _nothing,
     ),
     (
+        "IPS on cascade clicks (propensity 0 below a top-grade document)",
+        _clicks_with("ltrb_fake_rankers:PropensityRanker", "clicks=cascade"),
+        2,
+        "click model 'cascade' has none for some shown rows",
+        _nothing,
+    ),
+    (
+        "IPS on allRank random clicks (no examination step)",
+        _clicks_with("ltrb_fake_rankers:PropensityRanker", "clicks=random", "n_clicks=1"),
+        2,
+        "click model 'random' has none",
+        _nothing,
+    ),
+    (
+        "IPS on pbm clicks runs",
+        _clicks_with("ltrb_fake_rankers:PropensityRanker"),
+        0,
+        "ndcg@10",
+        _one_per_query_file,
+    ),
+    (
         "click counts above lightgbm's labels",
         _clicks_with("lightgbm", "sessions=40"),
         2,

@@ -37,6 +37,7 @@ __all__ = [
     "MODEL_ARGUMENTS",
     "data_options",
     "has_click_options",
+    "has_propensity",
     "resolve_click_options",
 ]
 
@@ -211,3 +212,19 @@ def _logging_ranker(name: str, where: str) -> dict:
         raise _error(f"{where}: logging_ranker: {exc}") from None
     params = json.loads(json.dumps(ranker.get_params(deep=False), default=str))
     return {"name": entry.name, "version": entry.version, "params": params}
+
+
+def has_propensity(config: dict) -> bool:
+    """Whether the resolved click configuration's model gives every shown row a positive
+    ``propensity``, asked of the model itself on the list ``[top grade, 0]``: None for a model
+    without an examination step (allRank's but ``base-cascade``), and 0 below a top-grade
+    document for the cascade family (``cascade``, ``dbn``: that document is always clicked
+    and ends the session); positive for ``pbm``, ``base-cascade`` and ``dcm`` with ``lam > 0``."""
+    import numpy as np
+
+    from ltr_bench.clicks.models import ShownLists
+    from ltr_bench.clicks.registry import build_click_model
+
+    model = build_click_model(config["model"])
+    exam = model.examination(ShownLists(y=np.array([[1, 0]], dtype=np.int64), max_label=1))
+    return exam is not None and bool(np.all(np.asarray(exam) > 0))

@@ -25,7 +25,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ltr_bench.clicks.options import CLICK_OPTIONS, data_options, resolve_click_options
+from ltr_bench.clicks.options import (
+    CLICK_OPTIONS,
+    data_options,
+    has_propensity,
+    resolve_click_options,
+)
 from ltr_bench.ranker import RankerTags, apply_run_settings, tags_of
 from ltr_bench.results import jsonable
 from ltr_bench.run.plan import DatasetChoice, Plan, PlanError, canonical_json
@@ -244,6 +249,7 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
     ranker_info = []
     position_rankers: list[str] = []  # rankers that need click positions (unbiased)
     label_limits: list[tuple[str, int]] = []  # (row label, largest label its fit accepts)
+    propensity_rankers: list[str] = []  # rankers that weight by the true propensities
     for choice in plan.rankers:
         entry = registry.get_entry(choice.name)
         resolved_by_seed = {}
@@ -269,6 +275,8 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
         ranker_info.append((choice, entry, resolved_by_seed, volatile))
         if getattr(tags, "requires_position", False):
             position_rankers.append(choice.row_label)
+        if getattr(tags, "requires_propensity", False):
+            propensity_rankers.append(choice.row_label)
         if getattr(tags, "max_label", None) is not None:
             label_limits.append((choice.row_label, int(tags.max_label)))
     seen: dict[str, str] = {}
@@ -290,6 +298,14 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
                 "--dataset-option clicks=pbm) or leave unbiased off"
             )
         _check_click_labels(clicks, label_limits, where)
+        if clicks and propensity_rankers and not has_propensity(clicks):
+            raise PlanError(
+                f"{where}: {', '.join(map(repr, propensity_rankers))} weight(s) each click by "
+                f"its true examination propensity, but click model {clicks['model']['name']!r} "
+                "has none for some shown rows (no examination step, or 0 below a document of "
+                "the top grade as in the cascade family): use pbm, base-cascade or dcm "
+                "(lam > 0), or a method that learns the propensities (neural.unbiased=dla)"
+            )
         options = data_options(dchoice.options) or None
         # raises DatasetNotFoundError (where to download, where to put the files) when absent
         available = list(data.available_folds(load_source, data_dir=plan.data_dir, options=options))

@@ -162,6 +162,7 @@ class NeuralRanker(BaseRanker):
             query_dim_param="query_dim",
             accepts_position=self.unbiased in ("ips", "dla"),  # unbiased_params.POSITION_MODES
             requires_position=self.unbiased in ("ips", "dla"),
+            requires_propensity=self.unbiased == "ips",  # weights 1 / true propensity
         )
 
     # ------------------------------------------------------------------ validation
