@@ -581,6 +581,13 @@ CASES += [
         _one_per_query_file,
     ),
     (
+        "clicks on synthetic and wine name wine",
+        _synthetic("clicks=pbm", dataset="synthetic,wine"),
+        2,
+        "do not apply to dataset 'wine'",
+        _nothing,
+    ),
+    (
         "click counts above lightgbm's labels",
         _clicks_with("lightgbm", "sessions=40"),
         2,

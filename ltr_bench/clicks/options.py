@@ -127,10 +127,13 @@ def _int(key, value, lo, where, hi=None):
     return number
 
 
-def resolve_click_options(options, *, kind: str, where: str = "--dataset-option") -> dict | None:
+def resolve_click_options(
+    options, *, kind: str, where: str = "--dataset-option", dataset: str | None = None
+) -> dict | None:
     """The resolved click configuration of a dataset's options, or None without clicks.
 
-    ``kind`` is the dataset's kind (``letor``, ``path``, ``generated``, ``qbe``). The result
+    ``kind`` is the dataset's kind (``letor``, ``path``, ``generated``, ``qbe``); ``dataset``
+    its name, for messages. The result
     (JSON-able, defaults filled in) is what the dataset identity and the cache key hold::
 
         {"model": {"name", "args"}, "sessions", "top_k", "aggregate",
@@ -149,8 +152,9 @@ def resolve_click_options(options, *, kind: str, where: str = "--dataset-option"
     if kind == "qbe":
         raise _error(
             f"{where}: click options ({', '.join(sorted(opts))}) do not apply to "
-            "query-by-example data (no ranking is shown to a user); use a LETOR or generated "
-            "dataset."
+            f"{'dataset ' + repr(dataset) + ', ' if dataset else ''}query-by-example data (no "
+            "ranking is shown to a user); use a LETOR or generated dataset (several datasets: "
+            "--dataset-option NAME.clicks=... sets one)."
         )
     settings = {**PROTOCOL, **{k: v for k, v in opts.items() if k in PROTOCOL}}
     arguments = {k: v for k, v in opts.items() if k in MODEL_ARGUMENTS}

@@ -287,7 +287,10 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
         load_source: Any = Path(source) if spec is None else source
         where = f"{plan.source}: [datasets.{dchoice.name}]" if plan.source else "--dataset-option"
         clicks = resolve_click_options(
-            dchoice.options, kind="path" if spec is None else spec.kind, where=where
+            dchoice.options,
+            kind="path" if spec is None else spec.kind,
+            where=where,
+            dataset=display,
         )
         if position_rankers and not clicks:  # an unbiased ranker needs click data
             names = ", ".join(repr(r) for r in position_rankers)
