@@ -473,6 +473,21 @@ def _report_of_click_rows_only(e):
     return ["report", "--results-dir", "res", "--dataset", "synthetic"]
 
 
+def _damaged_click_log(e):
+    """A click run, then one byte of its cached click labels flipped (a bad disk)."""
+    code, out = e.run(*_synthetic("clicks=pbm")(e))
+    assert code == 0, out
+    (labels,) = (e.root / "cache" / "clicks").glob("*/train_y.i8")
+    data = bytearray(labels.read_bytes())
+    data[-1] ^= 1
+    labels.write_bytes(bytes(data))
+    return ["cache", "verify"]
+
+
+def _damaged_click_log_removed(e):
+    assert not list((e.root / "cache" / "clicks").glob("*/train_y.i8"))
+
+
 def _clicks_with(ranker, *options):
     def setup(e):
         argv = _synthetic("clicks=pbm", *options)(e)
@@ -586,6 +601,13 @@ CASES += [
         2,
         "do not apply to dataset 'wine'",
         _nothing,
+    ),
+    (
+        "cache verify on a damaged click log",
+        _damaged_click_log,
+        1,
+        "its arrays changed after writing; removed",
+        _damaged_click_log_removed,
     ),
     (
         "click counts above lightgbm's labels",

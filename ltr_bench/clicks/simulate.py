@@ -45,7 +45,7 @@ from ltr_bench.data.specs import resolve_cache_dir
 from ltr_bench.folds import Fold, Split
 from ltr_bench.ranker import apply_run_settings, query_boundaries
 
-__all__ = ["LoggingRankerError", "logged_rankings", "simulate_clicks"]
+__all__ = ["LoggingRankerError", "logged_rankings", "simulate_clicks", "verify_entry"]
 
 _PARTS = ("train", "vali")
 _ARRAYS = ("rows", "y", "position", "propensity")
@@ -179,6 +179,10 @@ def _digest(arrays: dict) -> str:
 
 def _verify(arrays: dict, meta: dict) -> str | None:
     return None if _digest(arrays) == meta.get("digest") else "its arrays changed after writing"
+
+
+#: what is wrong with a click-log cache entry (None: sound); ``ltr-bench cache verify`` uses it
+verify_entry = _verify
 
 
 def simulate_clicks(fold: Fold, config: dict, *, seed: int, cache_dir=None) -> Fold:
