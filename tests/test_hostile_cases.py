@@ -610,6 +610,13 @@ CASES += [
         _damaged_click_log_removed,
     ),
     (
+        "click counts above what the metrics can score",
+        _synthetic("clicks=pbm", "sessions=2000"),
+        2,
+        "more than ltr-bench's metrics (gain 2^label - 1) (labels up to 1000)",
+        _nothing,
+    ),
+    (
         "click counts above lightgbm's labels",
         _clicks_with("lightgbm", "sessions=40"),
         2,
@@ -891,7 +898,7 @@ def test_clicks_that_cannot_fit_in_memory_fail_their_cell_with_the_sizes_not_a_m
         available = 200 * 2**20
 
     monkeypatch.setattr(psutil, "virtual_memory", lambda: Tiny)
-    code, out = env.run(*_synthetic("clicks=pbm", "sessions=100000")(env))
+    code, out = env.run(*_synthetic("clicks=pbm", "sessions=100000", "aggregate=any")(env))
     assert code == 1, out
     assert "sessions=100000: simulating 100000 sessions" in out and "GiB" in out, out
     assert "Traceback (most recent call last)" not in out, out

@@ -128,10 +128,14 @@ def _check_click_labels(clicks, label_limits, where: str) -> None:
     ``aggregate=count``, clicked-or-not is 0/1 with ``aggregate=any``."""
     if not clicks:
         return
+    from ltr_bench.evaluation.ranked import MAX_LABEL
+
     top = int(clicks["sessions"]) if clicks["aggregate"] == "count" else 1
-    over = [(label, limit) for label, limit in label_limits if top > limit]
+    # the validation clicks are scored by ltr-bench's metrics too (model selection, tuning)
+    limits = [*label_limits, ("ltr-bench's metrics (gain 2^label - 1)", MAX_LABEL)]
+    over = [(label, limit) for label, limit in limits if top > limit]
     if over:
-        names = ", ".join(f"{label!r} (labels up to {limit})" for label, limit in over)
+        names = ", ".join(f"{label} (labels up to {limit})" for label, limit in over)
         raise PlanError(
             f"{where}: with aggregate=count and sessions={top} the click labels (click "
             f"counts) go up to {top}, more than {names} accepts: use sessions <= "
@@ -248,7 +252,7 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
     seeds = plan.all_seeds()
     ranker_info = []
     position_rankers: list[str] = []  # rankers that need click positions (unbiased)
-    label_limits: list[tuple[str, int]] = []  # (row label, largest label its fit accepts)
+    label_limits: list[tuple[str, int]] = []  # ('row label', largest label its fit accepts)
     propensity_rankers: list[str] = []  # rankers that weight by the true propensities
     for choice in plan.rankers:
         entry = registry.get_entry(choice.name)
@@ -278,7 +282,7 @@ def expand_plan(plan: Plan, *, score_repeats: int = 5, save_scores: bool = False
         if getattr(tags, "requires_propensity", False):
             propensity_rankers.append(choice.row_label)
         if getattr(tags, "max_label", None) is not None:
-            label_limits.append((choice.row_label, int(tags.max_label)))
+            label_limits.append((repr(choice.row_label), int(tags.max_label)))
     seen: dict[str, str] = {}
 
     cells: list[Cell] = []
