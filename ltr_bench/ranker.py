@@ -95,6 +95,14 @@ class RankerTags:
     requires_position: ``fit`` cannot work without ``position`` (e.g. an unbiased learner from
         clicks; implies ``accepts_position``). The harness refuses such a ranker on data
         without clicks before anything is loaded (exit 2), instead of a failed fit.
+    requires_propensity: ``fit`` cannot work without a finite ``propensity`` for every shown
+        row (inverse-propensity weighting with the true propensities). The harness refuses
+        such a ranker, before anything is loaded (exit 2), on clicks whose model has no
+        examination step (allRank's models other than ``base-cascade``: propensity NaN).
+    max_label: the largest integer label ``fit`` accepts, or None for any (LightGBM's
+        lambdarank with its default 31-entry ``label_gain`` table: 30). The harness refuses,
+        before anything is loaded (exit 2), click data whose labels can exceed it (click
+        counts go up to ``sessions``), instead of a fit that fails after loading.
 
     file_params: names of the parameters whose values name files that decide the model (an
         allRank configuration, a click log). The harness keys a result on their content
@@ -115,6 +123,8 @@ class RankerTags:
     accepts_position: bool = False
     requires_position: bool = False
     file_params: tuple[str, ...] = ()
+    requires_propensity: bool = False
+    max_label: int | None = None
 
     @property
     def query_dependent(self) -> bool:

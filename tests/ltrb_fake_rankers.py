@@ -200,3 +200,27 @@ class FileRanker(LinearRanker):
         with open(self.scale_file) as fh:
             self.scale = float(fh.read())
         return super().fit(X, y, qid=qid, eval_set=eval_set)
+
+
+class NaNScoreRanker(LinearRanker):
+    """Scores every document NaN (a broken model), e.g. as a click log's logging ranker."""
+
+    def predict(self, X, *, qid=None):
+        return np.full(len(X), np.nan)
+
+
+class PropensityRanker(LinearRanker):
+    """Declares that it weights clicks by their true propensities (as ``neural.unbiased=ips``)."""
+
+    def ranker_tags(self) -> RankerTags:
+        import dataclasses
+
+        return dataclasses.replace(
+            super().ranker_tags(),
+            accepts_position=True,
+            requires_position=True,
+            requires_propensity=True,
+        )
+
+    def fit(self, X, y, *, qid, eval_set=None, position=None, propensity=None):
+        return super().fit(X, y, qid=qid, eval_set=eval_set)

@@ -591,6 +591,184 @@ if NEURAL:
         ("config outputs do not fit the loss", _neural(config={"model.post_model.d_output": 3}),
          2, "key 'model.post_model.d_output': must be 1", _nothing),
     ]  # fmt: skip
+
+
+# ------------------------------------------- click surfaces, tried as a hostile user (issue 32)
+
+
+def _click_model_file(section):
+    """A run whose click_model is an allRank config file holding ``section``."""
+
+    def setup(e):
+        import json
+
+        (e.cwd / "allrank.json").write_text(json.dumps({"click_model": section}))
+        return _synthetic(f"click_model={e.cwd / 'allrank.json'}")(e)
+
+    return setup
+
+
+def _one_per_query_file(e):
+    assert len(list(e.cwd.rglob("*.per_query.csv"))) == 1
+
+
+def _report_of_click_rows_only(e):
+    code, out = e.run(*_synthetic("clicks=pbm")(e), "--results-dir", "res")
+    assert code == 0, out
+    return ["report", "--results-dir", "res", "--dataset", "synthetic"]
+
+
+def _damaged_click_log(e):
+    """A click run, then one byte of its cached click labels flipped (a bad disk)."""
+    code, out = e.run(*_synthetic("clicks=pbm")(e))
+    assert code == 0, out
+    (labels,) = (e.root / "cache" / "clicks").glob("*/train_y.i8")
+    data = bytearray(labels.read_bytes())
+    data[-1] ^= 1
+    labels.write_bytes(bytes(data))
+    return ["cache", "verify"]
+
+
+def _damaged_click_log_removed(e):
+    assert not list((e.root / "cache" / "clicks").glob("*/train_y.i8"))
+
+
+def _clicks_with(ranker, *options):
+    def setup(e):
+        argv = _synthetic("clicks=pbm", *options)(e)
+        return [*argv[:2], ranker, *argv[3:]]
+
+    return setup
+
+
+CASES += [
+    ("clicks sessions 1e12", _synthetic("clicks=pbm", "sessions=1e12"), 2, "[1, 100000]", _nothing),
+    (
+        "clicks metric misspelt",
+        _synthetic("clicks=everything-but-duplicates", "metric=euclidian"),
+        2,
+        "Did you mean 'euclidean'",
+        _nothing,
+    ),
+    (
+        "click option misspelt",
+        _synthetic("clicks=pbm", "sesions=5"),
+        2,
+        "mean 'sessions'",
+        _nothing,
+    ),
+    (
+        "click_model args a list",
+        _click_model_file({"name": "pbm", "args": [1, 2]}),
+        2,
+        "args must be an object",
+        _nothing,
+    ),
+    (
+        "click_model name a list",
+        _click_model_file({"name": ["BaseCascadeModel"]}),
+        2,
+        "allrank.json click_model: name must be",
+        _nothing,
+    ),
+    (
+        "click_model probabilities an object",
+        _click_model_file(
+            {
+                "name": "multiple",
+                "args": {"click_models": [{"name": "pbm"}], "probabilities": {"a": 1}},
+            }
+        ),
+        2,
+        "must be a list",
+        _nothing,
+    ),
+    (
+        "allRank multiple click model (nested models) runs",
+        _click_model_file(
+            {
+                "name": "MultipleClickModel",
+                "args": {
+                    "click_models": [{"name": "pbm"}, {"name": "cascade"}],
+                    "probabilities": [0.5, 0.5],
+                },
+            }
+        ),
+        0,
+        "ndcg@10",
+        _one_per_query_file,
+    ),
+    (
+        "logging ranker fails to fit",
+        _synthetic("clicks=pbm", "logging_ranker=ltrb_fake_rankers:FailingRanker"),
+        1,
+        "logging_ranker 'ltrb_fake_rankers:FailingRanker' failed to fit",
+        _nothing,
+    ),
+    (
+        "logging ranker scores NaN",
+        _synthetic("clicks=pbm", "logging_ranker=ltrb_fake_rankers:NaNScoreRanker"),
+        1,
+        "score that is not a finite number",
+        _nothing,
+    ),
+    (
+        "report of click-trained rows only says so",
+        _report_of_click_rows_only,
+        0,
+        "was trained on clicks pbm(eps=0.1, eta=1.0), 10 sessions",
+        _nothing,
+    ),
+    (
+        "IPS on cascade clicks (propensity 0 below a top-grade document)",
+        _clicks_with("ltrb_fake_rankers:PropensityRanker", "clicks=cascade"),
+        2,
+        "click model 'cascade' has none for some shown rows",
+        _nothing,
+    ),
+    (
+        "IPS on allRank random clicks (no examination step)",
+        _clicks_with("ltrb_fake_rankers:PropensityRanker", "clicks=random", "n_clicks=1"),
+        2,
+        "click model 'random' has none",
+        _nothing,
+    ),
+    (
+        "IPS on pbm clicks runs",
+        _clicks_with("ltrb_fake_rankers:PropensityRanker"),
+        0,
+        "ndcg@10",
+        _one_per_query_file,
+    ),
+    (
+        "clicks on synthetic and wine name wine",
+        _synthetic("clicks=pbm", dataset="synthetic,wine"),
+        2,
+        "do not apply to dataset 'wine'",
+        _nothing,
+    ),
+    (
+        "cache verify on a damaged click log",
+        _damaged_click_log,
+        1,
+        "its arrays changed after writing; removed",
+        _damaged_click_log_removed,
+    ),
+    (
+        "click counts above what the metrics can score",
+        _synthetic("clicks=pbm", "sessions=2000"),
+        2,
+        "more than ltr-bench's metrics (gain 2^label - 1) (labels up to 1000)",
+        _nothing,
+    ),
+    (
+        "click counts above lightgbm's labels",
+        _clicks_with("lightgbm", "sessions=40"),
+        2,
+        "go up to 40, more than 'lightgbm' (labels up to 30)",
+        _no_results,
+    ),
+]
 if MISSING_DRIVER:  # a dialect SQLAlchemy knows whose driver is not installed here
     CASES.append(
         ("storage driver missing", _storage(MISSING_DRIVER), 2, "no database driver", _nothing)
@@ -852,3 +1030,20 @@ def test_a_second_tune_of_one_study_waits_for_the_first_and_reuses_its_result(tm
     assert "finished earlier" in text, text  # its record reused, not computed again
     assert "Traceback" not in text and b"Traceback" not in err1
     assert _journal_trials(tmp_path / "s.journal") == 8  # no trial marked stale, none redone
+
+
+def test_clicks_that_cannot_fit_in_memory_fail_their_cell_with_the_sizes_not_a_memory_error(
+    env, monkeypatch
+):
+    """Sessions within the up-front bound can still exceed the memory once the split's size
+    is known: the cell fails naming sessions and the estimate, before anything is allocated."""
+    import psutil
+
+    class Tiny:  # room for the generated fold (a few MiB), not for 100000 sessions of it
+        available = 200 * 2**20
+
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: Tiny)
+    code, out = env.run(*_synthetic("clicks=pbm", "sessions=100000", "aggregate=any")(env))
+    assert code == 1, out
+    assert "sessions=100000: simulating 100000 sessions" in out and "GiB" in out, out
+    assert "Traceback (most recent call last)" not in out, out

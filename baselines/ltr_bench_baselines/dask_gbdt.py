@@ -237,8 +237,10 @@ class DaskLightGBMRanker(LightGBMRanker):
 
     def ranker_tags(self) -> RankerTags:
         # which worker gets which part (and LightGBM's machine ranks) can change between
-        # runs, and with them the merged histograms: same seed, slightly different trees
-        return dataclasses.replace(_TAGS, deterministic=False)
+        # runs, and with them the merged histograms: same seed, slightly different trees;
+        # the label limit is LightGBM's (its label_gain table)
+        max_label = LightGBMRanker.ranker_tags(self).max_label
+        return dataclasses.replace(_TAGS, deterministic=False, max_label=max_label)
 
     _parameter_constraints = {**LightGBMRanker._parameter_constraints, **_DASK_CONSTRAINTS}
 

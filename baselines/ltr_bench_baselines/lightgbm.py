@@ -19,6 +19,7 @@ shared with the XGBoost rankers and documented in :mod:`ltr_bench_baselines.gbdt
 
 from __future__ import annotations
 
+import dataclasses
 from numbers import Integral, Real
 from pathlib import Path
 
@@ -153,8 +154,19 @@ class LightGBMRanker(GBDTRanker):
         self.unbiased = unbiased
 
     def ranker_tags(self):
-        """The tree rankers' tags; ``accepts_position`` exactly when ``unbiased``."""
-        return position_tags(super().ranker_tags(), self.unbiased is True)
+        """The tree rankers' tags; ``accepts_position`` exactly when ``unbiased``;
+        ``max_label``: labels index LightGBM's ``label_gain`` table (both ranking objectives
+        check it), 31 entries by default, so 30 unless ``extra_params`` gives a longer one."""
+        gain = (
+            (self.extra_params or {}).get("label_gain")
+            if isinstance(self.extra_params, dict)
+            else None
+        )
+        if isinstance(gain, str):
+            gain = [g for g in gain.split(",") if g.strip()]
+        max_label = len(gain) - 1 if isinstance(gain, (list, tuple)) else 30
+        tags = position_tags(super().ranker_tags(), self.unbiased is True)
+        return dataclasses.replace(tags, max_label=max_label)
 
     _RESERVED = {
         "objective": "objective",

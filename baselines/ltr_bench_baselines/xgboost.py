@@ -7,6 +7,7 @@ shared with LightGBM and documented in :mod:`ltr_bench_baselines.gbdt_common`.
 
 from __future__ import annotations
 
+import dataclasses
 from numbers import Integral, Real
 from pathlib import Path
 
@@ -410,8 +411,13 @@ class XGBoostLambdaMARTRanker(_XGBoostRanker):
         self.unbiased = unbiased
 
     def ranker_tags(self):
-        """The tree rankers' tags; ``accepts_position`` exactly when ``unbiased``."""
-        return position_tags(super().ranker_tags(), self.unbiased is True)
+        """The tree rankers' tags; ``accepts_position`` exactly when ``unbiased``;
+        ``max_label`` 31: XGBoost's exponential NDCG gain (``ndcg_exp_gain``, default true)
+        refuses larger labels; none with ``extra_params={"ndcg_exp_gain": false}``."""
+        extra = self.extra_params if isinstance(self.extra_params, dict) else {}
+        max_label = 31 if extra.get("ndcg_exp_gain", True) not in (False, "false", 0) else None
+        tags = position_tags(super().ranker_tags(), self.unbiased is True)
+        return dataclasses.replace(tags, max_label=max_label)
 
     def _native_params(self, resolved: dict) -> dict:
         params = super()._native_params(resolved)

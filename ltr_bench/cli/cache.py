@@ -96,6 +96,10 @@ def _problem(entry) -> str | None:
     if entry.namespace == "letor":
         if fingerprint_arrays(arrays["X"], arrays["y"], arrays["qid"]) != meta.get("fingerprint"):
             return "its arrays do not match their recorded fingerprint"
+    elif entry.namespace == "clicks":  # simulated click logs: their arrays' digest
+        from ltr_bench.clicks.simulate import verify_entry
+
+        return verify_entry(arrays, meta)
     elif entry.namespace == "generated":
         for s, fp in (meta.get("fingerprints") or {}).items():
             if fingerprint_arrays(arrays[f"{s}_X"], arrays[f"{s}_y"], arrays[f"{s}_qid"]) != fp:
@@ -138,7 +142,7 @@ def verify_cmd(ctx, cache_dir, dry_run) -> None:
 @options.cache_dir
 @click.option(
     "--namespace",
-    type=click.Choice(["letor", "generated"]),
+    type=click.Choice(["letor", "generated", "clicks"]),
     default=None,
     help="Only this kind of entry.",
 )

@@ -53,7 +53,17 @@ class AllRankModel(ClickModel):
 
     @property
     def args(self) -> dict:
-        return {k: (v.spec() if isinstance(v, ClickModel) else v) for k, v in self._args.items()}
+        """The arguments with nested models as their specs (``click_models`` is a list of
+        them): JSON-able, so the spec can be rebuilt and keys the cache by content."""
+
+        def plain(v):
+            if isinstance(v, ClickModel):
+                return v.spec()
+            if isinstance(v, (list, tuple)):
+                return [plain(x) for x in v]
+            return v
+
+        return {k: plain(v) for k, v in self._args.items()}
 
     def click(self, y: np.ndarray, X, rng: np.random.Generator, ymax: int) -> np.ndarray:
         raise NotImplementedError

@@ -12,7 +12,7 @@ Options (default in brackets):
   ``{"name", "args"}``: a TOML table, JSON text, or the path of a JSON file (an allRank config
   or the section alone). Needed for the models made of models (multiple, conditioned,
   max-clicks, diverse-clicks).
-- ``sessions`` [10]: sessions simulated per query (>= 1).
+- ``sessions`` [10]: sessions simulated per query, in [1, :data:`MAX_SESSIONS`].
 - ``top_k`` [10]: documents shown per session (0: the whole list).
 - ``logging_ranker`` [``ridge``]: the registered ranker that produced the logged rankings.
 - ``logging_fraction`` [0.01]: fraction of training queries (true labels) it is fitted on, in
@@ -32,10 +32,12 @@ from pathlib import Path
 
 __all__ = [
     "CLICK_OPTIONS",
+    "MAX_SESSIONS",
     "MIN_LOGGING_QUERIES",
     "MODEL_ARGUMENTS",
     "data_options",
     "has_click_options",
+    "has_propensity",
     "resolve_click_options",
 ]
 
@@ -66,6 +68,10 @@ MODEL_ARGUMENTS = (
 CLICK_OPTIONS = (*PROTOCOL, *MODEL_ARGUMENTS)
 #: the logging ranker is fitted on at least this many training queries (all when fewer)
 MIN_LOGGING_QUERIES = 10
+#: sessions per query at most: the simulation holds every session's clicks of a split in
+#: memory (about 9 bytes x sessions x queries x top_k), and is checked against the memory
+#: available once the split's size is known
+MAX_SESSIONS = 100_000
 
 
 def has_click_options(options) -> bool:
@@ -104,10 +110,10 @@ def _read_click_model(value, where: str):
             raise _error(f"{where}: not valid JSON ({exc}).") from None
     if isinstance(section, dict) and "click_model" in section:  # a whole allRank config
         section = section["click_model"]
-    return section
+    return section, where
 
 
-def _int(key, value, lo, where):
+def _int(key, value, lo, where, hi=None):
     try:
         if isinstance(value, bool) or float(value) != int(float(value)):
             raise ValueError
@@ -116,13 +122,18 @@ def _int(key, value, lo, where):
         raise _error(f"{where}: {key}={value!r} must be an integer.") from None
     if number < lo:
         raise _error(f"{where}: {key}={value!r} must be >= {lo}.")
+    if hi is not None and number > hi:
+        raise _error(f"{where}: {key}={value!r} must be in [{lo}, {hi}].")
     return number
 
 
-def resolve_click_options(options, *, kind: str, where: str = "--dataset-option") -> dict | None:
+def resolve_click_options(
+    options, *, kind: str, where: str = "--dataset-option", dataset: str | None = None
+) -> dict | None:
     """The resolved click configuration of a dataset's options, or None without clicks.
 
-    ``kind`` is the dataset's kind (``letor``, ``path``, ``generated``, ``qbe``). The result
+    ``kind`` is the dataset's kind (``letor``, ``path``, ``generated``, ``qbe``); ``dataset``
+    its name, for messages. The result
     (JSON-able, defaults filled in) is what the dataset identity and the cache key hold::
 
         {"model": {"name", "args"}, "sessions", "top_k", "aggregate",
@@ -141,8 +152,9 @@ def resolve_click_options(options, *, kind: str, where: str = "--dataset-option"
     if kind == "qbe":
         raise _error(
             f"{where}: click options ({', '.join(sorted(opts))}) do not apply to "
-            "query-by-example data (no ranking is shown to a user); use a LETOR or generated "
-            "dataset."
+            f"{'dataset ' + repr(dataset) + ', ' if dataset else ''}query-by-example data (no "
+            "ranking is shown to a user); use a LETOR or generated dataset (several datasets: "
+            "--dataset-option NAME.clicks=... sets one)."
         )
     settings = {**PROTOCOL, **{k: v for k, v in opts.items() if k in PROTOCOL}}
     arguments = {k: v for k, v in opts.items() if k in MODEL_ARGUMENTS}
@@ -156,8 +168,9 @@ def resolve_click_options(options, *, kind: str, where: str = "--dataset-option"
                 f"{where}: {', '.join(sorted(arguments))} go into the click_model section's "
                 "args, not beside it."
             )
+        section, source = _read_click_model(settings["click_model"], where)
         model = build_click_model(
-            _read_click_model(settings["click_model"], where), where=f"{where} click_model"
+            section, where=f"{source} click_model" if source != where else f"{where} click_model"
         )
     elif settings["clicks"]:
         model = build_click_model(
@@ -184,7 +197,7 @@ def resolve_click_options(options, *, kind: str, where: str = "--dataset-option"
         raise _error(f"{where}: aggregate={settings['aggregate']!r} must be count or any.{hint}")
     return {
         "model": json.loads(json.dumps(model.spec(), default=str)),
-        "sessions": _int("sessions", settings["sessions"], 1, where),
+        "sessions": _int("sessions", settings["sessions"], 1, where, MAX_SESSIONS),
         "top_k": _int("top_k", settings["top_k"], 0, where),
         "aggregate": aggregate,
         "logging_ranker": _logging_ranker(str(settings["logging_ranker"]), where),
@@ -203,3 +216,19 @@ def _logging_ranker(name: str, where: str) -> dict:
         raise _error(f"{where}: logging_ranker: {exc}") from None
     params = json.loads(json.dumps(ranker.get_params(deep=False), default=str))
     return {"name": entry.name, "version": entry.version, "params": params}
+
+
+def has_propensity(config: dict) -> bool:
+    """Whether the resolved click configuration's model gives every shown row a positive
+    ``propensity``, asked of the model itself on the list ``[top grade, 0]``: None for a model
+    without an examination step (allRank's but ``base-cascade``), and 0 below a top-grade
+    document for the cascade family (``cascade``, ``dbn``: that document is always clicked
+    and ends the session); positive for ``pbm``, ``base-cascade`` and ``dcm`` with ``lam > 0``."""
+    import numpy as np
+
+    from ltr_bench.clicks.models import ShownLists
+    from ltr_bench.clicks.registry import build_click_model
+
+    model = build_click_model(config["model"])
+    exam = model.examination(ShownLists(y=np.array([[1, 0]], dtype=np.int64), max_label=1))
+    return exam is not None and bool(np.all(np.asarray(exam) > 0))

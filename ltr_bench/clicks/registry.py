@@ -51,7 +51,7 @@ def canonical_name(name: str, *, where: str = "clicks") -> str:
         return aliases[key]
     close = difflib.get_close_matches(key, list(aliases), n=3, cutoff=0.5)
     hint = (
-        f" Did you mean {', '.join(repr(aliases[c]) for c in dict.fromkeys(close))}?"
+        f" Did you mean {', '.join(repr(a) for a in dict.fromkeys(aliases[c] for c in close))}?"
         if close
         else ""
     )
@@ -83,11 +83,43 @@ def _number(where: str, key: str, value, *, lo=None, hi=None, integer=False):
     return int(number) if integer else number
 
 
+def _items(where: str, key: str, value) -> list:
+    """A list argument: a JSON/TOML list, comma-separated text or a single number."""
+    if isinstance(value, str):
+        return [v for v in value.split(",") if v.strip()]
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [value]  # click_positions=3 on the command line: one item
+    raise ClickOptionError(f"{where}: {key}={value!r} must be a list (or text like 0,2).")
+
+
 def _positions(where: str, value) -> list[int]:
-    items = value.split(",") if isinstance(value, str) else list(value)
     return [
-        _number(where, "click_positions", v, lo=0, integer=True) for v in items if str(v).strip()
+        _number(where, "click_positions", v, lo=0, integer=True)
+        for v in _items(where, "click_positions", value)
     ]
+
+
+def _metric(where: str, value) -> str:
+    """A distance name scipy's ``cdist`` knows, checked by scipy itself on four points (the
+    simulation would find an unknown name only after the data is loaded)."""
+    import numpy as np
+    from scipy.spatial import distance
+
+    name = str(value)
+    points = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 3.0], [5.0, 1.0]])
+    try:
+        distance.cdist(points, points, metric=name)
+    except (ValueError, TypeError) as exc:
+        known = sorted(getattr(distance, "_METRICS_NAMES", []))
+        close = difflib.get_close_matches(name, known, n=2)
+        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+        names = f" scipy's metrics: {', '.join(known)}." if known else ""
+        raise ClickOptionError(
+            f"{where}: metric={name!r} is not a scipy cdist metric ({exc}).{hint}{names}"
+        ) from None
+    return name
 
 
 def _check(where: str, short: str, key: str, value):
@@ -120,10 +152,7 @@ def _check(where: str, short: str, key: str, value):
     if key == "click_positions":
         return _positions(where, value)
     if key == "probabilities":
-        probs = [
-            _number(where, key, p, lo=0.0, hi=1.0)
-            for p in (value.split(",") if isinstance(value, str) else value)
-        ]
+        probs = [_number(where, key, p, lo=0.0, hi=1.0) for p in _items(where, key, value)]
         if abs(sum(probs) - 1.0) > 1e-5:
             raise ClickOptionError(
                 f"{where}: probabilities {probs} must sum to 1 (they sum to {sum(probs)})."
@@ -137,7 +166,7 @@ def _check(where: str, short: str, key: str, value):
             )
         return text
     if key == "metric":
-        return str(value)
+        return _metric(where, value)
     return value  # pragma: no cover - every argument is listed above
 
 
@@ -152,6 +181,14 @@ def build_click_model(spec, *, where: str = "click_model") -> ClickModel:
     if not isinstance(spec, dict) or "name" not in spec or set(spec) - {"name", "args"}:
         raise ClickOptionError(
             f'{where}: a click model is {{"name": ..., "args": {{...}}}}, got {spec!r}.'
+        )
+    if not isinstance(spec["name"], str):
+        raise ClickOptionError(
+            f"{where}: name must be a click model's name (text), got {spec['name']!r}."
+        )
+    if spec.get("args") is not None and not isinstance(spec["args"], dict):
+        raise ClickOptionError(
+            f'{where}: args must be an object {{"argument": value, ...}}, got {spec["args"]!r}.'
         )
     short = canonical_name(spec["name"], where=where)
     args = dict(spec.get("args") or {})
@@ -168,7 +205,12 @@ def build_click_model(spec, *, where: str = "click_model") -> ClickModel:
     missing = [k for k, v in defaults.items() if v is REQUIRED and k not in args]
     if missing:
         raise ClickOptionError(f"{where}: missing argument(s) {', '.join(missing)}.")
-    resolved = {k: _check(where, short, k, args.get(k, v)) for k, v in defaults.items()}
+    resolved = {}
+    for k, v in defaults.items():
+        try:
+            resolved[k] = _check(where, short, k, args.get(k, v))
+        except (TypeError, ValueError, OverflowError) as exc:  # a value of the wrong kind
+            raise ClickOptionError(f"{where}: {k}={args.get(k, v)!r}: {exc}.") from None
     if short == "multiple" and len(resolved["probabilities"]) != len(resolved["click_models"]):
         raise ClickOptionError(f"{where}: one probability per click model is needed.")
     if short in LITERATURE_MODELS:

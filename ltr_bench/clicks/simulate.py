@@ -45,7 +45,7 @@ from ltr_bench.data.specs import resolve_cache_dir
 from ltr_bench.folds import Fold, Split
 from ltr_bench.ranker import apply_run_settings, query_boundaries
 
-__all__ = ["logged_rankings", "simulate_clicks"]
+__all__ = ["LoggingRankerError", "logged_rankings", "simulate_clicks", "verify_entry"]
 
 _PARTS = ("train", "vali")
 _ARRAYS = ("rows", "y", "position", "propensity")
@@ -70,10 +70,43 @@ def _fit_logging_ranker(train: Split, config: dict, seed: int, fold: int):
     spec = config["logging_ranker"]
     ranker = registry.make_ranker(spec["name"], spec["params"])
     apply_run_settings(ranker, seed=int(seed), threads=1, query_dim=None)
-    ranker.fit(
-        np.asarray(train.X[rows]), np.asarray(train.y[rows]), qid=np.asarray(train.qid[rows])
-    )
+    try:
+        ranker.fit(
+            np.asarray(train.X[rows]), np.asarray(train.y[rows]), qid=np.asarray(train.qid[rows])
+        )
+    except Exception as exc:  # noqa: BLE001 - named: the cell's own ranker did not fail
+        raise LoggingRankerError(
+            f"logging_ranker {spec['name']!r} failed to fit on {chosen.size} training "
+            f"queries: {type(exc).__name__}: {exc}"
+        ) from exc
     return ranker, int(chosen.size)
+
+
+class LoggingRankerError(RuntimeError):
+    """The logging ranker failed (its fit raised, or it scored a document NaN or infinite):
+    no click log can be simulated; the message names it, not the cell's ranker."""
+
+
+def _logged_scores(ranker, split: Split, name: str) -> np.ndarray:
+    """The logging ranker's scores of ``split``; refused unless every one is finite (a NaN
+    would put documents in an arbitrary order and the clicks would silently follow it)."""
+    try:
+        scores = np.asarray(
+            ranker.predict(np.asarray(split.X), qid=np.asarray(split.qid)), dtype=np.float64
+        )
+    except Exception as exc:  # noqa: BLE001
+        raise LoggingRankerError(
+            f"logging_ranker {name!r} failed to score split {split.name!r}: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    bad = ~np.isfinite(scores)
+    if scores.shape != (len(split.qid),) or bad.any():
+        raise LoggingRankerError(
+            f"logging_ranker {name!r} gave {int(bad.sum())} of {scores.size} documents of split "
+            f"{split.name!r} a score that is not a finite number (shape {scores.shape}); the "
+            "logged rankings would be arbitrary. Choose another logging_ranker."
+        )
+    return scores
 
 
 def logged_rankings(scores: np.ndarray, qid: np.ndarray, top_k: int):
@@ -89,7 +122,7 @@ def logged_rankings(scores: np.ndarray, qid: np.ndarray, top_k: int):
 
 
 def _click_split(split: Split, ranker, model, config, rng, max_label: int) -> dict[str, np.ndarray]:
-    scores = ranker.predict(np.asarray(split.X), qid=np.asarray(split.qid))
+    scores = _logged_scores(ranker, split, config["logging_ranker"]["name"])
     rows, block, rank = logged_rankings(scores, split.qid, int(config["top_k"]))
     n_blocks = int(block.max()) + 1 if block.size else 0
     width = int(rank.max()) + 1 if rank.size else 1
@@ -104,6 +137,7 @@ def _click_split(split: Split, ranker, model, config, rng, max_label: int) -> di
         return np.asarray(X[r[r >= 0]], dtype=np.float64)
 
     lists = ShownLists(y=y, max_label=max_label, features=features)
+    _check_memory(int(config["sessions"]), y.shape, split.name)
     clicks = model.sample(lists, rng, int(config["sessions"]))
     counts = clicks.sum(axis=0)
     labels = counts if config["aggregate"] == "count" else (counts > 0).astype(np.int64)
@@ -118,6 +152,23 @@ def _click_split(split: Split, ranker, model, config, rng, max_label: int) -> di
     }
 
 
+def _check_memory(sessions: int, shape: tuple[int, int], split: str) -> None:
+    """Refuse, with the sizes, a simulation whose sessions cannot fit in memory: a model
+    samples every session at once, a uniform draw (8 bytes) and a click (1 byte) per session,
+    query and shown position."""
+    import psutil
+
+    need = 9 * sessions * shape[0] * shape[1]
+    have = psutil.virtual_memory().available
+    if need > have:
+        raise MemoryError(
+            f"sessions={sessions}: simulating {sessions} sessions of the {shape[0]} shown lists "
+            f"(up to {shape[1]} documents) of split {split!r} needs about {need / 2**30:.1f} GiB; "
+            f"this machine has {have / 2**30:.1f} GiB available. Use fewer sessions (or a "
+            "smaller top_k)."
+        )
+
+
 def _digest(arrays: dict) -> str:
     h = hashlib.sha256()
     for name in sorted(arrays):
@@ -128,6 +179,10 @@ def _digest(arrays: dict) -> str:
 
 def _verify(arrays: dict, meta: dict) -> str | None:
     return None if _digest(arrays) == meta.get("digest") else "its arrays changed after writing"
+
+
+#: what is wrong with a click-log cache entry (None: sound); ``ltr-bench cache verify`` uses it
+verify_entry = _verify
 
 
 def simulate_clicks(fold: Fold, config: dict, *, seed: int, cache_dir=None) -> Fold:

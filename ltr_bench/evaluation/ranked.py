@@ -18,6 +18,8 @@ from numbers import Real
 import numpy as np
 
 _MAX_LABEL = 1000  # 2^1000 still fits a float64 with room for sums over a query
+#: the largest label the metrics take (public: the plan check refuses click counts above it)
+MAX_LABEL = _MAX_LABEL
 
 
 def check_1d(name: str, a, n: int | None) -> np.ndarray:

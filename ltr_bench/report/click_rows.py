@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ltr_bench.results import ResultRecord
 
-__all__ = ["click_comparison_note", "clicks_of", "same_data"]
+__all__ = ["click_comparison_note", "clicks_of", "same_clicks_notes", "same_data"]
 
 
 def clicks_of(record: ResultRecord):
@@ -55,3 +55,18 @@ def click_comparison_note(label: str, mine: dict, base_label: str, base: dict) -
         f"{_click_text(clicks_of(base[u]))} of the same folds; they are compared on the same "
         "test split (true relevance labels, fingerprints equal)"
     )
+
+
+def same_clicks_notes(chosen: list, by_unit: dict, labels: dict, base_ck) -> list[str]:
+    """The note for the rows trained on the baseline's own clicks (no comparison note says
+    it): without it a table of click-trained rows reads like one on true labels."""
+    base = next(iter(by_unit[base_ck].values()))
+    clicks = clicks_of(base)
+    same = [labels[c] for c in chosen if clicks_of(next(iter(by_unit[c].values()))) == clicks]
+    if not same or not clicks:
+        return []
+    return [
+        f"{', '.join(same)} {'was' if len(same) == 1 else 'were'} trained on "
+        f"{_click_text(clicks)} (training and validation labels are simulated clicks; test "
+        "labels the true relevance)"
+    ]

@@ -56,6 +56,7 @@ from typing import Any
 
 import numpy as np
 
+import ltr_bench.report.click_rows as click_rows
 from ltr_bench.errors import EXIT_FAILED, EXIT_USAGE, LtrBenchError
 from ltr_bench.evaluation.stats import holm, paired_pvalues
 from ltr_bench.report.click_rows import click_comparison_note, clicks_of, same_data
@@ -356,6 +357,7 @@ def build_report(
                 f"{labels[base_ck]} (fold {u[0]} seed {u[1]} fingerprints differ)"
             )
             chosen.remove(ck)
+    notes += click_rows.same_clicks_notes(chosen, by_unit, labels, base_ck)
 
     unit_sets = {ck: set(by_unit[ck]) for ck in chosen}
     units = sorted(set.intersection(*unit_sets.values()))

@@ -19,13 +19,19 @@ content too (:mod:`ltr_bench.run.param_files`): an edited configuration file is 
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ltr_bench.clicks.options import CLICK_OPTIONS, data_options, resolve_click_options
+from ltr_bench.clicks.options import (
+    CLICK_OPTIONS,
+    data_options,
+    has_propensity,
+    resolve_click_options,
+)
 from ltr_bench.ranker import RankerTags, apply_run_settings, tags_of
 from ltr_bench.results import jsonable
 from ltr_bench.run.param_files import ParamFileError, param_file_fingerprints
@@ -120,6 +126,27 @@ def build_ranker(
     return ranker
 
 
+def _check_click_labels(clicks, label_limits, where: str) -> None:
+    """Refuse (exit 2, before any work) click data whose labels can exceed what a ranker
+    accepts (``RankerTags.max_label``): click counts go up to ``sessions`` with
+    ``aggregate=count``, clicked-or-not is 0/1 with ``aggregate=any``."""
+    if not clicks:
+        return
+    from ltr_bench.evaluation.ranked import MAX_LABEL
+
+    top = int(clicks["sessions"]) if clicks["aggregate"] == "count" else 1
+    # the validation clicks are scored by ltr-bench's metrics too (model selection, tuning)
+    limits = [*label_limits, ("ltr-bench's metrics (gain 2^label - 1)", MAX_LABEL)]
+    over = [(label, limit) for label, limit in limits if top > limit]
+    if over:
+        names = ", ".join(f"{label} (labels up to {limit})" for label, limit in over)
+        raise PlanError(
+            f"{where}: with aggregate=count and sessions={top} the click labels (click "
+            f"counts) go up to {top}, more than {names} accepts: use sessions <= "
+            f"{min(limit for _, limit in over)} or aggregate=any (clicked at least once, 0/1)"
+        )
+
+
 def ranker_tags(ranker) -> RankerTags:
     """The ranker's :class:`RankerTags` (the defaults when it declares none or they are
     unusable)."""
@@ -179,7 +206,11 @@ def _resolve_dataset(choice: DatasetChoice, plan: Plan) -> tuple[str, str, Any]:
             else f"--dataset-option for {display}"
         )
         valid = ", ".join(sorted(allowed)) or "(none: this dataset takes no options)"
-        raise PlanError(f"{where}: unknown option(s) {', '.join(unknown)}; valid options: {valid}")
+        close = {u: difflib.get_close_matches(u, list(allowed), n=1) for u in unknown}
+        hints = "".join(f" Did you mean {c[0]!r} for {u!r}?" for u, c in close.items() if c)
+        raise PlanError(
+            f"{where}: unknown option(s) {', '.join(unknown)};{hints} valid options: {valid}"
+        )
     return display, source, spec
 
 
@@ -232,6 +263,8 @@ def expand_plan(
     seeds = plan.all_seeds()
     ranker_info = []
     position_rankers: list[str] = []  # rankers that need click positions (unbiased)
+    label_limits: list[tuple[str, int]] = []  # ('row label', largest label its fit accepts)
+    propensity_rankers: list[str] = []  # rankers that weight by the true propensities
     for choice in plan.rankers:
         entry = registry.get_entry(choice.name)
         resolved_by_seed = {}
@@ -269,6 +302,10 @@ def expand_plan(
         ranker_info.append((choice, entry, resolved_by_seed, volatile, files))
         if getattr(tags, "requires_position", False):
             position_rankers.append(choice.row_label)
+        if getattr(tags, "requires_propensity", False):
+            propensity_rankers.append(choice.row_label)
+        if getattr(tags, "max_label", None) is not None:
+            label_limits.append((repr(choice.row_label), int(tags.max_label)))
     seen: dict[str, str] = {}
 
     cells: list[Cell] = []
@@ -277,7 +314,10 @@ def expand_plan(
         load_source: Any = Path(source) if spec is None else source
         where = f"{plan.source}: [datasets.{dchoice.name}]" if plan.source else "--dataset-option"
         clicks = resolve_click_options(
-            dchoice.options, kind="path" if spec is None else spec.kind, where=where
+            dchoice.options,
+            kind="path" if spec is None else spec.kind,
+            where=where,
+            dataset=display,
         )
         if position_rankers and not clicks:  # an unbiased ranker needs click data
             names = ", ".join(repr(r) for r in position_rankers)
@@ -286,6 +326,15 @@ def expand_plan(
                 f"{where}: {names} {verb} from the positions of simulated clicks (unbiased), "
                 f"but dataset {display} has no click options: add clicks=<model> (e.g. "
                 "--dataset-option clicks=pbm) or leave unbiased off"
+            )
+        _check_click_labels(clicks, label_limits, where)
+        if clicks and propensity_rankers and not has_propensity(clicks):
+            raise PlanError(
+                f"{where}: {', '.join(map(repr, propensity_rankers))} weight(s) each click by "
+                f"its true examination propensity, but click model {clicks['model']['name']!r} "
+                "has none for some shown rows (no examination step, or 0 below a document of "
+                "the top grade as in the cascade family): use pbm, base-cascade or dcm "
+                "(lam > 0), or a method that learns the propensities (neural.unbiased=dla)"
             )
         options = data_options(dchoice.options) or None
         # raises DatasetNotFoundError (where to download, where to put the files) when absent

@@ -249,9 +249,14 @@ def _apply_dataset_options(plan: Plan, assignments: tuple[str, ...]) -> None:
         else:
             targets = [n for n in opts if key in allowed(n)]
             if not targets:
+                import difflib
+
+                names = sorted(set().union(*(allowed(n) for n in opts)))
+                close = difflib.get_close_matches(key, names, n=2)
+                hint = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
                 raise PlanError(
                     f"--dataset-option {text}: no dataset of this run has an option "
-                    f"{key!r}; options: "
+                    f"{key!r}.{hint} Options: "
                     + "; ".join(f"{n}: {', '.join(sorted(allowed(n))) or 'none'}" for n in opts)
                 )
         for n in targets:

@@ -63,6 +63,9 @@ def test_gbdt_ranker_follows_the_ranker_contract(ranker, check):
 
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
 def test_tags_declare_seed_threads_early_stopping_and_the_query_block(cls):
+    # max_label: the library's label limit (checked against the libraries in
+    # test_unbiased_gbdt.py::test_declared_max_label_is_the_largest_label_the_library_accepts)
+    limits = {"LightGBMRanker": 30, "XGBoostLambdaMARTRanker": 31}
     assert cls().ranker_tags() == RankerTags(
         requires_qid_at_predict=False,
         uses_eval_set=True,
@@ -70,6 +73,7 @@ def test_tags_declare_seed_threads_early_stopping_and_the_query_block(cls):
         thread_param="n_jobs",
         seed_param="random_state",
         query_dim_param="query_dim",
+        max_label=limits.get(cls.__name__),
     )
 
 

@@ -83,3 +83,34 @@ def test_unbiased_configuration_passes_the_position_check_of_the_conformance_sui
 
     checks = dict(ranker_checks(cls(unbiased=True, n_estimators=10, n_jobs=1)))
     checks["position_accepted"]()
+
+
+@pytest.mark.parametrize(
+    "ranker",
+    [
+        LightGBMRanker(n_estimators=2, n_jobs=1),
+        LightGBMRanker(n_estimators=2, n_jobs=1, extra_params={"label_gain": list(range(41))}),
+        XGBoostLambdaMARTRanker(n_estimators=2, n_jobs=1),
+    ],
+    ids=["lightgbm", "lightgbm-label_gain-41", "xgboost-lambdamart"],
+)
+def test_declared_max_label_is_the_largest_label_the_library_accepts(ranker):
+    """The plan check refuses click counts above ``RankerTags.max_label`` before any work,
+    so the tag must be the library's own limit: a fit with that label works, one above fails."""
+    from sklearn.base import clone
+
+    top = ranker.ranker_tags().max_label
+    assert top is not None
+    rng = np.random.default_rng(0)
+    X, qid = rng.random((40, 3)), np.repeat(np.arange(4), 10)
+    y = rng.integers(0, 3, 40)
+    y[0] = top
+    clone(ranker).fit(X, y, qid=qid)
+    y[0] = top + 1
+    with pytest.raises(Exception, match="[Ll]abel|[Rr]elevance"):
+        clone(ranker).fit(X, y, qid=qid)
+
+
+def test_xgboost_without_exponential_gain_declares_no_label_limit():
+    ranker = XGBoostLambdaMARTRanker(extra_params={"ndcg_exp_gain": False})
+    assert ranker.ranker_tags().max_label is None

@@ -52,3 +52,22 @@ def test_an_option_that_does_not_apply_is_refused_with_what_is_wrong(options, fr
         resolve_click_options(options, kind=kind)
     assert fragment in str(err.value)
     assert err.value.exit_code == 2
+
+
+@pytest.mark.parametrize(
+    "options, positive",
+    [
+        ({"clicks": "pbm"}, True),
+        ({"clicks": "pbm", "eta": 0}, True),
+        ({"clicks": "dcm"}, True),
+        ({"clicks": "base-cascade", "eta": 1, "threshold": 2}, True),
+        ({"clicks": "cascade"}, False),  # 0 below a document of the top grade
+        ({"clicks": "dbn"}, False),
+        ({"clicks": "dcm", "lam": 0}, False),
+        ({"clicks": "random", "n_clicks": 1}, False),  # no examination step
+    ],
+)
+def test_has_propensity_says_whether_every_shown_row_gets_a_positive_one(options, positive):
+    from ltr_bench.clicks.options import has_propensity
+
+    assert has_propensity(resolve_click_options(options, kind="generated")) is positive

@@ -176,6 +176,7 @@ class NeuralRanker(BaseRanker):
             accepts_position=self.unbiased in ("ips", "dla"),  # unbiased_params.POSITION_MODES
             requires_position=self.unbiased in ("ips", "dla"),
             file_params=("config",),  # keyed by the file's content, not its path
+            requires_propensity=self.unbiased == "ips",  # weights 1 / true propensity
         )
 
     def search_space(self=None) -> dict:

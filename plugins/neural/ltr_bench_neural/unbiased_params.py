@@ -15,7 +15,11 @@ def check_unbiased_params(ranker) -> None:
     """Refuse (``ValueError``) ``unbiased`` values and the settings it cannot combine with."""
     mode = ranker.unbiased
     if not isinstance(mode, str) or mode not in UNBIASED_MODES:
-        raise ValueError(f"unbiased must be one of {', '.join(UNBIASED_MODES)}, got {mode!r}")
+        import difflib
+
+        close = difflib.get_close_matches(str(mode).lower(), UNBIASED_MODES, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"unbiased must be one of {', '.join(UNBIASED_MODES)}, got {mode!r}{hint}")
     if mode == "none":
         return
     if ranker.config is not None:

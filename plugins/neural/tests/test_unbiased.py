@@ -75,6 +75,7 @@ def test_naive_mode_is_ips_with_unit_propensities():
     [
         (dict(unbiased="ipw"), "unbiased must be one of none, naive, ips, dla"),
         (dict(unbiased="dla", optimizer="lbfgs"), "optimizer to adam"),
+        (dict(unbiased="ipss"), "did you mean 'ips'"),
         (dict(unbiased="ips", loss="pl"), "leave loss at 'softmax'"),
         (dict(unbiased="ips", group="max"), "group='none'"),
     ],
