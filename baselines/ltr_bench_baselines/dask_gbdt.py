@@ -199,6 +199,10 @@ class DaskLightGBMRanker(LightGBMRanker):
     """
     )
 
+    #: learning from clicks (``unbiased``) is not offered on a cluster: the positions are not
+    #: partitioned with the data; use ``lightgbm`` / ``xgboost-lambdamart``
+    unbiased = False
+
     def __init__(
         self,
         preset="auto",
@@ -234,6 +238,7 @@ class DaskLightGBMRanker(LightGBMRanker):
         )
         self.scheduler = scheduler
         self.n_workers = n_workers
+        del self.unbiased  # the class attribute below: not a parameter of the cluster twin
 
     def ranker_tags(self) -> RankerTags:
         # which worker gets which part (and LightGBM's machine ranks) can change between
@@ -313,6 +318,10 @@ class DaskXGBoostRanker(XGBoostLambdaMARTRanker):
     """
     )
 
+    #: learning from clicks (``unbiased``) is not offered on a cluster: the positions are not
+    #: partitioned with the data; use ``lightgbm`` / ``xgboost-lambdamart``
+    unbiased = False
+
     def __init__(
         self,
         preset="auto",
@@ -346,6 +355,7 @@ class DaskXGBoostRanker(XGBoostLambdaMARTRanker):
         )
         self.scheduler = scheduler
         self.n_workers = n_workers
+        del self.unbiased  # the class attribute below: not a parameter of the cluster twin
 
     _parameter_constraints = {**XGBoostLambdaMARTRanker._parameter_constraints, **_DASK_CONSTRAINTS}
 
