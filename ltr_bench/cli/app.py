@@ -90,6 +90,7 @@ def console_main() -> None:
     import os
     import sys
 
+    code: str | int | None
     try:
         main()
         code = 0

@@ -123,11 +123,11 @@ class MetricBank:
             seg.append(pos)
             pos += keep.size
             cols.append(keep)
-        cols = np.concatenate(cols)
+        kept = np.concatenate(cols)
         return MetricBank(
             alpha=self.alpha.copy(),
-            V=np.ascontiguousarray(self.V[:, cols]),
-            g=self.g[cols].copy(),
+            V=np.ascontiguousarray(self.V[:, kept]),
+            g=self.g[kept].copy(),
             seg=np.asarray(seg, dtype=np.int64),
             anchors=None if self.anchors is None else self.anchors.copy(),
             score_form=self.score_form,
@@ -266,6 +266,7 @@ class MetricBank:
         """``h_r(p)`` (n, m) float64 such that ``f(p) = sign * h(p) @ Phi``."""
         delta = np.sqrt(self.sq_distances(Xs, Q, dtype=dtype))
         if self.score_form == "rising":
+            assert self.dist_scale is not None  # from_metrics sets it, fit_dist_scale refits it
             delta /= self.dist_scale[None, :]
             np.minimum(delta, 1.0, out=delta)
         return g_of(delta)

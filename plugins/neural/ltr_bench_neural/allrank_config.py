@@ -53,7 +53,7 @@ import inspect
 import json
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 __all__ = ["AllRankConfigError", "AllRankConfigNotice", "effective_params", "translate"]
 
@@ -123,7 +123,7 @@ def _err(where: str, key: str, problem: str) -> AllRankConfigError:
     return AllRankConfigError(f"{where}: key {key!r}: {problem}")
 
 
-def _known(value: str, known) -> str:
+def _known(value: object, known) -> str:
     known = list(known)
     close = difflib.get_close_matches(str(value), known, n=3, cutoff=0.5)
     hint = f" (did you mean {', '.join(close)}?)" if close else ""
@@ -149,6 +149,10 @@ def load(path) -> dict[str, Any]:
     return cfg
 
 
+@overload
+def _section(cfg: dict, name: str, where: str, *, required: Literal[True]) -> dict: ...
+@overload
+def _section(cfg: dict, name: str, where: str, *, required: bool) -> dict | None: ...
 def _section(cfg: dict, name: str, where: str, *, required: bool) -> dict | None:
     value = cfg.get(name)
     if value is None:
