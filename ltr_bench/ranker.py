@@ -32,7 +32,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, overload, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
@@ -166,6 +166,36 @@ def query_boundaries(qid: np.ndarray) -> np.ndarray:
     return bounds
 
 
+@overload
+def check_ranking_input(
+    X: ArrayLike,
+    y: ArrayLike,
+    qid: ArrayLike,
+    *,
+    n_features: int | None = None,
+    require_qid: bool = True,
+    dtype: DTypeLike = np.float64,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+@overload
+def check_ranking_input(
+    X: ArrayLike,
+    y: None = None,
+    qid: ArrayLike | None = None,
+    *,
+    n_features: int | None = None,
+    require_qid: bool = True,
+    dtype: DTypeLike = np.float64,
+) -> tuple[np.ndarray, None, np.ndarray | None]: ...
+@overload
+def check_ranking_input(
+    X: ArrayLike,
+    y: ArrayLike | None = None,
+    qid: ArrayLike | None = None,
+    *,
+    n_features: int | None = None,
+    require_qid: bool = True,
+    dtype: DTypeLike = np.float64,
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]: ...
 def check_ranking_input(
     X: ArrayLike,
     y: ArrayLike | None = None,

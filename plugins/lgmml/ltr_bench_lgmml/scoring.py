@@ -290,6 +290,10 @@ class MetricBank:
 SCORE_CHUNK_ROWS = 4096
 
 
+#: what ``score_rows`` applies to each chunk of h(p): (rows, m) -> the values to store
+Reduce = Callable[[np.ndarray], np.ndarray]
+
+
 def map_row_chunks(n_rows: int, step: int, fn: Callable[[slice], None], n_workers: int) -> None:
     """``fn(rows)`` for the consecutive row slices ``[a, a + step)`` of ``range(n_rows)``,
     spread over ``n_workers`` threads, with BLAS held at ONE thread throughout.
@@ -316,7 +320,9 @@ def map_row_chunks(n_rows: int, step: int, fn: Callable[[slice], None], n_worker
                 pass  # re-raises a chunk's error here
 
 
-def score_rows(bank, scaler, Xq, Xd, out, reduce, dtype, step: int, n_workers: int):
+def score_rows(
+    bank, scaler, Xq, Xd, out, reduce: Reduce, dtype, step: int, n_workers: int
+) -> np.ndarray:
     """``out[rows] = reduce(bank.features(scaled Xd[rows], scaled Xq[rows]))`` for the row
     chunks of :func:`map_row_chunks` (``step`` rows each, ``n_workers`` threads, one-thread
     BLAS): the same numbers for any ``n_workers``. Returns ``out``."""

@@ -55,6 +55,8 @@ import warnings
 from pathlib import Path
 from typing import Any, Literal, overload
 
+from numpy.typing import ArrayLike
+
 __all__ = ["AllRankConfigError", "AllRankConfigNotice", "effective_params", "translate"]
 
 
@@ -482,7 +484,9 @@ def validate_config(ranker) -> None:
     effective_ranker(ranker)
 
 
-def fit_with_config(ranker, X, y, *, qid, eval_set=None):
+def fit_with_config(
+    ranker: Any, X: ArrayLike, y: ArrayLike, *, qid: ArrayLike, eval_set: Any = None
+) -> Any:
     """Fit ``ranker`` as its allRank config says (``--param`` overrides applied); the fitted
     state is copied onto ``ranker`` and ``fitted_info`` records the config's parameters,
     the overrides and the notices."""

@@ -7,10 +7,13 @@ validating a plan work without it.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input
+from ltr_bench.ranker import BaseRanker, EvalSet, RankerTags, check_ranking_input
 from ltr_bench_neural import design
 from ltr_bench_neural.features import FEATURE_TRANSFORMS
 from ltr_bench_neural.losses import check_loss_args, resolve
@@ -79,39 +82,42 @@ class NeuralRanker(BaseRanker):
         (``RankerTags.thread_param``).
     """
 
+    #: the ranker contract version this plugin is built for (ltr_bench.ranker.CONTRACT_VERSION)
+    contract_version = 1
+
     def __init__(
         self,
-        scorer="linear",
-        group="none",
-        loss="softmax",
-        weight="one",
-        rho=0.1,
-        dim=10,
-        activation="tanh",
-        tau=1.0,
-        temperature=1.0,
-        optimizer="lbfgs",
-        l2=1e-4,
-        epochs=100,
-        lr=None,
-        batch_size=64,
-        patience=10,
-        lr_scheduler=None,
-        lr_scheduler_args=None,
-        grad_clip=None,
-        slate_length=None,
-        val_metric="ndcg@10",
-        device="auto",
-        dtype="float32",
-        feature_transform="none",
-        memory_budget=2**24,
-        scorer_args=None,
-        loss_args=None,
-        config=None,
-        query_dim=None,
-        random_state=None,
-        n_threads=None,
-    ):
+        scorer: str = "linear",
+        group: str = "none",
+        loss: str = "softmax",
+        weight: str = "one",
+        rho: float = 0.1,
+        dim: int = 10,
+        activation: str = "tanh",
+        tau: float = 1.0,
+        temperature: float = 1.0,
+        optimizer: str = "lbfgs",
+        l2: float = 1e-4,
+        epochs: int = 100,
+        lr: float | None = None,
+        batch_size: int = 64,
+        patience: int | None = 10,
+        lr_scheduler: str | None = None,
+        lr_scheduler_args: dict[str, Any] | None = None,
+        grad_clip: float | None = None,
+        slate_length: int | None = None,
+        val_metric: str = "ndcg@10",
+        device: str = "auto",
+        dtype: str = "float32",
+        feature_transform: str = "none",
+        memory_budget: int = 2**24,
+        scorer_args: dict[str, Any] | None = None,
+        loss_args: dict[str, Any] | None = None,
+        config: str | dict[str, Any] | None = None,
+        query_dim: int | None = None,
+        random_state: int | None = None,
+        n_threads: int | None = None,
+    ) -> None:
         self.scorer = scorer
         self.group = group
         self.loss = loss
@@ -165,24 +171,32 @@ class NeuralRanker(BaseRanker):
             validate_config(self)
             return
 
-        def choice(name, allowed, what=None):
+        def choice(name: str, allowed: Iterable[str], what: str | None = None) -> None:
             value = getattr(self, name)
             if not isinstance(value, str) or value not in allowed:
                 raise ValueError(f"{name}: " + design.unknown_choice(what or name, value, allowed))
 
-        def integer(name, low, none_ok=False):
+        def integer(name: str, low: int, none_ok: bool = False) -> None:
             v = getattr(self, name)
             if v is None and none_ok:
                 return
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < low:
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or int(v) < low:
                 extra = " or None" if none_ok else ""
                 raise ValueError(f"{name} must be an integer >= {low}{extra}, got {v!r}")
 
-        def real(name, low, high, *, low_open=False, high_open=False, none_ok=False):
+        def real(
+            name: str,
+            low: float,
+            high: float,
+            *,
+            low_open: bool = False,
+            high_open: bool = False,
+            none_ok: bool = False,
+        ) -> None:
             v = getattr(self, name)
             if v is None and none_ok:
                 return
-            ok = isinstance(v, numbers.Real) and not isinstance(v, bool) and np.isfinite(v)
+            ok = isinstance(v, numbers.Real) and not isinstance(v, bool) and np.isfinite(float(v))
             if ok:
                 ok = (v > low if low_open else v >= low) and (v < high if high_open else v <= high)
             if not ok:
@@ -259,17 +273,20 @@ class NeuralRanker(BaseRanker):
         integer("n_threads", 1, none_ok=True)
         rs = self.random_state
         if rs is not None and (
-            isinstance(rs, bool) or not isinstance(rs, numbers.Integral) or rs < 0
+            isinstance(rs, bool) or not isinstance(rs, numbers.Integral) or int(rs) < 0
         ):
             raise ValueError(f"random_state must be a non-negative integer or None, got {rs!r}")
 
     # ------------------------------------------------------------------ fit / predict
-    def fit(self, X, y, *, qid, eval_set=None):
+    def fit(
+        self, X: ArrayLike, y: ArrayLike, *, qid: ArrayLike, eval_set: EvalSet | None = None
+    ) -> NeuralRanker:
         self._validate_params()
         if self.config is not None:
             from ltr_bench_neural.allrank_config import fit_with_config
 
-            return fit_with_config(self, X, y, qid=qid, eval_set=eval_set)
+            fit_with_config(self, X, y, qid=qid, eval_set=eval_set)
+            return self
         X, y, qid = check_ranking_input(X, y, qid)
         if X.shape[0] == 0:
             raise ValueError("cannot fit on an empty training set (X has 0 rows)")
@@ -288,14 +305,14 @@ class NeuralRanker(BaseRanker):
         self.info_ = result.info
         return self
 
-    def predict(self, X, *, qid=None) -> np.ndarray:
+    def predict(self, X: ArrayLike, *, qid: ArrayLike | None = None) -> np.ndarray:
         self._check_fitted("model_")
         X, _, qid = check_ranking_input(
             X, None, qid, n_features=self.n_features_in_, require_qid=False
         )
         from ltr_bench_neural.training import predict_scores
 
-        return predict_scores(getattr(self, "effective_", self), X, qid)
+        return np.asarray(predict_scores(getattr(self, "effective_", self), X, qid))
 
     def learning_curves(self) -> dict[str, list[float]]:
         """Per iteration (L-BFGS) or epoch: ``train_loss`` (the regularised objective at the
