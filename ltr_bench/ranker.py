@@ -42,7 +42,9 @@ from sklearn.exceptions import NotFittedError
 __all__ = [
     "CONTRACT_VERSION",
     "SUPPORTED_CONTRACT_VERSIONS",
+    "UNVERSIONED_CONTRACT",
     "BaseRanker",
+    "EvalSet",
     "NotFittedError",
     "Ranker",
     "RankerInputError",
