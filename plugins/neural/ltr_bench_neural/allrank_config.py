@@ -53,9 +53,7 @@ import inspect
 import json
 import warnings
 from pathlib import Path
-from typing import Any, Literal, overload
-
-from numpy.typing import ArrayLike
+from typing import Any, cast
 
 __all__ = ["AllRankConfigError", "AllRankConfigNotice", "effective_params", "translate"]
 
@@ -151,10 +149,6 @@ def load(path) -> dict[str, Any]:
     return cfg
 
 
-@overload
-def _section(cfg: dict, name: str, where: str, *, required: Literal[True]) -> dict: ...
-@overload
-def _section(cfg: dict, name: str, where: str, *, required: bool) -> dict | None: ...
 def _section(cfg: dict, name: str, where: str, *, required: bool) -> dict | None:
     value = cfg.get(name)
     if value is None:
@@ -309,12 +303,12 @@ def translate(cfg, where: str = "<config>") -> tuple[dict[str, Any], list[str]]:
         )
     notices: list[str] = []
     params: dict[str, Any] = {"l2": 0.0}
-    model = _section(cfg, "model", where, required=True)
+    model = cast(dict, _section(cfg, "model", where, required=True))  # required: never None
     params["scorer"], params["scorer_args"] = _model(model, where)
     _check_activations(params["scorer_args"], where)
     post = (model.get("post_model") or {}).get("output_activation")
     params["loss"], loss_args, weight = _loss(
-        _section(cfg, "loss", where, required=True), post, where, notices
+        cast(dict, _section(cfg, "loss", where, required=True)), post, where, notices
     )
     params["loss_args"] = loss_args
     if weight is not None:
@@ -484,9 +478,7 @@ def validate_config(ranker) -> None:
     effective_ranker(ranker)
 
 
-def fit_with_config(
-    ranker: Any, X: ArrayLike, y: ArrayLike, *, qid: ArrayLike, eval_set: Any = None
-) -> Any:
+def fit_with_config(ranker: Any, X: Any, y: Any, *, qid: Any, eval_set: Any = None) -> Any:
     """Fit ``ranker`` as its allRank config says (``--param`` overrides applied); the fitted
     state is copied onto ``ranker`` and ``fitted_info`` records the config's parameters,
     the overrides and the notices."""
