@@ -20,7 +20,7 @@ reading results back (``tests/test_architecture.py`` keeps the direction true):
 rankers without importing any of them.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.4.0"
 
 _LAZY = {
     "Ranker": "ltr_bench.ranker",

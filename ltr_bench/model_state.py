@@ -112,7 +112,7 @@ def write_state(folder: str | Path, state: dict[str, Any]) -> list[str]:
     """Write ``state`` (``{name: value}``) to ``folder/state.json`` and, when it holds arrays,
     ``folder/state.npz`` (uncompressed). Returns the file names written."""
     folder = Path(folder)
-    arrays: dict[str, np.ndarray] = {}
+    arrays: dict[str, Any] = {}  # ndarrays; Any: np.savez's stubs reserve allow_pickle
     body = {k: encode_state(v, arrays, k) for k, v in state.items()}
     (folder / STATE_JSON).write_text(json.dumps(body, indent=1) + "\n", encoding="utf-8")
     written = [STATE_JSON]

@@ -41,14 +41,20 @@ from __future__ import annotations
 import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol, overload, runtime_checkable
 
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
 __all__ = [
+    "CONTRACT_VERSION",
+    "SUPPORTED_CONTRACT_VERSIONS",
+    "UNVERSIONED_CONTRACT",
     "BaseRanker",
+    "EvalSet",
     "NotFittedError",
     "Ranker",
     "RankerInputError",
@@ -60,6 +66,19 @@ __all__ = [
     "split_query_document",
     "tags_of",
 ]
+
+
+#: The version of this contract, raised whenever the contract changes in a way a plugin must
+#: follow. A plugin declares the version it was built for as ``contract_version`` on its
+#: ranker class; ``check_ranker`` reports both, and ``ltr-bench rankers`` lists a plugin built
+#: for a version this ltr-bench no longer runs as unavailable, with why (docs/contributing.md,
+#: "Deprecation policy").
+CONTRACT_VERSION = 1
+#: the contract versions this ltr-bench runs (the current one and those still in their
+#: deprecation period)
+SUPPORTED_CONTRACT_VERSIONS: tuple[int, ...] = (1,)
+#: the version of a ranker that declares none (written before the contract had versions)
+UNVERSIONED_CONTRACT = 1
 
 
 class RankerInputError(ValueError):
@@ -145,21 +164,23 @@ class RankerTags:
         }
 
 
-try:  # typing.Protocol for static checkers; the harness only relies on duck typing.
-    from typing import Protocol, runtime_checkable
+#: ``eval_set`` of ``fit``: ``(X_val, y_val, qid_val)``
+EvalSet = tuple[ArrayLike, ArrayLike, ArrayLike]
 
-    @runtime_checkable
-    class Ranker(Protocol):
-        def fit(self, X, y, *, qid, eval_set=None): ...
 
-        def predict(self, X, *, qid=None) -> np.ndarray: ...
+@runtime_checkable
+class Ranker(Protocol):
+    """The contract for static type checkers (the harness relies on duck typing only)."""
 
-        def get_params(self, deep: bool = True) -> dict: ...
+    def fit(
+        self, X: ArrayLike, y: ArrayLike, *, qid: ArrayLike, eval_set: EvalSet | None = None
+    ) -> Ranker: ...
 
-        def set_params(self, **params): ...
+    def predict(self, X: ArrayLike, *, qid: ArrayLike | None = None) -> np.ndarray: ...
 
-except ImportError:  # pragma: no cover
-    Ranker = object  # type: ignore[misc,assignment]
+    def get_params(self, deep: bool = True) -> dict[str, Any]: ...
+
+    def set_params(self, **params: Any) -> Ranker: ...
 
 
 def query_boundaries(qid: np.ndarray) -> np.ndarray:
@@ -180,18 +201,49 @@ def query_boundaries(qid: np.ndarray) -> np.ndarray:
             "rows of a query must be contiguous, but some query id occurs in separate "
             "blocks; sort the rows by query id (a stable sort keeps the document order)"
         )
-    return np.r_[starts, qid.size].astype(np.int64)
+    bounds: np.ndarray = np.r_[starts, qid.size].astype(np.int64)
+    return bounds
 
 
+@overload
 def check_ranking_input(
-    X,
-    y=None,
-    qid=None,
+    X: ArrayLike,
+    y: ArrayLike,
+    qid: ArrayLike,
     *,
     n_features: int | None = None,
     require_qid: bool = True,
-    dtype=np.float64,
-):
+    dtype: DTypeLike = np.float64,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+@overload
+def check_ranking_input(
+    X: ArrayLike,
+    y: None = None,
+    qid: ArrayLike | None = None,
+    *,
+    n_features: int | None = None,
+    require_qid: bool = True,
+    dtype: DTypeLike = np.float64,
+) -> tuple[np.ndarray, None, np.ndarray | None]: ...
+@overload
+def check_ranking_input(
+    X: ArrayLike,
+    y: ArrayLike | None = None,
+    qid: ArrayLike | None = None,
+    *,
+    n_features: int | None = None,
+    require_qid: bool = True,
+    dtype: DTypeLike = np.float64,
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]: ...
+def check_ranking_input(
+    X: ArrayLike,
+    y: ArrayLike | None = None,
+    qid: ArrayLike | None = None,
+    *,
+    n_features: int | None = None,
+    require_qid: bool = True,
+    dtype: DTypeLike = np.float64,
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """Validate and convert ``X`` (and ``y``, ``qid``) to the contract's shapes.
 
     Returns ``(X, y, qid)`` with X a C-contiguous 2-D array of ``dtype``, y int64 (or None),
@@ -274,7 +326,7 @@ def split_query_document(
     return X[:, :qd], X[:, qd:]
 
 
-def can_save(ranker) -> bool:
+def can_save(ranker: object) -> bool:
     """Whether ``ranker`` (an instance or a class) declares it can be saved: it has its own
     ``save_native`` and ``load_native`` (overriding :class:`BaseRanker`'s, which refuse)."""
     import inspect
@@ -287,7 +339,7 @@ def can_save(ranker) -> bool:
     return True
 
 
-def tags_of(ranker) -> RankerTags:
+def tags_of(ranker: object) -> RankerTags:
     """``ranker.ranker_tags()``, or the default :class:`RankerTags` when the ranker has no
     such method. Raises ``TypeError`` when the method returns something else (a broken
     declaration must not silently become the defaults)."""
@@ -304,7 +356,7 @@ def tags_of(ranker) -> RankerTags:
 
 
 def apply_run_settings(
-    ranker,
+    ranker: Ranker,
     *,
     seed: int | None,
     threads: int | None,
@@ -348,7 +400,7 @@ def apply_run_settings(
     return updates
 
 
-class BaseRanker(BaseEstimator):
+class BaseRanker(BaseEstimator):  # type: ignore[misc]  # scikit-learn ships no type information
     """Base class: scikit-learn parameter handling (get/set_params, clone) plus tags.
 
     Subclasses implement ``fit`` and ``predict``, override :meth:`ranker_tags` when they
@@ -414,7 +466,7 @@ class BaseRanker(BaseEstimator):
         """
         return {}
 
-    def save_native(self, folder) -> dict:
+    def save_native(self, folder: Path) -> dict[str, Any]:
         """Write the fitted model into the existing, empty ``folder`` (a :class:`pathlib.Path`)
         in non-executable formats (a library's own model file, JSON, ``.npz``; never pickle)
         and return the manifest extras: a ``str``-keyed dict of JSON values (``{}`` for none).
@@ -429,7 +481,7 @@ class BaseRanker(BaseEstimator):
         )
 
     @classmethod
-    def load_native(cls, folder, manifest: dict):
+    def load_native(cls, folder: Path, manifest: dict[str, Any]) -> BaseRanker:
         """The fitted ranker :meth:`save_native` wrote in ``folder``; ``manifest`` is the
         model's manifest (``manifest["params"]``: ``get_params(deep=False)`` at saving;
         ``manifest["extras"]``: what ``save_native`` returned). Must not unpickle anything.

@@ -20,10 +20,13 @@ import sys
 import warnings
 from dataclasses import dataclass
 from importlib import metadata
+from typing import Any, cast
 
 from ltr_bench.errors import EXIT_FAILED, UsageError
 
 ENTRY_POINT_GROUP = "ltr_bench.rankers"
+#: the distribution of the core and its built-in rankers
+CORE_DISTRIBUTION = "ltr-bench"
 
 
 class RegistryError(UsageError):
@@ -45,9 +48,9 @@ class UnknownRankerError(RegistryError, KeyError):
         super().__init__(msg)
 
     def __str__(self) -> str:  # KeyError would otherwise quote the message
-        return self.args[0]
+        return str(self.args[0])
 
-    def __reduce__(self):  # picklable (errors cross process boundaries in executors)
+    def __reduce__(self) -> tuple[type, tuple[str, list[str]]]:  # picklable across processes
         return type(self), (self.name, self.available)
 
 
@@ -137,7 +140,65 @@ class RankerEntry:
             raise RankerLoadError(
                 f"ranker {self.name!r} ({self.target}) does not have fit() and predict()"
             )
-        return obj
+        # the built-in rankers ship with the core: they follow its contract by construction
+        problem = None if self.distribution == CORE_DISTRIBUTION else contract_mismatch(obj)
+        if problem is not None:
+            raise RankerLoadError(
+                f"ranker {self.name!r} from {self.distribution} {self.version}: {problem}"
+                + ("" if self.distribution == "(import path)" else _upgrade_hint(self, obj))
+            )
+        return cast(type, obj)
+
+
+def declared_contract_version(ranker: object) -> object:
+    """The ranker contract version a ranker class (or instance) was built for: its
+    ``contract_version`` attribute, or :data:`~ltr_bench.ranker.UNVERSIONED_CONTRACT` when it
+    declares none (a plugin written before the contract had versions)."""
+    from ltr_bench.ranker import UNVERSIONED_CONTRACT  # the plugin's import loaded it already
+
+    return getattr(ranker, "contract_version", UNVERSIONED_CONTRACT)
+
+
+def contract_mismatch(ranker: object) -> str | None:
+    """Why this ltr-bench cannot run a ranker built for another contract version, or None
+    when the version it declares (:func:`declared_contract_version`) is one of
+    :data:`~ltr_bench.ranker.SUPPORTED_CONTRACT_VERSIONS`."""
+    from ltr_bench.ranker import CONTRACT_VERSION, SUPPORTED_CONTRACT_VERSIONS
+
+    declared = declared_contract_version(ranker)
+    if not isinstance(declared, int) or isinstance(declared, bool):
+        return f"contract_version must be an int, got {declared!r}"
+    if declared in SUPPORTED_CONTRACT_VERSIONS:
+        return None
+    runs = ", ".join(str(v) for v in SUPPORTED_CONTRACT_VERSIONS)
+    if declared > CONTRACT_VERSION:
+        return (
+            f"it is built for ranker contract version {declared}, newer than this ltr-bench "
+            f"{_core_version()} implements ({CONTRACT_VERSION}); upgrade ltr-bench: "
+            "pip install -U ltr-bench"
+        )
+    return (
+        f"it is built for ranker contract version {declared}, which this ltr-bench "
+        f"{_core_version()} no longer runs (it runs version(s) {runs}; see the deprecation "
+        "policy in the contributor's guide)"
+    )
+
+
+def _upgrade_hint(entry: RankerEntry, obj: object) -> str:
+    """The command that brings a plugin built for an older (or a malformed) contract version
+    up to date; nothing for a newer one (the message says to upgrade ltr-bench)."""
+    from ltr_bench.ranker import CONTRACT_VERSION
+
+    declared = declared_contract_version(obj)
+    if isinstance(declared, int) and not isinstance(declared, bool) and declared > CONTRACT_VERSION:
+        return ""
+    return f"; upgrade the plugin: pip install -U {shlex.quote(entry.distribution)}"
+
+
+def _core_version() -> str:
+    from ltr_bench import __version__
+
+    return __version__
 
 
 def _without_marker(requirement: str) -> str:
@@ -182,11 +243,15 @@ def installed_version(name: str) -> str | None:
     return _version_cache[key]
 
 
-def _scan_key() -> tuple:
+#: what ``_scan_key`` returns: (the distributions function, sys.path, its folders' mtimes)
+ScanKey = tuple[Any, tuple[str, ...], tuple[int | None, ...]]
+
+
+def _scan_key() -> ScanKey:
     """What the installed distributions depend on: the import path and each of its
     folders' modification time (installing or removing a distribution adds or removes an
     entry in a folder of ``sys.path``, which changes that folder's time stamp)."""
-    stamps = []
+    stamps: list[int | None] = []
     for entry in sys.path:
         try:
             stamps.append(os.stat(entry or ".").st_mtime_ns)
@@ -197,13 +262,13 @@ def _scan_key() -> tuple:
 
 #: {(scan key, distribution): its unmet requirements} (every distribution asked since the
 #: installation last changed: ``ltr-bench rankers`` asks each one once, not once per ranker)
-_unmet_cache: dict[tuple, list[str]] = {}
+_unmet_cache: dict[tuple[ScanKey, str], list[str]] = {}
 
 #: {(scan key, distribution name): its installed version or None}
-_version_cache: dict[tuple, str | None] = {}
+_version_cache: dict[tuple[ScanKey, str], str | None] = {}
 
 #: (scan key, entries, warnings) of the last scan
-_scan: tuple | None = None
+_scan: tuple[ScanKey, list[RankerEntry], list[tuple[Warning | str, type[Warning]]]] | None = None
 
 
 def _entry_points() -> list[RankerEntry]:
@@ -287,7 +352,7 @@ def load_ranker_class(name: str) -> type:
     return get_entry(name).load()
 
 
-def make_ranker(name: str, params: dict | None = None):
+def make_ranker(name: str, params: dict[str, Any] | None = None) -> Any:
     """Instantiate ranker ``name`` with its defaults, then apply ``params`` via set_params.
 
     An unknown parameter raises :class:`BadParameterError` listing the valid ones; value

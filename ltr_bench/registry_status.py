@@ -34,6 +34,7 @@ import tempfile
 import time
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from ltr_bench.registry import RankerEntry, RankerLoadError, installed_version
 
@@ -106,6 +107,10 @@ def _environment() -> list:
     return [sys.executable, sys.version, sys.implementation.cache_tag, stamps]
 
 
+#: what a file that cannot be read contributes to a key instead of [size, mtime_ns]
+_NO_STAMP: list[Any] = [None]
+
+
 def _stamp(path: str) -> list[int] | None:
     try:
         st = os.stat(path)
@@ -170,16 +175,16 @@ def _package_files(top: str, memo: dict) -> list:
         roots = []
         if spec is not None:
             roots = list(spec.submodule_search_locations or []) or [spec.origin or ""]
-        out: list = [[top, str(spec.origin) if spec else None]]
+        out: list[list[Any]] = [[top, str(spec.origin) if spec else None]]
         for root in roots:
             if os.path.isfile(root):
-                out.append([root, *(_stamp(root) or [None])])
+                out.append([root, *(_stamp(root) or _NO_STAMP)])
                 continue
             for folder, dirs, names in os.walk(root):
                 dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
                 for name in sorted(names):
                     full = os.path.join(folder, name)
-                    out.append([full, *(_stamp(full) or [None])])
+                    out.append([full, *(_stamp(full) or _NO_STAMP)])
         memo[key] = out
     return memo[key]
 

@@ -38,6 +38,7 @@ def test_the_core_wheel_holds_every_wing_the_baselines_and_the_shipped_data(tmp_
     for package in REPO.joinpath("ltr_bench").rglob("__init__.py"):
         assert package.relative_to(REPO).as_posix() in names, package
     assert "ltr_bench_baselines/__init__.py" in names
+    assert "ltr_bench/py.typed" in names  # PEP 561: type checkers read the annotations
     shipped = [p for p in (REPO / "ltr_bench/data/builtin").rglob("*") if p.is_file()]
     assert shipped and all(p.relative_to(REPO).as_posix() in names for p in shipped)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
@@ -60,5 +61,7 @@ def test_every_plugin_wheel_holds_all_its_modules_builds_without_warnings_and_re
     root = REPO / "plugins" / plugin
     modules = [p for p in root.glob("ltr_bench_*/**/*.py")]
     assert modules and all(p.relative_to(root).as_posix() in names for p in modules)
+    typed = [p.relative_to(root).as_posix() for p in root.glob("ltr_bench_*/py.typed")]
+    assert typed and all(t in names for t in typed)  # PEP 561 marker shipped
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "[ltr_bench.rankers]" in zipfile.ZipFile(wheel).read(entry_points).decode()

@@ -49,6 +49,8 @@ values. No randomness (no ``seed_param``); one thread.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ltr_bench.model_state import load_fitted_state, save_fitted_state
@@ -181,7 +183,7 @@ class AdaRankRanker(BaseRanker):
         validate = eval_set is not None and bool(self.use_validation)
         tol, rounds = float(self.tolerance), int(self.rounds)
         state = _State(n_features, E.shape[0])
-        best = {"value": -np.inf, "state": None}
+        best: dict[str, Any] = {"value": -np.inf, "state": None}
 
         def train_values(w):
             return per_query_metric(metric, yk, Xk @ w, qk)

@@ -423,7 +423,8 @@ class _Progress:
     training and ``fit`` raises it."""
 
     def __init__(self, total: int, metric: str | None):
-        self.total, self.metric, self.error = total, metric, None
+        self.total, self.metric = total, metric
+        self.error: BaseException | None = None
 
     def after_iteration(self, info) -> bool:
         report_progress(info.iteration, self.total, "boosting round")  # 1-based here

@@ -55,8 +55,9 @@ def check_int(name: str, value, minimum: int) -> int:
 
 def check_real(name: str, value, *, minimum: float = 0.0, allow_equal: bool = True) -> float:
     """``value`` as a finite float >= ``minimum`` (> when not ``allow_equal``)."""
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
-    if not ok or value < minimum or (value == minimum and not allow_equal):
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    ok = ok and bool(np.isfinite(float(value)))
+    if not ok or float(value) < minimum or (float(value) == minimum and not allow_equal):
         bound = f">= {minimum:g}" if allow_equal else f"> {minimum:g}"
         raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
     return float(value)

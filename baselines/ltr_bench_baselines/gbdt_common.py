@@ -125,7 +125,7 @@ def _available_cpus() -> int:
 def _resolve_threads(n_jobs) -> int:
     if n_jobs is None or n_jobs == -1:
         return _available_cpus()
-    if isinstance(n_jobs, numbers.Integral) and not isinstance(n_jobs, bool) and n_jobs >= 1:
+    if isinstance(n_jobs, numbers.Integral) and not isinstance(n_jobs, bool) and int(n_jobs) >= 1:
         return int(n_jobs)
     raise ValueError(f"n_jobs must be None, -1 or a positive integer, got {n_jobs!r}")
 

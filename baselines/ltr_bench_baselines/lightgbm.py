@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 from numbers import Integral, Real
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -257,7 +258,7 @@ class LightGBMRanker(GBDTRanker):
             free_raw_data=True,
             position=position,
         )
-        callbacks = [_lightgbm_progress(n_estimators)]
+        callbacks = [_LightGBMProgress(n_estimators)]
         valid_sets, valid_names, evals_result = [], [], {}
         if eval_set is not None:
             Xv, yv, qv = eval_set
@@ -348,7 +349,7 @@ class LightGBMRanker(GBDTRanker):
         splits = self.booster_.feature_importance(importance_type="split", iteration=used)
         # lgb.train truncates the booster to the best round after early stopping; the
         # validation curve still has one entry per round trained
-        curve = next(iter(self.evals_result_.get("vali", {}).values()), [])
+        curve: list[float] = next(iter(self.evals_result_.get("vali", {}).values()), [])
         rounds = max(int(self.booster_.current_iteration()), len(curve))
         resolved = self.resolved_params_
         stopping = resolved["early_stopping_rounds"] if self.evals_result_ else None
@@ -370,13 +371,18 @@ class LightGBMRanker(GBDTRanker):
         }
 
 
-def _lightgbm_progress(total: int):
-    def callback(env) -> None:
-        report_progress(env.iteration + 1 - env.begin_iteration, total, "boosting round")
+class _LightGBMProgress:
+    """LightGBM callback: progress per boosting round, and the round's validation value for
+    `ltr-bench tune`'s pruning."""
+
+    order = 40  # after LightGBM's own evaluation callbacks
+
+    def __init__(self, total: int):
+        self.total = total
+
+    def __call__(self, env: Any) -> None:
+        report_progress(env.iteration + 1 - env.begin_iteration, self.total, "boosting round")
         if env.evaluation_result_list:  # lets `ltr-bench tune` prune a hopeless trial early
             from ltr_bench.progress import report_intermediate
 
             report_intermediate(env.iteration, env.evaluation_result_list[0][2])
-
-    callback.order = 40  # after LightGBM's own evaluation callbacks
-    return callback

@@ -340,8 +340,8 @@ class RMLRRanker(MLRRanker):
         if (
             not isinstance(self.lam, numbers.Real)
             or isinstance(self.lam, bool)
-            or not np.isfinite(self.lam)
-            or self.lam < 0
+            or not np.isfinite(float(self.lam))
+            or float(self.lam) < 0
         ):
             raise ValueError(f"lam must be a finite real number >= 0, got {self.lam!r}")
 

@@ -233,7 +233,9 @@ def _dp_b(loss, k, sp_list, sn_list, P_all, N_all, batches):
 def _batches(P: np.ndarray, N: np.ndarray, queries: np.ndarray) -> list[np.ndarray]:
     """Group queries of similar (P, N) so padding wastes little and memory stays bounded."""
     order = queries[np.lexsort((N[queries], P[queries]))]
-    batches, cur, pm, nm = [], [], 0, 0
+    batches: list[np.ndarray] = []
+    cur: list[int] = []
+    pm, nm = 0, 0
     for q in order:
         p2, n2 = max(pm, int(P[q])), max(nm, int(N[q]))
         if cur and p2 * (n2 + 1) * (len(cur) + 1) > _MAX_DP_CELLS:

@@ -47,6 +47,7 @@ thread parameter (one thread), ``deterministic`` for a seed.
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -181,7 +182,7 @@ class RankSVMRanker(BaseRanker):
     """
 
     #: ``ltr-bench tune`` search space (ltr_bench.tune.study.parse_spec)
-    SEARCH_SPACE = {"C": {"low": 1e-6, "high": 1e1, "log": True}}
+    SEARCH_SPACE: dict[str, dict[str, Any]] = {"C": {"low": 1e-6, "high": 1e1, "log": True}}
 
     def __init__(
         self,

@@ -94,6 +94,7 @@ def console_main() -> None:
     import os
     import sys
 
+    code: str | int | None
     try:
         main()
         code = 0

@@ -45,6 +45,7 @@ local only), ``("note", text)``, ``("done", error)``.
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
 import queue
@@ -347,8 +348,7 @@ def _serve(conn, uri: str, results_root: str, run_pid: int) -> None:
             if kind == "cell":
                 _, record, index, total, skipped, held = message
                 if held:
-                    key = record.key
-                    listener.hold_claim(record, lambda key=key: send(("released", key)))
+                    listener.hold_claim(record, functools.partial(send, ("released", record.key)))
                 listener.cell_finished(record, index, total, skipped=skipped)
             elif kind == "close":
                 _, interrupted, report_units = message

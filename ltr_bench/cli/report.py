@@ -327,10 +327,10 @@ def _register(report, name: str, tracking_uri) -> None:
 
     row = best_row(report)
     pairs = version_descriptions(report, row)
-    runs = [((rec.mlflow or {}).get("run_id"), text) for rec, text in pairs]
-    runs = [(run_id, text) for run_id, text in runs if run_id]
-    versions = register_in_store(tracking_uri, name, runs)
-    for (run_id, version), (rec, _) in zip(versions, pairs):
+    logged = [(rec, str((rec.mlflow or {}).get("run_id") or ""), text) for rec, text in pairs]
+    logged = [(rec, run_id, text) for rec, run_id, text in logged if run_id]
+    versions = register_in_store(tracking_uri, name, [(r, t) for _, r, t in logged])
+    for (run_id, version), (rec, _, _) in zip(versions, logged):
         click.echo(
             f"registered {name} version {version}: {row.label} fold {rec.fold} (run {run_id})",
             err=True,

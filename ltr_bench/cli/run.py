@@ -10,12 +10,16 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import click
 
 from ltr_bench.cli import options
 from ltr_bench.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError
 from ltr_bench.evaluation.metric_keys import METRICS_HELP
+
+if TYPE_CHECKING:
+    from ltr_bench.run.dask_executor import DaskExecutor
 
 CONTEXT = options.CONTEXT
 
@@ -222,7 +226,7 @@ def _run_logged(
     plan.command = shlex.join(["ltr-bench", *sys.argv[1:]])
     executor = make_executor(workers=workers, scheduler=scheduler, threads=plan.threads)
     if not executor.in_process:  # the cluster comes up while the rankers are imported
-        executor.start([r.name for r in plan.rankers])
+        cast("DaskExecutor", executor).start([r.name for r in plan.rankers])
     try:
         # the rankers' imports (scikit-learn, LightGBM, ...) come with these modules
         from ltr_bench.run.cells import expand_plan
@@ -281,7 +285,7 @@ def _run_logged(
             force or any(store.get(c.key) is None for c in expanded.cells)
         ):
             console.status(f"starting Dask: cells will run {executor.describe()} ...", force=True)
-            executor.client()  # an unreachable scheduler fails here, before any cell
+            cast("DaskExecutor", executor).client()  # an unreachable scheduler fails here
             console.line(f"cells run {executor.describe()}")
         report = run_plan(
             expanded,

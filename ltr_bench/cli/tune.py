@@ -303,7 +303,7 @@ def _tune(
         )
 
     headline = "ndcg@10" if "ndcg@10" in expanded.metrics else expanded.metrics[0]
-    listeners = [ConsoleListener(console, headline=headline, failure_log=store.failure_log)]
+    listeners: list = [ConsoleListener(console, headline=headline, failure_log=store.failure_log)]
     tracker = None
     mlflow_listener = None
     tracking_error = None
@@ -365,7 +365,7 @@ def _tune(
                 trials = study_trials(optuna_storage, name) if name else None
                 if trials is None:
                     return  # the study is gone (a new storage): nothing to log
-            log_trials(tracker, rec, trials, objective=objective)
+            log_trials(mlflow_listener.tracker, rec, trials, objective=objective)
         except (LtrBenchError, OSError, ValueError) as exc:
             trial_errors.append(f"{rec.summary_line()}: {exc}")
             console.line(f"warning: trials not logged to MLflow: {exc}")

@@ -36,11 +36,11 @@ __all__ = [
 ]
 
 
-def build_click_model(spec, *, max_label: int = 4):
+def build_click_model(spec, *, where: str = "click_model"):
     """A click model from ``{"name": ..., "args": {...}}`` (see :mod:`.registry`)."""
     from ltr_bench.clicks.registry import build_click_model as build
 
-    return build(spec, max_label=max_label)
+    return build(spec, where=where)
 
 
 def simulate_clicks(fold, config, *, seed: int, cache_dir=None):

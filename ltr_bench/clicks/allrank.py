@@ -192,12 +192,12 @@ def _is_allrank(model) -> bool:
 def _not_duplicate_of_above(X, margin: float, metric: str) -> np.ndarray:
     dist = cdist(X, X, metric=metric)
     above = np.triu(np.ones(dist.shape, dtype=bool), k=1)  # (i, j) with i < j
-    return np.where(above, dist > margin, True).all(axis=0)
+    return np.asarray(np.where(above, dist > margin, True).all(axis=0))
 
 
 def _click_one(model: ClickModel, y, X, rng, ymax: int) -> np.ndarray:
     """One session of any click model on one list (a literature model via a 1-list batch)."""
-    if _is_allrank(model):
+    if isinstance(model, AllRankModel):
         return np.asarray(model.click(y, X, rng, ymax), dtype=bool)
     lists = ShownLists(y=np.asarray(y, dtype=np.int64)[None, :], max_label=ymax)
     return model.sample(lists, rng, 1)[0, 0]

@@ -233,7 +233,7 @@ def simulate_clicks(fold: Fold, config: dict, *, seed: int, cache_dir=None) -> F
             )
             loaded = _in_memory(build)
     arrays, _meta = loaded
-    new = {}
+    new: dict[str, Split | None] = {}
     for part in _PARTS:
         split = parts[part]
         if split is None:
@@ -251,10 +251,12 @@ def simulate_clicks(fold: Fold, config: dict, *, seed: int, cache_dir=None) -> F
                 "propensity": np.array(arrays[f"{part}_propensity"]),
             },
         )
+    train = new["train"]
+    assert train is not None  # a fold always has a training split
     return Fold(
         dataset=fold.dataset,
         index=fold.index,
-        train=new["train"],
+        train=train,
         test=fold.test,  # true relevance: never replaced by clicks
         vali=new["vali"],
         max_label=fold.max_label,

@@ -198,7 +198,7 @@ def _pid_alive(pid: int) -> bool:
 def remove_stale_temporaries(folder: Path, *, min_age: float = 3600.0) -> list[Path]:
     """Remove ``.tmp-<key>-<pid>-<id>`` folders under ``folder`` left by processes that no
     longer run (or, for foreign names, older than ``min_age`` seconds); returns them."""
-    removed = []
+    removed: list[Path] = []
     folder = Path(folder)
     if not folder.is_dir():
         return removed

@@ -97,9 +97,9 @@ def diagnose_block(
                 f"Labels of {context} must be {rng} (graded relevance).",
             )
         if label < label_min or (label_max is not None and label > label_max):
-            text = str(int(label)) if abs(label) < 1e15 else shown(label_tok)
+            label_text = str(int(label)) if abs(label) < 1e15 else shown(label_tok)
             return err(
-                f"the label {text} is outside the allowed range",
+                f"the label {label_text} is outside the allowed range",
                 f"Labels of {context} must be {rng}; check that the file belongs to this dataset.",
             )
         feats = tokens[1:]

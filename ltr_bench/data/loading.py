@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -163,6 +164,7 @@ def load_letor_split(
                 stacklevel=3,
             )
             parsed = read_letor_file(data_file, **parse_kw)
+            assert parsed.X is not None  # no x_out given: the rows are in memory
             return Split(name=name, X=parsed.X, y=parsed.y, qid=parsed.qid)
     else:
         for msg in loaded[1].get("warnings", []):
@@ -256,6 +258,7 @@ def _letor_fold(
             X[:, : s.X.shape[1]] = s.X
             splits[split] = Split(name=s.name, X=X, y=s.y, qid=s.qid, extras=s.extras)
     max_label = train_max if label_max is None else label_max
+    assert max_label is not None  # the training split is read first and sets train_max
     return Fold(
         dataset=dataset_name,
         index=fold,
@@ -334,7 +337,7 @@ def dataset_identity(dataset, *, data_dir=None, seed: int = 0, options=None) -> 
         }
     spec = get_spec(dataset)
     if spec.kind == "letor":
-        ident = {
+        ident: dict[str, Any] = {
             "name": spec.name,
             "kind": "letor",
             "path": str((resolve_data_dir(data_dir) / spec.root).resolve()),

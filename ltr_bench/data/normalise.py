@@ -58,12 +58,9 @@ def query_level_norm(X: np.ndarray, qid: np.ndarray, *, chunk_rows: int = CHUNK_
 def normalised(fold: Fold) -> Fold:
     """``fold`` with every split's features query-level normalised (:func:`query_level_norm`)."""
 
-    def norm(s: Split | None) -> Split | None:
-        if s is None:
-            return None
+    def norm(s: Split) -> Split:
         X = query_level_norm(s.X, s.qid)
         return Split(name=s.name, X=X, y=s.y, qid=s.qid, extras=s.extras)
 
-    return dataclasses.replace(
-        fold, train=norm(fold.train), test=norm(fold.test), vali=norm(fold.vali)
-    )
+    vali = None if fold.vali is None else norm(fold.vali)
+    return dataclasses.replace(fold, train=norm(fold.train), test=norm(fold.test), vali=vali)

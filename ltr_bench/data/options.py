@@ -16,7 +16,8 @@ from ltr_bench.data.subsample import SUBSAMPLE_OPTIONS
 def resolve_options(spec: DatasetSpec, options: dict | None) -> dict:
     """``spec.options`` updated with ``options``, values coerced to the defaults' types."""
     opts = dict(spec.options)
-    for key, value in (options or {}).items():
+    options = options or {}
+    for key, value in options.items():
         if key not in spec.options:
             import difflib
 
@@ -64,7 +65,7 @@ def folder_options(options: dict | None) -> dict:
     """A folder's options resolved. ``query_norm`` appears only when true, so that the
     identity (and resume keys) of folder runs made before the option existed do not change."""
     allowed = {"n_features": None, "label_max": None}
-    opts = dict(allowed)
+    opts: dict[str, bool | int | None] = dict(allowed)
     for key, value in (options or {}).items():
         if key == "query_norm":
             if as_bool(key, value, "a folder dataset"):
@@ -81,7 +82,8 @@ def folder_options(options: dict | None) -> dict:
                 raise ValueError
         except (TypeError, ValueError, OverflowError):
             raise DatasetOptionError(f"option {key}={value!r} must be an integer.") from None
-        if opts[key] is not None and opts[key] < (1 if key == "n_features" else 0):
+        number = opts[key]
+        if number is not None and number < (1 if key == "n_features" else 0):
             raise DatasetOptionError(
                 f"option {key}={value!r} must be >= {int(key == 'n_features')}."
             )

@@ -66,7 +66,7 @@ def _short(exc: BaseException, limit: int = 200) -> str:
 Progress = Callable[[int, int, str], None]
 
 
-def open_data_file(path) -> tuple[BinaryIO, BinaryIO]:
+def open_data_file(path) -> tuple[BinaryIO, BinaryIO | io.BufferedIOBase]:
     """Open ``path`` for binary reading, decompressing gzip/bzip2/xz by magic bytes.
 
     Returns ``(raw, stream)``: ``raw.tell()`` is the position in the file on disk (for
@@ -85,6 +85,7 @@ def open_data_file(path) -> tuple[BinaryIO, BinaryIO]:
         ) from None
     magic = raw.read(6)
     raw.seek(0)
+    stream: BinaryIO | io.BufferedIOBase
     if magic[:2] == b"\x1f\x8b":
         stream = gzip.GzipFile(fileobj=raw, mode="rb")
     elif magic[:3] == b"BZh":

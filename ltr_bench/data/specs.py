@@ -16,6 +16,7 @@ import difflib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ltr_bench.data.errors import UnknownDatasetError
 
@@ -191,7 +192,7 @@ def _yahoo(k: int) -> DatasetSpec:
 #: Options of every LETOR-format dataset (see :class:`DatasetSpec`).
 LETOR_OPTIONS = {"query_norm": False, "train_queries": 0, "test_queries": 0}
 
-SYNTHETIC_DEFAULTS = {
+SYNTHETIC_DEFAULTS: dict[str, Any] = {
     "n_queries": 300,
     "docs_per_query": 40,
     "n_features": 30,

@@ -12,6 +12,7 @@ test). ``0`` means every query.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -46,7 +47,7 @@ def subsample_queries(
 
 def subsampled(fold: Fold, options: dict, seed: int) -> Fold:
     """``fold`` with its training and test splits cut to the options' query counts (0: all)."""
-    changes = {}
+    changes: dict[str, Any] = {}
     for option, (split_name, code) in SUBSAMPLE_OPTIONS.items():
         n = int(options.get(option) or 0)
         if n:

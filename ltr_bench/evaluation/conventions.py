@@ -39,8 +39,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
+
+if TYPE_CHECKING:
+    from ltr_bench.evaluation.metric_keys import MetricKey
 
 __all__ = ["PROFILES", "Profile", "evaluate_profile", "profile_keys"]
 
@@ -95,9 +100,9 @@ def _order(scores: np.ndarray, ties: str, rows: np.ndarray) -> np.ndarray:
         return np.lexsort((rows, -scores))
     # trec_eval: equal scores are ordered by docno, the larger string first
     docno = rows.astype(str)
-    order = sorted(range(scores.size), key=lambda i: docno[i], reverse=True)
-    order = np.array(order, dtype=np.int64)
-    return order[np.argsort(-scores[order], kind="stable")]
+    by_docno = sorted(range(scores.size), key=lambda i: docno[i], reverse=True)
+    order = np.array(by_docno, dtype=np.int64)
+    return np.asarray(order[np.argsort(-scores[order], kind="stable")])
 
 
 def _discount(n: int, kind: str) -> np.ndarray:
@@ -107,7 +112,9 @@ def _discount(n: int, kind: str) -> np.ndarray:
     return 1.0 / np.log2(r + 1.0)
 
 
-def _query_values(labels: np.ndarray, prof: Profile, metrics) -> dict[str, float]:
+def _query_values(
+    labels: np.ndarray, prof: Profile, metrics: list[tuple[str, MetricKey]]
+) -> dict[str, float]:
     """Metrics of one query whose labels are in ranked order."""
     n = labels.size
     rel = labels >= 1
@@ -115,10 +122,11 @@ def _query_values(labels: np.ndarray, prof: Profile, metrics) -> dict[str, float
     gains = (np.exp2(labels) - 1.0) if prof.gain == "exp" else labels.astype(np.float64)
     disc = _discount(n, prof.discount)
     ideal = np.sort(gains)[::-1]
-    out = {}
+    out: dict[str, float] = {}
     for text, key in metrics:
         k = key.k
         if key.name == "ndcg":
+            assert k is not None  # NDCG needs a cutoff (METRIC_TABLE)
             if n_rel == 0:
                 v = prof.empty
             elif prof.short_ndcg_zero and n < k:
@@ -128,6 +136,7 @@ def _query_values(labels: np.ndarray, prof: Profile, metrics) -> dict[str, float
                 idcg = float(np.dot(ideal[:m], disc[:m]))
                 v = float(np.dot(gains[:m], disc[:m])) / idcg if idcg > 0 else prof.empty
         elif key.name == "p":
+            assert k is not None  # P needs a cutoff (METRIC_TABLE)
             v = 0.0 if (prof.short_p_zero and n < k) else float(rel[:k].sum()) / k
         elif key.name == "map":
             if n_rel == 0:
@@ -150,8 +159,14 @@ def _query_values(labels: np.ndarray, prof: Profile, metrics) -> dict[str, float
 
 
 def evaluate_profile(
-    y_true, scores, qid, metrics: Iterable[str], profile: str, *, max_label: int | None = None
-) -> tuple[dict[str, float], dict[str, list]]:
+    y_true: ArrayLike,
+    scores: ArrayLike,
+    qid: ArrayLike,
+    metrics: Iterable[str],
+    profile: str,
+    *,
+    max_label: int | None = None,
+) -> tuple[dict[str, float], dict[str, list[Any]]]:
     """``(means, per_query)`` of ``metrics`` under ``profile``, keys as :func:`profile_keys`
     names them; queries in order of first appearance (the order of
     :func:`ltr_bench.evaluation.metrics.query_ids`). Rows of a query are taken in file order (their
@@ -168,7 +183,7 @@ def evaluate_profile(
     s = np.asarray(scores, dtype=np.float64)
     q = np.asarray(qid)
     ids = query_ids(q)
-    per_query: dict[str, list] = {}
+    per_query: dict[str, list[Any]] = {}
     if prof.ties == "expected":  # ltr-bench's own definitions, empty queries as NaN
         bases = [MetricKey.parse(k).with_empty("1") for k in keys]
         pq = evaluate(

@@ -34,6 +34,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from numbers import Real
+from typing import cast
 
 __all__ = [
     "CONVENTIONS",
@@ -272,7 +273,7 @@ class MetricKey:
         ""  # a convention profile of ltr_bench.evaluation.conventions, "" = ltr-bench's own
     )
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _check_fields(self.name, self.k, self.empty, repr(self.name))
         if self.profile and self.profile not in PROFILE_TITLES:
             raise ValueError(
@@ -376,13 +377,14 @@ class MetricKey:
         """The same metric under convention ``empty`` ("0"/"1", or 0/1 as a number)."""
         if isinstance(empty, Real) and not isinstance(empty, bool) and empty in (0, 1):
             empty = str(int(empty))
-        return MetricKey(self.name, self.k, empty, self.profile)
+        # any other value is refused by __post_init__ (ValueError naming it)
+        return MetricKey(self.name, self.k, cast(str, empty), self.profile)
 
     def __str__(self) -> str:
         return self.text
 
 
-def _check_fields(name, k, empty, shown: str) -> None:
+def _check_fields(name: str, k: object, empty: object, shown: str) -> None:
     """Raise ValueError naming ``shown`` (the metric as the caller wrote it) when ``name``,
     ``k`` or ``empty`` break :data:`METRIC_TABLE`'s rules."""
     spec = METRIC_TABLE.get(name)
@@ -404,7 +406,7 @@ def _check_fields(name, k, empty, shown: str) -> None:
         raise ValueError(f"metric {shown}: empty must be one of {EMPTY_VALUES}, got {empty!r}")
 
 
-def metric_key_or_none(name) -> MetricKey | None:
+def metric_key_or_none(name: str) -> MetricKey | None:
     """:meth:`MetricKey.parse` of ``name``, or None when it is not a metric name (other
     measures such as ``fit_seconds`` or ``knn_error``)."""
     try:

@@ -41,8 +41,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from numbers import Real
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ltr_bench.evaluation.metric_keys import (
     CONVENTIONS,
@@ -78,25 +80,25 @@ __all__ = [
 ]
 
 
-def query_ids(qid) -> np.ndarray:
+def query_ids(qid: ArrayLike) -> np.ndarray:
     """The distinct query ids in order of first appearance: the row order of ``per_query``."""
     qid = np.asarray(qid)
     if qid.ndim != 1:
         raise ValueError(f"qid must be one-dimensional, got shape {qid.shape}")
     if qid.size == 0:
-        return qid.copy()
+        return np.array(qid, copy=True)
     starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
-    heads = qid[starts]
+    heads: np.ndarray = qid[starts]
     if np.unique(heads).size == heads.size:
         return heads
     _, first = np.unique(qid, return_index=True)
-    return qid[np.sort(first)]
+    return np.asarray(qid[np.sort(first)])
 
 
 def evaluate(
-    y_true,
-    scores,
-    qid,
+    y_true: ArrayLike,
+    scores: ArrayLike,
+    qid: ArrayLike,
     metrics: Iterable[str] | str = ("ndcg@10",),
     *,
     empty_query: float = 1.0,
@@ -156,13 +158,13 @@ def evaluate(
 
 
 def evaluate_conventions(
-    y_true,
-    scores,
-    qid,
+    y_true: ArrayLike,
+    scores: ArrayLike,
+    qid: ArrayLike,
     metrics: Iterable[str] | str,
     *,
     max_label: int | None = None,
-) -> tuple[dict[str, float], dict[str, list]]:
+) -> tuple[dict[str, float], dict[str, list[Any]]]:
     """What a result record holds: every requested metric under both empty-query
     conventions, as means and per-query values.
 
@@ -178,12 +180,14 @@ def evaluate_conventions(
     keys = record_metric_keys(metrics)
     values = evaluate(y_true, scores, qid, keys, per_query=True, max_label=max_label)
     means = {key: float(np.mean(values[key])) for key in keys}
-    per_query: dict[str, list] = {"qid": query_ids(qid).tolist()}
-    per_query.update((key, values[key].tolist()) for key in keys)
+    per_query: dict[str, list[Any]] = {"qid": query_ids(qid).tolist()}
+    per_query.update((key, np.asarray(values[key]).tolist()) for key in keys)
     return means, per_query
 
 
-def knn_error(scores, qid, doc_class, query_class, *, k: int = 3) -> float:
+def knn_error(
+    scores: ArrayLike, qid: ArrayLike, doc_class: ArrayLike, query_class: ArrayLike, *, k: int = 3
+) -> float:
     """k-nearest-neighbour classification error read off a ranking (query-by-example data).
 
     For each query, the ``k`` documents with the highest scores (the nearest neighbours under

@@ -12,17 +12,19 @@ it), holds ``r`` relevant documents, and ``c`` relevant documents precede it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from numbers import Real
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 _MAX_LABEL = 1000  # 2^1000 still fits a float64 with room for sums over a query
 #: the largest label the metrics take (public: the plan check refuses click counts above it)
 MAX_LABEL = _MAX_LABEL
 
 
-def check_1d(name: str, a, n: int | None) -> np.ndarray:
+def check_1d(name: str, a: ArrayLike, n: int | None) -> np.ndarray:
     a = np.asarray(a)
     if a.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {a.shape}")
@@ -60,7 +62,9 @@ class RankedQueries:
     max_label: float
 
     @classmethod
-    def build(cls, y_true, scores, qid, max_label) -> RankedQueries:
+    def build(
+        cls, y_true: ArrayLike, scores: ArrayLike, qid: ArrayLike, max_label: float | None
+    ) -> RankedQueries:
         y = check_1d("y_true", y_true, None)
         n = y.shape[0]
         s = check_1d("scores", scores, n)
@@ -99,7 +103,7 @@ class RankedQueries:
             if (
                 isinstance(max_label, bool)
                 or not isinstance(max_label, Real)
-                or not 0 <= max_label <= _MAX_LABEL
+                or not 0 <= float(max_label) <= _MAX_LABEL
             ):
                 raise ValueError(
                     f"max_label must be a number in [0, {_MAX_LABEL}], got {max_label!r}"
@@ -174,8 +178,8 @@ class RankedQueries:
         )
 
     # ---- shared pieces, computed on first use ---------------------------------------
-    def _cached(self, key, make):
-        cache = self.__dict__.setdefault("_cache", {})
+    def _cached(self, key: str, make: Callable[[], np.ndarray]) -> np.ndarray:
+        cache: dict[str, np.ndarray] = self.__dict__.setdefault("_cache", {})
         if key not in cache:
             cache[key] = make()
         return cache[key]
@@ -201,13 +205,13 @@ class RankedQueries:
         scores 1 if relevant. IDCG = 0 exactly when no label is >= 1 (empty query).
         """
 
-        def dcg_terms():
+        def dcg_terms() -> np.ndarray:
             gain = np.exp2(self.label) - 1.0
             mean_gain = _segment_sum(gain, self.gstart) / self.gsize
-            return mean_gain[self.gid] * self._discount()
+            return np.asarray(mean_gain[self.gid] * self._discount())
 
-        def idcg_terms():
-            return (np.exp2(self.ideal_label) - 1.0) * self._discount()
+        def idcg_terms() -> np.ndarray:
+            return np.asarray((np.exp2(self.ideal_label) - 1.0) * self._discount())
 
         dcg = self._top_k_sum(self._cached("dcg_terms", dcg_terms), k)
         idcg = self._top_k_sum(self._cached("idcg_terms", idcg_terms), k)
@@ -239,7 +243,7 @@ class RankedQueries:
         :meth:`_hits`. A query with at most k documents scores 1. R = 0 is an empty query
         (raw value 0 here; :func:`evaluate` applies ``empty_query``).
         """
-        return self._hits(k) / np.maximum(self.n_rel, 1)
+        return np.asarray(self._hits(k) / np.maximum(self.n_rel, 1))
 
     def map(self, k: int | None) -> np.ndarray:
         """AP@k = (1/R) sum over relevant documents d at rank(d) <= k of P@rank(d).
@@ -256,15 +260,15 @@ class RankedQueries:
         (exact; the (r-1)/(m-1) term is 0 when m = 1). R = 0 is an empty query.
         """
 
-        def terms():
+        def terms() -> np.ndarray:
             m, r, c = self.gsize, self.g_rel, self.g_rel_before
             slope = np.where(m > 1, (r - 1) / np.maximum(m - 1, 1), 0.0)
             j = self.rank - self.g_before[self.gid]  # 1-based rank within group
             g = self.gid
-            return (r / m)[g] * (c[g] + 1 + (j - 1) * slope[g]) / self.rank
+            return np.asarray((r / m)[g] * (c[g] + 1 + (j - 1) * slope[g]) / self.rank)
 
         ap_sum = self._top_k_sum(self._cached("ap_terms", terms), k)
-        return ap_sum / np.maximum(self.n_rel, 1)
+        return np.asarray(ap_sum / np.maximum(self.n_rel, 1))
 
     def mrr(self, k: int | None) -> np.ndarray:
         """RR@k = 1 / rank of the first relevant document if that rank <= k, else 0.

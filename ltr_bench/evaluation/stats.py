@@ -6,14 +6,14 @@ Pure numpy/scipy; see :mod:`ltr_bench.report.tables` for how pairs are formed.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["holm", "paired_pvalues"]
 
 
-def holm(pvalues: Sequence[float]) -> np.ndarray:
+def holm(pvalues: ArrayLike) -> np.ndarray:
     """Holm's step-down adjusted p-values, in the input order.
 
     With the m finite p-values sorted ascending, ``p_(1) <= ... <= p_(m)``:
@@ -33,7 +33,7 @@ def holm(pvalues: Sequence[float]) -> np.ndarray:
     return out
 
 
-def paired_pvalues(candidate: Sequence[float], baseline: Sequence[float]) -> tuple[float, float]:
+def paired_pvalues(candidate: ArrayLike, baseline: ArrayLike) -> tuple[float, float]:
     """Two-sided ``(p_ttest, p_wilcoxon)`` for paired samples (see the module docstring for
     the degenerate cases). NaN when fewer than two pairs."""
     from scipy import stats

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -25,7 +26,7 @@ class LoadedModel:
     """A model loaded from ``folder``: ``ranker`` (fitted, ready to ``predict``) and its
     ``manifest`` (dict, :mod:`ltr_bench.models.manifest`)."""
 
-    ranker: object
+    ranker: Any  # a fitted ranker (the contract's duck type)
     manifest: dict
     folder: Path
 
@@ -87,7 +88,7 @@ def load_model(folder) -> LoadedModel:
             "(`ltr-bench rankers`) are loaded from a model folder"
         )
     try:
-        cls = get_entry(name).load()
+        cls: Any = get_entry(name).load()
     except RegistryError as exc:
         raise ModelLoadError(
             f"{where}: the model's ranker {name!r} (written by {wrote}) is not available: "

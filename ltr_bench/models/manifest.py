@@ -13,7 +13,8 @@ Format version 1, a JSON object::
     params            get_params(deep=False): JSON, with {"__tuple__": [...]} for tuples
     n_features        feature count the model was fitted on (``n_features_in_``), or null
     preprocessing     {"query_norm": bool, "query_dim": int | null, "feature_transform": str}
-    data_fingerprint  fingerprint of the fold the model was fitted on, or null
+    data_fingerprint  fingerprint of the fold the model was fitted on (``run`` and ``tune``:
+                      ``{split: fingerprint}`` of its train/vali/test splits), or null
     extras            what the ranker's ``save_native`` returned (JSON)
     files             {"native/<file>": {"bytes": int, "sha256": hex}} of every native file
 

@@ -132,6 +132,7 @@ def _score(model: LoadedModel, X, qid, where: str) -> np.ndarray:
 def _evaluate(pred: Prediction, metrics) -> None:
     from ltr_bench.evaluation.metrics import evaluate_conventions
 
+    assert pred.y is not None  # evaluated only when the data has labels
     pred.metrics, pred.per_query = evaluate_conventions(
         pred.y, pred.scores, pred.qid, record_metrics(metrics), max_label=pred.max_label
     )
@@ -154,6 +155,8 @@ def predict_split(
     fingerprint differs from the manifest's) is said in ``notes``, not refused."""
     from ltr_bench import data
 
+    if spec.dataset is None:
+        raise ValueError("predict_split needs a dataset (DataSpec.dataset), not a file")
     source: Any = spec.dataset
     spec_info = None
     try:

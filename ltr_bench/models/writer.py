@@ -49,7 +49,7 @@ def save_model(
     *,
     ranker_name: str,
     preprocessing: dict | None = None,
-    data_fingerprint: str | None = None,
+    data_fingerprint: str | dict[str, str] | None = None,
 ) -> Path:
     """Save the fitted ``ranker`` (registered as ``ranker_name``) to ``folder``; returns it.
 
@@ -57,7 +57,7 @@ def save_model(
     ``query_dim``, ``feature_transform``; see :mod:`.manifest`); ``query_dim`` defaults to
     the value of the ranker's ``RankerTags.query_dim_param`` and ``feature_transform`` to
     the one the ranker's ``save_native`` reports in its extras. ``data_fingerprint``: the
-    fingerprint of the fold the model was fitted on (``Fold.fingerprint()``).
+    fingerprint of the fold the model was fitted on (``run``: ``Fold.fingerprints()``).
 
     An existing model at ``folder`` is replaced; an existing folder that is not a model (no
     manifest) and not empty is refused. Raises :class:`ModelSaveError` (the ranker cannot be

@@ -32,6 +32,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -67,7 +68,7 @@ class MultiReport:
     avg_ranks: dict[str, float]
     friedman_stat: float
     friedman_p: float
-    nemenyi_p: object  # pandas.DataFrame (k x k) of p-values
+    nemenyi_p: Any  # pandas.DataFrame (k x k) of p-values (pandas ships no types)
     cd: float
     alpha: float
     notes: list[str] = field(default_factory=list)

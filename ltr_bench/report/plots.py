@@ -138,6 +138,7 @@ def ndcg_cutoffs(report: Report, empty: str = "1") -> list[int]:
                     if (key := metric_key_or_none(name))
                     and key.name == "ndcg"
                     and key.empty == empty
+                    and key.k is not None  # "ndcg" (the whole list) has no cutoff
                 }
             )
     return sorted(set.intersection(*sets)) if sets else []

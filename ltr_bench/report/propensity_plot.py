@@ -18,6 +18,7 @@ the estimates are drawn.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -57,7 +58,7 @@ def estimated_curves(report: Report) -> dict[str, tuple[np.ndarray, np.ndarray]]
 
 
 def plot_propensities(
-    estimates: dict[str, np.ndarray | tuple[np.ndarray, np.ndarray]],
+    estimates: Mapping[str, np.ndarray | tuple[np.ndarray, np.ndarray]],
     true: np.ndarray | None,
     path: str | Path,
     *,

@@ -135,7 +135,8 @@ class Row:
 
     @property
     def parent_run_ids(self) -> list[str]:
-        return sorted({(r.mlflow or {}).get("parent_run_id") for r in self.runs.values()} - {None})
+        ids = {(r.mlflow or {}).get("parent_run_id") for r in self.runs.values()}
+        return sorted(i for i in ids if i is not None)
 
     def fold_values(self, metric: str) -> dict[int, float]:
         """fold -> the metric, averaged over the seeds of that fold."""

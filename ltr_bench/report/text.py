@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+from typing import Any
 
 from ltr_bench.report.legend import legend
 from ltr_bench.report.tables import LOSS, TIMING_KEYS, TIMING_LABELS, WIN, Report, ReportError, Stat
@@ -179,7 +180,7 @@ def to_csv(report: Report) -> str:
         for q in [*report.metrics, *TIMING_KEYS]:
             s = row.cells[q]
             c = report.comparisons.get((row.label, q))
-            tests = ["", "", "", "", "", "", ""]
+            tests: list[Any] = ["", "", "", "", "", "", ""]
             if c is not None:
                 tests = [
                     c.n_pairs,

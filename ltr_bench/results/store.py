@@ -167,7 +167,8 @@ class ResultStore:
         if not record.ok:
             raise ValueError("only finished (status ok) records are stored; use log_failure")
         # both texts are made (and checked: UnwritableRecordError) before anything is written
-        run_path = self.root / f"{record.key}.run.txt" if record.run_text is not None else None
+        run_text = record.run_text
+        run_path = self.root / f"{record.key}.run.txt" if run_text is not None else None
         if run_path is not None:
             record.run_file = str(run_path.resolve())
         doc = record_json(record)
@@ -177,8 +178,8 @@ class ResultStore:
             if pq_path in self.damaged and pq_path.exists():  # kept for inspection
                 os.replace(pq_path, pq_path.with_name(pq_path.name + ".damaged"))
             atomic_write_text(pq_path, csv_text)
-        if run_path is not None:
-            atomic_write_text(run_path, record.run_text)
+        if run_path is not None and run_text is not None:
+            atomic_write_text(run_path, run_text)
         path = self.json_path(record.key)
         if path in self.damaged and path.exists():  # keep what was damaged, for inspection
             os.replace(path, path.with_name(path.name + ".damaged"))

@@ -304,7 +304,7 @@ def expand_plan(
             position_rankers.append(choice.row_label)
         if getattr(tags, "requires_propensity", False):
             propensity_rankers.append(choice.row_label)
-        if getattr(tags, "max_label", None) is not None:
+        if tags.max_label is not None:
             label_limits.append((repr(choice.row_label), int(tags.max_label)))
     seen: dict[str, str] = {}
 

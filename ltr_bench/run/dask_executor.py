@@ -262,7 +262,8 @@ class DaskExecutor(Executor):
         workers = client.scheduler_info(n_workers=-1).get("workers", {})
         cores = [(w.get("resources") or {}).get(CORES) for w in workers.values()]
         if workers and all(c is not None for c in cores):
-            return (max(1, sum(int(c) // self.threads for c in cores)), {CORES: self.threads})
+            slots = sum(int(c) // self.threads for c in cores if c is not None)
+            return max(1, slots), {CORES: self.threads}
         # no resources declared: one cell per Dask thread; with no worker yet, queue one
         return max(1, sum(int(w.get("nthreads", 1)) for w in workers.values())), None
 

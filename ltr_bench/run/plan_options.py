@@ -97,11 +97,12 @@ def build_plan(cl: CommandLine, *, warn=lambda message: None, local: bool = True
             else RankerChoice(n)
             for n in names
         ]
-    for name in [r.name for r in plan.rankers]:
-        get_entry(name)  # unknown name -> UnknownRankerError with close matches
+    for ranker in plan.rankers:
+        get_entry(ranker.name)  # unknown name -> UnknownRankerError with close matches
     by_name = {r.display: dict(r.params) for r in plan.rankers}
     for text in cl.params:
         name, key, value = parse_assignment(text, option="--param")
+        assert name is not None  # scoped: parse_assignment refused a missing NAME
         if name not in by_name:
             known = [e.name for e in list_rankers()]
             if name not in known:

@@ -29,6 +29,7 @@ def parse_sweep(text: str) -> tuple[str, str, list]:
     parameters; ``"a","b"``), else split on commas and read by :func:`parse_value`
     (``l2,zscore``)."""
     name, key, _ = parse_assignment(text, option="--sweep")
+    assert name is not None  # scoped: parse_assignment refused a missing NAME
     raw = text.split("=", 1)[1].strip()
     try:
         values = tomllib.loads(f"v = [{raw}]")["v"]

@@ -31,6 +31,9 @@ ranker inside a check is reported the same way (with the original exception chai
 The checks (see the ``check_*`` functions of :mod:`.checks` for the precise conditions):
 
 =================================  ===========================================================
+``contract_version``               the ranker's ``contract_version`` (a class attribute; none
+                                   declared means version 1) is one this ltr-bench runs
+                                   (:data:`ltr_bench.ranker.SUPPORTED_CONTRACT_VERSIONS`)
 ``tags``                           ``ranker_tags()`` is a :class:`RankerTags`; each of
                                    ``thread_param``, ``seed_param``, ``query_dim_param``
                                    (when set) names a parameter of ``get_params()``
@@ -82,15 +85,25 @@ absolute ``1e-9`` times the score scale) so that harmless floating-point reorder
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
 
+from ltr_bench.ranker import CONTRACT_VERSION
+from ltr_bench.registry import declared_contract_version
 from ltr_bench.testing import checks as c
 from ltr_bench.testing.checks import Context, describe
 from ltr_bench.testing.data import make_check_data
 
-__all__ = ["check_ranker", "make_check_data", "parametrize_with_checks", "ranker_checks"]
+__all__ = [
+    "CheckReport",
+    "check_ranker",
+    "make_check_data",
+    "parametrize_with_checks",
+    "ranker_checks",
+]
 
 
-def ranker_checks(ranker, *, quick: bool = True) -> list[tuple[str, Callable[[], None]]]:
+def ranker_checks(ranker: Any, *, quick: bool = True) -> list[tuple[str, Callable[[], None]]]:
     """The checks that apply to ``ranker`` as ``(name, zero-argument callable)`` pairs.
 
     Checks that depend on tags are left out when they do not apply (``predict_without_qid``
@@ -103,6 +116,7 @@ def ranker_checks(ranker, *, quick: bool = True) -> list[tuple[str, Callable[[],
     """
     ctx = Context(ranker, quick)
     checks: list[tuple[str, Callable[[Context], None]]] = [
+        ("contract_version", c.check_contract_version),
         ("tags", c.check_tags),
         ("init_stores_params", c.check_init_stores_params),
         ("params_round_trip", c.check_params_round_trip),
@@ -146,7 +160,7 @@ class _Check:
     def __repr__(self) -> str:
         return self.name
 
-    def __call__(self, ranker=None) -> None:
+    def __call__(self, ranker: object = None) -> None:
         if ranker is not None and ranker is not self._ctx.original:
             raise ValueError(
                 f"check {self.name!r} was made for {describe(self._ctx.original)}, not for "
@@ -166,7 +180,7 @@ class _Check:
             ) from exc
 
 
-def parametrize_with_checks(rankers: Iterable, *, quick: bool = True):
+def parametrize_with_checks(rankers: Iterable[Any], *, quick: bool = True) -> Any:
     """A ``pytest.mark.parametrize`` decorator: one test per (ranker, applicable check).
 
     The decorated test takes the arguments ``ranker`` and ``check`` and calls
@@ -188,12 +202,43 @@ def parametrize_with_checks(rankers: Iterable, *, quick: bool = True):
     return pytest.mark.parametrize("ranker, check", params, ids=ids)
 
 
-def check_ranker(ranker, *, quick: bool = True) -> None:
+@dataclass(frozen=True)
+class CheckReport:
+    """What :func:`check_ranker` found when every check passed (a failure raises instead).
+
+    ``contract_version``: the ranker contract this ltr-bench checks
+    (:data:`ltr_bench.ranker.CONTRACT_VERSION`); ``declared_version``: the version the ranker
+    declares it was built for (its ``contract_version`` attribute, or
+    :data:`ltr_bench.ranker.UNVERSIONED_CONTRACT` when it declares none); ``checks``: the
+    names of the checks that ran, in order. ``str(report)`` says all of it in one line.
+    """
+
+    ranker: str
+    contract_version: int
+    declared_version: int
+    checks: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.ranker} passed {len(self.checks)} checks of ranker contract version "
+            f"{self.contract_version} (it declares version {self.declared_version}): "
+            + ", ".join(self.checks)
+        )
+
+
+def check_ranker(ranker: Any, *, quick: bool = True) -> CheckReport:
     """Run every applicable conformance check on clones of ``ranker``; stop at the first failure.
 
     ``quick=True`` (default): about 70 training rows x 5 features, one permutation per
     row-order check. ``quick=False``: about 500 rows x 10 features and three permutations.
-    Raises :class:`AssertionError` naming the failed check and the ranker.
+    Raises :class:`AssertionError` naming the failed check and the ranker; returns a
+    :class:`CheckReport` (the contract version checked, the one the ranker declares, the
+    checks run) when every check passed.
     """
-    for _name, run in ranker_checks(ranker, quick=quick):
+    names = []
+    for name, run in ranker_checks(ranker, quick=quick):
         run()
+        names.append(name)
+    declared = declared_contract_version(ranker)
+    assert isinstance(declared, int)  # the contract_version check refused anything else
+    return CheckReport(describe(ranker), CONTRACT_VERSION, declared, tuple(names))

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 import joblib
 import numpy as np
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
-from ltr_bench.ranker import RankerTags, tags_of
+from ltr_bench.ranker import CONTRACT_VERSION, RankerTags, tags_of
+from ltr_bench.registry import contract_mismatch
 from ltr_bench.testing.data import (
     SEED,
     block_permutation,
@@ -25,24 +27,24 @@ from ltr_bench.testing.data import (
 )
 
 
-def describe(ranker) -> str:
+def describe(ranker: object) -> str:
     text = repr(ranker)
     text = " ".join(text.split())
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-def _tags(ranker) -> RankerTags:
+def _tags(ranker: object) -> RankerTags:
     return tags_of(ranker)
 
 
-def _assert_scores(scores, n, what):
+def _assert_scores(scores: object, n: int, what: str) -> None:
     assert isinstance(scores, np.ndarray), f"{what} returned {type(scores).__name__}, not ndarray"
     assert scores.dtype == np.float64, f"{what} returned dtype {scores.dtype}, not float64"
     assert scores.shape == (n,), f"{what} returned shape {scores.shape}, expected ({n},)"
     assert np.isfinite(scores).all(), f"{what} returned NaN or infinite scores"
 
 
-def _assert_same_scores(actual, expected, what):
+def _assert_same_scores(actual: np.ndarray, expected: np.ndarray, what: str) -> None:
     scale = max(1.0, float(np.max(np.abs(expected))) if expected.size else 1.0)
     if not np.allclose(actual, expected, rtol=1e-7, atol=1e-9 * scale):
         worst = int(np.argmax(np.abs(actual - expected)))
@@ -53,11 +55,11 @@ def _assert_same_scores(actual, expected, what):
         )
 
 
-def _same_param(a, b) -> bool:
+def _same_param(a: object, b: object) -> bool:
     if a is b:
         return True
     try:
-        return joblib.hash(a) == joblib.hash(b)
+        return bool(joblib.hash(a) == joblib.hash(b))
     except Exception:  # unhashable by joblib: fall back to equality
         try:
             return bool(a == b)
@@ -72,7 +74,7 @@ class Context:
     cannot spoil the data of later checks (``no_input_mutation`` reports it).
     """
 
-    def __init__(self, ranker, quick: bool):
+    def __init__(self, ranker: Any, quick: bool):
         self.original = ranker
         self.quick = quick
         try:
@@ -91,21 +93,36 @@ class Context:
         for a in (*self._train, *self._val, *self._test):
             a.setflags(write=False)
         self.n_permutations = 1 if quick else 3
-        self._base = None
-        self._fitted = None
-
-    X = property(lambda self: self._train[0].copy())
-    y = property(lambda self: self._train[1].copy())
-    qid = property(lambda self: self._train[2].copy())
-    X_test = property(lambda self: self._test[0].copy())
-    qid_test = property(lambda self: self._test[1].copy())
+        self._base: Any = None
+        self._fitted: Any = None
 
     @property
-    def eval_set(self):
-        return tuple(a.copy() for a in self._val)
+    def X(self) -> np.ndarray:
+        return np.array(self._train[0], copy=True)
 
     @property
-    def base(self):
+    def y(self) -> np.ndarray:
+        return np.array(self._train[1], copy=True)
+
+    @property
+    def qid(self) -> np.ndarray:
+        return np.array(self._train[2], copy=True)
+
+    @property
+    def X_test(self) -> np.ndarray:
+        return np.array(self._test[0], copy=True)
+
+    @property
+    def qid_test(self) -> np.ndarray:
+        return np.array(self._test[1], copy=True)
+
+    @property
+    def eval_set(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        X, y, qid = self._val
+        return X.copy(), y.copy(), qid.copy()
+
+    @property
+    def base(self) -> Any:
         """A clone of the ranker whose seed parameter (``seed_param``), when None, is pinned
         to 0 as the harness would (None means unseeded in scikit-learn; the suite needs
         reproducible runs)."""
@@ -117,10 +134,10 @@ class Context:
             self._base = base
         return self._base
 
-    def fresh(self):
+    def fresh(self) -> Any:
         return clone(self.base)
 
-    def fitted(self):
+    def fitted(self) -> Any:
         if self._fitted is None:
             self._fitted = self.fresh().fit(self.X, self.y, qid=self.qid)
         return self._fitted
@@ -129,7 +146,15 @@ class Context:
 # --------------------------------------------------------------------------- the checks
 
 
-def check_tags(ctx: Context):
+def check_contract_version(ctx: Context) -> None:
+    problem = contract_mismatch(ctx.original)
+    assert problem is None, (
+        f"{problem} (this ltr-bench checks ranker contract version {CONTRACT_VERSION}; "
+        "declare it as the class attribute contract_version)"
+    )
+
+
+def check_tags(ctx: Context) -> None:
     getter = getattr(ctx.original, "ranker_tags", None)
     tags = getter() if getter is not None else RankerTags()
     assert isinstance(tags, RankerTags), (
@@ -148,7 +173,7 @@ def check_tags(ctx: Context):
         )
 
 
-def check_init_stores_params(ctx: Context):
+def check_init_stores_params(ctx: Context) -> None:
     params = ctx.original.get_params(deep=False)
     new = type(ctx.original)(**params)
     new_params = new.get_params(deep=False)
@@ -161,7 +186,7 @@ def check_init_stores_params(ctx: Context):
     assert not extra, f"__init__ sets attributes that are not parameters: {extra}"
 
 
-def check_params_round_trip(ctx: Context):
+def check_params_round_trip(ctx: Context) -> None:
     params = ctx.original.get_params(deep=False)
     copy = clone(ctx.original)  # raises when __init__ does not store its arguments
     assert type(copy) is type(ctx.original), "clone returned a different type"
@@ -174,14 +199,14 @@ def check_params_round_trip(ctx: Context):
             f"set_params/get_params round trip changed {key!r}: {params[key]!r} -> {after[key]!r}"
         )
     seed_param = ctx.tags.seed_param
-    if seed_param in params:
+    if seed_param is not None and seed_param in params:
         copy.set_params(**{seed_param: 12345})
         assert copy.get_params(deep=False)[seed_param] == 12345, (
             f"set_params({seed_param}=12345) (the tags' seed_param) is not reflected by get_params"
         )
 
 
-def check_predict_before_fit_raises(ctx: Context):
+def check_predict_before_fit_raises(ctx: Context) -> None:
     ranker = ctx.fresh()
     try:
         ranker.predict(ctx.X_test, qid=ctx.qid_test)
@@ -196,13 +221,13 @@ def check_predict_before_fit_raises(ctx: Context):
     raise AssertionError("predict before fit did not raise")
 
 
-def check_fit_returns_self(ctx: Context):
+def check_fit_returns_self(ctx: Context) -> None:
     ranker = ctx.fresh()
     returned = ranker.fit(ctx.X, ctx.y, qid=ctx.qid)
     assert returned is ranker, f"fit returned {type(returned).__name__} {returned!r:.80}, not self"
 
 
-def check_predict_output(ctx: Context):
+def check_predict_output(ctx: Context) -> None:
     ranker = ctx.fitted()
     _assert_scores(ranker.predict(ctx.X, qid=ctx.qid), len(ctx.X), "predict on training X")
     _assert_scores(
@@ -210,7 +235,7 @@ def check_predict_output(ctx: Context):
     )
 
 
-def check_learned_attributes(ctx: Context):
+def check_learned_attributes(ctx: Context) -> None:
     ranker = ctx.fresh()
     before_attrs = set(vars(ranker))
     before_params = {k: joblib.hash(v) for k, v in ranker.get_params(deep=False).items()}
@@ -227,11 +252,11 @@ def check_learned_attributes(ctx: Context):
     assert not changed, f"fit changed parameters {changed}; learned state belongs in attr_"
 
 
-def _copies(*arrays):
+def _copies(*arrays: np.ndarray) -> list[np.ndarray]:
     return [np.array(a, copy=True) for a in arrays]
 
 
-def check_no_input_mutation(ctx: Context):
+def check_no_input_mutation(ctx: Context) -> None:
     X, y, qid, Xt, qt = ctx.X, ctx.y, ctx.qid, ctx.X_test, ctx.qid_test
     Xv, yv, qv = ctx.eval_set
     originals = _copies(X, y, qid, Xv, yv, qv, Xt, qt)
@@ -253,7 +278,7 @@ def check_no_input_mutation(ctx: Context):
         )
 
 
-def check_read_only_input(ctx: Context):
+def check_read_only_input(ctx: Context) -> None:
     arrays = _copies(ctx.X, ctx.y, ctx.qid, *ctx.eval_set, ctx.X_test, ctx.qid_test)
     for a in arrays:
         a.setflags(write=False)
@@ -271,7 +296,7 @@ def check_read_only_input(ctx: Context):
     _assert_scores(scores, len(Xt), "predict on read-only X")
 
 
-def check_row_order(ctx: Context):
+def check_row_order(ctx: Context) -> None:
     ranker = ctx.fitted()
     rng = np.random.default_rng(SEED + 3)
     for X, qid in ((ctx.X_test, ctx.qid_test), (ctx.X, ctx.qid)):
@@ -287,7 +312,7 @@ def check_row_order(ctx: Context):
             )
 
 
-def check_predict_without_qid(ctx: Context):
+def check_predict_without_qid(ctx: Context) -> None:
     ranker = ctx.fitted()
     with_qid = ranker.predict(ctx.X_test, qid=ctx.qid_test)
     without = ranker.predict(ctx.X_test)
@@ -299,7 +324,7 @@ def check_predict_without_qid(ctx: Context):
     )
 
 
-def check_fitted_info(ctx: Context):
+def check_fitted_info(ctx: Context) -> None:
     getter = getattr(ctx.fitted(), "fitted_info", None)
     if getter is None:  # optional for rankers that do not derive from BaseRanker
         return
@@ -318,7 +343,7 @@ def check_fitted_info(ctx: Context):
     json.dumps(info, allow_nan=False)  # the harness stores it as JSON
 
 
-def check_deterministic(ctx: Context):
+def check_deterministic(ctx: Context) -> None:
     first = ctx.fitted().predict(ctx.X_test, qid=ctx.qid_test)
     other = ctx.fresh().fit(ctx.X, ctx.y, qid=ctx.qid)
     second = other.predict(ctx.X_test, qid=ctx.qid_test)
@@ -334,7 +359,7 @@ def check_deterministic(ctx: Context):
     )
 
 
-def check_degenerate_queries(ctx: Context):
+def check_degenerate_queries(ctx: Context) -> None:
     X, y, qid = with_degenerate_queries(ctx.X, ctx.y, ctx.qid, SEED + 4)
     Xv, yv, qv = with_degenerate_queries(*ctx.eval_set, SEED + 5)
     ranker = ctx.fresh().fit(X, y, qid=qid)
@@ -352,7 +377,7 @@ def check_degenerate_queries(ctx: Context):
     _assert_scores(ranker.predict(Xv[-7:-6], qid=qv[-7:-6]), 1, "predict on one row")
 
 
-def check_eval_set_accepted(ctx: Context):
+def check_eval_set_accepted(ctx: Context) -> None:
     ranker = ctx.fresh()
     returned = ranker.fit(ctx.X, ctx.y, qid=ctx.qid, eval_set=ctx.eval_set)
     assert returned is ranker, "fit with eval_set did not return self"
@@ -363,7 +388,7 @@ def check_eval_set_accepted(ctx: Context):
     )
 
 
-def check_position_accepted(ctx: Context):
+def check_position_accepted(ctx: Context) -> None:
     """``accepts_position``: ``fit`` takes ``position`` (1-based ranks within each query)
     and ``propensity`` (``1 / position``), returns self and predicts as usual."""
     from ltr_bench.ranker import query_boundaries
@@ -380,8 +405,9 @@ def check_position_accepted(ctx: Context):
     )
 
 
-def check_query_dependent_rows(ctx: Context):
+def check_query_dependent_rows(ctx: Context) -> None:
     param = ctx.tags.query_dim_param
+    assert param is not None  # this check runs only for rankers that declare it
     params = ctx.base.get_params(deep=False)
     assert param in params, (
         f"tags say query_dim_param={param!r} but the ranker has no such parameter "
@@ -402,7 +428,7 @@ def check_query_dependent_rows(ctx: Context):
     )
 
 
-def check_eval_set_ignored(ctx: Context):
+def check_eval_set_ignored(ctx: Context) -> None:
     without = ctx.fitted().predict(ctx.X_test, qid=ctx.qid_test)
     ranker = ctx.fresh().fit(ctx.X, ctx.y, qid=ctx.qid, eval_set=ctx.eval_set)
     _assert_same_scores(
@@ -412,7 +438,7 @@ def check_eval_set_ignored(ctx: Context):
     )
 
 
-def check_save_load(ctx: Context):
+def check_save_load(ctx: Context) -> None:
     """Save (``save_native``) and load (``load_native``) the fitted ranker through a temporary
     folder, its parameters through JSON as the manifest keeps them: the loaded ranker is of
     the same class, has the same parameters and predicts the same scores bit for bit."""
@@ -428,7 +454,7 @@ def check_save_load(ctx: Context):
         "the classmethod load_native(folder, manifest) (the plugin guide, 'Save and load'; "
         "ltr_bench.model_state.save_fitted_state / load_fitted_state do it for numbers)"
     )
-    arrays: dict = {}
+    arrays: dict[str, np.ndarray] = {}
     params = encode_state(fitted.get_params(deep=False), arrays, "get_params()")
     assert not arrays, "a parameter holds a numpy array; parameters must be JSON values"
     params = decode_state(json.loads(json.dumps(params)), {})

@@ -21,7 +21,7 @@ def make_check_data(
     n_features: int = 5,
     min_docs: int = 4,
     max_docs: int = 12,
-):
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A small random ranking problem: ``(X, y, qid)`` with contiguous, unsorted query ids.
 
     X ~ N(0, 1) (continuous, so no two documents tie), labels ``y`` in 0..3 from a linear
@@ -39,7 +39,9 @@ def make_check_data(
     return X, y, qid
 
 
-def with_degenerate_queries(X, y, qid, seed):
+def with_degenerate_queries(
+    X: np.ndarray, y: np.ndarray, qid: np.ndarray, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Append a one-document relevant query, a one-document irrelevant query and an
     all-zero-label query of 6 documents (fresh query ids)."""
     rng = np.random.default_rng(seed)
@@ -51,7 +53,9 @@ def with_degenerate_queries(X, y, qid, seed):
     return np.vstack([X, Xd]), np.r_[y, yd], np.r_[qid, qd]
 
 
-def make_query_by_example(seed, n_queries, d):
+def make_query_by_example(
+    seed: int, n_queries: int, d: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows ``[query vector, document vector]`` (width 2*d); a document's label grows as it
     gets closer to its query."""
     rng = np.random.default_rng(seed)
@@ -67,7 +71,7 @@ def make_query_by_example(seed, n_queries, d):
     return np.vstack(rows), np.concatenate(labels).astype(np.int64), np.concatenate(qids)
 
 
-def block_permutation(qid, rng):
+def block_permutation(qid: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """A row permutation that shuffles the query blocks and the rows inside each block."""
     b = query_boundaries(qid)
     blocks = [rng.permutation(np.arange(b[i], b[i + 1])) for i in range(len(b) - 1)]

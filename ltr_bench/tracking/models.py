@@ -42,6 +42,7 @@ with warnings.catch_warnings():
     # signature is given explicitly
     warnings.simplefilter("ignore", UserWarning)
     import mlflow.pyfunc
+    from mlflow.pyfunc import PythonModel
 
 __all__ = [
     "MODEL_ARTIFACT",
@@ -62,7 +63,7 @@ def feature_columns(n_features: int) -> list[str]:
     return [f"f{j}" for j in range(1, n_features + 1)]
 
 
-class RankerPyfunc(mlflow.pyfunc.PythonModel):
+class RankerPyfunc(PythonModel):
     """The ``python_function`` face of a kept ltr-bench model (see the module)."""
 
     def load_context(self, context) -> None:
@@ -92,9 +93,10 @@ class RankerPyfunc(mlflow.pyfunc.PythonModel):
 
 def _signature(n_features: int):
     from mlflow.models import ModelSignature
-    from mlflow.types import ColSpec, Schema
+    from mlflow.types import ColSpec, Schema, TensorSpec
 
-    inputs = [ColSpec("long", "qid")] + [ColSpec("double", c) for c in feature_columns(n_features)]
+    inputs: list[ColSpec | TensorSpec] = [ColSpec("long", "qid")]
+    inputs += [ColSpec("double", c) for c in feature_columns(n_features)]
     return ModelSignature(inputs=Schema(inputs), outputs=Schema([ColSpec("double")]))
 
 

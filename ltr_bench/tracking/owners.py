@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Set
 
 __all__ = [
     "TAG_END_REASON",
@@ -120,7 +121,7 @@ def _end_folds(client, run) -> int | None:
     return max(ends) if ends else None
 
 
-def end_orphaned_parents(client, *, skip: set[str] = frozenset()) -> list[str]:
+def end_orphaned_parents(client, *, skip: Set[str] = frozenset()) -> list[str]:
     """End as KILLED every RUNNING parent run of the store's ltr-bench experiments whose
     owner is provably gone (:func:`owner_gone`), except the runs in ``skip``; the tag
     ``ltr_bench_end_reason`` says why. Returns one note per run ended."""

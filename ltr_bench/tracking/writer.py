@@ -400,7 +400,7 @@ class Tracker:
             from ltr_bench.models import read_manifest
             from ltr_bench.tracking.models import log_kept_model
 
-            folder = Path(record.model_dir)
+            folder = Path(str(record.model_dir))  # set: the caller checked
             log_kept_model(
                 self.client,
                 exp_id,

@@ -45,6 +45,12 @@ def tune_here(pending, job, listeners, console, finish, total: int, *, existing=
             for x in listeners:
                 x.cell_started(final, _i, total)
 
+        def then(tuned, _i=i):
+            finish(tuned, _i)
+
+        def known(_c=tcell):
+            return existing(_c)
+
         tune_cell(
             tcell,
             space=job.spaces[tcell.key],
@@ -55,8 +61,8 @@ def tune_here(pending, job, listeners, console, finish, total: int, *, existing=
             on_trial=on_trial,
             on_final=on_final,
             on_wait=lambda m: console.line(f"note: {m}"),
-            existing=None if existing is None else (lambda _c=tcell: existing(_c)),
-            then=lambda tuned, _i=i: finish(tuned, _i),
+            existing=None if existing is None else known,
+            then=then,
         )
 
 

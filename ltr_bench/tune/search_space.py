@@ -19,7 +19,7 @@ these names, so ``from ltr_bench.tune.study import parse_spec`` keeps working.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ltr_bench.run.plan import PlanError, canonical_json
@@ -163,7 +163,7 @@ def resolve_space(
     ranker,
     *,
     override: Mapping[str, Any] | None = None,
-    fixed: Mapping[str, Any] = (),
+    fixed: Iterable[str] = (),
     where: str = "tuning",
 ) -> dict[str, Any]:
     """``{parameter: spec}`` to search for one ranker configuration: its declared space,

@@ -25,6 +25,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from ltr_bench.errors import LtrBenchError, UsageError
 
@@ -75,8 +76,8 @@ def resolve_storage(spec: str | None, default_folder: Path) -> str:
     what = "--optuna-storage" + (f" {spec}" if spec else "")
     if spec is None:
         path = (Path(default_folder) / "optuna.journal").resolve()
-    elif _journal_path(spec) is not None:
-        path = Path(_journal_path(spec)).expanduser().resolve()
+    elif (journal := _journal_path(spec)) is not None:
+        path = Path(journal).expanduser().resolve()
     else:
         _check_url(spec, what)
         return spec
@@ -105,7 +106,8 @@ def _check_url(spec: str, what: str) -> None:
         url = make_url(spec)
         dialect = url.get_dialect()
         # the dialect is part of SQLAlchemy; its driver (psycopg2, MySQLdb, ...) may be missing
-        (getattr(dialect, "import_dbapi", None) or dialect.dbapi)()
+        load_driver: Any = getattr(dialect, "import_dbapi", None) or dialect.dbapi
+        load_driver()
     except (NoSuchModuleError, ImportError):  # before ArgumentError: it is one
         raise StorageError(
             f"{what}: no database driver for {spec.split('://', 1)[0]!r} is installed "

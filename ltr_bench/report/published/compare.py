@@ -212,6 +212,7 @@ def published_section(report, table: list[PublishedRow] | None = None) -> Publis
         if not rows:
             section.lines.append(PublishedLine(pub))
             continue
+        assert pub.metric_key is not None  # only 'unstated' rows lack one; none is shown
         for row in rows:
             ours, missing = _ours(row, pub.metric_key, pub.folds)
             section.lines.append(PublishedLine(pub, row.label, ours, missing))

@@ -44,8 +44,10 @@ import csv
 import functools
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 from ltr_bench.errors import LtrBenchError
 
@@ -166,7 +168,7 @@ def _fail(path, line: int, message: str):
     raise PublishedTableError(f"{path}:{line}: {message}", path=path, line=line)
 
 
-def _parse_folds(text: str, n_folds: int, fail) -> tuple[int, ...]:
+def _parse_folds(text: str, n_folds: int, fail: Callable[[str], NoReturn]) -> tuple[int, ...]:
     folds: list[int] = []
     for part in text.split(","):
         m = _FOLDS_RE.match(part)
@@ -296,7 +298,7 @@ def _load(path: Path) -> list[PublishedRow]:
                 line = start  # the line the row starts on (a quoted field may span lines)
                 start = reader.line_num + 1
                 row = _parse_row(raw, path, line)
-                ident = (row.dataset, row.split, row.folds, row.model, row.base_key)
+                ident: tuple = (row.dataset, row.split, row.folds, row.model, row.base_key)
                 ident += (row.convention, row.source)
                 if ident in seen:
                     _fail(path, line, f"the same number as line {seen[ident]} again")

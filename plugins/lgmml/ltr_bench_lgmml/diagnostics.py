@@ -49,6 +49,7 @@ document cap (n x m x 8 bytes for the whole MSLR-WEB30K validation split with m 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -81,6 +82,13 @@ class FittedLGMML(Protocol):
     def decision_features(self, X: np.ndarray) -> np.ndarray: ...
     def _feature_chunks(self, X: np.ndarray) -> tuple[int, Any]: ...
     def _chunk_rows(self, bank: MetricBank) -> int: ...
+    def _score_rows(
+        self,
+        X: np.ndarray,
+        qid: np.ndarray | None,
+        out: np.ndarray,
+        reduce: Callable[[np.ndarray], np.ndarray],
+    ) -> np.ndarray: ...
 
 
 __all__ = ["metric_spectra", "model_summary", "score_structure", "validation_diagnostics"]

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import numbers
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -114,7 +115,7 @@ def resolve_n_threads(n_threads) -> int:
     if (
         isinstance(n_threads, numbers.Integral)
         and not isinstance(n_threads, bool)
-        and n_threads >= 1
+        and int(n_threads) >= 1
     ):
         return int(n_threads)
     raise ValueError(f"n_threads must be an integer >= 1 or None, got {n_threads!r}")
@@ -173,8 +174,8 @@ def fit_local_metrics(
     query_points: Callable[[int], np.ndarray] | None,
     n_metrics: int,
     queries_per_metric: int,
-    max_positives: int,
-    max_negatives: int,
+    max_positives: int | None,
+    max_negatives: int | None,
     reg_lambda: float,
     t: float,
     distance: str,
@@ -226,7 +227,7 @@ def fit_local_metrics(
     results = []
     with thread_limit(1):
         if workers == 1:
-            outcomes = map(fit_one, draws)
+            outcomes: Iterator[Any] = map(fit_one, draws)
             pool = None
         else:
             pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lgmml-metric")

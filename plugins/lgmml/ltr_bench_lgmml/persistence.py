@@ -15,11 +15,27 @@ from __future__ import annotations
 import dataclasses
 
 from ltr_bench.model_state import load_fitted_state, save_fitted_state
+from ltr_bench.ranker import BaseRanker
 
 from .preprocessing import FeatureScaler
 from .scoring import MetricBank
 
-__all__ = ["load_lgmml", "save_lgmml"]
+__all__ = ["SavedLGMML", "load_lgmml", "save_lgmml"]
+
+
+class SavedLGMML(BaseRanker):
+    """``BaseRanker`` with the contract's save hooks of
+    :class:`~ltr_bench_lgmml.ranker.LGMMLRanker` (its base class)."""
+
+    def save_native(self, folder) -> dict:
+        """The metric bank, feature scaling, weights and diagnostics as ``state.npz`` /
+        ``state.json``."""
+        self._check_fitted("metric_bank_", "weights_")
+        return save_lgmml(self, folder)
+
+    @classmethod
+    def load_native(cls, folder, manifest):
+        return load_lgmml(cls, folder, manifest)
 
 
 def save_lgmml(ranker, folder) -> dict:

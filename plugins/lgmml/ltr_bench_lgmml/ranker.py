@@ -118,12 +118,14 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from collections.abc import Iterable
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ltr_bench.progress import report_progress
 from ltr_bench.ranker import (
-    BaseRanker,
+    EvalSet,
     RankerTags,
     check_ranking_input,
     query_boundaries,
@@ -134,9 +136,9 @@ from ltr_bench.timing import thread_limit
 from .diagnostics import metric_spectra, model_summary, validation_diagnostics
 from .listwise import train_listnet
 from .local_metrics import QuerySets, fit_local_metrics, resolve_n_threads
-from .persistence import load_lgmml, save_lgmml
+from .persistence import SavedLGMML
 from .preprocessing import SCALINGS, FeatureScaler
-from .scoring import SCORE_CHUNK_ROWS, SCORE_FORMS, MetricBank, score_rows
+from .scoring import SCORE_CHUNK_ROWS, SCORE_FORMS, MetricBank, Reduce, score_rows
 from .warp import train_warp
 
 __all__ = ["LGMMLRanker"]
@@ -144,7 +146,7 @@ __all__ = ["LGMMLRanker"]
 _CHUNK_BYTES = 64 << 20  # working set of one scoring chunk: large enough for BLAS-3 speed
 
 
-class LGMMLRanker(BaseRanker):
+class LGMMLRanker(SavedLGMML):
     """L-GMML learning to rank. See the module docstring for every parameter.
 
     Fitted attributes: ``score_form_`` (the form used), ``scaler_`` (FeatureScaler),
@@ -155,6 +157,8 @@ class LGMMLRanker(BaseRanker):
     ``metric_eig_ratio_`` and ``metric_reg_lambda_`` (m,) and ``diagnostics_`` (dict), see
     :mod:`ltr_bench_lgmml.diagnostics`.
     """
+
+    contract_version = 1  # the ltr_bench.ranker.CONTRACT_VERSION this plugin is built for
 
     #: ``ltr-bench tune`` search space (ltr_bench.tune.study.parse_spec). Values are sampled
     #: independently, so no "mean" weight_strategy: listnet + mean is rejected (a wasted
@@ -173,33 +177,33 @@ class LGMMLRanker(BaseRanker):
 
     def __init__(
         self,
-        n_metrics=50,
-        n_iter=None,
-        step_size=0.05,
-        margin=0.01,
-        initial_weight=1.0,
-        t=0.5,
-        reg_lambda=0.1,
-        reg_scale="relative",
-        distance="paper",
-        score_form="eq13",
-        distance_quantile=0.99,
-        weight_strategy="global",
-        weight_method="warp",
-        scaling="l2",
-        queries_per_metric=1,
-        max_positives=5,
-        max_negatives=5,
-        highly_relevant="upper_half",
-        negatives="zero",
-        max_rank=None,
-        anchor_k=10,
-        dtype="float32",
-        memory_mb=1024,
-        query_dim=None,
-        random_state=None,
-        n_threads=None,
-    ):
+        n_metrics: int = 50,
+        n_iter: int | None = None,
+        step_size: float | str = 0.05,
+        margin: float = 0.01,
+        initial_weight: float = 1.0,
+        t: float = 0.5,
+        reg_lambda: float = 0.1,
+        reg_scale: str = "relative",
+        distance: str = "paper",
+        score_form: str = "eq13",
+        distance_quantile: float = 0.99,
+        weight_strategy: str = "global",
+        weight_method: str = "warp",
+        scaling: str = "l2",
+        queries_per_metric: int = 1,
+        max_positives: int | None = 5,
+        max_negatives: int | None = 5,
+        highly_relevant: str | int = "upper_half",
+        negatives: str = "zero",
+        max_rank: int | None = None,
+        anchor_k: int = 10,
+        dtype: str = "float32",
+        memory_mb: int = 1024,
+        query_dim: int | None = None,
+        random_state: int | None = None,
+        n_threads: int | None = None,
+    ) -> None:
         self.n_metrics = n_metrics
         self.n_iter = n_iter
         self.step_size = step_size
@@ -239,22 +243,24 @@ class LGMMLRanker(BaseRanker):
 
     # ------------------------------------------------------------------ validation
     def _validate_params(self) -> None:
-        def choice(name, allowed):
+        def choice(name: str, allowed: Iterable[str]) -> None:
             v = getattr(self, name)
             if not isinstance(v, str) or v not in allowed:
                 raise ValueError(f"{name} must be one of {list(allowed)}, got {v!r}")
 
-        def integer(name, low, none_ok=False):
+        def integer(name: str, low: int, none_ok: bool = False) -> None:
             v = getattr(self, name)
             if v is None and none_ok:
                 return
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < low:
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or int(v) < low:
                 extra = " or None" if none_ok else ""
                 raise ValueError(f"{name} must be an integer >= {low}{extra}, got {v!r}")
 
-        def real(name, low, high, low_open=False, high_open=False):
+        def real(
+            name: str, low: float, high: float, low_open: bool = False, high_open: bool = False
+        ) -> None:
             v = getattr(self, name)
-            ok = isinstance(v, numbers.Real) and not isinstance(v, bool) and np.isfinite(v)
+            ok = isinstance(v, numbers.Real) and not isinstance(v, bool) and np.isfinite(float(v))
             if ok:
                 ok = (v > low if low_open else v >= low) and (v < high if high_open else v <= high)
             if not ok:
@@ -288,7 +294,7 @@ class LGMMLRanker(BaseRanker):
         hr = self.highly_relevant
         if not (
             (isinstance(hr, str) and hr in ("upper_half", "top"))
-            or (isinstance(hr, numbers.Integral) and not isinstance(hr, bool) and hr >= 1)
+            or (isinstance(hr, numbers.Integral) and not isinstance(hr, bool) and int(hr) >= 1)
         ):
             raise ValueError(
                 "highly_relevant must be one of ['upper_half', 'top'] or an "
@@ -303,15 +309,14 @@ class LGMMLRanker(BaseRanker):
         integer("n_threads", 1, none_ok=True)
         rs = self.random_state
         if rs is not None and (
-            isinstance(rs, bool) or not isinstance(rs, numbers.Integral) or rs < 0
+            isinstance(rs, bool) or not isinstance(rs, numbers.Integral) or int(rs) < 0
         ):
             raise ValueError(f"random_state must be a non-negative integer or None, got {rs!r}")
 
-    def _threads(self):
-        return thread_limit(None if self.n_threads is None else int(self.n_threads))
-
     # ------------------------------------------------------------------ fit
-    def fit(self, X, y, *, qid, eval_set=None):
+    def fit(
+        self, X: ArrayLike, y: ArrayLike, *, qid: ArrayLike, eval_set: EvalSet | None = None
+    ) -> LGMMLRanker:
         self._validate_params()
         X, y, qid = check_ranking_input(X, y, qid)
         if X.shape[0] == 0:
@@ -320,14 +325,15 @@ class LGMMLRanker(BaseRanker):
         dtype = np.float32 if self.dtype == "float32" else np.float64
         bounds = query_boundaries(qid)
         rng = np.random.default_rng(self.random_state)
-        with self._threads():
+        with thread_limit(None if self.n_threads is None else int(self.n_threads)):
             scaler = FeatureScaler.fit(Xd, self.scaling)
 
-            def rows(idx):
+            def rows(idx: np.ndarray) -> np.ndarray:
                 return scaler.transform(Xd[idx])
 
-            def query_points(qi):
-                return scaler.transform(Xq[bounds[qi] : bounds[qi] + 1])[0]
+            def query_points(qi: int) -> np.ndarray:
+                assert Xq is not None  # passed only on query-by-example data
+                return np.asarray(scaler.transform(Xq[bounds[qi] : bounds[qi] + 1])[0])
 
             sets = QuerySets(y, bounds, self.highly_relevant, self.negatives)
             n_iter = (100 * sets.n_queries) if self.n_iter is None else int(self.n_iter)
@@ -366,7 +372,7 @@ class LGMMLRanker(BaseRanker):
                 Qs = scaler.transform(Xq[sample]) if Xq is not None else None
                 bank.fit_dist_scale(Xs, Qs, float(self.distance_quantile), dtype=dtype)
 
-            def features(idx):
+            def features(idx: np.ndarray) -> np.ndarray:
                 out = np.empty((idx.size, bank.n_metrics))
                 step = self._chunk_rows(bank)
                 for a in range(0, idx.size, step):
@@ -461,7 +467,9 @@ class LGMMLRanker(BaseRanker):
 
     # ------------------------------------------------------------------ predict
 
-    def _score_rows(self, X, qid, out: np.ndarray, reduce) -> np.ndarray:
+    def _score_rows(
+        self, X: ArrayLike, qid: ArrayLike | None, out: np.ndarray, reduce: Reduce
+    ) -> np.ndarray:
         """``out[rows] = reduce(h(p) of rows)`` (:func:`~.scoring.score_rows`)."""
         self._check_fitted("metric_bank_", "weights_", "scaler_")
         X, _, _ = check_ranking_input(
@@ -474,23 +482,13 @@ class LGMMLRanker(BaseRanker):
         n_workers = resolve_n_threads(self.n_threads)
         return score_rows(bank, self.scaler_, Xq, Xd, out, reduce, dtype, step, n_workers)
 
-    def decision_features(self, X) -> np.ndarray:
+    def decision_features(self, X: ArrayLike) -> np.ndarray:
         """h(p) (n, m): the per-metric terms of the score, ``score = sign * h @ weights_``."""
         self._check_fitted("metric_bank_")
         out = np.empty((np.shape(X)[0], self.metric_bank_.n_metrics))
         return self._score_rows(X, None, out, lambda h: h)
 
-    def save_native(self, folder) -> dict:
-        """The metric bank, feature scaling, weights and diagnostics as ``state.npz`` /
-        ``state.json`` (:mod:`.persistence`)."""
-        self._check_fitted("metric_bank_", "weights_")
-        return save_lgmml(self, folder)
-
-    @classmethod
-    def load_native(cls, folder, manifest):
-        return load_lgmml(cls, folder, manifest)
-
-    def predict(self, X, *, qid=None) -> np.ndarray:
+    def predict(self, X: ArrayLike, *, qid: ArrayLike | None = None) -> np.ndarray:
         """Scores (n_docs,) float64, input row order; ``qid`` is accepted and not needed.
         The same numbers for any ``n_threads`` (fixed chunks, one-thread BLAS per chunk)."""
         self._check_fitted("metric_bank_", "weights_")

@@ -123,11 +123,11 @@ class MetricBank:
             seg.append(pos)
             pos += keep.size
             cols.append(keep)
-        cols = np.concatenate(cols)
+        kept = np.concatenate(cols)
         return MetricBank(
             alpha=self.alpha.copy(),
-            V=np.ascontiguousarray(self.V[:, cols]),
-            g=self.g[cols].copy(),
+            V=np.ascontiguousarray(self.V[:, kept]),
+            g=self.g[kept].copy(),
             seg=np.asarray(seg, dtype=np.int64),
             anchors=None if self.anchors is None else self.anchors.copy(),
             score_form=self.score_form,
@@ -266,6 +266,7 @@ class MetricBank:
         """``h_r(p)`` (n, m) float64 such that ``f(p) = sign * h(p) @ Phi``."""
         delta = np.sqrt(self.sq_distances(Xs, Q, dtype=dtype))
         if self.score_form == "rising":
+            assert self.dist_scale is not None  # from_metrics sets it, fit_dist_scale refits it
             delta /= self.dist_scale[None, :]
             np.minimum(delta, 1.0, out=delta)
         return g_of(delta)
@@ -287,6 +288,10 @@ class MetricBank:
 #: large enough for BLAS-3 speed in ``[x, 1] @ W`` and small enough that two or more chunks
 #: exist to share between threads on inputs of a few thousand documents
 SCORE_CHUNK_ROWS = 4096
+
+
+#: what ``score_rows`` applies to each chunk of h(p): (rows, m) -> the values to store
+Reduce = Callable[[np.ndarray], np.ndarray]
 
 
 def map_row_chunks(n_rows: int, step: int, fn: Callable[[slice], None], n_workers: int) -> None:
@@ -315,7 +320,9 @@ def map_row_chunks(n_rows: int, step: int, fn: Callable[[slice], None], n_worker
                 pass  # re-raises a chunk's error here
 
 
-def score_rows(bank, scaler, Xq, Xd, out, reduce, dtype, step: int, n_workers: int):
+def score_rows(
+    bank, scaler, Xq, Xd, out, reduce: Reduce, dtype, step: int, n_workers: int
+) -> np.ndarray:
     """``out[rows] = reduce(bank.features(scaled Xd[rows], scaled Xq[rows]))`` for the row
     chunks of :func:`map_row_chunks` (``step`` rows each, ``n_workers`` threads, one-thread
     BLAS): the same numbers for any ``n_workers``. Returns ``out``."""

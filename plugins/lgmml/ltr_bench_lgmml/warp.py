@@ -26,6 +26,7 @@ iterations (iid within the chunk): a documented approximation for MSLR-sized dat
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -66,7 +67,7 @@ def warp_loss(
     return total / max(n, 1)
 
 
-def _mu(step_size, it: int, n_queries: int) -> float:
+def _mu(step_size, it: int | np.integer, n_queries: int) -> float:
     if step_size == "authors":
         return 1.0 / (1.0 + np.exp(it / (100.0 * n_queries)))
     return float(step_size)
@@ -114,6 +115,7 @@ def train_warp(
     """
     elig = sets.eligible
     nq_all = sets.n_queries
+    phi: np.ndarray
     if mode == "per_query":
         phi = np.full((nq_all, n_metrics), float(initial_weight))
     else:
@@ -178,7 +180,9 @@ def train_warp(
 
 
 def _chunks(order: np.ndarray, sets: QuerySets, row_bytes: int, cache_bytes: int):
-    chunks, cur, cur_bytes = [], [], 0
+    chunks: list[np.ndarray] = []
+    cur: list[Any] = []
+    cur_bytes = 0
     for q in order:
         b = (sets.pos[q].size + sets.neg[q].size) * row_bytes
         if cur and cur_bytes + b > cache_bytes:

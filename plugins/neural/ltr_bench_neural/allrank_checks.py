@@ -128,7 +128,8 @@ def _kind(value: Any) -> str:
         return "the integer"
     if isinstance(value, numbers.Real):
         return "the number"
-    return {dict: "an object", list: "a list", str: "the string"}.get(type(value), "a value")
+    names: dict[type, str] = {dict: "an object", list: "a list", str: "the string"}
+    return names.get(type(value), "a value")
 
 
 def _finite(value) -> bool:
@@ -158,9 +159,10 @@ def _fits(spec: Spec, value: Any) -> bool:
         return False
     if not _finite(value):  # 1e400 in JSON reads as inf; 1 followed by 400 zeros is an int
         return False
-    if spec.low is not None and not (value > spec.low if spec.low_open else value >= spec.low):
+    x = float(value)  # finite (checked above), so the conversion cannot overflow
+    if spec.low is not None and not (x > spec.low if spec.low_open else x >= spec.low):
         return False
-    return spec.high is None or (value < spec.high if spec.high_open else value <= spec.high)
+    return spec.high is None or (x < spec.high if spec.high_open else x <= spec.high)
 
 
 def _got(value: Any) -> str:

@@ -56,7 +56,7 @@ import inspect
 import json
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ltr_bench_neural.allrank_checks import AllRankConfigError, check_config, check_scheduler
 
@@ -125,7 +125,7 @@ def _err(where: str, key: str, problem: str) -> AllRankConfigError:
     return AllRankConfigError(f"{where}: key {key!r}: {problem}")
 
 
-def _known(value: str, known) -> str:
+def _known(value: object, known) -> str:
     known = list(known)
     close = difflib.get_close_matches(str(value), known, n=3, cutoff=0.5)
     hint = f" (did you mean {', '.join(close)}?)" if close else ""
@@ -306,12 +306,12 @@ def translate(cfg, where: str = "<config>") -> tuple[dict[str, Any], list[str]]:
     check_config(cfg, where, LOSSES)  # every type, range and size, before anything is read
     notices: list[str] = []
     params: dict[str, Any] = {"l2": 0.0}
-    model = _section(cfg, "model", where, required=True)
+    model = cast(dict, _section(cfg, "model", where, required=True))  # required: never None
     params["scorer"], params["scorer_args"] = _model(model, where)
     _check_activations(params["scorer_args"], where)
     post = (model.get("post_model") or {}).get("output_activation")
     params["loss"], loss_args, weight = _loss(
-        _section(cfg, "loss", where, required=True), post, where, notices
+        cast(dict, _section(cfg, "loss", where, required=True)), post, where, notices
     )
     params["loss_args"] = loss_args
     if weight is not None:
@@ -476,7 +476,7 @@ def validate_config(ranker) -> None:
     effective_ranker(ranker)
 
 
-def fit_with_config(ranker, X, y, *, qid, eval_set=None):
+def fit_with_config(ranker: Any, X: Any, y: Any, *, qid: Any, eval_set: Any = None) -> Any:
     """Fit ``ranker`` as its allRank config says (``--param`` overrides applied); the fitted
     state is copied onto ``ranker`` and ``fitted_info`` records the config's parameters,
     the overrides and the notices."""

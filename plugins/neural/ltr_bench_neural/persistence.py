@@ -25,6 +25,7 @@ shape) and sets it to eval mode: ``predict`` is bit for bit the saved ranker's.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +40,7 @@ SCORER_FILE = "scorer.pt"
 _SHARED = ("n_features_in_", "model_", "feature_mean_", "feature_scale_", "curves_")
 
 
-def save_neural(ranker, folder) -> dict:
+def save_neural(ranker: Any, folder: Path) -> dict[str, Any]:
     """Write ``ranker``'s fitted model to ``folder``; returns the manifest extras (scorer,
     the feature transform ``predict`` applies itself, torch's version)."""
     import torch
@@ -58,7 +59,7 @@ def save_neural(ranker, folder) -> dict:
     }
 
 
-def load_neural(cls, folder, manifest):
+def load_neural(cls: Any, folder: Path, manifest: dict[str, Any]) -> Any:
     """The ranker :func:`save_neural` wrote in ``folder``."""
     import torch
 

@@ -7,10 +7,14 @@ validating a plan work without it.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input
+from ltr_bench.ranker import BaseRanker, EvalSet, RankerTags, check_ranking_input
 from ltr_bench_neural import design
 from ltr_bench_neural.features import FEATURE_TRANSFORMS
 from ltr_bench_neural.losses import check_loss_args, resolve
@@ -90,43 +94,46 @@ class NeuralRanker(BaseRanker):
         then takes ``position`` / ``propensity``; :mod:`ltr_bench_neural.unbiased`).
     """
 
+    #: the ranker contract version this plugin is built for (ltr_bench.ranker.CONTRACT_VERSION)
+    contract_version = 1
+
     def __init__(
         self,
-        scorer="linear",
-        group="none",
-        loss="softmax",
-        weight="one",
-        rho=0.1,
-        dim=10,
-        width=None,
-        depth=None,
-        dropout=None,
-        activation="tanh",
-        tau=1.0,
-        temperature=1.0,
-        optimizer="auto",
-        l2=None,
-        epochs=100,
-        lr=None,
-        batch_size=64,
-        patience=10,
-        lr_scheduler=None,
-        lr_scheduler_args=None,
-        grad_clip=None,
-        slate_length=None,
-        val_metric="ndcg@10",
-        device="auto",
-        dtype="float32",
-        feature_transform="none",
-        memory_budget=2**24,
-        scorer_args=None,
-        loss_args=None,
-        config=None,
-        query_dim=None,
-        random_state=None,
-        n_threads=None,
-        unbiased="none",
-    ):
+        scorer: str = "linear",
+        group: str = "none",
+        loss: str = "softmax",
+        weight: str = "one",
+        rho: float = 0.1,
+        dim: int = 10,
+        width: int | None = None,
+        depth: int | None = None,
+        dropout: float | None = None,
+        activation: str = "tanh",
+        tau: float = 1.0,
+        temperature: float = 1.0,
+        optimizer: str = "auto",
+        l2: float | None = None,
+        epochs: int = 100,
+        lr: float | None = None,
+        batch_size: int = 64,
+        patience: int | None = 10,
+        lr_scheduler: str | None = None,
+        lr_scheduler_args: dict[str, Any] | None = None,
+        grad_clip: float | None = None,
+        slate_length: int | None = None,
+        val_metric: str = "ndcg@10",
+        device: str = "auto",
+        dtype: str = "float32",
+        feature_transform: str = "none",
+        memory_budget: int = 2**24,
+        scorer_args: dict[str, Any] | None = None,
+        loss_args: dict[str, Any] | None = None,
+        config: str | dict[str, Any] | None = None,
+        query_dim: int | None = None,
+        random_state: int | None = None,
+        n_threads: int | None = None,
+        unbiased: str = "none",
+    ) -> None:
         self.scorer = scorer
         self.group = group
         self.loss = loss
@@ -179,7 +186,7 @@ class NeuralRanker(BaseRanker):
             requires_propensity=self.unbiased == "ips",  # weights 1 / true propensity
         )
 
-    def search_space(self=None) -> dict:
+    def search_space(self: NeuralRanker | None = None) -> dict[str, Any]:
         """The default ``ltr-bench tune`` search space for this scorer, optimizer and loss
         (``ltr_bench_neural.search_space``); on the class, the defaults' space."""
         from ltr_bench_neural.search_space import default_search_space
@@ -187,7 +194,7 @@ class NeuralRanker(BaseRanker):
         return default_search_space(self if self is not None else NeuralRanker())
 
     # ------------------------------------------------------------------ validation
-    def check_user_params(self, user_params) -> None:
+    def check_user_params(self, user_params: dict[str, Any]) -> None:
         """With a config: a ``--param`` the config would replace is refused (issue 33)."""
         if self.config is not None:
             from ltr_bench_neural.allrank_overrides import check_overrides
@@ -205,24 +212,32 @@ class NeuralRanker(BaseRanker):
             validate_config(self)
             return
 
-        def choice(name, allowed, what=None):
+        def choice(name: str, allowed: Iterable[str], what: str | None = None) -> None:
             value = getattr(self, name)
             if not isinstance(value, str) or value not in allowed:
                 raise ValueError(f"{name}: " + design.unknown_choice(what or name, value, allowed))
 
-        def integer(name, low, none_ok=False):
+        def integer(name: str, low: int, none_ok: bool = False) -> None:
             v = getattr(self, name)
             if v is None and none_ok:
                 return
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < low:
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or int(v) < low:
                 extra = " or None" if none_ok else ""
                 raise ValueError(f"{name} must be an integer >= {low}{extra}, got {v!r}")
 
-        def real(name, low, high, *, low_open=False, high_open=False, none_ok=False):
+        def real(
+            name: str,
+            low: float,
+            high: float,
+            *,
+            low_open: bool = False,
+            high_open: bool = False,
+            none_ok: bool = False,
+        ) -> None:
             v = getattr(self, name)
             if v is None and none_ok:
                 return
-            ok = isinstance(v, numbers.Real) and not isinstance(v, bool) and np.isfinite(v)
+            ok = isinstance(v, numbers.Real) and not isinstance(v, bool) and np.isfinite(float(v))
             if ok:
                 ok = (v > low if low_open else v >= low) and (v < high if high_open else v <= high)
             if not ok:
@@ -305,19 +320,29 @@ class NeuralRanker(BaseRanker):
         integer("n_threads", 1, none_ok=True)
         rs = self.random_state
         if rs is not None and (
-            isinstance(rs, bool) or not isinstance(rs, numbers.Integral) or rs < 0
+            isinstance(rs, bool) or not isinstance(rs, numbers.Integral) or int(rs) < 0
         ):
             raise ValueError(f"random_state must be a non-negative integer or None, got {rs!r}")
 
     # ------------------------------------------------------------------ fit / predict
-    def fit(self, X, y, *, qid, eval_set=None, position=None, propensity=None):
+    def fit(
+        self,
+        X: ArrayLike,
+        y: ArrayLike,
+        *,
+        qid: ArrayLike,
+        eval_set: EvalSet | None = None,
+        position: ArrayLike | None = None,
+        propensity: ArrayLike | None = None,
+    ) -> NeuralRanker:
         """``position`` / ``propensity``: per-row click data, used only when ``unbiased``
         is ``ips`` or ``dla`` (:mod:`ltr_bench_neural.unbiased`); ignored otherwise."""
         self._validate_params()
         if self.config is not None:
             from ltr_bench_neural.allrank_config import fit_with_config
 
-            return fit_with_config(self, X, y, qid=qid, eval_set=eval_set)
+            fit_with_config(self, X, y, qid=qid, eval_set=eval_set)
+            return self
         X, y, qid = check_ranking_input(X, y, qid)
         if X.shape[0] == 0:
             raise ValueError("cannot fit on an empty training set (X has 0 rows)")
@@ -345,16 +370,16 @@ class NeuralRanker(BaseRanker):
         self.info_ = result.info
         return self
 
-    def predict(self, X, *, qid=None) -> np.ndarray:
+    def predict(self, X: ArrayLike, *, qid: ArrayLike | None = None) -> np.ndarray:
         self._check_fitted("model_")
         X, _, qid = check_ranking_input(
             X, None, qid, n_features=self.n_features_in_, require_qid=False
         )
         from ltr_bench_neural.training import predict_scores
 
-        return predict_scores(getattr(self, "effective_", self), X, qid)
+        return np.asarray(predict_scores(getattr(self, "effective_", self), X, qid))
 
-    def save_native(self, folder) -> dict:
+    def save_native(self, folder: Path) -> dict[str, Any]:
         """The scorer's ``state_dict`` and the standardisation (:mod:`.persistence`)."""
         self._check_fitted("model_")
         from ltr_bench_neural.persistence import save_neural
@@ -362,10 +387,11 @@ class NeuralRanker(BaseRanker):
         return save_neural(self, folder)
 
     @classmethod
-    def load_native(cls, folder, manifest):
+    def load_native(cls, folder: Path, manifest: dict[str, Any]) -> NeuralRanker:
         from ltr_bench_neural.persistence import load_neural
 
-        return load_neural(cls, folder, manifest)
+        ranker: NeuralRanker = load_neural(cls, folder, manifest)
+        return ranker
 
     def learning_curves(self) -> dict[str, list[float]]:
         """Per iteration (L-BFGS) or epoch: ``train_loss`` (the regularised objective at the

@@ -38,7 +38,7 @@ class LossSpec:
         )
 
 
-_PAIR = dict(weights="pair", pairwise_memory=True)
+_PAIR: dict[str, Any] = dict(weights="pair", pairwise_memory=True)
 
 LOSSES: dict[str, LossSpec] = {
     "softmax": LossSpec(

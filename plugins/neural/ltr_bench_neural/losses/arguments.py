@@ -125,7 +125,8 @@ def _fits(rule: Arg, value: Any) -> bool:
         return False
     if rule.low is None:
         return True
-    return value > rule.low if rule.low_open else value >= rule.low
+    x = float(value)  # finite (checked above), so the conversion cannot overflow
+    return x > rule.low if rule.low_open else x >= rule.low
 
 
 def arg_problem(loss: str, key: str, value: Any) -> str | None:

@@ -115,7 +115,8 @@ class TransformerScorer(nn.Module):
         )
         pe = a["positional_encoding"]
         if isinstance(pe, dict):  # allRank's {"strategy": ..., "max_indices": ...}
-            pe, a["max_indices"] = pe.get("strategy"), pe.get("max_indices", a["max_indices"])
+            a["max_indices"] = pe.get("max_indices", a["max_indices"])
+            pe = pe.get("strategy")
         self.position = (
             None if pe is None else PositionalEncoding(pe, d_model, a["max_indices"], dtype)
         )
