@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import socket
 import threading
 import time
 import uuid
@@ -420,9 +421,30 @@ class _WithProgress:
     def __call__(self, cell: Cell) -> Any:
         publisher = _Publisher(self.topic, self.position)
         try:
-            return _call_reporting(self.fn, cell, publisher)
+            return _said_where(_call_reporting(self.fn, cell, publisher))
         finally:
             publisher.flush()  # the last report held back by the throttle
+
+
+def _said_where(record: Any) -> Any:
+    """A cell that failed to load its data on a worker says so: the worker saw the data
+    home, ``--dataset PATH`` and the cache as that worker sees them, not as the client
+    does (``docs/dask.md``, "What must be where")."""
+    if getattr(record, "status", None) != "failed" or record.error_stage != "load":
+        return record
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):  # not on a worker
+        return record
+    record.error = (
+        f"on the Dask worker {worker.address} (host {socket.gethostname()}), which loads "
+        f"the data itself: {record.error} (the data home, --dataset PATH and the parsed-data "
+        "cache are the worker's: give every worker the same data at the same path, or set "
+        "LTR_BENCH_DATA in the workers' environment; see docs/dask.md)"
+    )
+    return record
 
 
 class _Publisher:
