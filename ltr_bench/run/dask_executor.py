@@ -294,8 +294,10 @@ class DaskExecutor(Executor):
             for w in todo:
                 self._warmed.setdefault(w, set()).update(modules)
 
-    def map_cells(self, cells, *, started=None, fn=None, on_failure=None, progress=None):
+    def map_cells(self, cells, *, started=None, fn=None, on_failure=None, progress=None, cost=None):
         from distributed import as_completed
+
+        from ltr_bench.run.cost import longest_first
 
         check_records = fn is None  # run_cell's results are checked; a caller's fn's are its own
         given, (fn, on_failure) = fn, _defaults(fn, on_failure)
@@ -331,7 +333,11 @@ class DaskExecutor(Executor):
         def fill() -> None:
             """Submit waiting cells to the free slots."""
             while waiting and len(running) < slots:
-                i = waiting.popleft()
+                if cost is None:
+                    i = waiting.popleft()
+                else:  # the longest first, so that the last cell does not run alone
+                    i = waiting[longest_first([cost(cells[j]) for j in waiting])]
+                    waiting.remove(i)
                 cell = cells[i]
                 # a fresh key per submission: a re-run is not served from Dask's memory
                 key = f"ltr-bench-cell-{cell.key[:12]}-{uuid.uuid4().hex[:8]}"
