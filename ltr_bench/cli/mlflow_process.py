@@ -40,9 +40,11 @@ Guarantees kept:
 
 Messages (tuples, pickled): to the logging process ``("open", plan, plan_toml, report)``,
 ``("cell", record, index, total, skipped, held)``, ``("close", interrupted, report_units)``,
-``("quit",)``; back ``("closing",)`` (the logging lock is held: the run may exit before the
-end, :mod:`ltr_bench.tracking.background`), ``("released", key)``, ``("warning", text)``
-(logging failed: from now on local only), ``("note", text)``, ``("done", error)``.
+``("quit",)``, and before ``close`` ``("lock", path)`` followed by the descriptor of the
+logging lock (:func:`multiprocessing.reduction.send_handle`; it holds the lock from the run's
+end to the logging's, :mod:`ltr_bench.tracking.background`); back ``("released", key)``,
+``("warning", text)`` (logging failed: from now on local only), ``("note", text)``,
+``("done", error)``.
 """
 
 from __future__ import annotations
@@ -64,21 +66,6 @@ __all__ = ["MlflowProcess"]
 
 #: niceness of the logging process when the fits use every core (they get them first)
 NICE = 10
-
-
-#: seconds :meth:`MlflowProcess.close` waits for the logging to end (else it finishes in the
-#: background), unless ``LTR_BENCH_MLFLOW_WAIT`` says otherwise (``inf``: always wait)
-WAIT_SECONDS = 0.25
-
-
-def wait_seconds() -> float | None:
-    """``LTR_BENCH_MLFLOW_WAIT`` (seconds, ``inf`` to wait for the end), else
-    :data:`WAIT_SECONDS`."""
-    try:
-        value = float(os.environ.get("LTR_BENCH_MLFLOW_WAIT", WAIT_SECONDS))
-    except ValueError:
-        return WAIT_SECONDS
-    return max(0.0, value) if value < 1e9 else None  # None: Event.wait without a timeout
 
 
 class MlflowProcess:
@@ -115,7 +102,6 @@ class MlflowProcess:
         self._held: dict[str, Callable[[], None]] = {}
         self._pending: list[tuple[str, str]] = []  # ("warning" | "note", text) for the caller
         self._done = threading.Event()
-        self._closing = threading.Event()  # the logging process holds the logging lock
         self._dead = False
         self._opened = False
         self._stopping = False
@@ -190,13 +176,14 @@ class MlflowProcess:
         dataset in ``report_units`` (only with ``run --attach-report``: it costs ~1 s at the
         end) (dataset -> its (fold, seed) pairs of this run), wait
         for the logging process and stop it. Errors end up in :attr:`error`."""
+        from ltr_bench.tracking.background import wait_seconds
+
+        self._hand_over_lock()
         if self._send(("close", interrupted, report_units)):
             try:
-                if not self._done.wait(wait_seconds()):
-                    if self._closing.wait(10):  # it holds the lock the store's readers wait for
-                        self._detach()
-                        return
-                    self._done.wait()
+                if not self._done.wait(wait_seconds()):  # background.py
+                    self._detach()
+                    return
             except KeyboardInterrupt:  # a second Ctrl-C: stop waiting for MLflow
                 self._proc.terminate()
                 self._fail("interrupted while logging to MLflow")
@@ -204,11 +191,33 @@ class MlflowProcess:
         self._release_all()
         self._flush()
 
+    def _hand_over_lock(self) -> None:
+        """Take the logging lock that readers of the store wait for
+        (:mod:`ltr_bench.tracking.background`) and send it to the logging process, which
+        holds it until it has logged everything, whether or not this process is still
+        there."""
+        from multiprocessing import reduction
+
+        from ltr_bench.tracking.background import take_lock
+
+        taken = take_lock(self.uri, pid=self._proc.pid)
+        if taken is None:
+            return
+        fd, path = taken
+        with self._send_lock:
+            try:
+                if not self._dead:
+                    self._conn.send(("lock", str(path)))
+                    reduction.send_handle(self._conn, fd, self._proc.pid)
+            except (OSError, ValueError):
+                self._dead = True
+        os.close(fd)  # the copy in flight, then the logging process's, keep the lock
+
     def _detach(self) -> None:
-        """Leave the logging process to finish on its own after the run exits (see
-        :func:`wait_seconds`): multiprocessing forgets it (its exit handler would end it),
-        the pipe closes at exit (which tells it), the claims are released (it takes each
-        again)."""
+        """Leave the logging process to finish on its own after the run exits
+        (:func:`~ltr_bench.tracking.background.wait_seconds`): multiprocessing forgets it
+        (its exit handler would end it), the pipe closes at exit (which tells it), the
+        claims are released (it takes each again)."""
         from multiprocessing import process
 
         self.detached = True
@@ -265,8 +274,6 @@ class MlflowProcess:
                     self.error = message[1]
                     self._release_all()
                 self._say(kind, message[1])
-            elif kind == "closing":
-                self._closing.set()
             elif kind == "done":
                 if message[1] and self.error is None:
                     self.error = message[1]
@@ -342,8 +349,10 @@ def _serve(conn, uri: str, results_root: str, run_pid: int) -> None:
     run_gone = threading.Event()
     closing = threading.Event()  # the run sent "close": everything to log is in the inbox
     detached = threading.Event()  # ... and then exited: finish in the background
-    unlock: list = []  # the release of the logging lock, taken at "close"
-    from ltr_bench.tracking.background import hold_lock
+    unlock: list = []  # the logging lock (descriptor, path) the run handed over
+    from multiprocessing import reduction
+
+    from ltr_bench.tracking.background import release_lock
 
     def drain() -> None:  # the run never waits on a full pipe
         while True:
@@ -356,10 +365,14 @@ def _serve(conn, uri: str, results_root: str, run_pid: int) -> None:
                 run_gone.set()  # the run's process is gone mid-run: stop, log no more
                 inbox.put(None)
                 return
-            if message[0] == "close":  # from now on readers of the store wait for the end
-                unlock.append(hold_lock(uri))  # (background.py), even while MLflow imports
+            if message[0] == "lock":  # held from the run's end to this process's
+                try:
+                    unlock.append((reduction.recv_handle(conn), Path(message[1])))
+                except (OSError, EOFError):
+                    pass
+                continue
+            if message[0] == "close":
                 closing.set()
-                send(("closing",))  # the run may exit now: the lock is held
             inbox.put(message)
 
     sending = threading.Lock()
@@ -432,9 +445,8 @@ def _serve(conn, uri: str, results_root: str, run_pid: int) -> None:
                 if report_units and listener.tracker is not None:
                     attach_html_reports(store, report_units, listener, lambda t: send(("note", t)))
                 send(("done", listener.error))
-                for release in unlock:
-                    if release is not None:
-                        release()
+                for fd, path in unlock:
+                    release_lock(fd, path)
                 _exit_now()
             elif kind == "quit":
                 _exit_now()

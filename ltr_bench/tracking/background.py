@@ -5,8 +5,8 @@ the readers.
 and the parent runs into MLflow (``LTR_BENCH_MLFLOW_WAIT``, :mod:`ltr_bench.cli.mlflow_process`):
 the local results are already saved, so the process finishes in the background. From the
 run's end to its own, it holds an exclusive ``flock`` on ``<lock dir>/<pid>.lock``
-(:func:`hold_lock`; taken when the run says it is done, so a run still computing is never
-waited for); a
+(:func:`take_lock`: the run takes it when it is done and hands it to the logging process, so
+a run still computing is never waited for); a
 reader of the same store (``ltr-bench report``, :func:`~ltr_bench.tracking.fetch_fold_results`)
 first waits for every such lock (:func:`wait_for_background_logging`), so what it reads is
 complete. A lock whose process died is free (the kernel drops a dead process's ``flock``),
@@ -28,7 +28,30 @@ from pathlib import Path
 
 from ltr_bench.tracking.store import sqlite_path
 
-__all__ = ["adopt_parents", "hold_lock", "lock_dir", "wait_for_background_logging"]
+__all__ = [
+    "adopt_parents",
+    "hold_lock",
+    "lock_dir",
+    "release_lock",
+    "take_lock",
+    "wait_for_background_logging",
+    "wait_seconds",
+]
+
+#: seconds ``ltr-bench run`` waits at its end for the logging to end (else it finishes in
+#: the background), unless ``LTR_BENCH_MLFLOW_WAIT`` says otherwise (``inf``: always wait)
+RUN_WAIT_SECONDS = 0.25
+
+
+def wait_seconds() -> float | None:
+    """``LTR_BENCH_MLFLOW_WAIT`` (seconds, ``inf`` to wait for the end), else
+    :data:`RUN_WAIT_SECONDS`."""
+    try:
+        value = float(os.environ.get("LTR_BENCH_MLFLOW_WAIT", RUN_WAIT_SECONDS))
+    except ValueError:
+        return RUN_WAIT_SECONDS
+    return max(0.0, value) if value < 1e9 else None  # None: Event.wait without a timeout
+
 
 #: how long a reader waits for a background logger before reading all the same (seconds)
 WAIT_SECONDS = 120.0
@@ -45,29 +68,43 @@ def lock_dir(uri: str) -> Path:
     return Path(tempfile.gettempdir()) / f"ltr-bench-logging-{os.getuid()}" / digest
 
 
-def hold_lock(uri: str) -> Callable[[], None] | None:
-    """Take this process's logging lock on store ``uri``; returns its release (the lock also
-    ends with the process), or None where no lock can be made (the readers then do not
-    wait: the logging still completes, only a report read meanwhile may miss its end)."""
+def take_lock(uri: str, pid: int | None = None) -> tuple[int, Path] | None:
+    """Create and lock (``flock``, exclusive) ``<lock dir>/<pid>.lock`` for store ``uri``
+    (``pid``: the logging process's, default this one's); returns the open descriptor and
+    the path, or None where no lock can be made (the readers then do not wait: the logging
+    still completes, only a report read meanwhile may miss its end). The lock lasts while
+    any process holds a descriptor of it: ``ltr-bench run`` takes it and hands it to its
+    logging process over their pipe, so it holds from the run's end to the logging's."""
     import fcntl
 
     try:
         folder = lock_dir(uri)
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{os.getpid()}.lock"
+        path = folder / f"{os.getpid() if pid is None else pid}.lock"
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        fcntl.flock(fd, fcntl.LOCK_EX)
     except OSError:
         return None
-
-    def release() -> None:
-        try:
-            path.unlink()
-        except OSError:
-            pass
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError:
         os.close(fd)
+        return None
+    return fd, path
 
-    return release
+
+def release_lock(fd: int, path: Path) -> None:
+    """Remove and unlock a lock of :func:`take_lock`."""
+    try:
+        path.unlink()
+    except OSError:
+        pass
+    os.close(fd)
+
+
+def hold_lock(uri: str) -> Callable[[], None] | None:
+    """:func:`take_lock` for this process; returns its release (or None)."""
+    taken = take_lock(uri)
+    return None if taken is None else (lambda: release_lock(*taken))
 
 
 def wait_for_background_logging(
