@@ -352,7 +352,7 @@ def _serve(conn, uri: str, results_root: str, run_pid: int) -> None:
     unlock: list = []  # the logging lock (descriptor, path) the run handed over
     from multiprocessing import reduction
 
-    from ltr_bench.tracking.background import release_lock
+    from ltr_bench.tracking.background import adopt_parents, release_lock
 
     def drain() -> None:  # the run never waits on a full pipe
         while True:
@@ -360,6 +360,7 @@ def _serve(conn, uri: str, results_root: str, run_pid: int) -> None:
                 message = conn.recv()
             except (EOFError, OSError):
                 if closing.is_set():  # the run did not wait for the end: log it all
+                    _let_go_of_the_terminal()
                     detached.set()
                     return
                 run_gone.set()  # the run's process is gone mid-run: stop, log no more
@@ -430,7 +431,7 @@ def _serve(conn, uri: str, results_root: str, run_pid: int) -> None:
             return
         if detached.is_set() and not adopted:
             adopted = True
-            _adopt(tracker)
+            adopt_parents(tracker)  # the run exited: own its parent runs
         kind = message[0]
         try:
             if kind == "cell":
@@ -460,16 +461,16 @@ def _serve(conn, uri: str, results_root: str, run_pid: int) -> None:
                 return
 
 
-def _adopt(tracker) -> None:
+def _let_go_of_the_terminal() -> None:
     """The run exited before the end of the logging (``LTR_BENCH_MLFLOW_WAIT``): print
-    nothing more (the terminal is the user's next command's) and own the parent runs
-    (:func:`~ltr_bench.tracking.background.adopt_parents`)."""
-    from ltr_bench.tracking.background import adopt_parents
-
+    nothing more and close the run's stdout and stderr here at once (done from the inbox
+    thread the moment the run is gone), so that the terminal is the user's next command's
+    and a pipe (``ltr-bench run ... | tee``, a script capturing the output) ends with the
+    run, not with this process."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
-    adopt_parents(tracker)
+    os.close(devnull)
 
 
 def _exit_now() -> None:
