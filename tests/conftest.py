@@ -7,6 +7,11 @@ import os
 import ltrb_fake_rankers as fakes
 import pytest
 
+# tests read MLflow right after a run: the run waits for its logging to end (a user's run
+# leaves the last of it to the background, see ltr_bench/tracking/background.py); the test
+# of the background logging sets its own value
+os.environ.setdefault("LTR_BENCH_MLFLOW_WAIT", "inf")
+
 
 @pytest.fixture
 def fake_rankers(tmp_path, monkeypatch):

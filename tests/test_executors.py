@@ -700,3 +700,16 @@ def test_tuning_on_dask_reports_each_cells_trials_to_the_clients_status_line(
         assert mine and mine == sorted(mine) and mine[-1] == n
         last = [s for s in lines if s.startswith(head)][-1]
         assert re.fullmatch(re.escape(head) + rf"{n}/{n} complete \d\.\d{{4}}", last)
+
+
+@pytest.mark.slow
+def test_dask_starts_the_cells_with_the_longest_estimate_first(dask_executor):
+    cells = expand_plan(_plan((RankerChoice("ridge", {}),), folds=(1, 2, 3, 4))).cells
+    estimate = {c.key: s for c, s in zip(cells, (1.0, 5.0, 3.0, 9.0))}
+    order = []
+    results = dask_executor.map_cells(
+        cells, started=order.append, cost=lambda cell: estimate[cell.key]
+    )
+    assert len(list(results)) == 4
+    # two slots: folds 4 and 2 (9 s, 5 s) start first, then 3, then 1
+    assert order == [3, 1, 2, 0]

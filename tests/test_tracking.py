@@ -220,7 +220,7 @@ def test_artifacts_hold_the_resolved_config_and_per_query_metrics(ctx, tmp_path)
     assert config["cell"]["params"]["random_state"] == 0
     assert config["plan"]["rankers"] == {"fake-linear": {}, "fake-other": {}}
     parent = _runs(client, _experiment(client), "parent")[0]
-    assert {a.path for a in client.list_artifacts(parent.info.run_id)} == {"plan.json", "report"}
+    assert {a.path for a in client.list_artifacts(parent.info.run_id)} == {"plan.json"}
 
 
 def test_rerun_and_forced_rerun_do_not_duplicate_runs(own_ctx):
@@ -433,7 +433,6 @@ def test_a_config_file_is_stored_with_its_parent_run(own_ctx, tmp_path):
     assert {a.path for a in client.list_artifacts(parent.info.run_id)} == {
         "plan.json",
         "plan.toml",
-        "report",
     }
     got = client.download_artifacts(parent.info.run_id, "plan.toml", tmp_path)
     assert Path(got).read_text() == plan.read_text()
@@ -457,7 +456,16 @@ def test_mlflow_opens_on_the_comparison_with_readable_parents(ctx):
         assert parent.info.end_time - parent.info.start_time == compute
 
 
-def test_each_parent_carries_the_html_report_of_its_dataset(ctx, tmp_path):
+def test_no_html_report_is_drawn_unless_asked(ctx):
+    client = ctx["client"]
+    for parent in _runs(client, _experiment(client), "parent"):
+        assert client.list_artifacts(parent.info.run_id, "report") == []
+
+
+def test_with_attach_report_each_parent_carries_the_html_report_of_its_dataset(own_ctx, tmp_path):
+    ctx = own_ctx
+    result = ctx["invoke"](*RUN, "--attach-report")  # every cell finished: only the report
+    assert result.exit_code == 0, result.output
     client = ctx["client"]
     for parent in _runs(client, _experiment(client), "parent"):
         names = {a.path for a in client.list_artifacts(parent.info.run_id, "report")}

@@ -84,7 +84,8 @@ def console_main() -> None:
     quick exit.
 
     When a command has returned, everything it wrote is closed (results are written
-    atomically; MLflow's logging process has ended; a Dask cluster is closed by the command)
+    atomically; MLflow's logging process has ended or was left to finish in the background;
+    a Dask cluster is closed by the command)
     and the exit handlers registered with :mod:`atexit` (multiprocessing's, logging's, the
     Dask rankers' clusters) are run here. What is skipped is Python's teardown of every
     imported module, which after scikit-learn, LightGBM and XGBoost takes ~0.3 s on this

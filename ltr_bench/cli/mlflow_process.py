@@ -1,7 +1,7 @@
 """MLflow logging of ``ltr-bench run`` in a separate process: :class:`MlflowProcess`.
 
 Why a process. MLflow costs every invocation about 3 s of CPU (``import mlflow``, opening
-the SQLite store, a few transactions per fold run, the HTML report at the end), more than
+the SQLite store, a few transactions per fold run, the HTML report if asked), more than
 the rankers of a small plan take to fit. On a thread it would share the GIL with the fits
 and falsify their timings (``docs/performance.md``); in a process of its own it overlaps
 them on another core without touching them: the run computes with one thread by default,
@@ -13,8 +13,9 @@ and the run then waits for it at the end.)
 
 What runs there. The very code that logged in process before: a
 :class:`~ltr_bench.tracking.Tracker` and an :class:`~ltr_bench.tracking.MlflowListener`
-over the same results folder, then the HTML reports. This module only carries the listener's
-calls across a pipe (:mod:`multiprocessing`, ``spawn``: no state of the run is inherited).
+over the same results folder, then the HTML reports if asked (:mod:`.mlflow_report`). This
+module only carries the listener's calls across a pipe (:mod:`multiprocessing`, ``spawn``: no
+state of the run is inherited).
 
 Guarantees kept:
 
@@ -37,10 +38,13 @@ Guarantees kept:
   ends the parent runs KILLED when the run tells it to. If the run's process dies, the pipe
   closes and the logging process stops at once (a re-run repairs what is left).
 
-Messages (tuples, pickled): to the logging process ``("open", plan, plan_toml)``,
+Messages (tuples, pickled): to the logging process ``("open", plan, plan_toml, report)``,
 ``("cell", record, index, total, skipped, held)``, ``("close", interrupted, report_units)``,
-``("quit",)``; back ``("released", key)``, ``("warning", text)`` (logging failed: from now on
-local only), ``("note", text)``, ``("done", error)``.
+``("quit",)``, and before ``close`` ``("lock", path)`` followed by the descriptor of the
+logging lock (:func:`multiprocessing.reduction.send_handle`; it holds the lock from the run's
+end to the logging's, :mod:`ltr_bench.tracking.background`); back ``("released", key)``,
+``("warning", text)`` (logging failed: from now on local only), ``("note", text)``,
+``("done", error)``.
 """
 
 from __future__ import annotations
@@ -80,6 +84,8 @@ class MlflowProcess:
 
         self.uri = resolve_tracking_uri(tracking_uri)
         self.error: str | None = None
+        #: :meth:`close` returned before the logging ended: it finishes in the background
+        self.detached = False
         self.on_error: Callable[[str], None] | None = None
         self.on_note: Callable[[str], None] | None = None
         ctx = multiprocessing.get_context("spawn")
@@ -106,16 +112,24 @@ class MlflowProcess:
 
     # -- the run's side ------------------------------------------------------------------
 
-    def open(self, *, plan: dict[str, Any] | None, plan_toml: str | None) -> None:
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid
+
+    def open(
+        self, *, plan: dict[str, Any] | None, plan_toml: str | None, report: bool = False
+    ) -> None:
         """Check the store without MLflow (:func:`~ltr_bench.tracking.store.preflight`:
         raises :class:`~ltr_bench.tracking.TrackingError`, a
         :class:`~ltr_bench.errors.UsageError` for a store not to use), then let the logging
-        process open it; ``plan`` (and ``plan_toml``) are logged on the parent runs."""
+        process open it; ``plan`` (and ``plan_toml``) are logged on the parent runs.
+        ``report``: the HTML report will be attached at :meth:`close` (``run
+        --attach-report``), so the logging process readies it while the run computes."""
         from ltr_bench.tracking.store import preflight
 
         preflight(self.uri)
         self._opened = True
-        self._send(("open", plan, plan_toml))
+        self._send(("open", plan, plan_toml, report))
 
     def yield_to_fits(self, threads: int) -> None:
         """Lower the logging process's priority when fits of ``threads`` threads leave no
@@ -160,11 +174,17 @@ class MlflowProcess:
         self, *, interrupted: bool = False, report_units: dict[str, list] | None = None
     ) -> None:
         """End the parent runs (KILLED if ``interrupted``), attach the HTML report of each
-        dataset in ``report_units`` (dataset -> its (fold, seed) pairs of this run), wait
+        dataset in ``report_units`` (only with ``run --attach-report``: it costs ~1 s at the
+        end) (dataset -> its (fold, seed) pairs of this run), wait
         for the logging process and stop it. Errors end up in :attr:`error`."""
+        from ltr_bench.tracking.background import wait_seconds
+
+        self._hand_over_lock()
         if self._send(("close", interrupted, report_units)):
             try:
-                self._done.wait()
+                if not self._done.wait(wait_seconds()):  # background.py
+                    self._detach()
+                    return
             except KeyboardInterrupt:  # a second Ctrl-C: stop waiting for MLflow
                 self._proc.terminate()
                 self._fail("interrupted while logging to MLflow")
@@ -172,10 +192,53 @@ class MlflowProcess:
         self._release_all()
         self._flush()
 
+    def _hand_over_lock(self) -> None:
+        """Take the logging lock that readers of the store wait for
+        (:mod:`ltr_bench.tracking.background`) and send it to the logging process, which
+        holds it until it has logged everything, whether or not this process is still
+        there."""
+        from multiprocessing import reduction
+
+        from ltr_bench.tracking.background import take_lock
+
+        taken = take_lock(self.uri, pid=self._proc.pid)
+        if taken is None:
+            return
+        fd, path = taken
+        with self._send_lock:
+            try:
+                if not self._dead:
+                    self._conn.send(("lock", str(path)))
+                    reduction.send_handle(self._conn, fd, self._proc.pid)
+            except (OSError, ValueError):
+                self._dead = True
+        os.close(fd)  # the copy in flight, then the logging process's, keep the lock
+
+    def _detach(self) -> None:
+        """Leave the logging process to finish on its own after the run exits
+        (:func:`~ltr_bench.tracking.background.wait_seconds`): multiprocessing forgets it
+        (its exit handler would end it), the pipe closes at exit (which tells it), the
+        claims are released (it takes each again)."""
+        from multiprocessing import process
+
+        self.detached = True
+        self._stopping = True  # its end is no failure to report
+        # not ended nor waited for at exit; _children is multiprocessing's private (untyped)
+        # set of the children its exit handler joins: no public call forgets one
+        process._children.discard(self._proc)  # type: ignore[attr-defined]
+        with self._send_lock:
+            self._dead = True  # the pipe closes when this process exits (a close here
+            # would not wake the reader thread blocked on it)
+        self._release_all()
+        self._flush()
+
     def close_now(self) -> None:
         """Stop the logging process without logging anything more. Before :meth:`open` it
         has touched nothing and is ended at once (a bad invocation does not wait for it to
-        finish importing MLflow)."""
+        finish importing MLflow). After :meth:`close` left it to finish in the background,
+        nothing."""
+        if self.detached:
+            return
         if not self._opened and self._proc.is_alive():
             self._stopping = True  # its end is no failure to report
             self._proc.terminate()
@@ -282,19 +345,40 @@ def _serve(conn, uri: str, results_root: str, run_pid: int) -> None:
     """The logging process: open the store, then log what the run ``run_pid`` sends until
     ``close``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle
+    # it may outlive the run (and its terminal); a hang-up mid-run ends the run, and the
+    # closed pipe then stops this process
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     inbox: queue.SimpleQueue = queue.SimpleQueue()
     run_gone = threading.Event()
+    closing = threading.Event()  # the run sent "close": everything to log is in the inbox
+    detached = threading.Event()  # ... and then exited: finish in the background
+    unlock: list = []  # the logging lock (descriptor, path) the run handed over
+    from multiprocessing import reduction
+
+    from ltr_bench.tracking.background import adopt_parents, release_lock
 
     def drain() -> None:  # the run never waits on a full pipe
         while True:
             try:
-                inbox.put(conn.recv())
-            except (EOFError, OSError):  # the run's process is gone: stop, log no more
-                run_gone.set()
+                message = conn.recv()
+            except (EOFError, OSError):
+                if closing.is_set():  # the run did not wait for the end: log it all
+                    _let_go_of_the_terminal()
+                    detached.set()
+                    return
+                run_gone.set()  # the run's process is gone mid-run: stop, log no more
                 inbox.put(None)
                 return
+            if message[0] == "lock":  # held from the run's end to this process's
+                try:
+                    unlock.append((reduction.recv_handle(conn), Path(message[1])))
+                except (OSError, EOFError):
+                    pass
+                continue
+            if message[0] == "close":
+                closing.set()
+            inbox.put(message)
 
-    threading.Thread(target=drain, name="ltr-bench-mlflow-inbox", daemon=True).start()
     sending = threading.Lock()
 
     def send(message: tuple) -> None:
@@ -302,7 +386,10 @@ def _serve(conn, uri: str, results_root: str, run_pid: int) -> None:
             try:
                 conn.send(message)
             except (OSError, ValueError):  # the run is gone: nobody to tell
-                run_gone.set()
+                if not closing.is_set():
+                    run_gone.set()
+
+    threading.Thread(target=drain, name="ltr-bench-mlflow-inbox", daemon=True).start()
 
     import mlflow.tracking  # noqa: F401 - the slow part, done while the run plans
 
@@ -312,6 +399,7 @@ def _serve(conn, uri: str, results_root: str, run_pid: int) -> None:
         except Exception:  # noqa: BLE001, S110 - opening the store says what is wrong
             pass
 
+    from ltr_bench.cli.mlflow_report import attach_html_reports, warm_up_report
     from ltr_bench.results import ResultStore
     from ltr_bench.tracking import MlflowListener, Tracker
     from ltr_bench.tracking.store import TrackingError
@@ -327,8 +415,8 @@ def _serve(conn, uri: str, results_root: str, run_pid: int) -> None:
         send(("warning", text if text.startswith("MLflow") else f"MLflow at {uri}: {text}"))
         _answer_close(inbox, send, text)
         return
-    if inbox.empty():  # idle while the run computes: ready the end's HTML report now
-        _warm_up_report()
+    if message[3] and inbox.empty():  # idle while the run computes: ready the report now
+        warm_up_report()
     store = ResultStore(Path(results_root))
     listener = MlflowListener(
         tracker,
@@ -339,23 +427,29 @@ def _serve(conn, uri: str, results_root: str, run_pid: int) -> None:
         on_note=lambda text: send(("note", f"note: {text}")),
         claim_found=True,  # a concurrent run may be logging a record found finished
     )
+    adopted = False
     while True:
         message = inbox.get()
         if message is None or run_gone.is_set():  # the run is gone: a re-run logs the rest
             return
+        if detached.is_set() and not adopted:
+            adopted = True
+            adopt_parents(tracker)  # the run exited: own its parent runs
         kind = message[0]
         try:
             if kind == "cell":
                 _, record, index, total, skipped, held = message
-                if held:
+                if held and not detached.is_set():  # else the listener claims it itself
                     listener.hold_claim(record, functools.partial(send, ("released", record.key)))
                 listener.cell_finished(record, index, total, skipped=skipped)
             elif kind == "close":
                 _, interrupted, report_units = message
                 listener.close(interrupted=interrupted)
                 if report_units and listener.tracker is not None:
-                    _attach_html_reports(store, report_units, listener, lambda t: send(("note", t)))
+                    attach_html_reports(store, report_units, listener, lambda t: send(("note", t)))
                 send(("done", listener.error))
+                for fd, path in unlock:
+                    release_lock(fd, path)
                 _exit_now()
             elif kind == "quit":
                 _exit_now()
@@ -367,6 +461,18 @@ def _serve(conn, uri: str, results_root: str, run_pid: int) -> None:
             if kind == "close":
                 send(("done", text))
                 return
+
+
+def _let_go_of_the_terminal() -> None:
+    """The run exited before the end of the logging (``LTR_BENCH_MLFLOW_WAIT``): print
+    nothing more and close the run's stdout and stderr here at once (done from the inbox
+    thread the moment the run is gone), so that the terminal is the user's next command's
+    and a pipe (``ltr-bench run ... | tee``, a script capturing the output) ends with the
+    run, not with this process."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.close(devnull)
 
 
 def _exit_now() -> None:
@@ -389,46 +495,3 @@ def _answer_close(inbox, send, error: str) -> None:
         if message[0] == "close":
             send(("done", error))
             return
-
-
-def _warm_up_report() -> None:
-    """Import and read what the HTML report needs (matplotlib, SciPy's statistics, the
-    published table: ~1 s) while the run computes, not after it."""
-    try:
-        import scipy.stats  # noqa: F401 - the paired tests import it on first use (~0.9 s)
-
-        from ltr_bench.report import html, tables  # noqa: F401
-        from ltr_bench.report.plots import _plt
-        from ltr_bench.report.published.table import load_published
-
-        _plt()
-        load_published()  # parsed once per process
-    except Exception:  # noqa: BLE001, S110 - the report says it later, if it still fails
-        pass
-
-
-def _attach_html_reports(store, report_units: dict[str, list], listener, note) -> None:
-    """Each dataset's HTML report on its parent runs: every result in the store on the folds
-    and seeds of this run (so, on the same data, what it can be compared with)."""
-    import tempfile
-
-    from ltr_bench.errors import LtrBenchError
-    from ltr_bench.report.html import to_html
-    from ltr_bench.report.plots import write_plots
-    from ltr_bench.report.tables import build_report
-
-    for dataset in sorted(report_units):
-        units = {tuple(u) for u in report_units[dataset]}
-        recs = [
-            r for r in store.records() if r.dataset == dataset and (r.fold, r.seed) in units
-        ]  # what is comparable with this run
-        for r in recs:
-            store.per_query(r)
-        try:
-            with tempfile.TemporaryDirectory(prefix="ltr-bench-report-") as tmp:
-                rep = build_report(recs, dataset=dataset)
-                path = Path(tmp) / "report.html"
-                path.write_text(to_html(rep, plots=write_plots(rep, tmp)), encoding="utf-8")
-                listener.attach_report(dataset, path)
-        except (LtrBenchError, ValueError, OSError) as exc:
-            note(f"note: no HTML report attached for {dataset}: {exc}")

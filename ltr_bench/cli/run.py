@@ -115,6 +115,12 @@ def _err(message: str) -> None:
 @options.results_dir
 @options.output
 @click.option("--force", is_flag=True, help="Re-run cells that finished before.")
+@click.option(
+    "--attach-report",
+    is_flag=True,
+    help="Also attach each dataset's HTML report to its MLflow parent runs at the end "
+    "(~1 s more; `ltr-bench report` attaches it on demand).",
+)
 @options.save_scores
 @options.keep_models
 @click.option(
@@ -141,6 +147,7 @@ def run_cmd(
     results_dir,
     output,
     force,
+    attach_report,
     score_repeats,
     save_scores,
     keep_models,
@@ -166,6 +173,7 @@ def run_cmd(
                 results_dir=results_dir,
                 output=output,
                 force=force,
+                attach_report=attach_report,
                 score_repeats=score_repeats,
                 save_scores=save_scores,
                 keep_models=keep_models,
@@ -205,6 +213,7 @@ def _run_logged(
     *,
     output,
     force,
+    attach_report,
     score_repeats,
     save_scores,
     keep_models,
@@ -265,6 +274,7 @@ def _run_logged(
             mlflow_process.open(
                 plan=plan.to_dict(),
                 plan_toml=Path(plan.source).read_text(encoding="utf-8") if plan.source else None,
+                report=attach_report,
             )
             mlflow_listener = mlflow_process
             listeners.append(mlflow_listener)
@@ -318,7 +328,9 @@ def _run_logged(
         )
     if mlflow_listener is not None:  # the results are shown; MLflow catches up
         units: dict[str, list] = {}
-        if not interrupted and write_error is None:  # the HTML report of each dataset
+        # the HTML report of each dataset only if asked: drawing it kept every run waiting
+        # ~1 s at its end (`ltr-bench report` attaches it on demand)
+        if attach_report and not interrupted and write_error is None:
             for r in report.records:
                 units.setdefault(r.dataset, []).append((r.fold, r.seed))
         console.status("logging to MLflow ...", force=True)
@@ -327,6 +339,12 @@ def _run_logged(
         )
         console.clear()
         tracking_error = mlflow_listener.error or tracking_error
+        if mlflow_listener.detached:
+            _err(
+                f"MLflow: the last runs are being logged in the background (pid "
+                f"{mlflow_listener.pid}); `ltr-bench report` waits for them. Should that be "
+                "stopped, re-running the same command logs the rest (nothing is recomputed)."
+            )
     if output_error:
         _err(output_error)
     if write_error is not None:

@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import socket
 import threading
 import time
 import uuid
@@ -294,8 +295,10 @@ class DaskExecutor(Executor):
             for w in todo:
                 self._warmed.setdefault(w, set()).update(modules)
 
-    def map_cells(self, cells, *, started=None, fn=None, on_failure=None, progress=None):
+    def map_cells(self, cells, *, started=None, fn=None, on_failure=None, progress=None, cost=None):
         from distributed import as_completed
+
+        from ltr_bench.run.cost import longest_first
 
         check_records = fn is None  # run_cell's results are checked; a caller's fn's are its own
         given, (fn, on_failure) = fn, _defaults(fn, on_failure)
@@ -331,7 +334,11 @@ class DaskExecutor(Executor):
         def fill() -> None:
             """Submit waiting cells to the free slots."""
             while waiting and len(running) < slots:
-                i = waiting.popleft()
+                if cost is None:
+                    i = waiting.popleft()
+                else:  # the longest first, so that the last cell does not run alone
+                    i = waiting[longest_first([cost(cells[j]) for j in waiting])]
+                    waiting.remove(i)
                 cell = cells[i]
                 # a fresh key per submission: a re-run is not served from Dask's memory
                 key = f"ltr-bench-cell-{cell.key[:12]}-{uuid.uuid4().hex[:8]}"
@@ -421,9 +428,30 @@ class _WithProgress:
     def __call__(self, cell: Cell) -> Any:
         publisher = _Publisher(self.topic, self.position)
         try:
-            return _call_reporting(self.fn, cell, publisher)
+            return _said_where(_call_reporting(self.fn, cell, publisher))
         finally:
             publisher.flush()  # the last report held back by the throttle
+
+
+def _said_where(record: Any) -> Any:
+    """A cell that failed to load its data on a worker says so: the worker saw the data
+    home, ``--dataset PATH`` and the cache as that worker sees them, not as the client
+    does (``docs/dask.md``, "What must be where")."""
+    if getattr(record, "status", None) != "failed" or record.error_stage != "load":
+        return record
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):  # not on a worker
+        return record
+    record.error = (
+        f"on the Dask worker {worker.address} (host {socket.gethostname()}), which loads "
+        f"the data itself: {record.error} (the data home, --dataset PATH and the parsed-data "
+        "cache are the worker's: give every worker the same data at the same path, or set "
+        "LTR_BENCH_DATA in the workers' environment; see docs/dask.md)"
+    )
+    return record
 
 
 class _Publisher:

@@ -69,6 +69,7 @@ class Executor:
         fn: Callable[[Cell], Any] | None = None,
         on_failure: Callable[[Cell, BaseException, str], Any] | None = None,
         progress: Callable[[int, int, int, str], None] | None = None,
+        cost: Callable[[Cell], float | None] | None = None,
     ) -> Iterator[tuple[int, Any]]:
         """Run ``fn(cell)`` for each of ``cells``; yield ``(position in cells, result)`` as
         each one finishes (any order). ``started(position)`` is called when a cell starts.
@@ -88,7 +89,12 @@ class Executor:
         order a cell made them (throttled on Dask: not every report arrives, the last does),
         never after that cell was yielded. The default ``fn`` passes them on as
         ``run_cell(cell, progress=...)``; a given ``fn`` reaches them through
-        :func:`ltr_bench.progress.report_progress`."""
+        :func:`ltr_bench.progress.report_progress`.
+
+        ``cost(cell)``: its estimated seconds, or None when unknown
+        (:class:`ltr_bench.run.cost.CellCosts`); an executor that runs several cells at once
+        starts the longest first (unknown ones before them), asking again each time a slot
+        frees, so estimates that improve during the run are used."""
         raise NotImplementedError
 
     def describe(self) -> str:
@@ -110,8 +116,8 @@ class InProcessExecutor(Executor):
 
     in_process = True
 
-    def map_cells(self, cells, *, started=None, fn=None, on_failure=None, progress=None):
-        given, (fn, on_failure) = fn, _defaults(fn, on_failure)
+    def map_cells(self, cells, *, started=None, fn=None, on_failure=None, progress=None, cost=None):
+        given, (fn, on_failure) = fn, _defaults(fn, on_failure)  # cost: no use in order
         for i, cell in enumerate(cells):
             if started is not None:
                 started(i)

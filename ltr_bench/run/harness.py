@@ -55,6 +55,7 @@ from ltr_bench.results import (
     now,
 )
 from ltr_bench.run.cells import Cell, ExpandedPlan
+from ltr_bench.run.cost import CellCosts
 from ltr_bench.run.listener import Listener, Listeners
 from ltr_bench.run.plan import canonical_json
 from ltr_bench.run.unit import (
@@ -454,14 +455,17 @@ def _ship(
     if not batch:
         return
     cells = [cell for _, cell in batch]
+    costs = CellCosts(store.records())  # the longest cells first, from earlier runs and this
     results = executor.map_cells(
         cells,
         started=lambda k: listener.cell_started(cells[k], batch[k][0], total),
         # the rankers' reports from the workers, as _progress_for passes them in process
         progress=lambda k, done, n, message: listener.cell_progress(cells[k], done, n, message),
+        cost=costs,
     )
     try:
         for k, rec in results:
+            costs.add(rec)
             _keep(report, store, rec)
             claim = claims.pop(cells[k].key)
             try:

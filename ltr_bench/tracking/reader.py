@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ltr_bench.results import DamagedRecordError, ResultRecord, read_per_query_csv
+from ltr_bench.tracking.background import wait_for_background_logging
 from ltr_bench.tracking.layout import PER_QUERY_ARTIFACT, RECORD_ARTIFACT, TAG_ROLE
 from ltr_bench.tracking.store import (
     EXPERIMENT_PREFIX,
@@ -66,6 +67,7 @@ def list_datasets_in_store(
 ) -> list[str]:
     """Dataset names that have an ``ltr-bench/<dataset>`` experiment in the store."""
     uri = resolve_tracking_uri(tracking_uri, cwd)
+    wait_for_background_logging(uri)  # an earlier run's last fold runs, still being logged
     _check_store_exists(uri)
     try:
         exps = open_client(uri).search_experiments(max_results=1000)
@@ -99,6 +101,7 @@ def fetch_fold_results(
     :class:`TrackingError` (store unusable).
     """
     uri = resolve_tracking_uri(tracking_uri, cwd)
+    wait_for_background_logging(uri)  # an earlier run's last fold runs, still being logged
     _check_store_exists(uri)
     client = open_client(uri)
     try:

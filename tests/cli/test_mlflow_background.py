@@ -1,0 +1,120 @@
+"""A run that does not wait for the end of its MLflow logging (``LTR_BENCH_MLFLOW_WAIT``,
+:mod:`ltr_bench.tracking.background`): the logging finishes after the run exits, a reader of
+the store waits for it, and a background logger that is killed costs nothing (the next run
+of the same command logs the rest). Real processes and signals."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from test_reliability import _folds, _slow_cmd, _subprocess_env
+
+from ltr_bench.tracking.background import lock_dir, wait_for_background_logging
+
+
+def _status(db: Path, role: str) -> list[str]:
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute(
+            "select r.status from runs r join tags t on t.run_uuid = r.run_uuid where "
+            "t.key = 'ltr_bench_role' and t.value = ? and r.lifecycle_stage = 'active'",
+            (role,),
+        ).fetchall()
+    finally:
+        con.close()
+    return sorted(r[0] for r in rows)
+
+
+def _holds_output(pid: int) -> bool:
+    """Process ``pid`` has a stdout or stderr other than /dev/null (False once it is gone)."""
+    try:
+        return any(os.readlink(f"/proc/{pid}/fd/{fd}") != os.devnull for fd in (1, 2))
+    except FileNotFoundError:
+        return False
+
+
+def _background_pid(stderr: str) -> int:
+    found = re.search(r"logged in the background \(pid (\d+)\)", stderr)
+    assert found, stderr
+    return int(found.group(1))
+
+
+@pytest.mark.slow
+def test_a_run_that_does_not_wait_for_mlflow_is_read_complete_by_the_next_command(tmp_path):
+    data = _folds(tmp_path / "data", 2)
+    env = _subprocess_env(tmp_path) | {"LTR_BENCH_MLFLOW_WAIT": "0"}
+    uri = f"sqlite:///{tmp_path / 'ml' / 'mlflow.db'}"
+    proc = subprocess.Popen(
+        _slow_cmd(data, tmp_path),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    for line in proc.stderr:  # the background logger is held still as soon as it is named
+        if "in the background" in line:
+            pid = _background_pid(line)
+            os.kill(pid, signal.SIGSTOP)
+            break
+    else:
+        raise AssertionError(proc.communicate())
+    try:
+        assert proc.wait(timeout=60) == 0  # the run exited before the logging ended
+        assert not wait_for_background_logging(uri, timeout=0.5)  # a reader waits for it
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    from ltr_bench.tracking import fetch_fold_results
+
+    records = fetch_fold_results("data", uri)  # waits for the background logger
+    assert sorted(r.fold for r in records) == [1, 2]
+    db = tmp_path / "ml" / "mlflow.db"
+    assert _status(db, "fold") == ["FINISHED"] * 2
+    assert _status(db, "parent") == ["FINISHED"]
+    assert list(lock_dir(uri).glob("*.lock")) == []  # released at its end
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs Linux /proc")
+def test_a_killed_background_logger_loses_nothing_and_the_rerun_logs_the_rest(tmp_path):
+    data = _folds(tmp_path / "data", 3)
+    env = _subprocess_env(tmp_path) | {"LTR_BENCH_MLFLOW_WAIT": "0"}
+    run = subprocess.Popen(
+        _slow_cmd(data, tmp_path),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    for line in run.stderr:
+        if "in the background" in line:
+            pid = _background_pid(line)
+            break
+    else:
+        raise AssertionError(run.communicate())
+    assert run.wait(timeout=60) == 0
+    # the background logger lets go of the run's stdout and stderr once the run is gone, so
+    # whoever reads them (a pipe, a script) is done with the run, not with the logging
+    deadline = time.monotonic() + 10
+    while _holds_output(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _holds_output(pid)
+    run.communicate(timeout=10)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:  # already done: the re-run must find everything all the same
+        pass
+    assert len(list((tmp_path / "res").glob("*.json"))) == 3
+    env["LTR_BENCH_MLFLOW_WAIT"] = "inf"
+    again = subprocess.run(_slow_cmd(data, tmp_path), env=env, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert again.stderr.count("finished earlier, skipped") == 3  # nothing recomputed
+    db = tmp_path / "ml" / "mlflow.db"
+    assert _status(db, "fold") == ["FINISHED"] * 3  # each fold once
+    assert _status(db, "parent") == ["FINISHED"]

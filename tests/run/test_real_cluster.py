@@ -1,0 +1,295 @@
+"""``--scheduler`` against a real cluster of separate processes: ``dask scheduler`` and two
+``dask worker`` processes started with the ``dask`` command line on 127.0.0.1 (the recipe of
+``docs/dask.md``). ``run`` and ``tune`` on it give the in-process numbers; a worker killed
+mid-cell costs only that attempt (each cell is finished once, nothing is computed twice); a
+worker that does not see the data home fails the cell with a message that says so.
+
+The processes are bounded: each starts in a session of its own, the workers end by
+themselves when the scheduler is gone (``--death-timeout``), and the fixture ends every
+session (SIGTERM, then SIGKILL) whatever the test did.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from ltrb_processes import subprocess_env
+from test_reliability import _rows, _write
+
+pytest.importorskip("distributed")
+DASK = Path(sys.executable).with_name("dask")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not DASK.exists(), reason="no `dask` command beside this Python"),
+]
+
+#: a ranker whose fit takes a while and is logged (``start``/``end`` with the process id and
+#: the training data's checksum, which names the fold): a worker can be killed mid-fit
+SLEEPY = """
+import os, time
+import numpy as np
+from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input
+
+
+class SleepyRanker(BaseRanker):
+    def __init__(self, random_state=0):
+        self.random_state = random_state
+
+    def ranker_tags(self):
+        return RankerTags(seed_param="random_state")
+
+    def fit(self, X, y, *, qid, eval_set=None):
+        X, y, qid = check_ranking_input(X, y, qid)
+        fold = f"{float(np.asarray(X).sum()):.6f}"
+        with open(os.environ["LTRB_SLEEPY_LOG"], "a") as fh:
+            fh.write(f"start {os.getpid()} {fold}\\n")
+        time.sleep(float(os.environ.get("LTRB_SLEEPY_SECONDS", "2")))
+        self.w_ = np.linalg.lstsq(X, np.asarray(y, float), rcond=None)[0]
+        with open(os.environ["LTRB_SLEEPY_LOG"], "a") as fh:
+            fh.write(f"end {os.getpid()} {fold}\\n")
+        return self
+
+    def predict(self, X, *, qid=None):
+        return np.asarray(X, dtype=np.float64) @ self.w_
+"""
+
+RANKERS = "ltrb_sleepy:SleepyRanker,ridge"
+START_TIMEOUT = 180.0  # seconds for the cluster to come up on a loaded 2-core machine
+
+
+def _home(root: Path, names: tuple[str, ...]) -> Path:
+    """A data home with tiny MQ2007/MQ2008-shaped datasets (folds 1-5, 3 features)."""
+    for name in names:
+        for k in range(1, 6):  # each fold's own queries (its checksum names it in the log)
+            folder = root / name / f"Fold{k}"
+            _write(folder / "train.txt", _rows(8, qid0=1000 * k))
+            _write(folder / "vali.txt", _rows(4, qid0=1000 * k + 100))
+            _write(folder / "test.txt", _rows(4, qid0=1000 * k + 200))
+    return root
+
+
+class Cluster:
+    """``dask scheduler`` + two ``dask worker`` processes on 127.0.0.1 (see the module)."""
+
+    def __init__(self, tmp: Path):
+        self.tmp = tmp
+        self.file = tmp / "scheduler.json"
+        # the workers' data home has MQ2008 only; the client's has MQ2007 too
+        self.worker_home = _home(tmp / "worker-home", ("MQ2008",))
+        self.client_home = _home(tmp / "client-home", ("MQ2008", "MQ2007"))
+        self.log = tmp / "fits.log"
+        self.env = subprocess_env(
+            tmp,
+            {"ltrb_sleepy": SLEEPY},
+            LTR_BENCH_DATA=str(self.worker_home),
+            LTRB_SLEEPY_LOG=str(self.log),
+        )
+        self.env.pop("DASK_SCHEDULER_ADDRESS", None)
+        self.procs: list[subprocess.Popen] = []
+
+    def _start(self, *args: str, name: str, env: dict) -> None:
+        out = open(self.tmp / f"{name}.log", "w")  # noqa: SIM115 - closed with the process
+        self.procs.append(
+            subprocess.Popen(
+                [str(DASK), *args],
+                env=env,
+                cwd=self.tmp,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group: ended as a whole
+            )
+        )
+
+    def start(self) -> None:
+        sched = ("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard")
+        self._start(*sched, "--scheduler-file", str(self.file), name="scheduler", env=self.env)
+        self._until(lambda: self.file.exists(), "the scheduler file")
+        for k in (1, 2):
+            self._start(
+                "worker",
+                "--scheduler-file",
+                str(self.file),
+                "--nthreads",
+                "1",
+                "--nworkers",
+                "1",
+                "--no-dashboard",
+                "--death-timeout",
+                "60",
+                "--name",
+                f"w{k}",
+                name=f"worker{k}",
+                env={**self.env, "LTR_BENCH_CACHE": str(self.tmp / f"cache-w{k}")},
+            )
+        self._until(lambda: self.n_workers() == 2, "two workers")
+
+    @property
+    def address(self) -> str:
+        return json.loads(self.file.read_text())["address"]
+
+    def n_workers(self) -> int:
+        from distributed import Client
+
+        with Client(self.address, timeout="20s") as c:
+            return len(c.scheduler_info(n_workers=-1)["workers"])
+
+    def _until(self, ok, what: str) -> None:
+        end = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < end:
+            for p in self.procs:
+                if p.poll() is not None:
+                    raise AssertionError(f"a cluster process ended early ({p.args}): {what}")
+            try:
+                if ok():
+                    return
+            except (OSError, ValueError, json.JSONDecodeError, TimeoutError):
+                pass
+            time.sleep(0.5)
+        raise AssertionError(f"timed out waiting for {what}")
+
+    def stop(self) -> None:
+        for p in reversed(self.procs):  # workers first, then the scheduler
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for p in self.procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(timeout=10)
+
+    def ltr_bench(self, cwd: Path, *args: str, home: Path | None = None, **kw):
+        cwd.mkdir(parents=True, exist_ok=True)
+        env = {**self.env, "LTR_BENCH_DATA": str(home or self.worker_home)}
+        return subprocess.Popen(
+            [sys.executable, "-m", "ltr_bench.cli", *args],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            **kw,
+        )
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = Cluster(tmp_path_factory.mktemp("cluster"))
+    try:
+        c.start()
+        yield c
+    finally:
+        c.stop()
+
+
+def _metrics(folder: Path) -> dict[str, dict]:
+    return {
+        r["key"]: r["metrics"]
+        for r in (json.loads(p.read_text()) for p in folder.glob("*.json"))
+        if r["status"] == "ok"
+    }
+
+
+def _fits(log: Path) -> list[tuple[str, int, str]]:
+    lines = log.read_text().split() if log.exists() else []
+    return [(lines[i], int(lines[i + 1]), lines[i + 2]) for i in range(0, len(lines), 3)]
+
+
+def _wait_for_first_fit(log: Path, proc, timeout=START_TIMEOUT) -> int:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        starts = [pid for what, pid, _ in _fits(log) if what == "start"]
+        if starts:
+            return starts[0]
+        if proc.poll() is not None:
+            raise AssertionError(proc.communicate())
+        time.sleep(0.05)
+    raise AssertionError("no fit started on the cluster")
+
+
+def test_run_on_a_cluster_survives_a_killed_worker_fits_each_cell_once_equals_in_process(
+    cluster,
+):
+    args = ("run", "--ranker", RANKERS, "--dataset", "mq2008", "--folds", "1,2", "--no-mlflow")
+    work = cluster.tmp / "run"
+    on_cluster = cluster.ltr_bench(work, *args, "--scheduler", cluster.address)
+    victim = _wait_for_first_fit(cluster.log, on_cluster)
+    assert victim != on_cluster.pid  # a worker's process computes the cell, not the client
+    os.kill(victim, signal.SIGKILL)  # mid-fit (the fit sleeps 2 s after logging its start)
+    out, err = on_cluster.communicate(timeout=600)
+    assert on_cluster.returncode == 0, err
+    got = _metrics(work / "mlflow_runs" / "results")
+    assert len(got) == 4  # 2 rankers x 2 folds, each saved once
+    fits = _fits(cluster.log)
+    ends = [(pid, fold) for what, pid, fold in fits if what == "end"]
+    assert len(ends) == 2 and len({fold for _, fold in ends}) == 2  # each fold's fit once
+    assert victim not in {pid for pid, _ in ends}  # the killed attempt never finished
+    assert len(fits) == 5  # 2 finished fits, their 2 starts, and the killed attempt's start
+
+    # the same command again: every cell finished earlier, nothing reaches the workers
+    again = cluster.ltr_bench(work, *args, "--scheduler", cluster.address)
+    _, err2 = again.communicate(timeout=600)
+    assert again.returncode == 0, err2
+    assert err2.count("finished earlier, skipped") == 4
+    assert _fits(cluster.log) == fits
+
+    # in process (a fit log of its own, no sleep): the same numbers, to the last digit
+    here = subprocess.run(
+        [sys.executable, "-m", "ltr_bench.cli", *args],
+        cwd=_mkdir(cluster.tmp / "local"),
+        env={
+            **cluster.env,
+            "LTRB_SLEEPY_LOG": str(cluster.tmp / "fits-local.log"),
+            "LTRB_SLEEPY_SECONDS": "0",
+        },
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert here.returncode == 0, here.stderr
+    assert _metrics(cluster.tmp / "local" / "mlflow_runs" / "results") == got
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def test_tune_on_a_real_cluster_equals_in_process(cluster):
+    args = ("tune", "--ranker", "ridge", "--dataset", "mq2008", "--folds", "1,2")
+    args += ("--trials", "3", "--no-mlflow")
+    on_cluster = cluster.ltr_bench(cluster.tmp / "tune", *args, "--scheduler", cluster.address)
+    _, err = on_cluster.communicate(timeout=600)
+    assert on_cluster.returncode == 0, err
+    here = cluster.ltr_bench(cluster.tmp / "tune-local", *args)
+    _, err = here.communicate(timeout=600)
+    assert here.returncode == 0, err
+    got = _metrics(cluster.tmp / "tune" / "mlflow_runs" / "results")
+    assert len(got) == 2
+    assert got == _metrics(cluster.tmp / "tune-local" / "mlflow_runs" / "results")
+
+
+def test_a_worker_that_does_not_see_the_data_home_fails_the_cell_saying_so(cluster):
+    # MQ2007 is in the client's data home only: the client's check passes, the workers'
+    # load fails, and the message names the worker and the data home it saw
+    proc = cluster.ltr_bench(
+        cluster.tmp / "nodata",
+        *("run", "--ranker", "ridge", "--dataset", "mq2007", "--folds", "1", "--no-mlflow"),
+        "--scheduler",
+        cluster.address,
+        home=cluster.client_home,
+    )
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 1, err
+    assert "1 of 1 cell(s) failed" in err and "on the Dask worker tcp://127.0.0.1:" in err
+    assert f"The data home is {cluster.worker_home}" in err  # the worker's, not the client's
+    assert "most recent call" not in err
