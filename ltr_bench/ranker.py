@@ -122,7 +122,6 @@ class RankerTags:
         lambdarank with its default 31-entry ``label_gain`` table: 30). The harness refuses,
         before anything is loaded (exit 2), click data whose labels can exceed it (click
         counts go up to ``sessions``), instead of a fit that fails after loading.
-
     file_params: names of the parameters whose values name files that decide the model (an
         allRank configuration, a click log). The harness keys a result on their content
         (``sha256``), not their path, so an edited file is never answered with an old result
