@@ -30,11 +30,8 @@ exists (made by a first, untimed run). Measured, each from one run unless said o
    machine: no executor can beat it). The same pair again with ``--no-mlflow``; each run's
    CPU seconds (all its processes: client, forkserver, workers) beside its wall time.
 
-5. **cells** (not in the default parts): Dask at the size of real cells, issue 35.3: ten
-   cells of seconds on OHSUMED (``lightgbm`` 500 trees, ``xgboost-gbrt`` 150 trees, no early
-   stopping, one thread, MLflow on) in process and with ``--workers 2``, and the machine's
-   parallel capacity measured between the two in every round: efficiency = speed-up /
-   capacity, target >= 0.90.
+Dask at the size of real cells (ten OHSUMED cells of seconds, issue 35.3) is measured by
+``bench_dask_cells.py``, which uses this script's timers.
 
 The load average is printed before and after every timing: on a shared machine the numbers
 move with it, so compare ratios within one run.
@@ -42,7 +39,6 @@ move with it, so compare ratios within one run.
     python benchmarks/bench_overhead.py                  # all parts
     python benchmarks/bench_overhead.py --parts main,startup
     python benchmarks/bench_overhead.py --parts main,fold --repeat 5   # medians of 5 rounds
-    python benchmarks/bench_overhead.py --parts cells --repeat 3 --ohsumed DIR/Feature-min
     git worktree add /tmp/before 85fff15      # then, for a before/after at the same load:
     python benchmarks/bench_overhead.py --parts main,fold --reference /tmp/before
     python benchmarks/bench_overhead.py --parts dask --reference /tmp/before --repeat 3
@@ -422,72 +418,17 @@ def part_dask_interleaved(runs, data: Path, workers: int, repeat: int) -> None:
             )
 
 
-def long_cell_args(home: Path) -> list[str]:
-    """Issue 35.3's plan of cells of seconds, on OHSUMED (5 folds): ``lightgbm`` with 500
-    trees and ``xgboost-gbrt`` with 150, no early stopping, one thread: ten cells of two
-    sizes."""
-    return [
-        "run",
-        "--ranker",
-        "lightgbm,xgboost-gbrt",
-        "--dataset",
-        "ohsumed",
-        "--data-dir",
-        str(home),
-        "--param",
-        "lightgbm.n_estimators=500",
-        "--param",
-        "lightgbm.early_stopping_rounds=none",
-        "--param",
-        "xgboost-gbrt.n_estimators=150",
-        "--param",
-        "xgboost-gbrt.early_stopping_rounds=none",
-        "--threads",
-        "1",
-    ]
-
-
-def part_long_cells(work: Path, env: dict, ohsumed: Path, workers: int, repeat: int) -> None:
-    """Dask at the size of real cells (issue 35.3): the plan of :func:`long_cell_args` in
-    process and with ``--workers``, each round measuring the machine's parallel capacity
-    right between them (two CPU-bound processes against one); efficiency = speed-up /
-    capacity (1.0: every core the machine gives is used). MLflow on; metrics checked equal."""
-    from bench_executors import parallel_capacity
-
-    home = work / "ohsumed-home"
-    (home / "OHSUMED").mkdir(parents=True, exist_ok=True)
-    link = home / "OHSUMED" / "Feature-min"
-    if not link.exists():
-        link.symlink_to(ohsumed)
-    args = long_cell_args(home)
-    for k in range(1, 6):  # the parsed-data cache warm, the store made
-        timed([*args, "--folds", str(k), "--results-dir", str(work / "warm-long")], work, env)
-    rows = []
-    for r in range(repeat):
-        before = load()
-        here = timed([*args, "--results-dir", str(work / f"long-in-{r}")], work, env)
-        here_cpu = LAST_CPU[0]
-        capacity = parallel_capacity(workers)
-        out = work / f"long-dask-{r}"
-        dask = timed([*args, "--workers", str(workers), "--results-dir", str(out)], work, env)
-        a = {x["key"]: x["metrics"] for x in records(work / f"long-in-{r}")}
-        b = {x["key"]: x["metrics"] for x in records(out)}
-        if a != b or len(a) != 10:
-            raise SystemExit("the Dask run's metrics differ from the in-process run's")
-        cells = sorted(stage_seconds([x]) for x in records(out))
-        rows.append((here / dask, capacity, here / dask / capacity))
-        print(
-            f"ten cells of seconds (OHSUMED), round {r + 1}: in process {here:.2f} s (CPU "
-            f"{here_cpu:.2f} s), --workers {workers} {dask:.2f} s (CPU {LAST_CPU[0]:.2f} s), "
-            f"speed-up {here / dask:.2f}x, parallel capacity {capacity:.2f}, efficiency "
-            f"{here / dask / capacity:.2f} (target >= 0.90); cells on Dask {cells[0]:.1f}-"
-            f"{cells[-1]:.1f} s; metrics identical   [{before} -> {load()}]"
-        )
-    med = [statistics.median(x[i] for x in rows) for i in range(3)]
-    print(
-        f"ten cells of seconds: median speed-up {med[0]:.2f}x, capacity {med[1]:.2f}, "
-        f"efficiency {med[2]:.2f} (target >= 0.90), of {repeat} round(s)"
-    )
+def checkouts(work: Path, env: dict, reference: Path | None) -> list[tuple[str, Path, dict]]:
+    """``(name, scratch folder, environment)`` of this checkout and, with ``--reference``,
+    of that checkout's code (``PYTHONPATH``, same installed dependencies, its own cache)."""
+    runs = [("this checkout", work, env)]
+    if reference is not None:
+        ref = reference.resolve()
+        path = os.pathsep.join([str(ref), str(ref / "baselines")])
+        ref_env = {**env, "PYTHONPATH": path, "LTR_BENCH_CACHE": str(work / "ref-cache")}
+        (work / "ref").mkdir()
+        runs.append((f"reference {ref}", work / "ref", ref_env))
+    return runs
 
 
 def main() -> None:
@@ -495,12 +436,6 @@ def main() -> None:
     ap.add_argument("--parts", default="main,fold,startup,dask")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
-    ap.add_argument(
-        "--ohsumed",
-        type=Path,
-        default=Path("/work/shared/data/OHSUMED-LETOR3-Feature-min"),
-        help="for --parts cells: OHSUMED's Feature-min folder (Fold1..5)",
-    )
     ap.add_argument(
         "--repeat",
         type=int,
@@ -527,13 +462,7 @@ def main() -> None:
     print(f"commit {commit}; {os.cpu_count()} cores; {load()}; scratch {work}")
     try:
         data = write_letor(work / "MQ2008-like") if parts & {"fold", "dask"} else None
-        runs = [("this checkout", work, env)]
-        if args.reference is not None:
-            ref = args.reference.resolve()
-            path = os.pathsep.join([str(ref), str(ref / "baselines")])
-            ref_env = {**env, "PYTHONPATH": path, "LTR_BENCH_CACHE": str(work / "ref-cache")}
-            (work / "ref").mkdir()
-            runs.append((f"reference {ref}", work / "ref", ref_env))
+        runs = checkouts(work, env, args.reference)
         if args.repeat > 1 and parts == {"dask"}:
             part_dask_interleaved(runs, data, args.workers, args.repeat)
             return
@@ -548,8 +477,6 @@ def main() -> None:
                 part_one_fold(folder, run_env, data, args.repeat)
             if "dask" in parts:
                 part_dask(folder, run_env, data, args.workers)
-            if "cells" in parts:
-                part_long_cells(folder, run_env, args.ohsumed, args.workers, args.repeat)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
