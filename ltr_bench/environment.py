@@ -9,6 +9,7 @@ imported to read them.
 from __future__ import annotations
 
 import functools
+import os
 import platform
 import subprocess
 from pathlib import Path
@@ -16,7 +17,21 @@ from typing import Any
 
 from ltr_bench.timing import cpu_count
 
-__all__ = ["environment"]
+__all__ = ["environment", "process_alive"]
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process with this id runs on this machine (signal 0: nothing is sent).
+    A process of another user counts as alive; ``pid <= 0`` (a process group) as not."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: it exists, owned by someone else
+        return True
+    return True
 
 
 def _git_commit(path: Path) -> str | None:

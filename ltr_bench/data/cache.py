@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from ltr_bench.data.errors import DataWarning
+from ltr_bench.environment import process_alive
 
 __all__ = [
     "CACHE_VERSION",
@@ -185,16 +186,6 @@ def iter_entries(cache_dir) -> Iterator[CacheEntry]:
             yield CacheEntry(d, ns.name, meta, size)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_stale_temporaries(folder: Path, *, min_age: float = 3600.0) -> list[Path]:
     """Remove ``.tmp-<key>-<pid>-<id>`` folders under ``folder`` left by processes that no
     longer run (or, for foreign names, older than ``min_age`` seconds); returns them."""
@@ -207,7 +198,7 @@ def remove_stale_temporaries(folder: Path, *, min_age: float = 3600.0) -> list[P
             continue
         parts = p.name.split("-")
         try:
-            stale = not _pid_alive(int(parts[2]))
+            stale = not process_alive(int(parts[2]))
         except (IndexError, ValueError):
             try:
                 stale = time.time() - p.stat().st_mtime > min_age

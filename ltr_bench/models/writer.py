@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ltr_bench.environment import process_alive
 from ltr_bench.model_state import encode_state, fitted_attributes
 from ltr_bench.models.manifest import (
     FORMAT,
@@ -211,17 +212,5 @@ def _remove_stale(folder: Path) -> None:
     for kind in ("tmp", "old"):
         for path in folder.parent.glob(f".{folder.name}.{kind}-*"):
             pid = path.name.rsplit(".", 1)[-1].split("-")[1:2]
-            if pid and pid[0].isdigit() and not _alive(int(pid[0])):
+            if pid and pid[0].isdigit() and not process_alive(int(pid[0])):
                 shutil.rmtree(path, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True

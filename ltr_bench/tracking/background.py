@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ltr_bench.environment import process_alive
 from ltr_bench.tracking.store import sqlite_path
 
 __all__ = [
@@ -152,13 +153,8 @@ def wait_for_background_logging(
 
 
 def _alive(pid: str) -> bool:
-    try:
-        os.kill(int(pid), 0)
-    except (ValueError, ProcessLookupError):
-        return False
-    except PermissionError:
-        return True
-    return True
+    """A lock file named by a pid: its process still runs (a name that is no pid: no)."""
+    return pid.isdigit() and process_alive(int(pid))
 
 
 def adopt_parents(tracker) -> None:

@@ -21,6 +21,8 @@ import socket
 import time
 from collections.abc import Set
 
+from ltr_bench.environment import process_alive
+
 __all__ = [
     "TAG_END_REASON",
     "TAG_OWNER_HOST",
@@ -66,13 +68,7 @@ def _alive(pid: int, started: float | None) -> bool:
     try:
         import psutil
     except ImportError:  # pragma: no cover - psutil is a dependency
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except OSError:
-            return True
-        return True
+        return process_alive(pid)
     try:
         proc = psutil.Process(pid)
         if proc.status() == psutil.STATUS_ZOMBIE:
