@@ -13,11 +13,12 @@ names them with close matches (or lists them as notices where allRank allows the
 from __future__ import annotations
 
 import inspect
-import math
 import numbers
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from ltr_bench_neural.losses.arguments import number_fits
 
 __all__ = ["SCHEMA", "AllRankConfigError", "Spec", "check_config", "check_scheduler"]
 
@@ -132,13 +133,6 @@ def _kind(value: Any) -> str:
     return names.get(type(value), "a value")
 
 
-def _finite(value) -> bool:
-    try:
-        return math.isfinite(float(value))
-    except OverflowError:  # an int too large for a float
-        return False
-
-
 def _fits(spec: Spec, value: Any) -> bool:
     if value is None:
         return spec.null or spec.kind == "any"
@@ -153,16 +147,14 @@ def _fits(spec: Spec, value: Any) -> bool:
         return isinstance(value, str) and (not spec.choices or value in spec.choices)
     if kind == "bool":
         return isinstance(value, bool)
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return False
-    if kind == "int" and not isinstance(value, numbers.Integral):
-        return False
-    if not _finite(value):  # 1e400 in JSON reads as inf; 1 followed by 400 zeros is an int
-        return False
-    x = float(value)  # finite (checked above), so the conversion cannot overflow
-    if spec.low is not None and not (x > spec.low if spec.low_open else x >= spec.low):
-        return False
-    return spec.high is None or (x < spec.high if spec.high_open else x <= spec.high)
+    return number_fits(
+        value,
+        integer=kind == "int",
+        low=spec.low,
+        low_open=spec.low_open,
+        high=spec.high,
+        high_open=spec.high_open,
+    )
 
 
 def _got(value: Any) -> str:

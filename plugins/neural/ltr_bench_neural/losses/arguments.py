@@ -16,7 +16,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ARG_RULES", "Arg", "arg_problem"]
+__all__ = ["ARG_RULES", "Arg", "arg_problem", "number_fits"]
 
 
 @dataclass(frozen=True)
@@ -103,11 +103,31 @@ ARG_RULES: dict[str, dict[str, Arg]] = {
 }
 
 
-def _finite(value) -> bool:
+def number_fits(
+    value: Any,
+    *,
+    integer: bool = False,
+    low: float | None = None,
+    low_open: bool = False,
+    high: float | None = None,
+    high_open: bool = False,
+) -> bool:
+    """``value`` is a finite real number (an integral one with ``integer``; a bool is none)
+    within ``low`` / ``high`` (inclusive, or exclusive with ``*_open``). ``1e400`` in JSON
+    reads as inf and an int too large for a float does not fit either."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return False
+    if integer and not isinstance(value, numbers.Integral):
+        return False
     try:
-        return math.isfinite(float(value))
+        x = float(value)
     except OverflowError:  # an int too large for a float
         return False
+    if not math.isfinite(x):
+        return False
+    if low is not None and not (x > low if low_open else x >= low):
+        return False
+    return high is None or (x < high if high_open else x <= high)
 
 
 def _fits(rule: Arg, value: Any) -> bool:
@@ -117,16 +137,7 @@ def _fits(rule: Arg, value: Any) -> bool:
         return isinstance(value, bool)
     if rule.kind == "choice":
         return any(type(value) is type(c) and value == c for c in rule.choices)
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return False
-    if rule.kind == "int" and not isinstance(value, numbers.Integral):
-        return False
-    if not _finite(value):
-        return False
-    if rule.low is None:
-        return True
-    x = float(value)  # finite (checked above), so the conversion cannot overflow
-    return x > rule.low if rule.low_open else x >= rule.low
+    return number_fits(value, integer=rule.kind == "int", low=rule.low, low_open=rule.low_open)
 
 
 def arg_problem(loss: str, key: str, value: Any) -> str | None:
