@@ -204,14 +204,18 @@ class _ModelNotFound(LtrBenchError):
 
 
 def _dataset_options(assignments) -> dict:
-    from ltr_bench.run.plan import parse_value
+    """``key=value`` as ``run`` parses ``--dataset-option`` (one dataset here: no scope)."""
+    from ltr_bench.run.plan import PlanError, parse_assignment
 
     out = {}
     for text in assignments:
-        key, sep, value = text.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"--dataset-option {text!r}: expected key=value")
-        out[key.strip()] = parse_value(value.strip())
+        try:
+            name, key, value = parse_assignment(text, option="--dataset-option", scoped=False)
+        except PlanError as exc:
+            raise UsageError(str(exc)) from None
+        if name is not None:
+            raise UsageError(f"--dataset-option {text!r}: expected key=value (one dataset)")
+        out[key] = value
     return out
 
 
