@@ -35,11 +35,18 @@ __all__ = [
     "MAX_SESSIONS",
     "MIN_LOGGING_QUERIES",
     "MODEL_ARGUMENTS",
+    "SIMULATION_VERSION",
     "data_options",
     "has_click_options",
     "has_propensity",
     "resolve_click_options",
 ]
+
+#: The version of the click simulation's output (``simulate.py``, ``models.py``, ``allrank.py``):
+#: part of every resolved configuration, so of the dataset identity, the cell keys and the
+#: click-log cache key. Bump it whenever the same options, seed and data would give other click
+#: logs, so that neither a cached log nor a finished result of the older code is reused.
+SIMULATION_VERSION = 1
 
 #: protocol options and their defaults (model arguments are in MODEL_ARGUMENTS)
 PROTOCOL = {
@@ -137,7 +144,8 @@ def resolve_click_options(
     (JSON-able, defaults filled in) is what the dataset identity and the cache key hold::
 
         {"model": {"name", "args"}, "sessions", "top_k", "aggregate",
-         "logging_ranker": {"name", "version", "params"}, "logging_fraction"}
+         "logging_ranker": {"name", "version", "params"}, "logging_fraction",
+         "simulation": SIMULATION_VERSION}
 
     Raises ``ClickOptionError`` (exit 2) for click options on query-by-example data, a click
     model that does not exist, an argument the chosen model does not take, a value out of
@@ -202,6 +210,7 @@ def resolve_click_options(
         "aggregate": aggregate,
         "logging_ranker": _logging_ranker(str(settings["logging_ranker"]), where),
         "logging_fraction": fraction,
+        "simulation": SIMULATION_VERSION,
     }
 
 

@@ -25,7 +25,8 @@
 Every random choice comes from the seed (``numpy.random.SeedSequence([seed, fold, part])``).
 The result is cached in the parsed-data cache (namespace ``clicks``) under a key holding the
 click configuration (every option, the model's resolved arguments, the logging ranker's name,
-version and parameters), the seed, the fold and the fingerprints of the source splits.
+version and parameters, and :data:`~ltr_bench.clicks.options.SIMULATION_VERSION`, the version
+of this code's output), the seed, the fold and the fingerprints of the source splits.
 """
 
 from __future__ import annotations

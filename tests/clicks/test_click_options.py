@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ltr_bench.clicks.options import data_options, resolve_click_options
+from ltr_bench.clicks.options import SIMULATION_VERSION, data_options, resolve_click_options
 from ltr_bench.clicks.registry import ClickOptionError
 
 
@@ -23,6 +23,7 @@ def test_the_spelling_of_the_issue_resolves_with_every_default():
         "aggregate": "count",
         "logging_ranker": resolve_click_options(opts, kind="path")["logging_ranker"],
         "logging_fraction": 0.01,
+        "simulation": SIMULATION_VERSION,
     }
 
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from ltr_bench import data
 from ltr_bench.cli import main
-from ltr_bench.clicks import simulate
+from ltr_bench.clicks import options, simulate
 from ltr_bench.clicks.models import attraction
 from ltr_bench.clicks.options import MIN_LOGGING_QUERIES, resolve_click_options
 from ltr_bench.clicks.registry import build_click_model
@@ -101,6 +101,19 @@ def test_the_same_seed_gives_the_same_log_and_the_second_time_it_comes_from_the_
     monkeypatch.undo()
     other = _clicks(fold, tmp_path, clicks="dbn", seed=4)
     assert other.train.fingerprint != first.train.fingerprint
+
+
+def test_a_newer_simulation_version_simulates_again_instead_of_reading_the_older_log(
+    fold, tmp_path, monkeypatch
+):
+    first = _clicks(fold, tmp_path, clicks="pbm")
+    monkeypatch.setattr(simulate, "_fit_logging_ranker", _must_not_run)
+    assert _clicks(fold, tmp_path, clicks="pbm").train.fingerprint == first.train.fingerprint
+    monkeypatch.setattr(options, "SIMULATION_VERSION", options.SIMULATION_VERSION + 1)
+    with pytest.raises(AssertionError, match="simulated again"):
+        _clicks(fold, tmp_path, clicks="pbm")
+    config = resolve_click_options({"clicks": "pbm"}, kind="generated")
+    assert config["simulation"] == options.SIMULATION_VERSION  # so in the dataset identity too
 
 
 def _must_not_run(*args, **kwargs):
