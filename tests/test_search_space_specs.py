@@ -180,3 +180,46 @@ def test_integer_bounds_for_a_real_parameter_search_reals():
 def test_real_bounds_for_an_integer_parameter_are_refused():
     with pytest.raises(SearchSpaceError, match="n_leaves is an integer parameter"):
         resolve_space("x", _Params(), override={"n_leaves": {"low": 7.5, "high": 255.0}})
+
+
+class _ReplacesDefaults:
+    """A ranker that, like ``neural`` beside a config, would train another value for a
+    parameter left at its default (so it refuses one given equal to it)."""
+
+    SEARCH_SPACE = {
+        "kind": ["a", "b"],
+        "depth": {"low": 1, "high": 5},
+        "rate": {"low": 0.1, "high": 1.0},
+    }
+
+    def __init__(self, kind="a", depth=3, rate=0.5):
+        self.kind, self.depth, self.rate = kind, depth, rate
+
+    def get_params(self, deep=False):
+        return {"kind": self.kind, "depth": self.depth, "rate": self.rate}
+
+    def check_user_params(self, user_params):
+        for name, value in user_params.items():
+            if value == self.__init__.__defaults__[list(self.get_params()).index(name)]:
+                raise ValueError(f"{name}={value!r} would have no effect")
+
+
+def test_a_searched_value_that_equals_a_default_the_ranker_would_replace_is_refused():
+    with pytest.raises(
+        SearchSpaceError,
+        match=r"tuning\.r\.kind: a trial that draws the "
+        r"default 'a' would train another value \(kind='a' would have no effect\)",
+    ):
+        resolve_space("r", _ReplacesDefaults())
+    with pytest.raises(SearchSpaceError, match=r"tuning\.r\.depth: .* default 3"):
+        resolve_space("r", _ReplacesDefaults(), override={"kind": ["b"]})
+    # choices and integer ranges without the default, and a continuous range, are searched
+    space = resolve_space(
+        "r", _ReplacesDefaults(), override={"kind": ["b"], "depth": {"low": 4, "high": 5}}
+    )
+    assert set(space) == {"kind", "depth", "rate"}
+    assert resolve_space(
+        "r",
+        _ReplacesDefaults(),
+        override={"kind": ["b"], "depth": {"low": 2, "high": 4, "step": 2}, "rate": False},
+    ) == {"kind": ["b"], "depth": {"low": 2, "high": 4, "step": 2}}

@@ -18,6 +18,7 @@ these names, so ``from ltr_bench.tune.study import parse_spec`` keeps working.
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -197,7 +198,9 @@ def resolve_space(
         if k not in set(fixed)
     }
     for name, spec in out.items():
-        parse_spec(name, spec, where=f"{where}.{label}")
+        _check_default_draws(
+            ranker, label, name, parse_spec(name, spec, where=f"{where}.{label}"), where
+        )
     if not out:
         raise SearchSpaceError(
             f"{where}.{label}: nothing to tune: the ranker declares no "
@@ -205,6 +208,45 @@ def resolve_space(
             f"in a plan as [tuning.{label}]"
         )
     return out
+
+
+def _can_draw(dist, value: Any) -> bool:
+    """Whether Optuna distribution ``dist`` can draw ``value`` with a probability above 0."""
+    import optuna.distributions as od
+
+    if isinstance(dist, od.CategoricalDistribution):
+        return any(type(c) is type(value) and c == value for c in dist.choices)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if isinstance(dist, od.IntDistribution):
+        inside = dist.low <= value <= dist.high and float(value).is_integer()
+        return inside and (int(value) - dist.low) % dist.step == 0
+    if isinstance(dist, od.FloatDistribution) and dist.step is not None:
+        steps = (value - dist.low) / dist.step
+        return dist.low <= value <= dist.high and math.isclose(steps, round(steps))
+    return False  # a continuous range draws one given value with probability 0
+
+
+def _check_default_draws(ranker, label: str, name: str, dist, where: str) -> None:
+    """Refuse to search ``name`` when a trial drawing the parameter's default would train
+    another value than the one the trial records: a ranker that replaces a default-valued
+    parameter (``check_user_params`` refuses it, as ``neural`` does beside an allRank config
+    setting it) would train the config's value on those trials."""
+    check_user = getattr(ranker, "check_user_params", None)
+    if not callable(check_user):
+        return
+    init = inspect.signature(type(ranker).__init__).parameters
+    default = init[name].default if name in init else inspect.Parameter.empty
+    if default is inspect.Parameter.empty or not _can_draw(dist, default):
+        return
+    try:
+        check_user({name: default})
+    except (ValueError, TypeError) as exc:
+        raise SearchSpaceError(
+            f"{where}.{label}.{name}: a trial that draws the default {default!r} would train "
+            f"another value ({exc}); remove {name!r} from the search space ([tuning.{label}] "
+            f"{name} = false) or from the config"
+        ) from None
 
 
 def suggest(trial, name: str, dist):

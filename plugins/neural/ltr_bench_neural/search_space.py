@@ -3,8 +3,10 @@
 
 ``ltr-bench tune`` asks the ranker instance built with the user's parameters for its space
 (``NeuralRanker.search_space``), so the space follows the scorer, the optimizer and the loss
-chosen; parameters the user fixed are not searched, and a plan's ``[tuning.LABEL]`` table
-overrides or removes any entry. Ranges (``ltr_bench.tune.search_space.parse_spec`` forms):
+chosen; parameters the user fixed are not searched (beside an allRank ``config``: the space of
+the configuration it trains, see :func:`default_search_space`), and a plan's
+``[tuning.LABEL]`` table overrides or removes any entry. Ranges
+(``ltr_bench.tune.search_space.parse_spec`` forms):
 
 - every configuration: ``l2`` log-uniform in [1e-6, 1e-1];
 - the optimizer a fit uses (``auto`` resolved by the loss, ``ltr_bench_neural.defaults``)
@@ -55,7 +57,29 @@ def _range(low, high, log=False) -> dict[str, Any]:
 
 
 def default_search_space(ranker) -> dict[str, Any]:
-    """``{parameter: spec}`` for ``ranker``'s scorer, optimizer and loss (module docstring)."""
+    """``{parameter: spec}`` for ``ranker``'s scorer, optimizer and loss (module docstring).
+
+    With an allRank ``config``: the space of the configuration it trains (its scorer,
+    optimizer and loss), without the parameters the config sets away from their defaults that
+    a trial could draw at the default (a choice list or an integer range holding it): such a
+    trial would train the config's value (a default cannot be told from no ``--param``), so
+    the config fixes them. Real ranges (``lr``, ``l2``, ...) never draw the default itself and
+    stay searched."""
+    if getattr(ranker, "config", None) is not None:
+        import inspect
+
+        from ltr_bench_neural.allrank_config import effective_params
+
+        effective, from_config, _, _ = effective_params(ranker)
+        defaults = inspect.signature(type(ranker).__init__).parameters
+        space = default_search_space(type(ranker)(**effective))
+        return {
+            k: v
+            for k, v in space.items()
+            if k not in from_config
+            or from_config[k] == defaults[k].default
+            or not _draws(v, defaults[k].default)
+        }
     from ltr_bench_neural.defaults import resolved_optimizer
     from ltr_bench_neural.losses import resolve
 
@@ -98,6 +122,17 @@ def default_search_space(ranker) -> dict[str, Any]:
             if arg is not None and arg[0] not in (ranker.loss_args or {}):
                 space["temperature"] = _range(0.1, 10.0, LOG)
     return space
+
+
+def _draws(spec, value) -> bool:
+    """Whether a spec of this module can draw ``value``: a list holding it, or an integer
+    range around it (real ranges draw one given value with probability 0)."""
+    if isinstance(spec, list):
+        return value in spec
+    if isinstance(value, bool) or not isinstance(value, int):
+        return False
+    low, high = spec["low"], spec["high"]
+    return isinstance(low, int) and isinstance(high, int) and low <= value <= high
 
 
 def temperature_loss_args(ranker, spec, args: dict[str, Any]) -> dict[str, Any]:

@@ -129,3 +129,36 @@ def test_scheduler_arguments_given_as_parameters_are_checked_the_same_way():
     with pytest.raises(ValueError, match="key 'lr_scheduler_args': OneCycleLR"):
         ranker.validate_params()
     NeuralRanker(lr_scheduler="StepLR", lr_scheduler_args={"step_size": 5}).validate_params()
+
+
+def test_tuning_beside_a_config_refuses_a_search_that_can_draw_a_default_the_config_replaces(
+    tmp_path,
+):
+    from ltr_bench.tune.search_space import SearchSpaceError, resolve_space
+
+    path = config_file(tmp_path, variant())  # Adam, lr 0.01
+    ranker = NeuralRanker(config=path)
+    default = NeuralRanker().optimizer
+    with pytest.raises(
+        SearchSpaceError,
+        match=rf"tuning\.neural\.optimizer: a trial that draws "
+        rf"the default '{default}' would train another value",
+    ):
+        resolve_space("neural", ranker, override={"optimizer": [default, "adam"]}, fixed={"config"})
+    # the declared space beside a config is the config's configuration's, minus what it sets
+    from ltr_bench_neural.allrank_config import effective_params
+
+    effective, from_config, _, _ = effective_params(ranker)
+    declared = resolve_space("neural", ranker, fixed={"config"})  # no refusal: nothing lost
+    assert {"lr", "l2"} <= set(declared) <= set(NeuralRanker(**effective).search_space())
+    defaults = NeuralRanker().get_params()
+    for name in set(NeuralRanker(**effective).search_space()) - set(declared):
+        assert from_config[name] != defaults[name]  # left out: a draw of the default is lost
+    # a continuous range never draws the default itself, and a choice without it is applied
+    space = resolve_space(
+        "neural",
+        ranker,
+        override={"lr": {"low": 1e-4, "high": 3e-2, "log": True}, "optimizer": ["adam", "sgd"]},
+        fixed={"config"},
+    )
+    assert space["optimizer"] == ["adam", "sgd"] and "lr" in space
