@@ -72,10 +72,10 @@ def default_search_space(ranker) -> dict[str, Any]:
 
         effective, from_config, _, _ = effective_params(ranker)
         defaults = inspect.signature(type(ranker).__init__).parameters
-        space = default_search_space(type(ranker)(**effective))
+        configured = default_search_space(type(ranker)(**effective))
         return {
             k: v
-            for k, v in space.items()
+            for k, v in configured.items()
             if k not in from_config
             or from_config[k] == defaults[k].default
             or not _draws(v, defaults[k].default)
