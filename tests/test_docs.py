@@ -82,6 +82,38 @@ def test_readme_commands_are_the_ones_ci_runs(section, marker):
     assert command in shown, f"README '{section}' does not show .ci/run's command {command!r}"
 
 
+def test_ci_reads_the_readme_main_command_whole_under_pipefail_whatever_the_section_size(
+    tmp_path,
+):
+    """.ci/run's extraction of the main command, run by bash with ``set -euo pipefail`` on the
+    README and on one whose section is far beyond a pipe buffer (64 KiB): a pipe whose reader
+    quits early killed the writer with SIGPIPE (exit 141) once the section passed 4 KiB."""
+    script = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    start = script.index('main_cmd="$(')
+    snippet = script[start : script.index("esac", start) + len("esac")]
+    readme = README.read_text(encoding="utf-8")
+    head, rest = readme.split("## Main command\n", 1)
+    padded = tmp_path / "README.md"
+    padded.write_text(head + "## Main command\n" + "filler line\n" * 20000 + rest)
+    for folder in (REPO, tmp_path):
+        out = subprocess.run(
+            [
+                "bash",
+                "-c",
+                f'set -euo pipefail\ncd "$1"\n{snippet}\necho "$main_cmd"',
+                "ci",
+                str(folder),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip().startswith("ltr-bench run ")
+        shown = _fenced_blocks(_section(readme, "Main command"), "bash")[0].splitlines()[0]
+        assert out.stdout.strip() == shown
+
+
 def test_readme_links_point_at_files_that_exist():
     text = README.read_text(encoding="utf-8")
     links = re.findall(r"\]\(([^)\s]+)\)", text)
