@@ -1,6 +1,6 @@
 """The default path (issue 35): optimizer ``auto`` and ``l2=None`` resolved per loss and
-scorer; padding-bounded full batches give the same objective; Sinkhorn gives the same
-gradient whether its iterations are kept or recomputed."""
+scorer; padding-bounded full batches give the same objective; mini-batches are cut from the
+queries sorted by length (Sinkhorn itself: test_sinkhorn.py)."""
 
 from __future__ import annotations
 
@@ -63,6 +63,20 @@ def test_full_batches_bound_padding_and_keep_every_document_once():
         assert b.X.shape[0] == 1 or b.X.shape[0] * L * L <= 2 * (n * n).sum()
 
 
+def test_mini_batches_hold_every_query_once_cut_from_the_queries_sorted_by_length():
+    rng = np.random.default_rng(1)
+    lengths = rng.integers(1, 60, size=150)
+    X, y, qid = _lengths_data(list(lengths))
+    batches = build_batches(X, y, qid, max_queries=64, budget=2**24, width=lambda L: L)
+    assert [b.n_queries for b in batches] == [64, 64, 22]
+    rows = np.concatenate([b.rows[b.mask].numpy() for b in batches])
+    assert sorted(rows) == list(range(len(qid)))
+    spans = [np.sort(b.mask.sum(1).numpy()) for b in batches]
+    for shorter, longer in zip(spans, spans[1:]):
+        assert shorter[-1] <= longer[0]  # no batch waits on a longer list than the next one's
+    assert [int(b.X.shape[1]) for b in batches] == [int(sp[-1]) for sp in spans]
+
+
 def test_the_full_objective_does_not_depend_on_how_queries_are_batched():
     X, y, qid = _lengths_data([2, 3, 3, 40, 45, 120])
     s = torch.as_tensor(X @ np.array([1.0, -0.5, 0.2]))
@@ -84,21 +98,3 @@ def test_the_full_objective_does_not_depend_on_how_queries_are_batched():
         return out / len(np.unique(qid))
 
     assert total(many) == pytest.approx(total(one), rel=1e-10)
-
-
-def test_sinkhorn_gradient_is_the_same_kept_or_recomputed(monkeypatch):
-    gen = torch.Generator().manual_seed(0)
-    scores = torch.randn(3, 7, generator=gen, dtype=torch.float64, requires_grad=True)
-    y = torch.randint(0, 3, (3, 7), generator=gen).to(torch.float64)
-    mask = torch.ones(3, 7, dtype=torch.bool)
-    mask[1, 5:] = False
-    y[~mask] = -1
-
-    def grad():
-        scores.grad = None
-        nn_mod.neuralndcg(scores, y, mask, max_iter=12).backward()
-        return scores.grad.clone()
-
-    kept = grad()
-    monkeypatch.setattr(nn_mod, "_TAPE_ELEMENTS", 0)  # force checkpointing
-    torch.testing.assert_close(grad(), kept, rtol=1e-12, atol=1e-14)

@@ -9,7 +9,8 @@ NeuralSort (Grover et al., ICLR 2019) relaxes the permutation matrix that sorts 
 As the temperature goes to 0, ``P^`` tends to the exact sorting permutation (distinct scores).
 NeuralNDCG makes ``P^`` doubly stochastic by Sinkhorn scaling (alternate row and column
 normalisation, at most ``max_iter`` rounds, stopping once every row and column sum is within
-``tol`` of 1), then applies it to the gains::
+``tol`` of 1; :mod:`ltr_bench_neural.losses._sinkhorn` says how), then applies it to the
+gains::
 
     NeuralNDCG@k(s, y) = (1 / IDCG@k) * sum_{i=1..k} (P^ g)_i / log2(1 + i)
 
@@ -32,6 +33,7 @@ from ltr_bench_neural.losses._ndcg_terms import (
     ideal_dcg,
     query_mean,
 )
+from ltr_bench_neural.losses._sinkhorn import sinkhorn
 
 __all__ = ["neural_sort", "neuralndcg", "sinkhorn"]
 
@@ -63,58 +65,6 @@ def neural_sort(
         return torch.where(pair_real, logp, torch.full_like(logp, PAD_SCORE))
     p = torch.softmax(logits, dim=-1)
     return torch.where(row_real, p, torch.zeros_like(p))
-
-
-_BLOCK = 5  # Sinkhorn iterations per checkpointed block
-#: B * L * L * max_iter up to which the Sinkhorn iterations are kept for the backward pass
-#: (about 6 [B, L, L] intermediates per iteration: 2**24 elements is ~0.4 GB in float32);
-#: above it each block of 5 iterations is recomputed (checkpointed), which costs ~2x time
-_TAPE_ELEMENTS = 2**24
-
-
-def _sinkhorn_block(logp: torch.Tensor, pair_real: torch.Tensor, n_iter: int) -> torch.Tensor:
-    neg = torch.full_like(logp, PAD_SCORE)
-    for _ in range(n_iter):
-        logp = torch.where(pair_real, logp - torch.logsumexp(logp, dim=-2, keepdim=True), neg)
-        logp = torch.where(pair_real, logp - torch.logsumexp(logp, dim=-1, keepdim=True), neg)
-    return logp
-
-
-def sinkhorn(
-    logp: torch.Tensor, mask: torch.Tensor, *, max_iter: int = 50, tol: float = 1e-6
-) -> torch.Tensor:
-    """Sinkhorn scaling to doubly stochastic of each query's n x n block, from ``log P``.
-
-    allRank's order (normalise columns, then rows, until both sums are within ``tol`` of 1),
-    carried out on logarithms: the same iterates, but a column whose mass underflows no
-    longer divides by ~0 in the backward pass (which turned float32 gradients into NaN).
-    Convergence is checked every 5 iterations (allRank: every iteration; extra iterations
-    of a converged scaling change nothing beyond ``tol``). Each block of 5 iterations is
-    recomputed in the backward pass (``torch.utils.checkpoint``) instead of keeping its
-    ~20 [B, L, L] intermediates: 50 iterations kept whole took ~9 GB on OHSUMED's 63
-    training queries of up to 320 documents. Returns the scaled matrices (not
-    logarithms), 0 outside each block.
-    """
-    from torch.utils.checkpoint import checkpoint
-
-    pair_real = mask[:, :, None] & mask[:, None, :]
-    keep_tape = logp.numel() * max_iter <= _TAPE_ELEMENTS
-    done = 0
-    while done < max_iter:
-        n = min(_BLOCK, max_iter - done)
-        if torch.is_grad_enabled() and logp.requires_grad and not keep_tape:
-            logp = checkpoint(_sinkhorn_block, logp, pair_real, n, use_reentrant=False)
-        else:
-            logp = _sinkhorn_block(logp, pair_real, n)
-        done += n
-        if done >= max_iter:  # the last block: nothing to decide
-            break
-        with torch.no_grad():
-            q = torch.where(pair_real, logp.exp(), torch.zeros_like(logp))
-            err = torch.maximum((q.sum(dim=-1) - 1.0).abs(), (q.sum(dim=-2) - 1.0).abs())
-            if bool((torch.where(mask, err, torch.zeros_like(err)) < tol).all()):
-                break
-    return torch.where(pair_real, logp.exp(), torch.zeros_like(logp))
 
 
 def neuralndcg(
