@@ -91,6 +91,10 @@ def build_plan(cl: CommandLine, *, warn=lambda message: None, local: bool = True
         if len(set(names)) != len(names):
             raise PlanError(f"--ranker: a ranker is listed twice: {','.join(names)}")
         old = {r.display: r for r in plan.rankers}
+        # --ranker picks some of the file's configurations: their [tuning.LABEL] tables go
+        # with them (a table naming no configuration of the file stays, so tune still
+        # refuses the typo)
+        plan.tuning = {k: v for k, v in plan.tuning.items() if k in names or k not in old}
         plan.rankers = [
             RankerChoice(old[n].name, dict(old[n].params), old[n].label)
             if n in old
