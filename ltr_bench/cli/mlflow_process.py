@@ -4,11 +4,12 @@ Why a process. MLflow costs every invocation about 3 s of CPU (``import mlflow``
 the SQLite store, a few transactions per fold run, the HTML report if asked), more than
 the rankers of a small plan take to fit. On a thread it would share the GIL with the fits
 and falsify their timings (``docs/performance.md``); in a process of its own it overlaps
-them on another core without touching them (the run computes with one thread by default).
-When the cells run in the run's process the logger lowers its own priority first thing
-(``nice`` +10, ``yield_cpu``): with no core free, the run's imports and fits come first; a
-starved logger does not make the run wait (it finishes in the background, beyond
-``LTR_BENCH_MLFLOW_WAIT``). Not on Dask: client, scheduler and workers share the cores.
+them on another core without touching them: the run computes with one thread by default,
+which leaves the logging process a core of its own on any machine with two; when in-process
+fits use every core (``--threads`` at the CPU count), the logging process is lowered in
+priority (``nice`` +10, :meth:`MlflowProcess.yield_to_fits`) so that the fits come first. (It
+is not lowered otherwise, nor on Dask: a low-priority logger on a busy machine is starved,
+and the run then waits for it at the end.)
 
 What runs there. The very code that logged in process before: a
 :class:`~ltr_bench.tracking.Tracker` and an :class:`~ltr_bench.tracking.MlflowListener`
@@ -64,7 +65,7 @@ if TYPE_CHECKING:  # the module is imported before anything heavy: the process s
 
 __all__ = ["MlflowProcess"]
 
-#: niceness of the logging process when the cells run in the run's process (yield_cpu)
+#: niceness of the logging process when the fits use every core (they get them first)
 NICE = 10
 
 
@@ -76,10 +77,9 @@ class MlflowProcess:
     valid) checks the store (:func:`preflight`) and lets it open the store and log.
     ``on_error(message)`` hears of the first logging failure, ``on_note(message)`` of notes,
     as soon as the logging process says them (from a thread of the run's process).
-    ``yield_cpu``: it runs at :data:`NICE` from its start (see the module).
     """
 
-    def __init__(self, tracking_uri: str | None, results_root: str | Path, *, yield_cpu=False):
+    def __init__(self, tracking_uri: str | None, results_root: str | Path):
         from ltr_bench.tracking.store import resolve_tracking_uri
 
         self.uri = resolve_tracking_uri(tracking_uri)
@@ -92,7 +92,7 @@ class MlflowProcess:
         self._conn, child = ctx.Pipe()
         self._proc = ctx.Process(
             target=_serve,
-            args=(child, self.uri, str(results_root), os.getpid(), yield_cpu),
+            args=(child, self.uri, str(results_root), os.getpid()),
             name="ltr-bench-mlflow",
             daemon=True,  # never outlives the run's process
         )
@@ -341,11 +341,9 @@ class MlflowProcess:
 # -- the logging process ---------------------------------------------------------------------
 
 
-def _serve(conn, uri: str, results_root: str, run_pid: int, yield_cpu: bool = False) -> None:
+def _serve(conn, uri: str, results_root: str, run_pid: int) -> None:
     """The logging process: open the store, then log what the run ``run_pid`` sends until
-    ``close``; ``yield_cpu``: at :data:`NICE` from the start."""
-    if yield_cpu and hasattr(os, "setpriority"):  # POSIX
-        os.setpriority(os.PRIO_PROCESS, 0, max(NICE, os.getpriority(os.PRIO_PROCESS, 0)))
+    ``close``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle
     # it may outlive the run (and its terminal); a hang-up mid-run ends the run, and the
     # closed pipe then stops this process

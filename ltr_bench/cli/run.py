@@ -197,9 +197,7 @@ def _run(ctx, *, tracking_uri, no_mlflow, results_dir, **options) -> None:
     if not no_mlflow:  # MLflow is imported meanwhile, on another core
         from ltr_bench.cli.mlflow_process import MlflowProcess
 
-        # cells in this process: the logger yields the CPU to them (mlflow_process.py)
-        in_process = options["workers"] is None and options["scheduler"] is None
-        mlflow_process = MlflowProcess(tracking_uri, results_root, yield_cpu=in_process)
+        mlflow_process = MlflowProcess(tracking_uri, results_root)
     try:
         _run_logged(ctx, console, mlflow_process, results_root, **options)
     finally:

@@ -157,21 +157,3 @@ def test_a_bad_invocation_exits_2_and_the_logging_process_creates_no_store(tmp_p
     assert bad.returncode == 2, bad.stderr
     assert "unknown ranker 'nope'" in bad.stderr
     assert not (tmp_path / "mlflow_runs" / "mlflow.db").exists()
-
-
-@pytest.mark.skipif(not hasattr(os, "getpriority"), reason="needs POSIX priorities")
-def test_the_logging_process_of_an_in_process_run_yields_the_cpu_from_its_start(tmp_path):
-    from ltr_bench.cli.mlflow_process import NICE, MlflowProcess
-
-    base = os.getpriority(os.PRIO_PROCESS, 0)
-    proc = MlflowProcess(f"sqlite:///{tmp_path / 'mlflow.db'}", tmp_path / "res", yield_cpu=True)
-    try:
-        # set by the logging process itself, before it imports MLflow
-        _until(
-            lambda: os.getpriority(os.PRIO_PROCESS, proc.pid) >= max(NICE, base),
-            "the logging process to lower its priority",
-        )
-    finally:
-        proc.close_now()  # before open(): ended at once, nothing created
-    assert not (tmp_path / "mlflow.db").exists()
-    assert os.getpriority(os.PRIO_PROCESS, 0) == base  # the run's own priority is untouched
