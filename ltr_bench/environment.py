@@ -113,7 +113,7 @@ def environment(cwd: str | None = None) -> dict[str, Any]:
 def environment_soon():
     """Start computing :func:`environment` (of the working directory) on a thread and return
     a function that waits for it. ``run`` calls it before importing the rankers: the four
-    ``git`` subprocesses (~40-60 ms) then run while the run imports, not before its first
+    ``git`` subprocesses (~40-65 ms) then run while the run imports, not before its first
     cell; waiting before the cells start keeps the thread away from the stages."""
     import threading
 
