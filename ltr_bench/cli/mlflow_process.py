@@ -60,6 +60,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ltr_bench.cli.child_output import relayed_output
+
 if TYPE_CHECKING:  # the module is imported before anything heavy: the process starts first
     from ltr_bench.results import ResultRecord
 
@@ -96,7 +98,8 @@ class MlflowProcess:
             name="ltr-bench-mlflow",
             daemon=True,  # never outlives the run's process
         )
-        self._proc.start()
+        with relayed_output():  # its stdout/stderr: a pipe of ours (child_output.py)
+            self._proc.start()
         child.close()
         self._lock = threading.Lock()
         self._send_lock = threading.Lock()
