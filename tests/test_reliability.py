@@ -613,17 +613,18 @@ def test_damaged_cache_entry_is_reparsed_and_gives_the_numbers_of_the_clean_data
 def test_full_disk_mid_run_stops_cleanly_and_keeps_the_saved_cells(env, monkeypatch):
     import ltr_bench.results.store as results  # where the store looks the writer up
 
-    real = results.atomic_write_text
+    real = results.atomic_write_many
     calls = {"n": 0}
 
-    def failing(path, text):
+    def failing(items):
+        path = items[-1][0]  # the record, written last
         if Path(path).suffix == ".json" and ".claims" not in str(path):
             calls["n"] += 1
             if calls["n"] == 2:  # the second record: the disk is full now
                 raise OSError(errno.ENOSPC, "No space left on device", str(path))
-        return real(path, text)
+        return real(items)
 
-    monkeypatch.setattr(results, "atomic_write_text", failing)
+    monkeypatch.setattr(results, "atomic_write_many", failing)
     code, out = env.run(
         "run",
         "--ranker",
@@ -636,7 +637,7 @@ def test_full_disk_mid_run_stops_cleanly_and_keeps_the_saved_cells(env, monkeypa
     )
     assert code == 1 and "stopped: cannot write" in out and "no space left" in out, out
     assert "1 cell(s) finished and saved" in out and "most recent call" not in out
-    monkeypatch.setattr(results, "atomic_write_text", real)
+    monkeypatch.setattr(results, "atomic_write_many", real)
     code, out = env.run(
         "run",
         "--ranker",

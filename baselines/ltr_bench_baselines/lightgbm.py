@@ -345,7 +345,9 @@ class LightGBMRanker(GBDTRanker):
         """
         self._check_fitted("booster_")
         used = self.best_iteration_
-        trees = self.booster_.dump_model(num_iteration=used)["tree_info"]
+        # the model's text, not dump_model(): the same trees, ~10x faster (dump_model builds
+        # and parses a JSON of every node: 50-150 ms of a run's cell on 200 trees)
+        n_leaves_of = _tree_leaves(self.booster_.model_to_string(num_iteration=used))
         splits = self.booster_.feature_importance(importance_type="split", iteration=used)
         # lgb.train truncates the booster to the best round after early stopping; the
         # validation curve still has one entry per round trained
@@ -353,13 +355,13 @@ class LightGBMRanker(GBDTRanker):
         rounds = max(int(self.booster_.current_iteration()), len(curve))
         resolved = self.resolved_params_
         stopping = resolved["early_stopping_rounds"] if self.evals_result_ else None
-        n_leaves = int(sum(int(t["num_leaves"]) for t in trees))
+        n_leaves = int(sum(n_leaves_of))
         return {
             "best_iteration": int(used),
             "rounds_trained": rounds,
-            "n_trees": len(trees),
+            "n_trees": len(n_leaves_of),
             "n_leaves": n_leaves,
-            "constant_model": n_leaves <= len(trees),
+            "constant_model": n_leaves <= len(n_leaves_of),
             "n_features": int(self.n_features_in_),
             "n_features_used": int(np.count_nonzero(splits)),
             **_stop_info(
@@ -369,6 +371,13 @@ class LightGBMRanker(GBDTRanker):
             "objective": str(self.params_["objective"]),
             **{k: v for k, v in resolved.items() if v is not None},
         }
+
+
+def _tree_leaves(model_text: str) -> list[int]:
+    """The leaves of each tree (``num_leaves=N`` of every ``Tree=`` block) of a LightGBM
+    model in its text format (``Booster.model_to_string``), in order."""
+    trees = model_text.split("\nend of trees", 1)[0]
+    return [int(line[11:]) for line in trees.splitlines() if line.startswith("num_leaves=")]
 
 
 class _LightGBMProgress:

@@ -60,6 +60,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ltr_bench.cli.child_output import relayed_output
+
 if TYPE_CHECKING:  # the module is imported before anything heavy: the process starts first
     from ltr_bench.results import ResultRecord
 
@@ -96,7 +98,8 @@ class MlflowProcess:
             name="ltr-bench-mlflow",
             daemon=True,  # never outlives the run's process
         )
-        self._proc.start()
+        with relayed_output():  # its stdout/stderr: a pipe of ours (child_output.py)
+            self._proc.start()
         child.close()
         self._lock = threading.Lock()
         self._send_lock = threading.Lock()
@@ -465,10 +468,10 @@ def _serve(conn, uri: str, results_root: str, run_pid: int) -> None:
 
 def _let_go_of_the_terminal() -> None:
     """The run exited before the end of the logging (``LTR_BENCH_MLFLOW_WAIT``): print
-    nothing more and close the run's stdout and stderr here at once (done from the inbox
-    thread the moment the run is gone), so that the terminal is the user's next command's
-    and a pipe (``ltr-bench run ... | tee``, a script capturing the output) ends with the
-    run, not with this process."""
+    nothing more (from the inbox thread the moment the run is gone). Our stdout and stderr
+    are a pipe of the run (:mod:`.child_output`: the run's own output ends with the run);
+    its reader is gone with the run, so what would be written there goes to /dev/null,
+    quietly."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)

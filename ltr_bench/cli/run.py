@@ -221,6 +221,9 @@ def _run_logged(
     scheduler,
     **plan_options,
 ) -> None:
+    from ltr_bench.environment import environment_soon
+
+    environment_ready = environment_soon()  # the records' environment, while we import
     from ltr_bench.cli.console import ConsoleListener
     from ltr_bench.report.text import summary_table
     from ltr_bench.results import ResultStore
@@ -290,6 +293,7 @@ def _run_logged(
     )
 
     interrupted, write_error = False, None
+    environment_ready()  # before the first cell: nothing of it runs beside the stages
     try:
         if not executor.in_process and (
             force or any(store.get(c.key) is None for c in expanded.cells)

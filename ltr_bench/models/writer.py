@@ -39,7 +39,7 @@ from ltr_bench.models.manifest import (
     file_digests,
 )
 from ltr_bench.ranker import can_save, tags_of
-from ltr_bench.results.files import reason_of
+from ltr_bench.results.files import fsync_all, reason_of
 
 __all__ = ["save_model"]
 
@@ -174,23 +174,20 @@ def _ltr_bench_version() -> str:
 
 
 def _fsync_tree(root: Path) -> None:
-    """fsync every file and folder under ``root`` (folders after their entries)."""
-    for dirpath, _dirs, files in os.walk(root, topdown=False):
-        for name in files:
-            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        _fsync_dir(Path(dirpath))
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
+    """fsync every file and folder under ``root``, concurrently (:func:`fsync_all`: one
+    journal commit instead of one per file). All of them are durable when this returns,
+    which is all the rename that follows needs (whole or none); their order among
+    themselves does not matter."""
+    fds: list[int] = []
     try:
-        os.fsync(fd)
+        for dirpath, _dirs, files in os.walk(root, topdown=False):
+            for name in files:
+                fds.append(os.open(os.path.join(dirpath, name), os.O_RDONLY))
+            fds.append(os.open(dirpath, os.O_RDONLY))
+        fsync_all(fds)
     finally:
-        os.close(fd)
+        for fd in fds:
+            os.close(fd)
 
 
 def _swap_in(tmp: Path, folder: Path) -> None:

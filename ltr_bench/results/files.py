@@ -178,6 +178,88 @@ def atomic_write_bytes(path: Path, data: bytes) -> Path:
     return target
 
 
+def fsync_all(fds: list[int]) -> None:
+    """``os.fsync`` every descriptor in ``fds``, concurrently; returns when all are durable
+    (raises the first ``OSError``).
+
+    Why concurrently: on a journaling file system (ext4, XFS) the cost of an fsync is a
+    journal commit (~4 ms on this machine's virtual disk), and concurrent fsyncs share one
+    commit: four files took 7.4 ms one after the other and 1.3 ms together (median of 15).
+    A cell writes six or seven files (its model, per-query CSV and record). ``fsync`` releases
+    the GIL, so the threads cost the run nothing while they wait."""
+    if len(fds) <= 1:
+        for fd in fds:
+            os.fsync(fd)
+        return
+    import threading
+
+    errors: list[OSError] = []
+
+    def sync(fd: int) -> None:
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=sync, args=(fd,), daemon=True) for fd in fds[1:]]
+    for t in threads:
+        t.start()
+    sync(fds[0])
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def atomic_write_many(items: list[tuple[Path, bytes]]) -> list[Path]:
+    """:func:`atomic_write_bytes` of several files, their fsyncs together
+    (:func:`fsync_all`): every file is written to its temporary sibling, all are fsynced,
+    then renamed into place **in the order given** (so the last one, a record, appears only
+    when the files before it are in place). Returns the files written; raises ``OSError``
+    (no temporary file is left; the files renamed before the error stay)."""
+    staged: list[tuple[str, Path]] = []  # (temporary file, target) of the regular files
+    written: list[Path] = []
+    try:
+        fds: list[int] = []
+        try:
+            for path, data in items:
+                target, direct = write_target(Path(path))
+                written.append(target)
+                if direct:
+                    with open(target, "wb") as fh:
+                        fh.write(data)
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    mode = stat.S_IMODE(target.stat().st_mode)
+                except FileNotFoundError:
+                    mode = _default_mode()
+                fd, tmp = tempfile.mkstemp(
+                    prefix=f".{target.name}.", suffix=".tmp", dir=target.parent
+                )
+                fds.append(fd)
+                staged.append((tmp, target))
+                with os.fdopen(os.dup(fd), "wb") as fh:
+                    fh.write(data)
+                os.fchmod(fd, mode)  # mkstemp makes 0600
+            fsync_all(fds)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        while staged:
+            tmp, target = staged[0]
+            os.replace(tmp, target)
+            staged.pop(0)
+    except BaseException:
+        for tmp, _target in staged:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        raise
+    return written
+
+
 def atomic_write_text(path: Path, text: str) -> Path:
     """:func:`atomic_write_bytes` of ``text`` in UTF-8 (newlines as given)."""
     return atomic_write_bytes(path, text.encode("utf-8"))

@@ -2,9 +2,10 @@
 
 Finished records are files, ``<root>/<key>.json`` and ``<root>/<key>.per_query.csv``
 (and the kept model's folder ``<root>/<key>.model.<token>``, which the record names),
-written atomically (:func:`ltr_bench.results.files.atomic_write_text`), the CSV before the
-JSON, so a record file exists only for a completely written result. This is the source of
-truth of every finished cell; MLflow gets a copy. Knows neither MLflow nor the harness.
+written atomically (:func:`ltr_bench.results.files.atomic_write_many`: fsynced together,
+renamed the CSV before the JSON), so a record file exists only for a completely written
+result. This is the source of truth of every finished cell; MLflow gets a copy. Knows
+neither MLflow nor the harness.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 from ltr_bench.results.claims import CellClaim, acquire, wait_for_claim
 from ltr_bench.results.files import (
     ResultsWriteError,
-    atomic_write_text,
+    atomic_write_many,
     per_query_csv,
     read_per_query_csv,
     record_json,
@@ -173,17 +174,20 @@ class ResultStore:
             record.run_file = str(run_path.resolve())
         doc = record_json(record)
         csv_text = per_query_csv(record.per_query) if record.per_query is not None else None
+        files: list[tuple[Path, bytes]] = []
         if per_query and csv_text is not None:
             pq_path = self.per_query_path(record.key)
             if pq_path in self.damaged and pq_path.exists():  # kept for inspection
                 os.replace(pq_path, pq_path.with_name(pq_path.name + ".damaged"))
-            atomic_write_text(pq_path, csv_text)
+            files.append((pq_path, csv_text.encode("utf-8")))
         if run_path is not None and run_text is not None:
-            atomic_write_text(run_path, run_text)
+            files.append((run_path, run_text.encode("utf-8")))
         path = self.json_path(record.key)
         if path in self.damaged and path.exists():  # keep what was damaged, for inspection
             os.replace(path, path.with_name(path.name + ".damaged"))
-        atomic_write_text(path, doc)
+        # each file atomic (temporary, fsync, rename), their fsyncs together, the record
+        # renamed last: it appears only when its CSV and run file are in place
+        atomic_write_many([*files, (path, doc.encode("utf-8"))])
         self._index()[record.key] = record
         self._drop_other_models(record)
         return path

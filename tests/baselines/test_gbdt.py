@@ -128,7 +128,13 @@ def test_fitted_info_counts_the_trees_and_leaves_predict_uses(cls):
         import xgboost as xgb
 
         leaves = ranker.booster_.predict(xgb.DMatrix(X), iteration_range=(0, best), pred_leaf=True)
-        n_leaves = [t.count("leaf=") for t in ranker.booster_.get_dump()[:best]]
+        import json
+
+        def leaves_of(node):  # the JSON dump, not the text dump fitted_info reads
+            return 1 if "leaf" in node else sum(leaves_of(c) for c in node["children"])
+
+        dump = ranker.booster_.get_dump(dump_format="json")[:best]
+        n_leaves = [leaves_of(json.loads(t)) for t in dump]
     leaves = leaves.reshape(len(X), -1)  # (n,) when a single tree is used
     assert leaves.shape == (len(X), best)
     # every leaf reached by a training row exists, and a tree has at most num_leaves=7

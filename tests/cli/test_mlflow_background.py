@@ -118,3 +118,45 @@ def test_a_killed_background_logger_loses_nothing_and_the_rerun_logs_the_rest(tm
     db = tmp_path / "ml" / "mlflow.db"
     assert _status(db, "fold") == ["FINISHED"] * 3  # each fold once
     assert _status(db, "parent") == ["FINISHED"]
+
+
+@pytest.mark.slow
+def test_the_runs_output_ends_with_the_run_even_while_its_logger_is_stopped(tmp_path):
+    # a reader of the output (`ltr-bench run ... | tee log`) sees its end when the run exits,
+    # although the background logger (and multiprocessing's resource tracker) live on: they
+    # write into a pipe of the run, never into the run's stdout or stderr
+    import threading
+
+    data = _folds(tmp_path / "data", 2)
+    env = _subprocess_env(tmp_path) | {"LTR_BENCH_MLFLOW_WAIT": "0"}
+    uri = f"sqlite:///{tmp_path / 'ml' / 'mlflow.db'}"
+    proc = subprocess.Popen(
+        _slow_cmd(data, tmp_path),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    for line in proc.stderr:  # held still as soon as it is named, before the run exits
+        if "in the background" in line:
+            pid = _background_pid(line)
+            os.kill(pid, signal.SIGSTOP)
+            break
+    else:
+        raise AssertionError(proc.communicate())
+    try:
+        rest: list[str] = []
+        reader = threading.Thread(
+            target=lambda: rest.extend([proc.stdout.read(), proc.stderr.read()]), daemon=True
+        )
+        reader.start()
+        reader.join(timeout=60)
+        assert not reader.is_alive(), "the output did not end with the run"
+        assert proc.wait(timeout=10) == 0
+        assert _holds_output(pid)  # stopped: it never got to let go of anything itself
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    from ltr_bench.tracking import fetch_fold_results
+
+    records = fetch_fold_results("data", uri)  # waits for the background logger
+    assert sorted(r.fold for r in records) == [1, 2]
