@@ -30,10 +30,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -41,12 +44,70 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_overhead import (  # noqa: E402
     LAST_CPU,
     REFERENCE,
+    _children_cpu,
+    _reap,
     checkouts,
+    cli,
     load,
     records,
     stage_seconds,
     timed,
 )
+
+#: a cell's progress lines: "[3/10] lightgbm[...] on synthetic fold 2: fitting ..." when it
+#: starts (in process) or is handed to a worker (Dask: it starts there), then its result line
+_STARTED = re.compile(r"^\[(\d+)/\d+\] .*: fitting \.\.\.$")
+_ENDED = re.compile(r"^\[(\d+)/\d+\] .*(ndcg@|FAILED)")
+
+
+def timeline(args: list[str], cwd: Path, env: dict) -> tuple[float, dict[str, float]]:
+    """:func:`bench_overhead.timed` (wall, and CPU in ``LAST_CPU``), reading the command's
+    output as it comes to say where the time goes, in seconds: ``first`` (start to the first
+    cell started), ``cells`` (first start to last end), ``tail`` (the last cell's end minus
+    the one before: a slot idle at the end, on Dask), ``exit`` (last end to exit: MLflow's
+    catching up, the summary), ``all`` (start to the end of every process it started: the
+    MLflow logger may finish in the background after the run's exit)."""
+    cpu = _children_cpu()
+    t = time.perf_counter()
+    proc = subprocess.Popen(
+        cli() + args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    starts: dict[str, float] = {}
+    ends: dict[str, float] = {}
+    lines = []
+    for line in proc.stdout:
+        now = time.perf_counter() - t
+        lines.append(line)
+        for pattern, seen in ((_STARTED, starts), (_ENDED, ends)):
+            m = pattern.match(line.strip())
+            if m and m.group(1) not in seen:
+                seen[m.group(1)] = now
+    proc.wait()
+    wall = time.perf_counter() - t
+    _reap(120.0)  # the MLflow logger may finish in the background after the run's exit
+    done = time.perf_counter() - t
+    LAST_CPU[0] = _children_cpu() - cpu
+    if proc.returncode != 0 or not starts or len(ends) != len(starts):
+        raise SystemExit(
+            f"ltr-bench {' '.join(args)} failed ({proc.returncode}):\n{''.join(lines)}"
+        )
+    last = sorted(ends.values())
+    phases = {
+        "first": min(starts.values()),
+        "cells": last[-1] - min(starts.values()),
+        "tail": last[-1] - last[-2] if len(last) > 1 else 0.0,
+        "exit": wall - last[-1],
+        "all": done,
+    }
+    return wall, phases
+
+
+def _phases(p: dict[str, float]) -> str:
+    return (
+        f"first cell at {p['first']:.1f} s, cells {p['cells']:.1f} s (tail {p['tail']:.1f} s), "
+        f"exit {p['exit']:.1f} s after the last, every process (MLflow's background "
+        f"logging) ended at {p['all']:.1f} s"
+    )
 
 
 def short_cell_args(home: Path) -> list[str]:
@@ -130,11 +191,15 @@ def part_cells(
     rows = []
     for r in range(repeat):
         before = load()
-        here = timed([*args, "--results-dir", str(work / f"{tag}-in-{r}")], work, env)
+        here, here_phases = timeline(
+            [*args, "--results-dir", str(work / f"{tag}-in-{r}")], work, env
+        )
         here_cpu = LAST_CPU[0]
         capacity = parallel_capacity(workers)
         out = work / f"{tag}-dask-{r}"
-        dask = timed([*args, "--workers", str(workers), "--results-dir", str(out)], work, env)
+        dask, dask_phases = timeline(
+            [*args, "--workers", str(workers), "--results-dir", str(out)], work, env
+        )
         a = {x["key"]: x["metrics"] for x in records(work / f"{tag}-in-{r}")}
         b = {x["key"]: x["metrics"] for x in records(out)}
         if a != b or len(a) != 10:
@@ -146,7 +211,11 @@ def part_cells(
             f"--workers {workers} {dask:.2f} s (CPU {LAST_CPU[0]:.2f} s), speed-up "
             f"{here / dask:.2f}x, parallel capacity {capacity:.2f}, efficiency "
             f"{here / dask / capacity:.2f} (target >= 0.90); cells on Dask {cells[0]:.1f}-"
-            f"{cells[-1]:.1f} s; metrics identical   [{before} -> {load()}]",
+            f"{cells[-1]:.1f} s; metrics identical   [{before} -> {load()}]\n"
+            f"    where the time goes: in process {_phases(here_phases)}; --workers {workers} "
+            f"{_phases(dask_phases)}; to the end of every process: speed-up "
+            f"{here_phases['all'] / dask_phases['all']:.2f}x, efficiency "
+            f"{here_phases['all'] / dask_phases['all'] / capacity:.2f}",
             flush=True,
         )
     med = tuple(statistics.median(x[i] for x in rows) for i in range(3))

@@ -156,3 +156,46 @@ def test_a_local_cluster_that_cannot_start_is_reported_and_no_cell_is_lost(tmp_p
     again = CliRunner().invoke(main, command)
     assert again.exit_code == 0, again.output
     assert len(list((tmp_path / "results").glob("*.json"))) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("extra, busy", [(["--workers", "2"], 2), ([], 1)])
+def test_the_mlflow_logger_is_told_the_cores_a_local_clusters_workers_keep_busy(
+    tmp_path, monkeypatch, extra, busy
+):
+    """A local cluster's workers x threads are the cores the cells take on this machine:
+    the logging process yields to them when they are all (``yield_to_fits``)."""
+    import distributed
+    from click.testing import CliRunner
+
+    from ltr_bench.cli import main
+    from ltr_bench.cli.mlflow_process import MlflowProcess
+
+    told: list[int] = []
+    monkeypatch.setattr(MlflowProcess, "yield_to_fits", lambda self, n: told.append(n))
+
+    def no_cluster(*args, **kwargs):  # stop the Dask run right after the logger was told
+        raise OSError("no cluster in this test")
+
+    monkeypatch.setattr(distributed, "LocalCluster", no_cluster)
+    result = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--ranker",
+            "ridge",
+            "--dataset",
+            "synthetic",
+            "--dataset-option",
+            "n_queries=60",
+            "--folds",
+            "1",
+            "--tracking-uri",
+            f"sqlite:///{tmp_path / 'mlflow.db'}",
+            "--results-dir",
+            str(tmp_path / "results"),
+            *extra,
+        ],
+    )
+    assert result.exit_code == (1 if extra else 0), result.output
+    assert told == [busy]
