@@ -205,13 +205,18 @@ def part_cells(
         if a != b or len(a) != 10:
             raise SystemExit(f"{name}: the Dask run's metrics differ from the in-process run's")
         cells = sorted(stage_seconds([x]) for x in records(out))
+        # the cells' own time (stage seconds) on Dask against in process: above 1 when two
+        # cells at once share caches and memory bandwidth, which the spin-loop capacity
+        # (pure Python, no memory traffic) does not see
+        slowdown = sum(cells) / sum(stage_seconds([x]) for x in records(work / f"{tag}-in-{r}"))
         rows.append((here / dask, capacity, here / dask / capacity))
         print(
             f"{name}, round {r + 1}: in process {here:.2f} s (CPU {here_cpu:.2f} s), "
             f"--workers {workers} {dask:.2f} s (CPU {LAST_CPU[0]:.2f} s), speed-up "
             f"{here / dask:.2f}x, parallel capacity {capacity:.2f}, efficiency "
             f"{here / dask / capacity:.2f} (target >= 0.90); cells on Dask {cells[0]:.1f}-"
-            f"{cells[-1]:.1f} s; metrics identical   [{before} -> {load()}]\n"
+            f"{cells[-1]:.1f} s, their own time {slowdown:.2f}x in process's; metrics "
+            f"identical   [{before} -> {load()}]\n"
             f"    where the time goes: in process {_phases(here_phases)}; --workers {workers} "
             f"{_phases(dask_phases)}; to the end of every process: speed-up "
             f"{here_phases['all'] / dask_phases['all']:.2f}x, efficiency "
