@@ -45,19 +45,45 @@ from bench_overhead import (  # noqa: E402
     LAST_CPU,
     REFERENCE,
     _children_cpu,
-    _reap,
     checkouts,
     cli,
     load,
     records,
     stage_seconds,
-    timed,
 )
 
 #: a cell's progress lines: "[3/10] lightgbm[...] on synthetic fold 2: fitting ..." when it
 #: starts (in process) or is handed to a worker (Dask: it starts there), then its result line
 _STARTED = re.compile(r"^\[(\d+)/\d+\] .*: fitting \.\.\.$")
 _ENDED = re.compile(r"^\[(\d+)/\d+\] .*(ndcg@|FAILED)")
+
+
+def _children() -> set[int]:
+    """This process's children (Linux ``/proc``): with the subreaper set
+    (``bench_overhead``), a command's orphans become ours."""
+    me, found = os.getpid(), set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == me:
+            found.add(int(stat.parent.name))
+    return found
+
+
+def _wait_for(pids: set[int], timeout: float) -> None:
+    """Reap ``pids`` (orphans of the last command) as they exit, for at most ``timeout`` s;
+    never a child of this script's own (the capacity pool's resource tracker)."""
+    end = time.monotonic() + timeout
+    while pids and time.monotonic() < end:
+        for pid in list(pids):
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    pids.discard(pid)
+            except ChildProcessError:
+                pids.discard(pid)
+        time.sleep(0.02)
 
 
 def timeline(args: list[str], cwd: Path, env: dict) -> tuple[float, dict[str, float]]:
@@ -67,6 +93,7 @@ def timeline(args: list[str], cwd: Path, env: dict) -> tuple[float, dict[str, fl
     the one before: a slot idle at the end, on Dask), ``exit`` (last end to exit: MLflow's
     catching up, the summary), ``all`` (start to the end of every process it started: the
     MLflow logger may finish in the background after the run's exit)."""
+    ours = _children()
     cpu = _children_cpu()
     t = time.perf_counter()
     proc = subprocess.Popen(
@@ -84,7 +111,8 @@ def timeline(args: list[str], cwd: Path, env: dict) -> tuple[float, dict[str, fl
                 seen[m.group(1)] = now
     proc.wait()
     wall = time.perf_counter() - t
-    _reap(120.0)  # the MLflow logger may finish in the background after the run's exit
+    # the MLflow logger may finish in the background after the run's exit
+    _wait_for(_children() - ours, 180.0)
     done = time.perf_counter() - t
     LAST_CPU[0] = _children_cpu() - cpu
     if proc.returncode != 0 or not starts or len(ends) != len(starts):
@@ -187,7 +215,7 @@ def part_cells(
 
     tag = name.split()[0]
     for k in range(1, 6):  # the parsed-data cache warm, the store made
-        timed([*args, "--folds", str(k), "--results-dir", str(work / f"warm-{tag}")], work, env)
+        timeline([*args, "--folds", str(k), "--results-dir", str(work / f"warm-{tag}")], work, env)
     rows = []
     for r in range(repeat):
         before = load()
