@@ -204,6 +204,29 @@ def ohsumed_home(work: Path, ohsumed: Path) -> Path:
     return home
 
 
+def best_makespan(durations: list[float], slots: int) -> float:
+    """The shortest time ``slots`` workers can run cells of these ``durations`` in (no
+    overhead, each cell on one worker, whole): the optimum over every assignment (exact;
+    ``slots ** len(durations)`` assignments, fine for ten cells on two or three slots)."""
+    import itertools
+
+    best = float("inf")
+    for assignment in itertools.product(range(slots), repeat=len(durations)):
+        loads = [0.0] * slots
+        for d, k in zip(durations, assignment):
+            loads[k] += d
+        best = min(best, max(loads))
+    return best
+
+
+def bound(here: float, durations: list[float], slots: int) -> tuple[float, float]:
+    """(wall, efficiency) of the best possible Dask run, from the in-process run's wall
+    ``here`` and its cells' ``durations``: what is not cells (start, plan, exit) paid as in
+    process, the cells in :func:`best_makespan`, and a capacity of exactly ``slots``."""
+    wall = here - sum(durations) + best_makespan(durations, slots)
+    return wall, here / wall / slots
+
+
 def part_cells(
     work: Path, env: dict, name: str, args: list[str], workers: int, repeat: int
 ) -> tuple[float, float, float]:
@@ -238,6 +261,8 @@ def part_cells(
         # (pure Python, no memory traffic) does not see
         slowdown = sum(cells) / sum(stage_seconds([x]) for x in records(work / f"{tag}-in-{r}"))
         rows.append((here / dask, capacity, here / dask / capacity))
+        in_cells = [stage_seconds([x]) for x in records(work / f"{tag}-in-{r}")]
+        best_wall, best_eff = bound(here, in_cells, workers)
         print(
             f"{name}, round {r + 1}: in process {here:.2f} s (CPU {here_cpu:.2f} s), "
             f"--workers {workers} {dask:.2f} s (CPU {LAST_CPU[0]:.2f} s), speed-up "
@@ -248,7 +273,12 @@ def part_cells(
             f"    where the time goes: in process {_phases(here_phases)}; --workers {workers} "
             f"{_phases(dask_phases)}; to the end of every process: speed-up "
             f"{here_phases['all'] / dask_phases['all']:.2f}x, efficiency "
-            f"{here_phases['all'] / dask_phases['all'] / capacity:.2f}",
+            f"{here_phases['all'] / dask_phases['all'] / capacity:.2f}\n"
+            f"    bound: the in-process cells ({min(in_cells):.1f}-{max(in_cells):.1f} s, "
+            f"{sum(in_cells):.1f} s in all) on {workers} slots at best take "
+            f"{best_makespan(in_cells, workers):.1f} s (whole cells); with the rest as in "
+            f"process and a capacity of {workers}: {best_wall:.1f} s, efficiency at most "
+            f"{best_eff:.2f}",
             flush=True,
         )
     med = tuple(statistics.median(x[i] for x in rows) for i in range(3))

@@ -5,12 +5,11 @@ the SQLite store, a few transactions per fold run, the HTML report if asked), mo
 the rankers of a small plan take to fit. On a thread it would share the GIL with the fits
 and falsify their timings (``docs/performance.md``); in a process of its own it overlaps
 them on another core without touching them: the run computes with one thread by default,
-which leaves the logging process a core of its own on any machine with two; when the fits use every
-core (in process with ``--threads`` at the CPU count, or a local Dask cluster's workers x
-threads), the logging process is lowered in priority (``nice`` +10,
-:meth:`MlflowProcess.yield_to_fits`) so that the fits come first; what it has not logged when
-they end it logs in the background after the run exits (:meth:`close`). (It is not lowered
-otherwise: a low-priority logger on a machine busy with other jobs would be starved.)
+which leaves the logging process a core of its own on any machine with two; when in-process
+fits use every core (``--threads`` at the CPU count), the logging process is lowered in
+priority (``nice`` +10, :meth:`MlflowProcess.yield_to_fits`) so that the fits come first. (It
+is not lowered otherwise, nor on Dask: a low-priority logger on a busy machine is starved,
+and the run then waits for it at the end.)
 
 What runs there. The very code that logged in process before: a
 :class:`~ltr_bench.tracking.Tracker` and an :class:`~ltr_bench.tracking.MlflowListener`

@@ -266,11 +266,9 @@ def _run_logged(
             f"warning: {m}; from now on results are only saved locally"
         )
         mlflow_process.on_note = console.line
-        # the cores the cells keep busy here: in process, their threads; a local cluster's
-        # workers, each with those threads (a remote cluster's: none). When they take every
-        # core the logger yields to them (the run waits for it at most 0.25 s at the end)
-        busy = (plan.threads or 1) * (1 if executor.in_process else (workers or 0))
-        mlflow_process.yield_to_fits(busy)
+        # in process only: on Dask the client, scheduler and workers share the cores anyway,
+        # and a starved logger would only make the run wait for it at the end
+        mlflow_process.yield_to_fits((plan.threads or 1) if executor.in_process else 0)
         try:
             console.status(f"opening MLflow store {mlflow_process.uri} ...", force=True)
             mlflow_process.open(
