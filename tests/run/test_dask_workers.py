@@ -156,4 +156,3 @@ def test_a_local_cluster_that_cannot_start_is_reported_and_no_cell_is_lost(tmp_p
     again = CliRunner().invoke(main, command)
     assert again.exit_code == 0, again.output
     assert len(list((tmp_path / "results").glob("*.json"))) == 2
-
