@@ -40,7 +40,7 @@ def test_import_modules_imports_a_classes_fit_imports_and_skips_whatever_fails(
 
 # A fresh interpreter imports the ranker's module and its FIT_IMPORTS, then fits: the fit may
 # import submodules of those packages, but no other library (such as sympy, which torch
-# imports at the first optimiser step through torch._dynamo)
+# imports through torch._dynamo when the first optimiser is made)
 _FIT_AFTER_IMPORTS = textwrap.dedent(
     """
     import importlib, json, sys
