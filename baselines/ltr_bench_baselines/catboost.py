@@ -147,8 +147,6 @@ class CatBoostRanker(GBDTRanker):
     """
 
     _PRESETS = CATBOOST_PRESETS
-    #: what ``fit`` imports lazily: a Dask worker pool imports it ahead, once
-    FIT_IMPORTS = ("catboost",)
     #: ``ltr-bench tune`` search space (ltr_bench.tune.study.parse_spec)
     SEARCH_SPACE = {
         "depth": {"low": 4, "high": 10},

@@ -100,8 +100,6 @@ class LightGBMRanker(GBDTRanker):
     """
 
     _PRESETS = LIGHTGBM_PRESETS
-    #: what ``fit`` imports lazily: a Dask worker pool imports it ahead, once
-    FIT_IMPORTS = ("lightgbm",)
     #: ``ltr-bench tune`` search space (ltr_bench.tune.study.parse_spec); boosting rounds are
     #: searched because without a validation split nothing stops them early
     SEARCH_SPACE = {

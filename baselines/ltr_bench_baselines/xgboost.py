@@ -46,8 +46,6 @@ class _XGBoostRanker(GBDTRanker):
 
     _objective = ""
     _PRESETS = XGBOOST_PRESETS
-    #: what ``fit`` imports lazily: a Dask worker pool imports it ahead, once
-    FIT_IMPORTS = ("xgboost",)
     #: ``ltr-bench tune`` search space (ltr_bench.tune.study.parse_spec)
     SEARCH_SPACE = {
         "max_depth": {"low": 2, "high": 10},

@@ -27,8 +27,8 @@ after the records that finished before it: never more cells announced than slots
 not queued ahead on the cluster: a worker that dies counts against every task it holds
 (Dask hands resource-restricted tasks out before they can start), so a queued cell would
 share the blame for a neighbour that kills its worker. A local cluster's workers are
-forked from a forkserver that imported Dask, the rankers' modules and what their fits import
-once (:mod:`ltr_bench.run.dask_workers`); :meth:`DaskExecutor.warm_up` imports what a worker
+forked from a forkserver that imported Dask and the rankers' modules once
+(:mod:`ltr_bench.run.dask_workers`); :meth:`DaskExecutor.warm_up` imports what a worker
 still lacks (spawned, restarted, external). Workers of a local cluster run without Dask's
 statistical profiler (a thread sampling the task's stack every 10 ms, in a timed fit).
 

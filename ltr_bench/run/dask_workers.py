@@ -5,18 +5,9 @@ A local cluster's workers are forked from one ``multiprocessing`` forkserver (wh
 platform has one, see :func:`start_forkserver`) that imports Dask and the modules the cells
 need once, through :mod:`ltr_bench.run.worker_preload`; each forked worker starts with them
 imported. Spawned workers (Dask's default, used otherwise and for a worker restarted after a
-death) each import them themselves. Any worker is also sent :func:`import_modules` by the
-executor's warm-up, which imports what it still lacks (a no-op on a forked worker).
-
-What the cells need: the unit of work, each ranker's module, and the libraries its ``fit``
-imports lazily (a ranker's module imports only what listing and checking rankers need, so
-that ``ltr-bench rankers`` stays quick), which a ranker class names in its ``FIT_IMPORTS``
-class attribute (a tuple of module names, e.g. ``("lightgbm",)``, ``("torch",
-"ltr_bench_neural.training")``): about 1 s of CPU for LightGBM and 1.5-3 s for PyTorch,
-otherwise paid by every worker inside its first cell of that ranker, after the cluster is
-up and while the other slot computes. Imported in the forkserver, they are paid once, while
-the client still reads the plan. Importing torch, LightGBM, XGBoost or CatBoost starts no thread
-(``/proc/self/task`` keeps its count), so forking after them is as safe as before.
+death) each import scikit-learn, LightGBM and XGBoost themselves: about 1.5 s of CPU per
+worker. Any worker is also sent :func:`import_modules` by the executor's warm-up, which
+imports what it still lacks (a no-op on a forked worker).
 
 The thread-pool sizes (:data:`THREAD_ENV`) go into the client's own environment when the
 forkserver starts (a nanny does the same before it spawns a worker): the client computes no
@@ -44,20 +35,14 @@ WORKER_IMPORTS = "LTR_BENCH_WORKER_IMPORTS"
 _forkserver_threads: list[int] = []
 
 
-#: the class attribute naming the modules a ranker's ``fit`` imports lazily
-FIT_IMPORTS = "FIT_IMPORTS"
-
-
 def ranker_modules(names) -> set[str]:
-    """What the cells of the registered rankers ``names`` import: the unit of work's module
-    and each ranker's target (``"module:Class"``, which :func:`import_modules` imports with
-    the class's ``FIT_IMPORTS``). Reads the registry only: nothing heavy is imported here."""
+    """The unit of work's module and the modules the registered rankers ``names`` live in."""
     from ltr_bench.registry import get_entry
 
     modules = {"ltr_bench.run.unit"}
     for name in set(names):
         try:
-            modules.add(get_entry(name).target)
+            modules.add(get_entry(name).target.partition(":")[0])
         except Exception:  # noqa: BLE001 - the cell reports an unknown ranker itself
             continue
     return modules
@@ -89,21 +74,12 @@ def start_forkserver(threads: int, env: dict[str, str]) -> bool:
 
 
 def import_modules(modules: list[str]) -> None:
-    """Import ``modules`` (run by the forkserver and, on a worker, by the executor's warm-up).
-    A ``"module:Class"`` entry imports ``module``, then the modules named by the class's
-    ``FIT_IMPORTS`` (see the module docstring). Whatever fails, whatever it raises, is
-    skipped: the cell that needs it records the error."""
+    """Run on a worker by the executor's warm-up: import ``modules`` (those that fail are
+    left to the cell that needs them, which records the error)."""
     import importlib
 
-    for spec in modules:
-        module, _, attr = spec.partition(":")
+    for module in modules:
         try:
-            found = importlib.import_module(module)
-            names = tuple(getattr(getattr(found, attr), FIT_IMPORTS, ())) if attr else ()
+            importlib.import_module(module)
         except Exception:  # noqa: BLE001 - the cell that needs it records the error
-            continue
-        for name in names:
-            try:
-                importlib.import_module(str(name))
-            except Exception:  # noqa: BLE001 - an optional library: the cell says so
-                continue
+            pass

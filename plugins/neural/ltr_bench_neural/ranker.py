@@ -96,10 +96,6 @@ class NeuralRanker(BaseRanker):
 
     #: the ranker contract version this plugin is built for (ltr_bench.ranker.CONTRACT_VERSION)
     contract_version = 1
-    #: what ``fit`` imports lazily: torch with the training code (~1 s of CPU) and
-    #: torch._dynamo, which torch imports when the first optimiser is made (~1 s); a Dask
-    #: worker pool imports them ahead, once (ltr_bench.run.dask_workers)
-    FIT_IMPORTS = ("ltr_bench_neural.training", "torch._dynamo")
 
     def __init__(
         self,
