@@ -114,6 +114,9 @@ def _without_per_query(fields: dict) -> dict:
 def dask_executor():
     # retries=1: a cell may kill one worker and is rerun; the second death fails it
     with DaskExecutor(workers=2, threads=1, retries=1) as executor:
+        # as `ltr-bench run` does: the cluster starts at once, on a thread, its forkserver
+        # importing the rankers' modules before forking the workers
+        executor.start([r.name for r in REAL])
         executor.client()
         yield executor
 

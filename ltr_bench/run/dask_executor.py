@@ -20,18 +20,17 @@ at once); otherwise each Dask thread runs one cell (start workers with ``--nthre
 unless the rankers are single-threaded).
 
 At most as many cells are submitted as can run at once (the slots above, recounted as
-workers join or leave), so a cell is announced as started (``Listener.cell_started``) when it
+workers join or leave): a cell is announced as started (``Listener.cell_started``) when it
 starts, and Ctrl-C has little to cancel. A slot freed by a finished cell gets its next cell
-before that record is handed to the caller (who saves it and logs it to MLflow meanwhile);
-the new cell is announced right after the records that finished before it, so never more
-cells are announced running than there are slots. Cells are not queued ahead on the cluster: Dask
-hands a task with a resource restriction to a worker before it can start, and a worker that
-dies counts against every task it holds, so a queued cell would share the blame for a
-neighbour that kills its worker. A local cluster's workers are forked from a forkserver that
-imported Dask and the rankers' modules once (:mod:`ltr_bench.run.dask_workers`); before the
-first cell, :meth:`DaskExecutor.warm_up` imports whatever a worker still lacks (a spawned or
-restarted worker, a worker of an external cluster). Workers of a local cluster run without
-Dask's statistical profiler (a thread sampling the task's stack every 10 ms, in a timed fit).
+before that record is handed to the caller (who saves and logs it meanwhile), announced
+after the records that finished before it: never more cells announced than slots. Cells are
+not queued ahead on the cluster: a worker that dies counts against every task it holds
+(Dask hands resource-restricted tasks out before they can start), so a queued cell would
+share the blame for a neighbour that kills its worker. A local cluster's workers are
+forked from a forkserver that imported Dask and the rankers' modules once
+(:mod:`ltr_bench.run.dask_workers`); :meth:`DaskExecutor.warm_up` imports what a worker
+still lacks (spawned, restarted, external). Workers of a local cluster run without Dask's
+statistical profiler (a thread sampling the task's stack every 10 ms, in a timed fit).
 
 Progress
 --------
@@ -39,12 +38,11 @@ On Dask each cell runs inside :class:`_WithProgress`, which installs a progress 
 the worker that publishes Dask structured events (``Worker.log_event``) under a topic unique
 to the ``map_cells`` call; the payload is ``{"position", "done", "total", "message"}``. The
 worker throttles: at most one event per cell every :data:`PROGRESS_INTERVAL` seconds, a
-report of ``done >= total`` always, and the last report held back is sent when the cell's
-function returns, so the final state always arrives. The client subscribes to the topic
-(``Client.subscribe_topic``); its handler runs on the client's event-loop thread and only puts
-events on a queue, which ``map_cells`` drains in its poll loop (and before yielding a
-finished cell, whose events arrive ahead of its result: worker, scheduler and client each
-forward them in order on the same stream). Events of a cell already yielded are dropped.
+report of ``done >= total`` always, and the last one held back when the cell's function
+returns. The client subscribes to the topic (``Client.subscribe_topic``); its handler, on the
+client's event-loop thread, only queues events, which ``map_cells`` drains in its poll loop
+and before yielding a finished cell (its events arrive ahead of its result: each hop forwards
+them in order on the same stream). Events of a cell already yielded are dropped.
 
 Faults
 ------
@@ -227,16 +225,20 @@ class DaskExecutor(Executor):
         if forked:
             settings["distributed.worker.multiprocessing-method"] = "forkserver"
         with dask.config.set(settings):
-            self._cluster = LocalCluster(
-                n_workers=self.workers,
-                threads_per_worker=self.threads,
-                processes=True,
-                resources={CORES: self.threads},
-                memory_limit=self.memory_limit,
-                dashboard_address=":0",
-                silence_logs=logging.ERROR,
-            )
-            self._client = Client(self._cluster)
+            try:
+                self._cluster = LocalCluster(
+                    n_workers=self.workers, threads_per_worker=self.threads, processes=True,
+                    resources={CORES: self.threads}, memory_limit=self.memory_limit,
+                    dashboard_address=":0", silence_logs=logging.ERROR,
+                )  # fmt: skip
+                self._client = Client(self._cluster)
+            except Exception as exc:  # no port, no memory for a worker, a broken install
+                self.close()
+                raise ExecutorError(
+                    f"could not start a local Dask cluster of {self.workers} worker(s) "
+                    f"({type(exc).__name__}: {exc}); no cell was run: run again without "
+                    "--workers to compute them in this process"
+                ) from None
         return self._client
 
     def close(self) -> None:
