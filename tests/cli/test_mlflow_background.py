@@ -46,8 +46,9 @@ def _background_pid(stderr: str) -> int:
     return int(found.group(1))
 
 
-@pytest.mark.slow
-def test_a_run_that_does_not_wait_for_mlflow_is_read_complete_by_the_next_command(tmp_path):
+def _run_with_its_logger_stopped(tmp_path):
+    """A run (of ``_folds(..., 2)``) that does not wait for MLflow, its background logger held still
+    (SIGSTOP) as soon as the run names it: ``(data, env, uri, proc, logger pid)``."""
     data = _folds(tmp_path / "data", 2)
     env = _subprocess_env(tmp_path) | {"LTR_BENCH_MLFLOW_WAIT": "0"}
     uri = f"sqlite:///{tmp_path / 'ml' / 'mlflow.db'}"
@@ -58,13 +59,17 @@ def test_a_run_that_does_not_wait_for_mlflow_is_read_complete_by_the_next_comman
         stderr=subprocess.PIPE,
         text=True,
     )
-    for line in proc.stderr:  # the background logger is held still as soon as it is named
+    for line in proc.stderr:
         if "in the background" in line:
             pid = _background_pid(line)
             os.kill(pid, signal.SIGSTOP)
-            break
-    else:
-        raise AssertionError(proc.communicate())
+            return data, env, uri, proc, pid
+    raise AssertionError(proc.communicate())
+
+
+@pytest.mark.slow
+def test_a_run_that_does_not_wait_for_mlflow_is_read_complete_by_the_next_command(tmp_path):
+    data, env, uri, proc, pid = _run_with_its_logger_stopped(tmp_path)
     try:
         assert proc.wait(timeout=60) == 0  # the run exited before the logging ended
         assert not wait_for_background_logging(uri, timeout=0.5)  # a reader waits for it
@@ -127,23 +132,7 @@ def test_the_runs_output_ends_with_the_run_even_while_its_logger_is_stopped(tmp_
     # write into a pipe of the run, never into the run's stdout or stderr
     import threading
 
-    data = _folds(tmp_path / "data", 2)
-    env = _subprocess_env(tmp_path) | {"LTR_BENCH_MLFLOW_WAIT": "0"}
-    uri = f"sqlite:///{tmp_path / 'ml' / 'mlflow.db'}"
-    proc = subprocess.Popen(
-        _slow_cmd(data, tmp_path),
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    for line in proc.stderr:  # held still as soon as it is named, before the run exits
-        if "in the background" in line:
-            pid = _background_pid(line)
-            os.kill(pid, signal.SIGSTOP)
-            break
-    else:
-        raise AssertionError(proc.communicate())
+    data, env, uri, proc, pid = _run_with_its_logger_stopped(tmp_path)
     try:
         rest: list[str] = []
         reader = threading.Thread(
