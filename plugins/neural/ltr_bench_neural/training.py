@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from ltr_bench.evaluation.metrics import evaluate
+from ltr_bench.progress import report_intermediate
 from ltr_bench_neural.batching import Batch, build_batches
 from ltr_bench_neural.defaults import resolve as resolve_defaults
 from ltr_bench_neural.features import transform_features
@@ -276,6 +277,9 @@ class _Trainer:
         self.model.train()
         value = float(evaluate(yv, scores, qv, (self.metric,))[self.metric])
         self.curves[f"vali_{self.metric}"].append(value)
+        # to ltr-bench tune's pruner, as the GBDTs report their rounds: the same budget
+        # then prunes every ranker's hopeless trials (may raise optuna.TrialPruned)
+        report_intermediate(it, value)
         if value > self._best or self._best_state is None:
             self._best, self.chosen = value, it
             self._best_state = copy.deepcopy(self.model.state_dict())

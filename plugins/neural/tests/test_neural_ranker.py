@@ -141,6 +141,32 @@ def test_learning_curves_and_fitted_info_report_the_chosen_iteration():
     assert got == pytest.approx(max(curves["vali_ndcg@10"]), abs=1e-6)
 
 
+def test_each_epochs_validation_value_goes_to_the_pruner_and_a_pruned_trial_leaves_fit():
+    import optuna
+
+    from ltr_bench.progress import intermediate_handler
+
+    X, y, q = make_check_data(n_queries=20)
+    val = make_check_data(7, n_queries=10)
+    params = dict(loss="pl", optimizer="adam", epochs=8, patience=None, random_state=0)
+    full = NeuralRanker(**params).fit(X, y, qid=q, eval_set=val)
+    curve = full.learning_curves()["vali_ndcg@10"]
+    reported = []
+
+    def prune_after_epoch_3(step, value):
+        reported.append((step, value))
+        if step == 3:
+            raise optuna.TrialPruned()
+
+    pruned = NeuralRanker(**params)
+    with intermediate_handler(prune_after_epoch_3), pytest.raises(optuna.TrialPruned):
+        pruned.fit(X, y, qid=q, eval_set=val)
+    assert reported == [(s, pytest.approx(curve[s - 1], abs=0)) for s in (1, 2, 3)]
+    with intermediate_handler(lambda s, v: reported.append((s, v))):
+        NeuralRanker(**{**params, "optimizer": "lbfgs"}).fit(X, y, qid=q, eval_set=val)
+    assert [s for s, _ in reported[3:]] == list(range(1, len(reported) - 2))  # L-BFGS too
+
+
 def test_quadratic_reports_table_5_no_feats():
     X, y, q = make_check_data(n_features=6)
     r = NeuralRanker(scorer="quadratic", rho=0.0, epochs=3).fit(X, y, qid=q)
