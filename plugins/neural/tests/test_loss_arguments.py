@@ -27,6 +27,7 @@ def test_the_weighing_schemes_listed_without_torch_are_the_losses_own():
     from ltr_bench_neural.losses import lambdaloss
 
     assert WEIGHING_SCHEMES == lambdaloss.WEIGHING_SCHEMES
+    assert lambdaloss.WEIGHING_SCHEMES is WEIGHING_SCHEMES  # one list, not a copy to keep equal
 
 
 FLIPS = [  # issue 33's cases, and their relatives

@@ -51,7 +51,7 @@ def _at_least(low: int, none: bool = False) -> Arg:
     return Arg("int", low, none=none)
 
 
-#: kept equal to ``lambdaloss.WEIGHING_SCHEMES`` (which needs torch) by a test
+#: LambdaLoss's weighing schemes, torch-free for the argument checks (``lambdaloss`` uses them)
 WEIGHING_SCHEMES = (
     "rankNet",
     "ndcgLoss1",

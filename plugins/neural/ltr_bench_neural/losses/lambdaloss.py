@@ -42,18 +42,9 @@ from ltr_bench_neural.losses._ndcg_terms import (
     query_mean,
     ranks_by_score,
 )
+from ltr_bench_neural.losses.arguments import WEIGHING_SCHEMES
 
 __all__ = ["WEIGHING_SCHEMES", "lambdaloss"]
-
-WEIGHING_SCHEMES = (
-    "rankNet",
-    "ndcgLoss1",
-    "ndcgLoss2",
-    "ndcgLoss2++",
-    "lambdaRank",
-    "rankNetWeightedByGTDiff",
-    "rankNetWeightedByGTDiffPowed",
-)
 
 
 def pair_weights(
