@@ -126,7 +126,9 @@ def default_search_space(ranker) -> dict[str, Any]:
 
 def _draws(spec, value) -> bool:
     """Whether a spec of this module can draw ``value``: a list holding it, or an integer
-    range around it (real ranges draw one given value with probability 0)."""
+    range around it (real ranges draw one given value with probability 0). The same question
+    as ``ltr_bench.tune.search_space``'s check on Optuna distributions, for this module's two
+    spec forms: a ranker may not import the tuner (the wings' one-way data flow)."""
     if isinstance(spec, list):
         return value in spec
     if isinstance(value, bool) or not isinstance(value, int):
