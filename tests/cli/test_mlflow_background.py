@@ -46,10 +46,10 @@ def _background_pid(stderr: str) -> int:
     return int(found.group(1))
 
 
-def _run_with_its_logger_stopped(tmp_path):
-    """A run (of ``_folds(..., 2)``) that does not wait for MLflow, its background logger held still
-    (SIGSTOP) as soon as the run names it: ``(data, env, uri, proc, logger pid)``."""
-    data = _folds(tmp_path / "data", 2)
+def _run_naming_its_logger(tmp_path, folds=2, stop=True):
+    """A run (of ``_folds(..., folds)``) that does not wait for MLflow, once it has named its
+    background logger (held still by SIGSTOP with ``stop``): ``(data, env, uri, proc, pid)``."""
+    data = _folds(tmp_path / "data", folds)
     env = _subprocess_env(tmp_path) | {"LTR_BENCH_MLFLOW_WAIT": "0"}
     uri = f"sqlite:///{tmp_path / 'ml' / 'mlflow.db'}"
     proc = subprocess.Popen(
@@ -62,14 +62,15 @@ def _run_with_its_logger_stopped(tmp_path):
     for line in proc.stderr:
         if "in the background" in line:
             pid = _background_pid(line)
-            os.kill(pid, signal.SIGSTOP)
+            if stop:
+                os.kill(pid, signal.SIGSTOP)
             return data, env, uri, proc, pid
     raise AssertionError(proc.communicate())
 
 
 @pytest.mark.slow
 def test_a_run_that_does_not_wait_for_mlflow_is_read_complete_by_the_next_command(tmp_path):
-    data, env, uri, proc, pid = _run_with_its_logger_stopped(tmp_path)
+    data, env, uri, proc, pid = _run_naming_its_logger(tmp_path)
     try:
         assert proc.wait(timeout=60) == 0  # the run exited before the logging ended
         assert not wait_for_background_logging(uri, timeout=0.5)  # a reader waits for it
@@ -88,21 +89,7 @@ def test_a_run_that_does_not_wait_for_mlflow_is_read_complete_by_the_next_comman
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs Linux /proc")
 def test_a_killed_background_logger_loses_nothing_and_the_rerun_logs_the_rest(tmp_path):
-    data = _folds(tmp_path / "data", 3)
-    env = _subprocess_env(tmp_path) | {"LTR_BENCH_MLFLOW_WAIT": "0"}
-    run = subprocess.Popen(
-        _slow_cmd(data, tmp_path),
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    for line in run.stderr:
-        if "in the background" in line:
-            pid = _background_pid(line)
-            break
-    else:
-        raise AssertionError(run.communicate())
+    data, env, _, run, pid = _run_naming_its_logger(tmp_path, folds=3, stop=False)
     assert run.wait(timeout=60) == 0
     # the background logger lets go of the run's stdout and stderr once the run is gone, so
     # whoever reads them (a pipe, a script) is done with the run, not with the logging
@@ -132,7 +119,7 @@ def test_the_runs_output_ends_with_the_run_even_while_its_logger_is_stopped(tmp_
     # write into a pipe of the run, never into the run's stdout or stderr
     import threading
 
-    data, env, uri, proc, pid = _run_with_its_logger_stopped(tmp_path)
+    data, env, uri, proc, pid = _run_naming_its_logger(tmp_path)
     try:
         rest: list[str] = []
         reader = threading.Thread(
