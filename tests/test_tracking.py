@@ -496,3 +496,48 @@ def test_learning_curves_are_step_metrics_of_the_fold_run(own_ctx):
         history = sorted(client.get_metric_history(run.info.run_id, key), key=lambda m: m.step)
         assert [m.step for m in history] == list(range(1, len(curves[name]) + 1))
         assert [m.value for m in history] == curves[name]
+
+
+def test_a_store_left_with_a_hot_journal_by_a_killed_writer_is_read_after_sqlites_recovery(
+    tmp_path,
+):
+    # a logging process SIGKILLed mid-transaction leaves <db>-journal; the read-only probe
+    # of the next command met "attempt to write a readonly database" and gave up on the store
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+
+    from ltr_bench.tracking.store import _tables, check_not_foreign
+
+    db = tmp_path / "mlflow.db"
+    con = sqlite3.connect(db)
+    for table in ("alembic_version", "experiments", "runs"):
+        con.execute(f"create table {table} (x)")
+    con.execute("insert into runs values (1)")
+    con.commit()
+    con.close()
+    writer = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys, time\n"
+            "con = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "con.execute('pragma cache_size=1'); con.execute('begin')\n"
+            "for i in range(5000): con.execute('insert into runs values (?)', ('x' * 200,))\n"
+            "print('in the middle', flush=True); time.sleep(60)\n",
+            str(db),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert writer.stdout.readline().strip() == "in the middle"
+    writer.send_signal(signal.SIGKILL)
+    writer.wait(timeout=10)
+    assert (tmp_path / "mlflow.db-journal").exists()  # hot: the case under test
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        sqlite3.connect(f"file:{db}?mode=ro", uri=True).execute("select count(*) from runs")
+    assert _tables(db) == ["alembic_version", "experiments", "runs"]
+    check_not_foreign(db, f"sqlite:///{db}")  # no TrackingError
+    with sqlite3.connect(db) as con:  # only the uncommitted rows were undone
+        assert con.execute("select count(*) from runs").fetchall() == [(1,)]

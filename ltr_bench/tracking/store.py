@@ -26,11 +26,12 @@ import fcntl
 import logging
 import os
 import re
-import sqlite3
 import tempfile
 from pathlib import Path
 
 from ltr_bench.errors import LtrBenchError, UsageError
+from ltr_bench.tracking.sqlite_read import Unreadable as _Unreadable
+from ltr_bench.tracking.sqlite_read import read_sqlite as _read_sqlite
 
 __all__ = [
     "EXPERIMENT_PREFIX",
@@ -219,26 +220,6 @@ def _probe_folder(folder: Path, uri: str) -> None:
 
 #: tables every MLflow tracking schema has (alembic_version: MLflow's migrations ran)
 MLFLOW_TABLES = frozenset({"alembic_version", "experiments", "runs"})
-
-
-class _Unreadable(Exception):
-    """An SQLite file could not be read (locked, damaged); ``str`` is the reason."""
-
-
-def _read_sqlite(db: Path, query: str):
-    """Rows of ``query`` on ``db`` opened read-only (raises :class:`_Unreadable`: a file that
-    cannot be read is never taken for an empty one)."""
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-        try:
-            return con.execute(query).fetchall()
-        finally:
-            con.close()
-    except sqlite3.Error as exc:
-        reason = str(exc)
-        if "locked" in reason or "busy" in reason:
-            reason = "it is locked by another process"
-        raise _Unreadable(reason) from None
 
 
 def _tables(db: Path) -> list[str]:
