@@ -20,7 +20,17 @@ from typing import Any
 
 from ltr_bench.errors import UsageError
 
-__all__ = ["config_label", "label_sort_key", "split_names", "value_text"]
+__all__ = [
+    "config_label",
+    "label_sort_key",
+    "row_label",
+    "split_names",
+    "value_text",
+    "variant_text",
+]
+
+#: joins a configuration's label and its data variant in a row's name
+VARIANT_SEPARATOR = " · "
 
 
 def value_text(value: Any) -> str:
@@ -48,6 +58,51 @@ def config_label(name: str, params: Mapping[str, Any] | None = None, label: str 
     if not params:
         return name
     return f"{name}[" + ",".join(f"{k}={value_text(v)}" for k, v in params.items()) + "]"
+
+
+def variant_text(
+    options: Mapping[str, Any] | None, identity: Mapping[str, Any] | None = None
+) -> str:
+    """The data variant a row was trained on, in words: ``""`` for the dataset as it is,
+    else its dataset options as the user gave them, clicks first.
+
+    A click configuration reads ``clicks <model> <argument>=<value> ... x<sessions>``
+    (``clicks pbm eta=1 x10``: 10 sessions per query), then the other protocol options the
+    user set (``top_k=5``, ``logging_fraction=0.1``, ``aggregate=any``, ``logging_ranker=...``);
+    ``sessions`` comes from the resolved click configuration in ``identity`` (the dataset
+    identity of a record) when there is one, so the default 10 shows too. A ``click_model``
+    given as allRank's section shows its ``name``. Other options follow as ``key=value``
+    (:func:`value_text`), in the order given.
+    """
+    options = dict(options or {})
+    clicks = (identity or {}).get("clicks") or None
+    parts: list[str] = []
+    if options.get("clicks") or options.get("click_model") or clicks:
+        model = options.pop("click_model", "")
+        name = options.pop("clicks", "") or ((clicks or {}).get("model") or {}).get("name")
+        if not name and isinstance(model, Mapping):
+            name = model.get("name")
+        parts += ["clicks", value_text(name or "?")]
+        # without the resolved configuration every option the user gave counts as the
+        # click model's, in the order given
+        arguments = set(((clicks or {}).get("model") or {}).get("args") or options)
+        protocol = set(clicks or ()) - {"sessions"}
+        sessions = (clicks or {}).get("sessions", options.get("sessions", 10))
+        options.pop("sessions", None)
+        for group in (arguments, protocol):
+            parts += [f"{k}={value_text(options.pop(k))}" for k in list(options) if k in group]
+        parts.append(f"x{value_text(sessions)}")
+    parts += [f"{k}={value_text(v)}" for k, v in options.items()]
+    return " ".join(parts)
+
+
+def row_label(label: str, options: Mapping[str, Any] | None = None, identity=None) -> str:
+    """A row's plain name wherever it is shown: the configuration's ``label``
+    (:func:`config_label`) and, when it was trained on a data variant, that variant in words
+    (:func:`variant_text`), e.g. ``lightgbm · clicks pbm eta=1 x10``. A label the user chose
+    (``run --label``, a plan's table name) is shown as given with the variant after it."""
+    variant = variant_text(options, identity)
+    return f"{label}{VARIANT_SEPARATOR}{variant}" if variant else label
 
 
 # A decimal number in a label: digits, an optional fraction and exponent (json.dumps writes
