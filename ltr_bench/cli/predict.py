@@ -8,18 +8,13 @@ are ranked and evaluated by :mod:`ltr_bench.models.predict`.
 from __future__ import annotations
 
 import tempfile
-from pathlib import Path
 
 import click
 
 from ltr_bench.cli import options
-from ltr_bench.errors import EXIT_OK, LtrBenchError, UsageError
+from ltr_bench.errors import EXIT_OK, UsageError
 
 CONTEXT = options.CONTEXT
-
-
-def _is_uri(text: str) -> bool:
-    return "://" not in text and ":/" in text and not Path(text).exists()
 
 
 @click.command("predict", cls=options.Command, context_settings=CONTEXT)
@@ -120,6 +115,7 @@ def predict_command(
     data whose feature count is not the model's).
     """
     from ltr_bench.cli.console import Console
+    from ltr_bench.cli.model_ref import load_model_ref
     from ltr_bench.models import predict as P
 
     spec = P.parse_data_spec(data_ref)
@@ -133,7 +129,7 @@ def predict_command(
     opts = _dataset_options(dataset_options)
     console = Console()
     with tempfile.TemporaryDirectory(prefix="ltr-bench-model-") as tmp:
-        model = _load(model_ref, tracking_uri, tmp, console)
+        model = load_model_ref(model_ref, tracking_uri, tmp, console)
 
         def progress(done: int, total: int, message: str) -> None:
             pct = f" {100 * done / total:.0f}%" if total else ""
@@ -174,33 +170,6 @@ def predict_command(
         for key, value in pred.metrics.items():
             click.echo(f"{key:<{width}}  {value:.6f}")
     ctx.exit(EXIT_OK)
-
-
-def _load(model_ref: str, tracking_uri, tmp: str, console):
-    from ltr_bench.models import load_model
-
-    folder = Path(model_ref).expanduser()
-    if _is_uri(model_ref):
-        from ltr_bench.tracking.store import resolve_tracking_uri
-
-        uri = resolve_tracking_uri(tracking_uri)
-        console.status(f"fetching {model_ref} from MLflow {uri} ...", force=True)
-        from ltr_bench.tracking.models import download_model
-
-        try:
-            folder = download_model(model_ref, uri, tmp)
-        except LookupError as exc:
-            raise _ModelNotFound(str(exc)) from None
-    elif not folder.exists():
-        raise UsageError(
-            f"--model {model_ref}: no such folder (give a kept model's folder or an MLflow "
-            "model URI such as runs:/<run id>/model)"
-        )
-    return load_model(folder)
-
-
-class _ModelNotFound(LtrBenchError):
-    """An MLflow model URI that does not resolve to an ltr-bench model (exit code 1)."""
 
 
 def _dataset_options(assignments) -> dict:
