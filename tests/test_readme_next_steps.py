@@ -45,9 +45,7 @@ def _run(command: str, cwd: Path) -> subprocess.CompletedProcess:
     exe = shutil.which("ltr-bench")
     assert exe, "ltr-bench is not installed in this environment"
     args = shlex.split(command)
-    done = subprocess.run(
-        [exe, *args[1:]], cwd=cwd, capture_output=True, text=True, timeout=900
-    )
+    done = subprocess.run([exe, *args[1:]], cwd=cwd, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
     return done
 

@@ -239,8 +239,9 @@ def predict_file(
             f"was fitted on {n}"
         )
     pred = Prediction(source=str(path), scores=np.concatenate(scores), qid=np.concatenate(qids))
-    if all(d is not None for d in docids):  # every line had an id (else: row positions)
-        pred.docid = np.concatenate(docids)
+    present = [d for d in docids if d is not None]
+    if len(present) == len(docids):  # every line had an id (else: row positions)
+        pred.docid = np.concatenate(present)
     if ys:
         pred.y = np.concatenate(ys)
         pred.max_label = int(pred.y.max()) if max_label is None else int(max_label)
