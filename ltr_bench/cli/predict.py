@@ -23,8 +23,9 @@ CONTEXT = options.CONTEXT
     "model_ref",
     required=True,
     metavar="PATH|URI",
-    help="A kept model: its folder (<results>/<key>.model.<token>, the record's model_dir) "
-    "or an MLflow model URI (runs:/<run id>/model, models:/NAME/VERSION, models:/<model id>).",
+    help="A kept model, as `ltr-bench models` lists it: its folder "
+    "(<results>/<key>.model.<token>), its fold run's id, or an MLflow model URI "
+    "(runs:/<run id>/model, models:/<model id>, models:/NAME/VERSION).",
 )
 @click.option(
     "--data",
@@ -38,8 +39,16 @@ CONTEXT = options.CONTEXT
     "--output",
     default=None,
     type=click.Path(dir_okay=False),
-    help="Write the ranking as a TREC run (qid Q0 docid rank score tag; docid = the row's "
-    "position, 0-based).",
+    help="Write the ranking as a TREC run (qid Q0 docid rank score tag; docid = the line's "
+    "#docid = ... when every line has one, else the row's position, 0-based).",
+)
+@click.option(
+    "--qrels",
+    "qrels_out",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Write the rows' labels as TREC qrels (qid 0 docid label), the documents named as in "
+    "--output, so trec_eval, ranx or ir_measures can score the run.",
 )
 @click.option(
     "--tag",
@@ -95,6 +104,7 @@ def predict_command(
     model_ref,
     data_ref,
     output,
+    qrels_out,
     tag,
     scores_out,
     metrics,
@@ -121,7 +131,7 @@ def predict_command(
     spec = P.parse_data_spec(data_ref)
     metric_list = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
     P.record_metrics(metric_list)  # a bad metric is refused before any work
-    for path, what in ((output, "--output"), (scores_out, "--scores")):
+    for path, what in ((output, "--output"), (qrels_out, "--qrels"), (scores_out, "--scores")):
         if path:
             from ltr_bench.results import check_output_path
 
@@ -157,7 +167,11 @@ def predict_command(
                 progress=progress,
             )
         console.clear()
-    _write(output, scores_out, pred, tag or model.manifest.get("ranker", "ltr-bench"))
+    if qrels_out and pred.y is None:
+        raise UsageError(f"--qrels {qrels_out}: {pred.source} has no labels to write")
+    if output or qrels_out:
+        pred.notes += P.repeated_docid_notes(pred)
+    _write(output, qrels_out, scores_out, pred, tag or model.manifest.get("ranker", "ltr-bench"))
     for note in pred.notes:
         click.echo(f"warning: {note}", err=True)
     click.echo(
@@ -188,11 +202,15 @@ def _dataset_options(assignments) -> dict:
     return out
 
 
-def _write(output, scores_out, pred, tag: str) -> None:
+def _write(output, qrels_out, scores_out, pred, tag: str) -> None:
     from ltr_bench.models.predict import scores_text
-    from ltr_bench.results import trec_run_text, write_output
+    from ltr_bench.results import qrels_text, trec_run_text, write_output
 
     if output:
-        write_output(output, trec_run_text(pred.qid, pred.scores, tag=tag), what="--output")
+        run = trec_run_text(pred.qid, pred.scores, tag=tag, docid=pred.docid)
+        write_output(output, run, what="--output")
+    if qrels_out:
+        qrels = qrels_text(pred.qid, pred.y, docid=pred.docid)
+        write_output(qrels_out, qrels, what="--qrels")
     if scores_out:
         write_output(scores_out, scores_text(pred.scores), what="--scores")
