@@ -245,8 +245,8 @@ def summary_table(records, metrics, *, convention: str | None = None) -> str:
 
         wanted = profile_keys(wanted, convention) or wanted
     groups: dict[tuple[str, str], list] = {}
-    for r in records:
-        groups.setdefault((r.dataset, r.label or r.ranker), []).append(r)
+    for r in records:  # a row's plain name: its label and the data variant in words
+        groups.setdefault((r.dataset, r.row_name), []).append(r)
     header = ["dataset", "ranker", "folds"] + wanted + ["fit_s", "us/doc"]
     rows = [header]
     notes = []

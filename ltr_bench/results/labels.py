@@ -71,18 +71,25 @@ def variant_text(
     user set (``top_k=5``, ``logging_fraction=0.1``, ``aggregate=any``, ``logging_ranker=...``);
     ``sessions`` comes from the resolved click configuration in ``identity`` (the dataset
     identity of a record) when there is one, so the default 10 shows too. A ``click_model``
-    given as allRank's section shows its ``name``. Other options follow as ``key=value``
+    given as allRank's section shows its ``name`` and its arguments, a nested model as
+    ``name(key=value,...)`` (``clicks diverse-clicks
+    dedicated_click_model=base-cascade(eta=1.0,threshold=2.0) q_percentile=0.5 x10``: the
+    resolved section when ``identity`` has it). Other options follow as ``key=value``
     (:func:`value_text`), in the order given.
     """
     options = dict(options or {})
     clicks = (identity or {}).get("clicks") or None
     parts: list[str] = []
     if options.get("clicks") or options.get("click_model") or clicks:
-        model = options.pop("click_model", "")
-        name = options.pop("clicks", "") or ((clicks or {}).get("model") or {}).get("name")
-        if not name and isinstance(model, Mapping):
-            name = model.get("name")
-        parts += ["clicks", value_text(name or "?")]
+        section = options.pop("click_model", "")
+        resolved = (clicks or {}).get("model") or {}
+        name = options.pop("clicks", "") or resolved.get("name")
+        if not name and isinstance(section, Mapping):
+            name = section.get("name")
+        parts += ["clicks", _short(name or "?")]
+        if section:  # allRank's section: its arguments are the user's, nested models named
+            given = resolved or (section if isinstance(section, Mapping) else {})
+            parts += [f"{k}={_model_text(v)}" for k, v in (given.get("args") or {}).items()]
         # without the resolved configuration every option the user gave counts as the
         # click model's, in the order given
         arguments = set(((clicks or {}).get("model") or {}).get("args") or options)
@@ -94,6 +101,21 @@ def variant_text(
         parts.append(f"x{value_text(sessions)}")
     parts += [f"{k}={value_text(v)}" for k, v in options.items()]
     return " ".join(parts)
+
+
+def _short(name: Any) -> str:
+    """A click model's name as shown: an allRank class path by its class name."""
+    return value_text(name).rsplit(".", 1)[-1]
+
+
+def _model_text(value: Any) -> str:
+    """An allRank section's argument: a nested model as ``name(key=value,...)``."""
+    if isinstance(value, Mapping) and "name" in value:
+        args = ",".join(f"{k}={_model_text(v)}" for k, v in (value.get("args") or {}).items())
+        return f"{_short(value['name'])}({args})"
+    if isinstance(value, list):
+        return "[" + ",".join(_model_text(v) for v in value) + "]"
+    return value_text(value)
 
 
 def row_label(label: str, options: Mapping[str, Any] | None = None, identity=None) -> str:

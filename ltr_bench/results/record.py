@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from ltr_bench.results.labels import row_label
+
 RECORD_FORMAT = 1
 
 
@@ -178,10 +180,17 @@ class ResultRecord:
         """Ranking metrics and extra metrics in one mapping."""
         return {**self.metrics, **self.extra_metrics}
 
+    @property
+    def row_name(self) -> str:
+        """The plain name of this record's row wherever it is shown: its label and the data
+        variant it was trained on (:func:`ltr_bench.results.labels.row_label`), e.g.
+        ``lightgbm · clicks pbm eta=1 x10``."""
+        return row_label(self.label or self.ranker, self.dataset_options, self.dataset_identity)
+
     def summary_line(self) -> str:
-        """``lightgbm / synthetic fold 2`` (for messages)."""
+        """``lightgbm / synthetic fold 2`` (for messages), the row's plain name first."""
         seed = f" seed {self.seed}" if self.seed else ""
-        return f"{self.label or self.ranker} / {self.dataset} fold {self.fold}{seed}"
+        return f"{self.row_name} / {self.dataset} fold {self.fold}{seed}"
 
 
 class DamagedRecordError(ValueError):
