@@ -244,12 +244,27 @@ def summary_table(records, metrics, *, convention: str | None = None) -> str:
         from ltr_bench.evaluation.conventions import profile_keys
 
         wanted = profile_keys(wanted, convention) or wanted
+    from ltr_bench.results.labels import row_label, shared_data_options, value_text
+
+    by_dataset: dict[str, list] = {}
+    for r in records:
+        by_dataset.setdefault(r.dataset, []).append(r)
     groups: dict[tuple[str, str], list] = {}
-    for r in records:  # a row's plain name: its label and the data variant in words
-        groups.setdefault((r.dataset, r.row_name), []).append(r)
+    notes = []
+    for dataset, recs in by_dataset.items():
+        # a row's plain name: its label and the data variant in words, less the data
+        # options all of the dataset's rows share (said once, under the table)
+        shared = shared_data_options((r.dataset_options, r.dataset_identity) for r in recs)
+        if shared:
+            said = " ".join(f"{k}={value_text(v)}" for k, v in shared.items())
+            notes.append(f"{dataset}: {said} (every row)")
+        for r in recs:
+            name = row_label(
+                r.label or r.ranker, r.dataset_options, r.dataset_identity, leave_out=shared
+            )
+            groups.setdefault((dataset, name), []).append(r)
     header = ["dataset", "ranker", "folds"] + wanted + ["fit_s", "us/doc"]
     rows = [header]
-    notes = []
     for (dataset, label), recs in groups.items():
         stats = aggregate(recs)
 
