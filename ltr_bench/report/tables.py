@@ -55,6 +55,7 @@ from typing import Any
 
 import numpy as np
 
+import ltr_bench.report.click_pivot as click_pivot
 import ltr_bench.report.click_rows as click_rows
 import ltr_bench.report.names as names
 from ltr_bench.report.click_rows import click_comparison_note, clicks_of, same_data
@@ -154,6 +155,9 @@ class Report:
     data_options: dict[str, Any] = field(default_factory=dict)
     #: which row was taken as the baseline and why, when that was not the only reading
     baseline_note: str | None = None
+    #: click rows like with like: each learner's skyline, naive and debiased rows
+    #: (:mod:`ltr_bench.report.click_pivot`)
+    pivots: list = field(default_factory=list)
 
     @property
     def folds(self) -> list[int]:
@@ -342,6 +346,10 @@ def build_report(
             f"baseline): those cells are not tested"
         )
     correct_and_mark(list(comparisons.values()), alpha, test)
+    pivots, pivot_notes = click_pivot.build_pivots(
+        rows, wanted, units, alpha, test, leave_out=named.data_options
+    )
+    notes += pivot_notes
     return Report(
         dataset=dataset,
         metrics=list(wanted),
@@ -354,6 +362,7 @@ def build_report(
         notes=notes,
         data_options=named.data_options,
         baseline_note=why,
+        pivots=pivots,
     )
 
 

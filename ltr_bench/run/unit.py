@@ -241,6 +241,11 @@ def run_cell(
             rec.n_threads = value if isinstance(value, int) and value > 0 else None
         eval_set = None if vali is None else (vali.X, vali.y, vali.qid)
         max_label = cell.max_label if cell.max_label is not None else fold.max_label
+        keywords = click_keywords(train, tags)
+        if cell.dataset_identity.get("clicks"):
+            # what fit was given besides the clicks (by the ranker's tags): [] = trained
+            # naively; the report pairs each debiased row with its naive one by it
+            rec.config["fit_keywords"] = sorted(keywords)
 
         with (
             thread_limit(cell.threads),
@@ -256,7 +261,7 @@ def run_cell(
                     train.y,
                     qid=train.qid,
                     eval_set=eval_set,
-                    **click_keywords(train, tags),
+                    **keywords,
                 )
             stage = "predict"
             timing = time_scoring(
