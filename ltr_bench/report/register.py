@@ -9,8 +9,8 @@ from with their means, and the paired comparison against the baseline (mean per-
 difference, Holm-corrected p-values, win / loss / no significant difference) as the report
 computed them; a click-trained skyline or debiased row also against its learner's own naive
 row (:mod:`ltr_bench.report.click_pivot`). Rows are named as the report names them (label and
-data variant in words), and the baseline is the report's. Registering itself is :func:`ltr_bench.tracking.models.register_models`
-(this module never touches MLflow).
+data variant in words), and the baseline is the report's. Registering itself is
+:func:`ltr_bench.tracking.models.register_models` (this module never touches MLflow).
 """
 
 from __future__ import annotations

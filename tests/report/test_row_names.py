@@ -71,7 +71,8 @@ def _readme_step_6():
         *_records("lightgbm", "lightgbm", 0.10, started="2025-06-01T10:00"),
         *_records("xgboost-gbrt", "xgboost-gbrt", 0.09, started="2025-06-01T10:01"),
         *_records(
-            "lightgbm", "lightgbm", 0.0, options=PBM_OPTIONS, clicks=_clicks(), started="2025-06-01T11:00"
+            "lightgbm", "lightgbm", 0.0, options=PBM_OPTIONS, clicks=_clicks(),
+            started="2025-06-01T11:00",
         ),
     ]  # fmt: skip
 
