@@ -149,3 +149,23 @@ def test_the_markdown_report_shows_the_pivot_with_differences_to_each_naive(valu
     )
     assert (unbiased["its_naive"], unbiased["naive_n_pairs"]) == (_name("lightgbm naive"), "60")
     assert float(unbiased["naive_mean_diff"]) == pytest.approx(0.015, abs=1e-3)
+
+
+def test_click_rows_get_no_published_numbers_beside_them(values):
+    from ltr_bench.report.published import published_section
+
+    rows = [
+        _record(label, "listnet", f, values[f], clicks=clicks, keywords=kw)
+        for label, clicks, kw in (("listnet", None, None), ("listnet naive", PBM, []))
+        for f in FOLDS
+    ]
+    for r in rows:  # OHSUMED's published ListNet is under the LETOR 3.0 convention
+        r.dataset = "ohsumed"
+        r.metrics["ndcg@10_letor3"] = r.metrics["ndcg@10"]
+    rep = build_report(rows, dataset="ohsumed", baseline="listnet")
+    assert {line.label for line in published_section(rep).lines if line.label} == {"listnet"}
+    clicks_only = [r for r in rows if r.dataset_identity.get("clicks")]
+    rep = build_report(clicks_only, dataset="ohsumed")
+    section = published_section(rep)
+    assert section.lines == [] and section.notes == []
+    assert "ublished" not in format_report(rep, "md")

@@ -192,8 +192,8 @@ def published_section(report, table: list[PublishedRow] | None = None) -> Publis
     # published numbers are of rankers trained on the true labels: a row trained on
     # simulated clicks has no published counterpart, and a report of click rows only
     # has no published section
-    ours = [row for row in report.rows if not any(clicks_of(r) for r in row.runs.values())]
-    if not mine or not ours:  # nothing published for this dataset: the report says nothing
+    on_labels = [row for row in report.rows if not any(clicks_of(r) for r in row.runs.values())]
+    if not mine or not on_labels:  # nothing published for this dataset: the report says nothing
         return section
     recorded = _recorded_conventions(report)
     section.conventions = recorded
@@ -214,7 +214,7 @@ def published_section(report, table: list[PublishedRow] | None = None) -> Publis
     for pub in shown:
         counterpart = MODEL_MAP.get(pub.model)
         rows = (
-            [row for row in ours if counterpart.matches(row.ranker, row.params)]
+            [row for row in on_labels if counterpart.matches(row.ranker, row.params)]
             if counterpart
             else []
         )
