@@ -72,6 +72,10 @@ class ResultRecord:
     learning_curves: the ranker's ``learning_curves()``: ``{"train_loss": [...],
     "vali_ndcg@10": [...]}``, one float per iteration or epoch (empty for rankers without
     curves, and in records written before curves existed).
+    click_log: on simulated clicks, what the fold's click log says about itself
+    (:mod:`ltr_bench.clicks.simulate`): ``logging_queries`` and ``propensity_estimates``
+    (``{"ranks": K, "randomisation": [...], "regression_em": [...]}``, relative to rank 1,
+    an estimate that could not be made named under ``"unavailable"``); ``{}`` otherwise.
     model_dir: the folder of the kept fitted model (``<results>/<key>.model.<token>``,
     :mod:`ltr_bench.run.keep`), None when models were not kept or it could not be saved.
     status: ``"ok"`` or ``"failed"`` (then ``error``, ``error_stage``, ``traceback``).
@@ -122,6 +126,7 @@ class ResultRecord:
     config: dict[str, Any] = field(default_factory=dict)
     model_info: dict[str, Any] = field(default_factory=dict)
     learning_curves: dict[str, list[float]] = field(default_factory=dict)
+    click_log: dict[str, Any] = field(default_factory=dict)
     run_file: str | None = None
     model_dir: str | None = None
     flags: list[str] = field(default_factory=list)
@@ -231,7 +236,7 @@ FIELD_KINDS: dict[str, str] = {
     **dict.fromkeys(
         ("params", "user_params", "dataset_options", "dataset_identity", "fingerprints",
          "metrics", "extra_metrics", "load_avg", "stage_seconds", "environment", "config",
-         "model_info"),
+         "model_info", "click_log"),
         "dict",
     ),
     "mlflow": "dict?",

@@ -220,6 +220,7 @@ def run_cell(
             rec.stage_seconds["load"] = fold.load_seconds
         freeze_fold(fold)
         rec.fingerprints = dict(fold.fingerprints())
+        rec.click_log = jsonable(fold.info.get("click_log", {}))
         train, test, vali = fold.train, fold.test, fold.vali
         rec.n_train_docs, rec.n_test_docs = train.n_docs, test.n_docs
         rec.n_test_queries = test.n_queries
