@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ltr_bench.report.plots import write_plots
 from ltr_bench.report import propensity_plot
+from ltr_bench.report.plots import write_plots
 from ltr_bench.report.propensity_plot import estimated_curves, log_curves, true_curve
 from ltr_bench.report.tables import build_report
 from ltr_bench.results import ResultRecord
