@@ -33,6 +33,7 @@ from typing import Any
 
 from ltr_bench.results import ResultRecord
 from ltr_bench.results.labels import (
+    data_options,
     label_sort_key,
     row_label,
     shared_data_options,
@@ -55,8 +56,11 @@ def _label(r: ResultRecord) -> str:
     return r.label or r.ranker
 
 
-def _variant(r: ResultRecord) -> str:
-    return variant_text(r.dataset_options, r.dataset_identity)
+def _trained_on_clicks(r: ResultRecord) -> bool:
+    """Whether the row's training data is a click variant (its data options aside, which
+    every comparable row shares)."""
+    options, identity = r.dataset_options, r.dataset_identity
+    return bool(variant_text(options, identity, leave_out=data_options(options, identity)))
 
 
 def _first_start(runs: list[ResultRecord]) -> str:
@@ -193,7 +197,7 @@ def pick_baseline(
     """``(config key of the baseline, note or None)`` (module docstring). Raises
     :class:`RowNameError` for a ``--baseline`` that names no row, or several alike."""
     first = {ck: groups[ck][0] for ck in chosen}
-    plain = [ck for ck in chosen if not _variant(first[ck])]
+    plain = [ck for ck in chosen if not _trained_on_clicks(first[ck])]
     if baseline is not None:
         hits = [ck for ck in chosen if names[ck] == baseline]
         if not hits:

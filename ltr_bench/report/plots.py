@@ -134,11 +134,22 @@ def _bounded(ax, metric: str) -> None:
         ax.set_ylim(max(low, 0.0), min(high, 1.0))
 
 
+#: legend labels up to this many characters fit beside the axes of a 9-inch figure
+_LEGEND_CHARS = 28
+
+
 def _legend_outside(ax) -> None:
-    """The legend beside the axes, where it cannot hide data."""
-    ax.legend(
+    """The legend beside the axes, where it cannot hide data; row names longer than
+    :data:`_LEGEND_CHARS` (``lightgbm naive · clicks pbm eta=1 x10``) widen the figure so
+    the axes keep their width and the title fits above them."""
+    legend = ax.legend(
         title="ranker", fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0
     )
+    longest = max((len(t.get_text()) for t in legend.get_texts()), default=0)
+    if longest > _LEGEND_CHARS:
+        fig = ax.figure
+        width, height = fig.get_size_inches()
+        fig.set_size_inches(width + 0.065 * (longest - _LEGEND_CHARS), height)
 
 
 def _finish_time_plot(fig, ax, path: str | Path, metric: str, *, log: bool = True) -> Path:

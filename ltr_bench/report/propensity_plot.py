@@ -90,7 +90,7 @@ def plot_propensities(
             ax.plot(ranks, mean, marker=marker, label=label)
     if true is not None:
         ranks = np.arange(1, len(true) + 1)
-        ax.plot(ranks, true, "k--", linewidth=1.5, label="true")
+        ax.plot(ranks, true, "k--", linewidth=1.5, label="true", zorder=5)  # on top
         n = max(n, len(true))
     ax.set_xlabel("rank")
     ax.set_ylabel("propensity / propensity at rank 1")

@@ -197,3 +197,15 @@ def test_an_unknown_baseline_lists_the_rows_by_their_names():
     with pytest.raises(ReportError, match="lightgbm · clicks pbm eta=1 x10") as err:
         build_report(_readme_step_6(), dataset="synthetic", baseline="nope")
     assert err.value.exit_code == 2
+
+
+def test_a_true_label_row_on_generated_data_options_is_still_on_the_dataset_as_it_is():
+    records = [
+        *_records("skyline", "lightgbm", 0.1, n_features=5, started="2025-06-02T10:00"),
+        *_records(
+            "naive", "lightgbm", 0.0, options=PBM_OPTIONS, clicks=_clicks(), n_features=5,
+            started="2025-06-01T10:00",
+        ),  # fmt: skip
+    ]
+    rep = build_report(records, dataset="synthetic")
+    assert rep.baseline == "skyline"  # run later, but the click row is not the dataset as it is
