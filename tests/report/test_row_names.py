@@ -203,7 +203,12 @@ def test_a_true_label_row_on_generated_data_options_is_still_on_the_dataset_as_i
     records = [
         *_records("skyline", "lightgbm", 0.1, n_features=5, started="2025-06-02T10:00"),
         *_records(
-            "naive", "lightgbm", 0.0, options=PBM_OPTIONS, clicks=_clicks(), n_features=5,
+            "naive",
+            "lightgbm",
+            0.0,
+            options=PBM_OPTIONS,
+            clicks=_clicks(),
+            n_features=5,
             started="2025-06-01T10:00",
         ),  # fmt: skip
     ]
