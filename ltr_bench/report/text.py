@@ -286,7 +286,7 @@ def summary_table(records, metrics, *, convention: str | None = None) -> str:
         shared = shared_data_options((r.dataset_options, r.dataset_identity) for r in recs)
         if shared:
             said = " ".join(f"{k}={value_text(v)}" for k, v in shared.items())
-            notes.append(f"{dataset}: {said} (every row)")
+            notes.append(f"dataset options (every row of {dataset}): {said}")
         for r in recs:
             name = row_label(
                 r.label or r.ranker, r.dataset_options, r.dataset_identity, leave_out=shared
