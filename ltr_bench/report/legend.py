@@ -17,7 +17,7 @@ def legend(report: Report) -> list[str]:
     }[report.test]
     folds = ",".join(map(str, report.folds))
     seeds = ",".join(map(str, report.seeds))
-    options = " ".join(f"{k}={value_text(v)}" for k, v in report.data_options.items())
+    options = " ".join(f"{k}={value_text(v)}" for k, v in sorted(report.data_options.items()))
     lines = [
         f"Dataset {report.dataset}"
         + (f" with {options} (every row)" if options else "")

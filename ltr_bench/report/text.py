@@ -285,7 +285,7 @@ def summary_table(records, metrics, *, convention: str | None = None) -> str:
         # options all of the dataset's rows share (said once, under the table)
         shared = shared_data_options((r.dataset_options, r.dataset_identity) for r in recs)
         if shared:
-            said = " ".join(f"{k}={value_text(v)}" for k, v in shared.items())
+            said = " ".join(f"{k}={value_text(v)}" for k, v in sorted(shared.items()))
             notes.append(f"dataset options (every row of {dataset}): {said}")
         for r in recs:
             name = row_label(

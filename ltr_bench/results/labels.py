@@ -80,11 +80,13 @@ def variant_text(
     ``name(key=value,...)`` (``clicks diverse-clicks
     dedicated_click_model=base-cascade(eta=1.0,threshold=2.0) q_percentile=0.5 x10``: the
     resolved section when ``identity`` has it). Other options (those that make the data
-    itself, :func:`data_options`) follow as ``key=value`` (:func:`value_text`), in the order
-    given, except the keys in ``leave_out`` (a table that says them once for every row).
+    itself, :func:`data_options`) follow as ``key=value`` (:func:`value_text`), except the
+    keys in ``leave_out`` (a table that says them once for every row). Within each group the
+    keys are sorted, so a name never depends on the order the options were given in (or on a
+    record having been through JSON with sorted keys).
     """
     parts, rest = _click_parts(options, identity)
-    parts += [f"{k}={value_text(v)}" for k, v in rest.items() if k not in leave_out]
+    parts += [f"{k}={value_text(rest[k])}" for k in sorted(rest) if k not in leave_out]
     return " ".join(parts)
 
 
@@ -127,13 +129,13 @@ def _click_parts(options, identity) -> tuple[list[str], dict[str, Any]]:
             given = resolved or (section if isinstance(section, Mapping) else {})
             parts += [f"{k}={_model_text(v)}" for k, v in (given.get("args") or {}).items()]
         # without the resolved configuration every option the user gave counts as the
-        # click model's, in the order given
+        # click model's, sorted by key
         arguments = set(((clicks or {}).get("model") or {}).get("args") or options)
         protocol = set(clicks or ()) - {"sessions"}
         sessions = (clicks or {}).get("sessions", options.get("sessions", 10))
         options.pop("sessions", None)
-        for group in (arguments, protocol):
-            parts += [f"{k}={value_text(options.pop(k))}" for k in list(options) if k in group]
+        for group in (arguments, protocol):  # each sorted: a record read back is alike
+            parts += [f"{k}={value_text(options.pop(k))}" for k in sorted(options) if k in group]
         parts.append(f"x{value_text(sessions)}")
     return parts, options
 

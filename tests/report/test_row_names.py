@@ -170,9 +170,9 @@ def test_two_click_configurations_that_differ_in_one_option_get_different_names_
     names = [r.label for r in rep.rows]
     assert names == [
         "lightgbm",
-        # the options in the order the user gave them
-        "lightgbm · clicks pbm eta=1 logging_fraction=0.01 aggregate=count x10",
-        "lightgbm · clicks pbm eta=1 logging_fraction=0.1 aggregate=any x10",
+        # the options sorted by key, whatever order they were given in
+        "lightgbm · clicks pbm eta=1 aggregate=any logging_fraction=0.1 x10",
+        "lightgbm · clicks pbm eta=1 aggregate=count logging_fraction=0.01 x10",
     ]
     notes = [n for n in rep.notes if "was trained on clicks" in n]
     assert len(notes) == 2 and len(set(n.split(" was trained on ")[1] for n in notes)) == 2

@@ -70,11 +70,11 @@ def test_a_label_names_the_row_in_summary_records_and_mlflow_and_keeps_the_resul
     labelled = _run("--label", "mine", "--dataset-option", "clicks=pbm")
     assert labelled.exit_code == 0, labelled.output
     # the data variant follows the label in words: the clicks, then the other options
-    name = "mine · clicks pbm x10 n_queries=30 docs_per_query=6 n_features=5 n_informative=3"
+    name = "mine · clicks pbm x10 docs_per_query=6 n_features=5 n_informative=3 n_queries=30"
     assert f"[1/1] {name} on synthetic fold 1" in labelled.stderr
     # the summary says the options every row shares once, under the table
     assert "synthetic  mine · clicks pbm x10 " in labelled.stdout
-    assert "(every row of synthetic): n_queries=30 docs_per_query=6" in labelled.stdout
+    assert "(every row of synthetic): docs_per_query=6 n_features=5" in labelled.stdout
     (rec,) = [json.loads(p.read_text()) for p in (work / "mlflow_runs/results").glob("*.json")]
     assert rec["label"] == "mine"
     import mlflow
