@@ -8,6 +8,7 @@ import io
 
 import numpy as np
 import pytest
+from ltrb_click_config import resolved_pbm
 from scipy import stats
 
 from ltr_bench.evaluation.stats import holm
@@ -15,14 +16,7 @@ from ltr_bench.report.tables import build_report
 from ltr_bench.report.text import format_report
 from ltr_bench.results import ResultRecord
 
-PBM = {
-    "model": {"name": "pbm", "args": {"eta": 1.0, "eps": 0.1}},
-    "sessions": 10,
-    "top_k": 10,
-    "aggregate": "count",
-    "logging_fraction": 0.01,
-    "logging_ranker": {"name": "ridge"},
-}
+PBM = resolved_pbm()
 POS = ["position", "propensity"]
 FOLDS = (1, 2, 3)
 

@@ -5,23 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from ltrb_click_config import resolved_pbm
 
 from ltr_bench.report.register import best_row, version_descriptions
 from ltr_bench.report.tables import ReportError, build_report
 from ltr_bench.report.text import format_report
 from ltr_bench.results import ResultRecord
 
-
-def _clicks(**over):
-    return {
-        "model": {"name": "pbm", "args": {"eta": 1.0, "eps": 0.1}},
-        "sessions": 10,
-        "top_k": 10,
-        "aggregate": "count",
-        "logging_fraction": 0.01,
-        "logging_ranker": {"name": "ridge"},
-        **over,
-    }
+_clicks = resolved_pbm
 
 
 def _records(
