@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -80,6 +81,10 @@ class Fold:
     query_dim: int | None = None
     #: wall seconds it took to read or generate this fold (set by the harness; not data)
     load_seconds: float | None = field(default=None, compare=False)
+    #: what the making of this fold found out that belongs to its results, not to its data
+    #: (rankers never see it): a simulated click log's estimated examination curve
+    #: (``info["click_log"]``, :mod:`ltr_bench.clicks.simulate`)
+    info: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def fingerprints(self) -> dict[str, str]:
         out = {"train": self.train.fingerprint, "test": self.test.fingerprint}

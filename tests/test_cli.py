@@ -48,9 +48,16 @@ def test_run_prints_a_summary_table_on_stdout_and_progress_on_stderr(cli):
     # rows may carry "(!)" and note lines follow when the machine was loaded (flags)
     rows = [l.replace(" (!)", "").split()[:3] for l in lines[2:] if l.startswith("synthetic")]
     assert rows == [["synthetic", "fake-linear", "1,2"], ["synthetic", "fake-other", "1,2"]]
-    assert all(l.startswith("(!) ") for l in lines[4:])
+    # the options every row shares are said once, not in each row's name
+    assert lines[4] == (
+        "dataset options (every row of synthetic): docs_per_query=6 n_features=5 "
+        "n_informative=3 n_queries=30"
+    )
+    assert all(l.startswith("(!) ") for l in lines[5:])
     assert "±" in lines[2]
-    assert "[1/4] fake-linear on synthetic fold 1: ndcg@10" in result.stderr
+    # progress names each row plainly: its label and the dataset options it ran with
+    tiny = "docs_per_query=6 n_features=5 n_informative=3 n_queries=30"
+    assert f"[1/4] fake-linear · {tiny} on synthetic fold 1: ndcg@10" in result.stderr
     assert (cli.work / "mlflow_runs" / "results").is_dir()
     assert not (cli.work / "mlflow_runs" / "mlflow.db").exists()  # --no-mlflow
 
@@ -347,4 +354,8 @@ def test_a_configuration_with_set_parameters_is_named_by_them_in_summary_records
         for exp in client.search_experiments()
         for run in client.search_runs([exp.experiment_id], "tags.ltr_bench_role = 'parent'")
     }
-    assert names == {"fake-linear @ synthetic", "fake-linear[scale=2] @ synthetic"}
+    tiny = "docs_per_query=6 n_features=5 n_informative=3 n_queries=30"
+    assert names == {
+        f"fake-linear · {tiny} @ synthetic",
+        f"fake-linear[scale=2] · {tiny} @ synthetic",
+    }

@@ -197,7 +197,10 @@ def test_a_failing_ranker_is_recorded_and_the_other_cells_finish(fake_rankers, t
     ]
     assert "fake failure: this ranker always breaks" in report.failed[0].error
     log = store.failure_log.read_text()
-    assert "Traceback" in log and "fake-failing / synthetic fold 2" in log
+    # named as everywhere: the row's label and its dataset options, then dataset and fold
+    assert "Traceback" in log and "fake-failing · docs_per_query=" in log
+    assert report.failed[1].summary_line() in log
+    assert report.failed[1].summary_line().endswith(" / synthetic fold 2")
     # failures are not finished: the next run retries them (and only them)
     fakes.FITS.clear()
     again = run_plan(expand_plan(_plan(rankers=("fake-linear", "fake-failing"))), store)

@@ -449,7 +449,10 @@ def test_mlflow_opens_on_the_comparison_with_readable_parents(ctx):
     folds = _runs(client, exp, "fold")
     for parent in _runs(client, exp, "parent"):
         note = parent.data.tags["mlflow.note.content"]
-        assert note.startswith(f"**{parent.data.tags['label']}** on **synthetic**")
+        # named as the run is: the label, then the data options it ran with in words
+        name = parent.info.run_name.removesuffix(" @ synthetic")
+        assert name.startswith(f"{parent.data.tags['label']} · ") and "n_queries=30" in name
+        assert note.startswith(f"**{name}** on **synthetic**")
         assert f"| NDCG@10 | {parent.data.metrics['ndcg_at_10']:.4f} |" in note
         kids = [r for r in folds if r.data.tags["mlflow.parentRunId"] == parent.info.run_id]
         compute = sum(k.info.end_time - k.info.start_time for k in kids)

@@ -76,8 +76,7 @@ class ConsoleListener:
 
     def cell_started(self, cell, index: int, total: int) -> None:
         self.console.status(
-            f"[{index}/{total}] {cell.label or cell.ranker} on {cell.dataset} "
-            f"fold {cell.fold}: fitting ...",
+            f"[{index}/{total}] {cell.row_name} on {cell.dataset} fold {cell.fold}: fitting ...",
             force=True,
         )
 
@@ -85,8 +84,7 @@ class ConsoleListener:
         pct = f" {100.0 * done / total:5.1f}%" if total > 0 else ""
         extra = f" {message}" if message else ""
         self.console.status(
-            f"[{cell.label or cell.ranker} {cell.dataset} fold {cell.fold}] "
-            f"{done}/{total}{pct}{extra}"
+            f"[{cell.row_name} {cell.dataset} fold {cell.fold}] {done}/{total}{pct}{extra}"
         )
 
     def cell_finished(self, record, index: int, total: int, *, skipped: bool) -> None:

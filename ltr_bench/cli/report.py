@@ -104,8 +104,11 @@ def _records(
 @click.option(
     "--baseline",
     default=None,
-    metavar="RANKER",
-    help="Row the others are tested against (default lightgbm when present, else the first row).",
+    metavar="ROW",
+    help="Row the others are tested against: its name as the report shows it, or a label or "
+    "ranker that names one row (default: LightGBM's default configuration on the dataset as "
+    "it is, else the default configuration run first, else the row run first; a note says "
+    "which was taken and why when another reading was possible).",
 )
 @click.option(
     "--ranker",
@@ -272,6 +275,8 @@ def report_command(
         test=test,
         set_aside=set_aside,
     )
+    if report.baseline_note:  # also under the table; said here so that --register's is seen
+        click.echo(f"note: {report.baseline_note}", err=True)
     paths: list[Path] = []
     with tempfile.TemporaryDirectory(prefix="ltr-bench-plots-") as tmp:
         if plots_dir or fmt == "html":  # the HTML page embeds the figures

@@ -68,6 +68,15 @@ def _err(message: str) -> None:
     help="Option of a generated dataset, e.g. n_queries=100. Repeatable.",
 )
 @click.option(
+    "--label",
+    default=None,
+    metavar="NAME",
+    help="Name the run's one ranker configuration NAME, as a plan's [rankers.NAME] table "
+    "does: the summary, the records, MLflow and the report show it (followed by the data "
+    "variant, e.g. 'NAME · clicks pbm eta=1 x10'). Not part of the result keys: the same "
+    "configuration under another name resumes the earlier result.",
+)
+@click.option(
     "--sweep",
     "sweeps",
     multiple=True,

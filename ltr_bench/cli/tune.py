@@ -487,7 +487,7 @@ def _chosen_table(records) -> str:
         t = r.config.get("tuning", {})
         chosen = ", ".join(f"{k}={_fmt(v)}" for k, v in sorted(t.get("best_params", {}).items()))
         lines.append(
-            f"| {r.label} | {r.dataset} | {r.fold} | {r.seed} | "
+            f"| {r.row_name} | {r.dataset} | {r.fold} | {r.seed} | "
             f"{t.get('trials_finished')} ({t.get('trials_complete')}/"
             f"{t.get('trials_pruned')}/{t.get('trials_failed')}) | "
             f"{t.get('best_value', float('nan')):.4f} | {chosen} |"

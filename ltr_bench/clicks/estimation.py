@@ -45,6 +45,7 @@ from ltr_bench.ranker import query_boundaries
 
 __all__ = [
     "compare_to_truth",
+    "estimate_log_propensities",
     "propensity_by_randomisation",
     "propensity_by_regression_em",
     "randomised_log",
@@ -163,4 +164,75 @@ def compare_to_truth(estimated, true) -> dict[str, float]:
     tail = err[1:][np.isfinite(err[1:])]
     out["mae"] = float(tail.mean()) if tail.size else float("nan")
     out["max_abs"] = float(tail.max()) if tail.size else float("nan")
+    return out
+
+
+#: shuffled sessions per training query of the randomised log simulated beside every click
+#: log (the intervention of Joachims et al. 2017: a few sessions suffice for a curve)
+RANDOMISED_SESSIONS = 10
+#: ranks estimated (DLA reports ``propensity@1..10`` too)
+MAX_RANK = 10
+#: the most shown rows regression EM fits on (whole queries, chosen by the seed): it refits
+#: a logistic regression every iteration
+EM_MAX_ROWS = 50_000
+EM_ITERATIONS = 30
+
+
+def estimate_log_propensities(
+    X, qid, position, clicks, *, source_y, source_qid, sessions: int, model: ClickModel,
+    max_label: int, top_k: int, rng,
+) -> dict:  # fmt: skip
+    """What a simulated click log tells about its examination curve, relative to rank 1, at
+    ranks ``1..K`` (``K`` = ``top_k`` capped at :data:`MAX_RANK`; 10 when every document was
+    shown).
+
+    The log: ``X`` (features), ``qid``, ``position`` (1-based shown rank) and ``clicks``
+    (click count over ``sessions`` sessions) of every shown training row, queries contiguous.
+    ``source_y`` / ``source_qid``: the true labels and query ids of the whole training split
+    the log was simulated from (for the randomised log). ``model``: the click model.
+
+    * ``randomisation``: :func:`randomised_log` of :data:`RANDOMISED_SESSIONS` sessions of
+      every source training query (``K`` of its documents in random order, the same click
+      model), then :func:`propensity_by_randomisation`;
+    * ``regression_em``: :func:`propensity_by_regression_em` on the log itself
+      (:data:`EM_ITERATIONS` iterations, rows shown at ranks up to ``K``, at most
+      :data:`EM_MAX_ROWS` of them in whole queries chosen with ``rng``).
+
+    Returns ``{"ranks": K, "randomisation": [...], "regression_em": [...]}``; an estimate
+    that cannot be made (no click at rank 1; a click model that needs features a shuffled
+    list does not have) is left out and its reason given under ``"unavailable"``.
+    """
+    k = min(int(top_k), MAX_RANK) if int(top_k) > 0 else MAX_RANK
+    out: dict = {"ranks": k}
+    unavailable: dict[str, str] = {}
+    try:
+        log = randomised_log(
+            source_y, source_qid, model, max_label=max_label, top_k=k,
+            sessions=RANDOMISED_SESSIONS, rng=rng,
+        )  # fmt: skip
+        out["randomisation"] = [float(v) for v in propensity_by_randomisation(*log)[:k]]
+    except Exception as exc:  # noqa: BLE001 - an estimate that cannot be made is said, not fatal
+        unavailable["randomisation"] = f"{type(exc).__name__}: {exc}"
+    position = np.asarray(position, dtype=np.int64)
+    qid = np.asarray(qid)
+    if position.size > EM_MAX_ROWS:  # whole queries, until the rows reach the cap
+        b = query_boundaries(qid)
+        order = rng.permutation(b.size - 1)
+        enough = int(np.searchsorted(np.cumsum(np.diff(b)[order]), EM_MAX_ROWS)) + 1
+        rows = np.concatenate([np.arange(b[q], b[q + 1]) for q in np.sort(order[:enough])])
+    else:
+        rows = np.arange(position.size)
+    rows = rows[position[rows] <= k]
+    try:
+        if rows.size == 0 or position[rows].max() < k:
+            raise ValueError(f"the log shows fewer than {k} ranks")
+        em = propensity_by_regression_em(
+            np.asarray(X)[rows], position[rows], np.asarray(clicks)[rows], sessions,
+            iterations=EM_ITERATIONS,
+        )  # fmt: skip
+        out["regression_em"] = [float(v) for v in em[:k]]
+    except Exception as exc:  # noqa: BLE001
+        unavailable["regression_em"] = f"{type(exc).__name__}: {exc}"
+    if unavailable:
+        out["unavailable"] = unavailable
     return out

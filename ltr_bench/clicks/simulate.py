@@ -21,6 +21,10 @@
    its position in its list; NaN for a model without an examination step).
    Queries without any click stay (they carry no signal, as in a real log).
 5. **The test split is returned unchanged: its labels stay the true relevance.**
+6. What the log says about its examination curve is estimated once, with the log, and kept
+   in the returned fold's ``info["click_log"]`` (and so in every record of the fold):
+   result randomisation on a randomised log of the same training queries, and regression
+   EM on the log itself (:func:`ltr_bench.clicks.estimation.estimate_log_propensities`).
 
 Every random choice comes from the seed (``numpy.random.SeedSequence([seed, fold, part])``).
 The result is cached in the parsed-data cache (namespace ``clicks``) under a key holding the
@@ -150,6 +154,7 @@ def _click_split(split: Split, ranker, model, config, rng, max_label: int) -> di
         "y": labels[block, rank][keep].astype(np.int64),
         "position": (rank + 1)[keep].astype(np.int64),
         "propensity": propensity[block, rank][keep].astype(np.float64),
+        "clicks": counts[block, rank][keep].astype(np.int64),  # estimates only, not cached
     }
 
 
@@ -209,16 +214,25 @@ def simulate_clicks(fold: Fold, config: dict, *, seed: int, cache_dir=None) -> F
         model = build_click_model(config["model"])
         ranker, n_logging = _fit_logging_ranker(fold.train, config, seed, fold.index)
         out = {}
+        counts = None
         for i, part in enumerate(_PARTS, start=1):
             if parts[part] is None:
                 continue
             arrays = _click_split(
                 parts[part], ranker, model, config, _rng(seed, fold.index, i), fold.max_label
             )
+            clicks = arrays.pop("clicks")
+            counts = clicks if part == "train" else counts
             for name, arr in arrays.items():
                 writer.save(f"{part}_{name}", arr)
                 out[f"{part}_{name}"] = arr
-        return {"digest": _digest(out), "logging_queries": n_logging, "config": config}
+        estimates = _estimates(fold, out, counts, config, model, seed)
+        return {
+            "digest": _digest(out),
+            "logging_queries": n_logging,
+            "config": config,
+            "propensity_estimates": estimates,
+        }
 
     cache = resolve_cache_dir(cache_dir)
     loaded = load_entry(cache, "clicks", key, verify=_verify)
@@ -233,7 +247,12 @@ def simulate_clicks(fold: Fold, config: dict, *, seed: int, cache_dir=None) -> F
                 stacklevel=2,
             )
             loaded = _in_memory(build)
-    arrays, _meta = loaded
+    arrays, meta = loaded
+    estimates = meta.get("propensity_estimates")
+    if estimates is None:  # an entry written before the estimates were kept with it
+        counts = arrays["train_y"] if config["aggregate"] == "count" else None
+        model = build_click_model(config["model"])
+        estimates = _estimates(fold, arrays, counts, config, model, seed)
     new: dict[str, Split | None] = {}
     for part in _PARTS:
         split = parts[part]
@@ -263,7 +282,43 @@ def simulate_clicks(fold: Fold, config: dict, *, seed: int, cache_dir=None) -> F
         max_label=fold.max_label,
         query_dim=fold.query_dim,
         load_seconds=fold.load_seconds,
+        info={
+            **fold.info,
+            "click_log": {
+                "logging_queries": meta.get("logging_queries"),
+                "propensity_estimates": estimates,
+            },
+        },
     )
+
+
+def _estimates(fold: Fold, arrays: dict, counts, config: dict, model, seed: int) -> dict:
+    """The log's examination curve by result randomisation and by regression EM
+    (:func:`ltr_bench.clicks.estimation.estimate_log_propensities`); ``counts``: the
+    training rows' click counts (None: not at hand, EM is left out with the reason)."""
+    from ltr_bench.clicks.estimation import estimate_log_propensities
+
+    rows = arrays["train_rows"]
+    source = fold.train
+    out = estimate_log_propensities(
+        np.asarray(source.X[rows]),
+        np.asarray(source.qid[rows]),
+        arrays["train_position"],
+        np.zeros(rows.size) if counts is None else counts,
+        source_y=np.asarray(source.y),
+        source_qid=np.asarray(source.qid),
+        sessions=int(config["sessions"]),
+        model=model,
+        max_label=int(fold.max_label),
+        top_k=int(config["top_k"]),
+        rng=_rng(seed, fold.index, 3),
+    )
+    if counts is None:
+        out.pop("regression_em", None)
+        out.setdefault("unavailable", {})["regression_em"] = (
+            "the click counts of a log cached with aggregate=any before they were kept"
+        )
+    return out
 
 
 def _in_memory(build) -> tuple[dict, dict]:

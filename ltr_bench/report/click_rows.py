@@ -10,8 +10,16 @@ when the test fingerprints agree (:func:`same_data`) and says so in a note
 from __future__ import annotations
 
 from ltr_bench.results import ResultRecord
+from ltr_bench.results.labels import value_text
 
-__all__ = ["click_comparison_note", "clicks_of", "same_clicks_notes", "same_data"]
+__all__ = [
+    "click_comparison_note",
+    "click_differences",
+    "click_text",
+    "clicks_of",
+    "same_clicks_notes",
+    "same_data",
+]
 
 
 def clicks_of(record: ResultRecord):
@@ -34,26 +42,62 @@ def same_data(a: ResultRecord, b: ResultRecord) -> bool:
     return fa.get("test") is not None and fa.get("test") == fb.get("test")
 
 
-def _click_text(clicks) -> str:
+def _value(v) -> str:
+    return value_text(v)
+
+
+def click_text(clicks) -> str:
+    """A resolved click configuration in words, every option of the protocol named:
+    ``clicks pbm(eps=0.1, eta=1.0), 10 sessions, top 10, click counts, logging ranker ridge
+    fitted on 1% of the training queries`` ("true labels" for None)."""
     if not clicks:
         return "true labels"
     model = clicks.get("model", {})
-    args = ", ".join(f"{k}={v}" for k, v in sorted((model.get("args") or {}).items()))
+    args = ", ".join(f"{k}={_value(v)}" for k, v in sorted((model.get("args") or {}).items()))
+    top = clicks.get("top_k")
+    aggregate = {"count": "click counts", "any": "clicked or not (aggregate=any)"}.get(
+        clicks.get("aggregate"), f"aggregate={clicks.get('aggregate', '?')}"
+    )
+    fraction = clicks.get("logging_fraction")
+    share = "?" if fraction is None else f"{100 * float(fraction):g}%"
     return (
         f"clicks {model.get('name', '?')}({args}), {clicks.get('sessions')} sessions, "
-        f"top {clicks.get('top_k')}, logging ranker "
-        f"{(clicks.get('logging_ranker') or {}).get('name', '?')}"
+        + ("every document shown" if top == 0 else f"top {top}")
+        + f", {aggregate}, logging ranker {(clicks.get('logging_ranker') or {}).get('name', '?')} "
+        f"fitted on {share} of the training queries"
     )
+
+
+def _flat(value, prefix: str = "") -> dict[str, str]:
+    if isinstance(value, dict):
+        out: dict[str, str] = {}
+        for k, v in value.items():
+            out.update(_flat(v, f"{prefix}{k}."))
+        return out
+    return {prefix.rstrip("."): _value(value)}
+
+
+def click_differences(a, b) -> str:
+    """What two resolved click configurations differ in, every option named
+    (``logging_fraction 0.1 / 0.01; model.args.eta 1.0 / 2.0``); "" when alike."""
+    fa, fb = _flat(a or {}), _flat(b or {})
+    keys = sorted(k for k in set(fa) | set(fb) if fa.get(k) != fb.get(k))
+    return "; ".join(f"{k} {fa.get(k, '-')} / {fb.get(k, '-')}" for k in keys)
 
 
 def click_comparison_note(label: str, mine: dict, base_label: str, base: dict) -> str:
     """The note that says a row was trained on other (click) data than the baseline and is
-    compared on the same test labels."""
+    compared on the same test labels; between two click configurations it names every
+    option in which they differ."""
     u = sorted(set(mine) & set(base))[0]
+    a, b = clicks_of(mine[u]), clicks_of(base[u])
+    differ = click_differences(a, b) if a and b else ""
     return (
-        f"{label} was trained on {_click_text(clicks_of(mine[u]))} and {base_label} on "
-        f"{_click_text(clicks_of(base[u]))} of the same folds; they are compared on the same "
-        "test split (true relevance labels, fingerprints equal)"
+        f"{label} was trained on {click_text(a)} and {base_label} on {click_text(b)} of the "
+        "same folds"
+        + (f" (they differ in {differ}, {label} first)" if differ else "")
+        + "; they are compared on the same test split (true relevance labels, fingerprints "
+        "equal)"
     )
 
 
@@ -67,6 +111,6 @@ def same_clicks_notes(chosen: list, by_unit: dict, labels: dict, base_ck) -> lis
         return []
     return [
         f"{', '.join(same)} {'was' if len(same) == 1 else 'were'} trained on "
-        f"{_click_text(clicks)} (training and validation labels are simulated clicks; test "
+        f"{click_text(clicks)} (training and validation labels are simulated clicks; test "
         "labels the true relevance)"
     ]

@@ -189,6 +189,11 @@ def to_html(report: Report, *, plots: Iterable[Path] = ()) -> str:
         f"kNN error). {WIN} / {LOSS}: significantly better / worse than the baseline.</p>",
         f'<ul class="notes">{notes}</ul>',
     ]
+    from ltr_bench.report.click_pivot import pivot_html
+
+    pivots = pivot_html(report)  # click rows like with like, under the table
+    if pivots:
+        parts.append(pivots)
     from ltr_bench.report.published import published_section
     from ltr_bench.report.published.render import section_html
 

@@ -4,6 +4,7 @@ mark means, which test decided the marks, and the metric conventions."""
 from __future__ import annotations
 
 from ltr_bench.report.tables import LOSS, WIN, Report
+from ltr_bench.results.labels import value_text
 
 
 def legend(report: Report) -> list[str]:
@@ -16,8 +17,11 @@ def legend(report: Report) -> list[str]:
     }[report.test]
     folds = ",".join(map(str, report.folds))
     seeds = ",".join(map(str, report.seeds))
+    options = " ".join(f"{k}={value_text(v)}" for k, v in sorted(report.data_options.items()))
     lines = [
-        f"Dataset {report.dataset}, folds {folds}, seeds {seeds} ({len(report.units)} units "
+        f"Dataset {report.dataset}"
+        + (f" with {options} (every row)" if options else "")
+        + f", folds {folds}, seeds {seeds} ({len(report.units)} units "
         f"= fold x seed). Each cell: mean ± sample standard deviation (ddof=1) over the units "
         f"of the unit's mean over its test queries"
         + (
@@ -37,10 +41,10 @@ def legend(report: Report) -> list[str]:
         "relevant documents scores 1 (metrics marked 'empty query = 0': 0); ties count as the "
         "expected value over their orderings.",
     ]
-    multi = [r for r in report.rows if r.label != r.ranker]
-    if multi:
+    if any(" · " in r.label for r in report.rows):
         lines.append(
-            "Rows with [..]: the same ranker with different settings; the brackets "
-            "show what differs (or a short key of the MLflow parent run)."
+            "A row's name is its configuration's label and, after ' · ', the data it was "
+            "trained on in words (clicks: click model and arguments, other protocol options, "
+            "x sessions per query); a name without it: the dataset as it is."
         )
     return lines + [f"Note: {n}" for n in report.notes]

@@ -10,7 +10,9 @@
 * :func:`plot_pareto`: a metric against scoring or fit time, with each ranker's Pareto front
   over its configurations (:func:`write_pareto_plots` draws both).
 
-Every ranker keeps its colour and marker across the three figures. Nothing is retrained:
+Every row keeps its colour and marker across the figures; up to 20 rows get 20 distinct
+colours (:func:`palette`). Log time axes label plain numbers that never overlap
+(:func:`_log_axis`). Nothing is retrained:
 the values are those stored in the report's fold runs.
 """
 
@@ -24,6 +26,7 @@ import numpy as np
 
 from ltr_bench.evaluation.metrics import MetricKey, metric_key_or_none
 from ltr_bench.report.tables import Report, Row, _value
+from ltr_bench.results.labels import variant_text
 
 __all__ = [
     "pareto_front",
@@ -47,13 +50,52 @@ def _plt():
     return plt
 
 
+def palette() -> list[tuple[float, float, float]]:
+    """20 distinct colours, neighbours of different hues: matplotlib's qualitative ``tab20``
+    (ten hues, each dark then light) reordered as its ten dark shades, then its ten light
+    ones, so that rows 1-10 get ten hues and rows 11-20 the lighter twins of the same order.
+    """
+    colours = list(_plt().get_cmap("tab20").colors)
+    return colours[0::2] + colours[1::2]
+
+
 def _style(report: Report) -> dict[str, tuple]:
-    plt = _plt()
-    colours = plt.get_cmap("tab10").colors
+    """Each row's (colour, marker): unique colours for up to 20 rows (:func:`palette`),
+    then they repeat with another marker."""
+    colours = palette()
     return {
         row.label: (colours[i % len(colours)], _MARKERS[i % len(_MARKERS)])
         for i, row in enumerate(report.rows)
     }
+
+
+def _plain(value: float, _pos=None) -> str:
+    """A tick label as a plain number (``0.5``, ``20``, ``1e+04``), not ``5×10^-1``."""
+    return f"{value:g}"
+
+
+def _log_axis(ax) -> None:
+    """A log x axis whose tick labels never overlap: plain numbers at the powers of ten;
+    within two decades also at 2 and 5 times them, within 0.6 of a decade at every
+    integer multiple (so a narrow axis still has labels); beyond two decades the other
+    ticks unlabelled. (matplotlib's default labels every minor tick of a narrow log axis,
+    ``3×10^0`` running into ``4×10^0``.)"""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    ax.set_xscale("log")
+    low, high = ax.get_xlim()
+    decades = math.log10(high / low) if low > 0 and high > low else 0.0
+    axis = ax.xaxis
+    axis.set_major_locator(LogLocator(base=10, numticks=10))
+    axis.set_major_formatter(FuncFormatter(_plain))
+    if decades <= 0.6:
+        subs, labelled = tuple(range(2, 10)), True
+    elif decades <= 2:
+        subs, labelled = (2, 5), True
+    else:
+        subs, labelled = tuple(range(2, 10)), False
+    axis.set_minor_locator(LogLocator(base=10, subs=subs, numticks=100))
+    axis.set_minor_formatter(FuncFormatter(_plain) if labelled else NullFormatter())
 
 
 def _name(row: Row) -> str:
@@ -92,18 +134,31 @@ def _bounded(ax, metric: str) -> None:
         ax.set_ylim(max(low, 0.0), min(high, 1.0))
 
 
+#: legend labels up to this many characters fit beside the axes of a 9-inch figure
+_LEGEND_CHARS = 28
+
+
 def _legend_outside(ax) -> None:
-    """The legend beside the axes, where it cannot hide data."""
-    ax.legend(
+    """The legend beside the axes, where it cannot hide data; row names longer than
+    :data:`_LEGEND_CHARS` (``lightgbm naive · clicks pbm eta=1 x10``) widen the figure so
+    the axes keep their width and the title fits above them."""
+    legend = ax.legend(
         title="ranker", fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0
     )
+    longest = max((len(t.get_text()) for t in legend.get_texts()), default=0)
+    if longest > _LEGEND_CHARS:
+        fig = ax.figure
+        width, height = fig.get_size_inches()
+        fig.set_size_inches(width + 0.065 * (longest - _LEGEND_CHARS), height)
 
 
-def _finish_time_plot(fig, ax, path: str | Path, metric: str) -> Path:
-    """The shared end of the accuracy-against-time figures: grid, margins, bounded metric
-    axis, legend beside the axes, saved."""
+def _finish_time_plot(fig, ax, path: str | Path, metric: str, *, log: bool = True) -> Path:
+    """The shared end of the accuracy-against-time figures: grid, margins, the log time
+    axis (:func:`_log_axis`), bounded metric axis, legend beside the axes, saved."""
     ax.grid(True, alpha=0.3, which="both")
     ax.margins(x=0.15, y=0.12)
+    if log:
+        _log_axis(ax)
     _bounded(ax, metric)
     _legend_outside(ax)
     return _save(fig, path)
@@ -113,16 +168,22 @@ def _save(fig, path: str | Path) -> Path:
     """The figure as PNG through the one output writer
     (:func:`ltr_bench.results.files.write_output`: atomic, through symlinks, never over a
     device); :class:`~ltr_bench.results.files.OutputError` names the file."""
-    from ltr_bench.results.files import figure_png, write_output
+    from ltr_bench.results.files import write_output
 
     path = Path(path)
     fig.tight_layout()
     try:
-        data = figure_png(fig, dpi=120)
+        data = _png(fig)
     finally:
         _plt().close(fig)
     write_output(path, data, what="--plots")
     return path
+
+
+def _png(fig) -> bytes:
+    from ltr_bench.results.files import figure_png
+
+    return figure_png(fig, dpi=120)
 
 
 def ndcg_cutoffs(report: Report, empty: str = "1") -> list[int]:
@@ -228,8 +289,6 @@ def plot_accuracy_vs_time(
         plt.close(fig)
         raise ValueError(f"no ranker has both {metric} and fit_seconds")
     log = min(lows) > 0 and max(highs) / min(lows) > 20
-    if log:
-        ax.set_xscale("log")
     ax.set_xlabel(
         "training (fit) time per fold, seconds: median, bar = fastest to slowest "
         "fold" + (" (log scale)" if log else ""),
@@ -242,7 +301,7 @@ def plot_accuracy_vs_time(
         f"depend on the machine and its load)",
         fontsize=10,
     )
-    return _finish_time_plot(fig, ax, path, metric)
+    return _finish_time_plot(fig, ax, path, metric, log=log)
 
 
 def plot_metric_per_fold(
@@ -335,17 +394,22 @@ def plot_pareto(
 ) -> Path:
     """``metric`` (mean over units) against ``time_key`` (``score_us_per_doc`` or
     ``fit_seconds``, mean over units; log axis), one point per row; each ranker's Pareto
-    front over its configurations (sweep values, tuned, defaults) is joined by a line."""
+    front over its configurations (sweep values, tuned, defaults) on one data variant (the
+    dataset as it is, or one click configuration: never both) is joined by a line."""
     plt = _plt()
     style = _style(report)
     fig, ax = plt.subplots(figsize=(9.0, 4.8))
-    by_ranker: dict[str, list[tuple[float, float, Row]]] = {}
+    # a front joins configurations of one ranker on one data variant: a row trained on
+    # clicks is never on one line with a row trained on the true labels
+    by_ranker: dict[tuple[str, str], list[tuple[float, float, Row]]] = {}
     for row in report.rows:
         t, _ = _mean_std(row, time_key)
         y, _ = _mean_std(row, metric)
         if math.isnan(t) or math.isnan(y) or t <= 0:
             continue
-        by_ranker.setdefault(row.ranker, []).append((t, y, row))
+        first = next(iter(row.runs.values()))
+        variant = variant_text(first.dataset_options, first.dataset_identity)
+        by_ranker.setdefault((row.ranker, variant), []).append((t, y, row))
         colour, marker = style[row.label]
         ax.plot(
             [t], [y], color=colour, marker=marker, markersize=7, linestyle="none", label=_name(row)
@@ -365,7 +429,6 @@ def plot_pareto(
                 drawstyle="steps-post",
                 linewidth=1.2,
             )
-    ax.set_xscale("log")
     what = {
         "score_us_per_doc": "scoring time, µs per document",
         "fit_seconds": "training (fit) time per fold, seconds",
@@ -375,7 +438,7 @@ def plot_pareto(
     ax.set_title(
         f"{report.dataset}: {pretty(metric)} against {what.split(',')[0]} over "
         f"{_folds_text(report)}\n(lines: each ranker's Pareto front over its "
-        f"configurations; better: up and to the left)",
+        f"configurations on one data variant; better: up and to the left)",
         fontsize=10,
     )
     return _finish_time_plot(fig, ax, path, metric)

@@ -7,8 +7,10 @@ the units (fold, seed) every row has. Each version's description says the fold's
 metrics, the configuration's mean ± std over its folds, the configurations it was chosen
 from with their means, and the paired comparison against the baseline (mean per-query
 difference, Holm-corrected p-values, win / loss / no significant difference) as the report
-computed them. Registering itself is :func:`ltr_bench.tracking.models.register_models`
-(this module never touches MLflow).
+computed them; a click-trained skyline or debiased row also against its learner's own naive
+row (:mod:`ltr_bench.report.click_pivot`). Rows are named as the report names them (label and
+data variant in words), and the baseline is the report's. Registering itself is
+:func:`ltr_bench.tracking.models.register_models` (this module never touches MLflow).
 """
 
 from __future__ import annotations
@@ -53,21 +55,33 @@ def _fmt(v: float) -> str:
     return "nan" if v != v else f"{v:.4f}"
 
 
-def _comparison(report: Report, row: Row, metric: str) -> str:
-    if row.label == report.baseline:
-        return f"It is the report's baseline ({report.baseline})."
-    c = report.comparisons.get((row.label, metric))
-    if c is None:
-        return f"No paired comparison against {report.baseline} on {metric}."
+def _against(what: str, c, metric: str, report: Report) -> str:
     verdict = {"win": "a significant win", "loss": "a significant loss"}.get(
         c.mark, "no significant difference"
     )
     return (
-        f"Against the baseline {report.baseline} on {metric}: mean per-query difference "
+        f"Against {what} on {metric}: mean per-query difference "
         f"{c.mean_diff:+.4f} over {c.n_pairs} paired queries, paired t-test p = "
         f"{c.p_ttest_holm:.3g}, Wilcoxon p = {c.p_wilcoxon_holm:.3g} (Holm-corrected, "
         f"alpha {report.alpha}, test {report.test}): {verdict}."
     )
+
+
+def _comparison(report: Report, row: Row, metric: str) -> str:
+    from ltr_bench.report.click_pivot import versus_naive
+
+    found = versus_naive(report, row.label, metric)  # a click row: also its own naive row
+    naive = (
+        ""
+        if found is None
+        else " " + _against(f"its own naive row {found[0]}", found[1], metric, report)
+    )
+    if row.label == report.baseline:
+        return f"It is the report's baseline ({report.baseline}).{naive}"
+    c = report.comparisons.get((row.label, metric))
+    if c is None:
+        return f"No paired comparison against {report.baseline} on {metric}.{naive}"
+    return _against(f"the baseline {report.baseline}", c, metric, report) + naive
 
 
 def version_descriptions(report: Report, row: Row, metric: str | None = None) -> list[tuple]:

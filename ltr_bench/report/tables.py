@@ -7,12 +7,12 @@ fits, predicts or touches MLflow. Rendering is in :mod:`ltr_bench.report.text`.
 
 Rows
     One row per configuration (``ResultRecord.config_key``: ranker, parameters, dataset
-    options; the seed and thread count are not part of it), labelled with the plan's name
-    for it (``ResultRecord.label``). When one label stands for several configurations, the
-    label names the parameters that differ, e.g. ``lightgbm[num_leaves=31]`` (a short key
-    hash when nothing printable differs). Rows are in natural order of their labels
-    (:func:`ltr_bench.results.labels.label_sort_key`: ``lgmml[n_metrics=2]`` before
-    ``lgmml[n_metrics=10]``), the
+    options; the seed and thread count are not part of it), named by its plain name: the
+    plan's label for it and the data variant it was trained on in words
+    (``lightgbm · clicks pbm eta=1 x10``); configurations that share a name are told apart
+    in words (:mod:`ltr_bench.report.names`, which also picks the baseline). Rows are in
+    natural order of their names (:func:`ltr_bench.results.labels.label_sort_key`:
+    ``lgmml[n_metrics=2]`` before ``lgmml[n_metrics=10]``), the
     baseline first. Lists of names and labels (``--ranker a,b``) are split by
     :func:`ltr_bench.results.labels.split_names`, which keeps the commas inside ``[...]``.
 
@@ -48,7 +48,6 @@ Significance
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -56,12 +55,19 @@ from typing import Any
 
 import numpy as np
 
+import ltr_bench.report.click_pivot as click_pivot
 import ltr_bench.report.click_rows as click_rows
-from ltr_bench.errors import EXIT_FAILED, EXIT_USAGE, LtrBenchError
-from ltr_bench.evaluation.stats import holm, paired_pvalues
+import ltr_bench.report.names as names
 from ltr_bench.report.click_rows import click_comparison_note, clicks_of, same_data
+from ltr_bench.report.pairing import (
+    Comparison,
+    ReportError,
+    Unit,
+    compare_rows,
+    correct_and_mark,
+)
 from ltr_bench.results import ResultRecord, group_flags
-from ltr_bench.results.labels import label_sort_key, value_text
+from ltr_bench.results.labels import label_sort_key
 
 __all__ = ["Comparison", "Report", "ReportError", "Row", "Stat", "build_report", "normalise_metric"]
 
@@ -69,18 +75,6 @@ WIN, LOSS = "\u25b2", "\u25bc"  # ▲ ▼
 TESTS = ("both", "ttest", "wilcoxon")
 TIMING_KEYS = ("fit_seconds", "score_us_per_doc")
 TIMING_LABELS = {"fit_seconds": "fit time (s)", "score_us_per_doc": "scoring (µs/doc)"}
-Unit = tuple[int, int]  # (fold, seed)
-
-
-class ReportError(LtrBenchError):
-    """A report cannot be made as asked. ``usage`` is True for a bad request (unknown
-    metric, ranker or baseline: exit 2) and False for a problem with the stored results
-    (nothing comparable, missing values: exit 1)."""
-
-    def __init__(self, message: str, *, usage: bool = False):
-        super().__init__(message)
-        self.usage = usage
-        self.exit_code = EXIT_USAGE if usage else EXIT_FAILED
 
 
 def normalise_metric(name: str) -> str:
@@ -147,19 +141,6 @@ class Row:
 
 
 @dataclass
-class Comparison:
-    label: str
-    metric: str
-    n_pairs: int
-    mean_diff: float  # candidate - baseline, per query, pooled
-    p_ttest: float
-    p_wilcoxon: float
-    p_ttest_holm: float = float("nan")
-    p_wilcoxon_holm: float = float("nan")
-    mark: str = ""  # "win", "loss" or ""
-
-
-@dataclass
 class Report:
     dataset: str
     metrics: list[str]
@@ -170,6 +151,13 @@ class Report:
     rows: list[Row]
     comparisons: dict[tuple[str, str], Comparison]
     notes: list[str] = field(default_factory=list)
+    #: dataset options every row shares (said once, left out of the row names)
+    data_options: dict[str, Any] = field(default_factory=dict)
+    #: which row was taken as the baseline and why, when that was not the only reading
+    baseline_note: str | None = None
+    #: click rows like with like: each learner's skyline, naive and debiased rows
+    #: (:mod:`ltr_bench.report.click_pivot`)
+    pivots: list = field(default_factory=list)
 
     @property
     def folds(self) -> list[int]:
@@ -191,102 +179,6 @@ def _value(run: ResultRecord, key: str) -> float:
         return float(getattr(run, key))
     v = run.all_metrics().get(key)
     return float("nan") if v is None else float(v)
-
-
-def _text(v: Any) -> str:
-    return v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=repr)
-
-
-def _labels(groups: dict[str, list[ResultRecord]]) -> dict[str, str]:
-    """config_key -> row label: the plan's label, plus the differing parameters when one
-    label stands for several configurations."""
-    by_label: dict[str, list[str]] = {}
-    for ck, runs in groups.items():
-        by_label.setdefault(runs[0].label or runs[0].ranker, []).append(ck)
-    out = {}
-    for label, cks in by_label.items():
-        if len(cks) == 1:
-            out[cks[0]] = label
-            continue
-
-        def settings(ck: str) -> dict[str, str]:
-            # what the user set first (records from before labels named it; a resolved
-            # default would read "None"), then the resolved values and dataset options
-            r = groups[ck][0]
-            s = {k: value_text(v) for k, v in r.params.items()}
-            s.update({k: value_text(v) for k, v in r.user_params.items()})
-            s.update({f"dataset_option.{k}": value_text(v) for k, v in r.dataset_options.items()})
-            return s
-
-        all_s = {ck: settings(ck) for ck in cks}
-        keys = sorted({k for s in all_s.values() for k in s})
-        differing = [k for k in keys if len({s.get(k) for s in all_s.values()}) > 1]
-        for ck in cks:
-            text = ",".join(f"{k}={all_s[ck].get(k, '-')}" for k in differing)
-            if not text or len(text) > 48:
-                text = ck[:6]  # the configuration key is already a sha256
-            out[ck] = f"{label}[{text}]"
-        if len(set(out[ck] for ck in cks)) < len(cks):  # still ambiguous: use the key
-            for ck in cks:
-                out[ck] = f"{label}[{ck[:8]}]"
-    return out
-
-
-def _select(
-    groups: dict[str, list[ResultRecord]], labels: dict[str, str], rankers: Sequence[str] | None
-) -> list[str]:
-    if not rankers:
-        return sorted(groups, key=lambda ck: label_sort_key(labels[ck]))
-    chosen: list[str] = []
-    for name in rankers:
-        hits = [
-            ck for ck in groups if name in (labels[ck], groups[ck][0].ranker, groups[ck][0].label)
-        ]
-        if not hits:
-            known = ", ".join(sorted(labels.values(), key=label_sort_key))
-            raise ReportError(
-                f"--ranker {name}: no results for it in this dataset; rankers "
-                f"with results: {known}",
-                usage=True,
-            )
-        chosen.extend(
-            ck for ck in sorted(hits, key=lambda ck: label_sort_key(labels[ck])) if ck not in chosen
-        )
-    return chosen
-
-
-def _pairs(
-    cand: ResultRecord, base: ResultRecord, metric: str, c_label: str, b_label: str
-) -> tuple[np.ndarray, np.ndarray] | None:
-    pc, pb = cand.per_query, base.per_query
-    if not pc or not pb or metric not in pc or metric not in pb:
-        return None
-    bq = {q: i for i, q in enumerate(pb["qid"])}
-    if len(bq) != len(pb["qid"]) or set(bq) != set(pc["qid"]) or len(pc["qid"]) != len(bq):
-        raise ReportError(
-            f"per-query results of {c_label} and {b_label} on fold {cand.fold} "
-            f"seed {cand.seed} do not cover the same query ids; cannot pair them"
-        )
-    idx = np.array([bq[q] for q in pc["qid"]], dtype=np.int64)
-    return (np.asarray(pc[metric], dtype=np.float64), np.asarray(pb[metric], dtype=np.float64)[idx])
-
-
-def _pick_baseline(chosen: list[str], labels: dict[str, str], groups, baseline) -> str:
-    if baseline is None:  # LightGBM's defaults, else the first ranker's defaults
-        defaults = [ck for ck in chosen if labels[ck] == groups[ck][0].ranker]
-        return next((ck for ck in defaults if labels[ck] == "lightgbm"), (defaults or chosen)[0])
-    hits = [ck for ck in chosen if labels[ck] == baseline]
-    if not hits:
-        hits = [ck for ck in chosen if baseline in (groups[ck][0].ranker, groups[ck][0].label)]
-    if len(hits) != 1:
-        what = (
-            "is ambiguous: pick one of " + ", ".join(labels[ck] for ck in hits)
-            if hits
-            else "has no results among the selected rankers; choose one of "
-            + ", ".join(labels[ck] for ck in chosen)
-        )
-        raise ReportError(f"--baseline {baseline} {what}", usage=True)
-    return hits[0]
 
 
 def build_report(
@@ -322,9 +214,13 @@ def build_report(
     groups: dict[str, list[ResultRecord]] = {}
     for r in runs:
         groups.setdefault(r.config_key or r.plan_key, []).append(r)
-    labels = _labels(groups)
-    chosen = _select(groups, labels, rankers)
-    notes: list[str] = list(set_aside)
+    named = names.row_names(groups)
+    labels = named.names
+    try:
+        chosen = names.select_rows(groups, labels, rankers)
+    except names.RowNameError as exc:
+        raise ReportError(str(exc), usage=True) from None
+    notes: list[str] = [*set_aside, *named.notes]
 
     by_unit: dict[str, dict[Unit, ResultRecord]] = {}
     for ck in chosen:
@@ -338,7 +234,11 @@ def build_report(
                 )
             d[unit] = r
         by_unit[ck] = d
-    base_ck = _pick_baseline(chosen, labels, groups, baseline)
+    try:
+        base_ck, why = names.pick_baseline(chosen, labels, groups, baseline)
+    except names.RowNameError as exc:
+        raise ReportError(str(exc), usage=True) from None
+    notes += [why] if why else []
 
     # same data: a unit's fingerprints must agree with the baseline's (only the test split's
     # across click configurations, see same_data)
@@ -445,19 +345,11 @@ def build_report(
             f"no per-query values to test for {', '.join(sorted(no_pq))} (or for the "
             f"baseline): those cells are not tested"
         )
-    comps = list(comparisons.values())
-    for attr in ("p_ttest", "p_wilcoxon"):
-        adj = holm([getattr(c, attr) for c in comps])
-        for c, a in zip(comps, adj):
-            setattr(c, attr + "_holm", float(a))
-    for c in comps:
-        ps = {
-            "both": (c.p_ttest_holm, c.p_wilcoxon_holm),
-            "ttest": (c.p_ttest_holm,),
-            "wilcoxon": (c.p_wilcoxon_holm,),
-        }[test]
-        if all(p < alpha for p in ps) and c.mean_diff != 0:  # NaN compares False
-            c.mark = "win" if c.mean_diff > 0 else "loss"
+    correct_and_mark(list(comparisons.values()), alpha, test)
+    pivots, pivot_notes = click_pivot.build_pivots(
+        rows, wanted, units, alpha, test, leave_out=named.data_options
+    )
+    notes += pivot_notes
     return Report(
         dataset=dataset,
         metrics=list(wanted),
@@ -468,6 +360,9 @@ def build_report(
         rows=rows,
         comparisons=comparisons,
         notes=notes,
+        data_options=named.data_options,
+        baseline_note=why,
+        pivots=pivots,
     )
 
 
@@ -477,22 +372,8 @@ def _compare(rows: list[Row], wanted: list[str], units: list[Unit]):
     no_pq: set[str] = set()
     for row in rows[1:]:
         for m in wanted:
-            xs, ys = [], []
-            for u in units:
-                pair = _pairs(row.runs[u], base_row.runs[u], m, row.label, base_row.label)
-                if pair is None:
-                    break
-                xs.append(pair[0])
-                ys.append(pair[1])
-            else:
-                x, y = np.concatenate(xs), np.concatenate(ys)
-                p_t, p_w = paired_pvalues(x, y)
-                comparisons[(row.label, m)] = Comparison(
-                    row.label, m, int(x.size), float(np.mean(x - y)), p_t, p_w
-                )
-                continue
-            no_pq.add(row.label)
-            comparisons[(row.label, m)] = Comparison(
-                row.label, m, 0, float("nan"), float("nan"), float("nan")
-            )
+            c = compare_rows(row.runs, base_row.runs, m, units, row.label, base_row.label)
+            comparisons[(row.label, m)] = c
+            if c.n_pairs == 0:
+                no_pq.add(row.label)
     return comparisons, no_pq

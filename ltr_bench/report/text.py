@@ -8,6 +8,7 @@ import io
 import math
 from typing import Any
 
+from ltr_bench.report.click_pivot import pivot_markdown, versus_naive
 from ltr_bench.report.legend import legend
 from ltr_bench.report.tables import LOSS, TIMING_KEYS, TIMING_LABELS, WIN, Report, ReportError, Stat
 
@@ -126,6 +127,9 @@ def to_markdown(report: Report) -> str:
         "",
     ]
     parts += [f"- {s}" for s in legend(report)]
+    pivots = pivot_markdown(report)
+    if pivots:
+        parts += ["", pivots.rstrip("\n")]
     published = _published_markdown(report)
     if published:
         parts += ["", published.rstrip("\n")]
@@ -149,7 +153,9 @@ def _published_markdown(report: Report) -> str:
 
 def to_csv(report: Report) -> str:
     """Tidy CSV: one line per (ranker, quantity); quantities are the metrics and the timing
-    keys; test columns are empty for the baseline and the timings."""
+    keys; test columns are empty for the baseline and the timings. The ``naive_*`` columns:
+    a click-trained skyline or debiased row against its learner's own naive row
+    (:mod:`ltr_bench.report.click_pivot`), empty for other rows."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(
@@ -173,6 +179,12 @@ def to_csv(report: Report) -> str:
             "alpha",
             "test",
             "parent_run_ids",
+            "its_naive",
+            "naive_n_pairs",
+            "naive_mean_diff",
+            "naive_p_ttest_holm",
+            "naive_p_wilcoxon_holm",
+            "naive_result",
         ]
     )
     folds = ";".join(f"{f}/{sd}" for f, sd in report.units)
@@ -206,9 +218,26 @@ def to_csv(report: Report) -> str:
                     report.alpha,
                     report.test,
                     ";".join(row.parent_run_ids),
+                    *_versus_naive(report, row.label, q),
                 ]
             )
     return buf.getvalue()
+
+
+def _versus_naive(report: Report, label: str, quantity: str) -> list[Any]:
+    """The CSV columns of a skyline or debiased click row against its own naive row."""
+    found = versus_naive(report, label, quantity)
+    if found is None:
+        return ["", "", "", "", "", ""]
+    naive, c = found
+    return [
+        naive,
+        c.n_pairs,
+        repr(c.mean_diff),
+        repr(c.p_ttest_holm),
+        repr(c.p_wilcoxon_holm),
+        c.mark or "ns",
+    ]
 
 
 def to_html(report: Report, *, plots=()) -> str:
@@ -244,12 +273,27 @@ def summary_table(records, metrics, *, convention: str | None = None) -> str:
         from ltr_bench.evaluation.conventions import profile_keys
 
         wanted = profile_keys(wanted, convention) or wanted
-    groups: dict[tuple[str, str], list] = {}
+    from ltr_bench.results.labels import row_label, shared_data_options, value_text
+
+    by_dataset: dict[str, list] = {}
     for r in records:
-        groups.setdefault((r.dataset, r.label or r.ranker), []).append(r)
+        by_dataset.setdefault(r.dataset, []).append(r)
+    groups: dict[tuple[str, str], list] = {}
+    notes = []
+    for dataset, recs in by_dataset.items():
+        # a row's plain name: its label and the data variant in words, less the data
+        # options all of the dataset's rows share (said once, under the table)
+        shared = shared_data_options((r.dataset_options, r.dataset_identity) for r in recs)
+        if shared:
+            said = " ".join(f"{k}={value_text(v)}" for k, v in sorted(shared.items()))
+            notes.append(f"dataset options (every row of {dataset}): {said}")
+        for r in recs:
+            name = row_label(
+                r.label or r.ranker, r.dataset_options, r.dataset_identity, leave_out=shared
+            )
+            groups.setdefault((dataset, name), []).append(r)
     header = ["dataset", "ranker", "folds"] + wanted + ["fit_s", "us/doc"]
     rows = [header]
-    notes = []
     for (dataset, label), recs in groups.items():
         stats = aggregate(recs)
 

@@ -15,15 +15,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from ltr_bench.errors import UsageError
 
 __all__ = [
     "config_label",
+    "data_options",
     "label_sort_key",
     "row_label",
+    "shared_data_options",
     "split_names",
     "value_text",
     "variant_text",
@@ -61,7 +63,10 @@ def config_label(name: str, params: Mapping[str, Any] | None = None, label: str 
 
 
 def variant_text(
-    options: Mapping[str, Any] | None, identity: Mapping[str, Any] | None = None
+    options: Mapping[str, Any] | None,
+    identity: Mapping[str, Any] | None = None,
+    *,
+    leave_out: Collection[str] = (),
 ) -> str:
     """The data variant a row was trained on, in words: ``""`` for the dataset as it is,
     else its dataset options as the user gave them, clicks first.
@@ -71,37 +76,98 @@ def variant_text(
     user set (``top_k=5``, ``logging_fraction=0.1``, ``aggregate=any``, ``logging_ranker=...``);
     ``sessions`` comes from the resolved click configuration in ``identity`` (the dataset
     identity of a record) when there is one, so the default 10 shows too. A ``click_model``
-    given as allRank's section shows its ``name``. Other options follow as ``key=value``
-    (:func:`value_text`), in the order given.
+    given as allRank's section shows its ``name`` and its arguments, a nested model as
+    ``name(key=value,...)`` (``clicks diverse-clicks
+    dedicated_click_model=base-cascade(eta=1.0,threshold=2.0) q_percentile=0.5 x10``: the
+    resolved section when ``identity`` has it). Other options (those that make the data
+    itself, :func:`data_options`) follow as ``key=value`` (:func:`value_text`), except the
+    keys in ``leave_out`` (a table that says them once for every row). Within each group the
+    keys are sorted, so a name never depends on the order the options were given in (or on a
+    record having been through JSON with sorted keys).
     """
+    parts, rest = _click_parts(options, identity)
+    parts += [f"{k}={value_text(rest[k])}" for k in sorted(rest) if k not in leave_out]
+    return " ".join(parts)
+
+
+def data_options(
+    options: Mapping[str, Any] | None, identity: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The dataset options that are not about simulated clicks (``n_queries=30``,
+    ``query_norm=true``): they make the data itself, train and test alike, so rows that
+    differ in them are never compared; a report says the ones all its rows share once."""
+    return _click_parts(options, identity)[1]
+
+
+def shared_data_options(variants: Iterable[tuple[Any, Any]]) -> dict[str, Any]:
+    """The data options (:func:`data_options`) that every one of ``variants`` --
+    ``(dataset options, dataset identity)`` pairs, one per row -- has with the same value:
+    what a table of those rows says once, in its heading, instead of in every row."""
+    shared: dict[str, Any] | None = None
+    for options, identity in variants:
+        mine = data_options(options, identity)
+        if shared is None:
+            shared = mine
+        else:
+            shared = {k: v for k, v in shared.items() if k in mine and mine[k] == v}
+    return shared or {}
+
+
+def _click_parts(options, identity) -> tuple[list[str], dict[str, Any]]:
+    """(the click configuration in words, the other options)."""
     options = dict(options or {})
     clicks = (identity or {}).get("clicks") or None
     parts: list[str] = []
     if options.get("clicks") or options.get("click_model") or clicks:
-        model = options.pop("click_model", "")
-        name = options.pop("clicks", "") or ((clicks or {}).get("model") or {}).get("name")
-        if not name and isinstance(model, Mapping):
-            name = model.get("name")
-        parts += ["clicks", value_text(name or "?")]
+        section = options.pop("click_model", "")
+        resolved = (clicks or {}).get("model") or {}
+        name = options.pop("clicks", "") or resolved.get("name")
+        if not name and isinstance(section, Mapping):
+            name = section.get("name")
+        parts += ["clicks", _short(name or "?")]
+        if section:  # allRank's section: its arguments are the user's, nested models named
+            given = resolved or (section if isinstance(section, Mapping) else {})
+            parts += [f"{k}={_model_text(v)}" for k, v in (given.get("args") or {}).items()]
         # without the resolved configuration every option the user gave counts as the
-        # click model's, in the order given
+        # click model's, sorted by key
         arguments = set(((clicks or {}).get("model") or {}).get("args") or options)
         protocol = set(clicks or ()) - {"sessions"}
         sessions = (clicks or {}).get("sessions", options.get("sessions", 10))
         options.pop("sessions", None)
-        for group in (arguments, protocol):
-            parts += [f"{k}={value_text(options.pop(k))}" for k in list(options) if k in group]
+        for group in (arguments, protocol):  # each sorted: a record read back is alike
+            parts += [f"{k}={value_text(options.pop(k))}" for k in sorted(options) if k in group]
         parts.append(f"x{value_text(sessions)}")
-    parts += [f"{k}={value_text(v)}" for k, v in options.items()]
-    return " ".join(parts)
+    return parts, options
 
 
-def row_label(label: str, options: Mapping[str, Any] | None = None, identity=None) -> str:
+def _short(name: Any) -> str:
+    """A click model's name as shown: an allRank class path by its class name."""
+    return value_text(name).rsplit(".", 1)[-1]
+
+
+def _model_text(value: Any) -> str:
+    """An allRank section's argument: a nested model as ``name(key=value,...)``."""
+    if isinstance(value, Mapping) and "name" in value:
+        args = ",".join(f"{k}={_model_text(v)}" for k, v in (value.get("args") or {}).items())
+        return f"{_short(value['name'])}({args})"
+    if isinstance(value, list):
+        return "[" + ",".join(_model_text(v) for v in value) + "]"
+    return value_text(value)
+
+
+def row_label(
+    label: str,
+    options: Mapping[str, Any] | None = None,
+    identity=None,
+    *,
+    leave_out: Collection[str] = (),
+) -> str:
     """A row's plain name wherever it is shown: the configuration's ``label``
     (:func:`config_label`) and, when it was trained on a data variant, that variant in words
     (:func:`variant_text`), e.g. ``lightgbm · clicks pbm eta=1 x10``. A label the user chose
-    (``run --label``, a plan's table name) is shown as given with the variant after it."""
-    variant = variant_text(options, identity)
+    (``run --label``, a plan's table name) is shown as given with the variant after it.
+    ``leave_out``: data options a table states once for all its rows (:func:`data_options`)."""
+    variant = variant_text(options, identity, leave_out=leave_out)
     return f"{label}{VARIANT_SEPARATOR}{variant}" if variant else label
 
 

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from ltr_bench.results.labels import row_label
+
 RECORD_FORMAT = 1
 
 
@@ -70,6 +72,10 @@ class ResultRecord:
     learning_curves: the ranker's ``learning_curves()``: ``{"train_loss": [...],
     "vali_ndcg@10": [...]}``, one float per iteration or epoch (empty for rankers without
     curves, and in records written before curves existed).
+    click_log: on simulated clicks, what the fold's click log says about itself
+    (:mod:`ltr_bench.clicks.simulate`): ``logging_queries`` and ``propensity_estimates``
+    (``{"ranks": K, "randomisation": [...], "regression_em": [...]}``, relative to rank 1,
+    an estimate that could not be made named under ``"unavailable"``); ``{}`` otherwise.
     model_dir: the folder of the kept fitted model (``<results>/<key>.model.<token>``,
     :mod:`ltr_bench.run.keep`), None when models were not kept or it could not be saved.
     status: ``"ok"`` or ``"failed"`` (then ``error``, ``error_stage``, ``traceback``).
@@ -120,6 +126,7 @@ class ResultRecord:
     config: dict[str, Any] = field(default_factory=dict)
     model_info: dict[str, Any] = field(default_factory=dict)
     learning_curves: dict[str, list[float]] = field(default_factory=dict)
+    click_log: dict[str, Any] = field(default_factory=dict)
     run_file: str | None = None
     model_dir: str | None = None
     flags: list[str] = field(default_factory=list)
@@ -178,10 +185,17 @@ class ResultRecord:
         """Ranking metrics and extra metrics in one mapping."""
         return {**self.metrics, **self.extra_metrics}
 
+    @property
+    def row_name(self) -> str:
+        """The plain name of this record's row wherever it is shown: its label and the data
+        variant it was trained on (:func:`ltr_bench.results.labels.row_label`), e.g.
+        ``lightgbm · clicks pbm eta=1 x10``."""
+        return row_label(self.label or self.ranker, self.dataset_options, self.dataset_identity)
+
     def summary_line(self) -> str:
-        """``lightgbm / synthetic fold 2`` (for messages)."""
+        """``lightgbm / synthetic fold 2`` (for messages), the row's plain name first."""
         seed = f" seed {self.seed}" if self.seed else ""
-        return f"{self.label or self.ranker} / {self.dataset} fold {self.fold}{seed}"
+        return f"{self.row_name} / {self.dataset} fold {self.fold}{seed}"
 
 
 class DamagedRecordError(ValueError):
@@ -222,7 +236,7 @@ FIELD_KINDS: dict[str, str] = {
     **dict.fromkeys(
         ("params", "user_params", "dataset_options", "dataset_identity", "fingerprints",
          "metrics", "extra_metrics", "load_avg", "stage_seconds", "environment", "config",
-         "model_info"),
+         "model_info", "click_log"),
         "dict",
     ),
     "mlflow": "dict?",

@@ -34,6 +34,7 @@ from ltr_bench.clicks.options import (
 )
 from ltr_bench.ranker import RankerTags, apply_run_settings, tags_of
 from ltr_bench.results import jsonable
+from ltr_bench.results.labels import row_label
 from ltr_bench.run.param_files import ParamFileError, param_file_fingerprints
 from ltr_bench.run.plan import DatasetChoice, Plan, PlanError, canonical_json
 
@@ -87,6 +88,12 @@ class Cell:
     save_scores: bool = False  # keep the test scores as a TREC run file
     keep_models: str | None = None  # folder to keep the fitted model in (None: not kept)
     param_files: dict[str, str] | None = None  # {parameter: sha256 of the file it names}
+
+    @property
+    def row_name(self) -> str:
+        """The cell's row as every progress line names it: its label and the data variant
+        (:func:`ltr_bench.results.labels.row_label`), e.g. ``lightgbm · clicks pbm eta=1 x10``."""
+        return row_label(self.label or self.ranker, self.dataset_options, self.dataset_identity)
 
     def config(self) -> dict[str, Any]:
         """The resolved configuration of this cell (stored with the run as JSON)."""

@@ -273,7 +273,7 @@ def _holding(claim, run, *args, **kwargs) -> None:
 
 def _what(cell: Cell) -> str:
     seed = f" seed {cell.seed}" if cell.seed else ""
-    return f"{cell.label or cell.ranker} / {cell.dataset} fold {cell.fold}{seed}"
+    return f"{cell.row_name} / {cell.dataset} fold {cell.fold}{seed}"
 
 
 def _wait_for(

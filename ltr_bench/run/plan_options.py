@@ -62,6 +62,7 @@ class CommandLine:
     data_dir: str | None = None
     cache_dir: str | None = None
     sweeps: tuple[str, ...] = ()
+    label: str | None = None
 
 
 def build_plan(cl: CommandLine, *, warn=lambda message: None, local: bool = True) -> Plan:
@@ -164,7 +165,53 @@ def build_plan(cl: CommandLine, *, warn=lambda message: None, local: bool = True
     for text in cl.sweeps:
         name, key, values = parse_sweep(text)
         plan.sweeps.setdefault(name, {})[key] = values
+    if cl.label is not None:
+        _apply_label(plan, cl.label)
     return expand_sweeps(plan)
+
+
+def _apply_label(plan: Plan, label: str) -> None:
+    """``--label NAME``: the one configuration of the run is named NAME, exactly as a plan's
+    ``[rankers.NAME]`` table names it (the row, the records' ``label``, MLflow's ``label`` tag
+    and run names; like a plan's label it is not part of the result keys). Its sweeps and
+    tuning table follow it (a swept row is ``NAME[key=value]``). Several configurations are
+    refused (exit 2): one name for several rows would make them indistinguishable, and
+    ``--label`` is for naming one command's row; a plan names several."""
+    from ltr_bench.registry import list_rankers
+    from ltr_bench.results.labels import VARIANT_SEPARATOR
+
+    text = label.strip()
+    if not text:
+        raise PlanError("--label: empty; give the row a name, e.g. --label 'lightgbm clicks'")
+    if len(plan.rankers) != 1:
+        names = ", ".join(r.display for r in plan.rankers)
+        raise PlanError(
+            f"--label {text}: it names one configuration, this run has {len(plan.rankers)} "
+            f"({names}); run them one at a time with --label, or name each in a plan's "
+            "[rankers.NAME] tables (--config)"
+        )
+    if split_names(text, option="--label") != [text]:  # a report's --ranker must name it
+        raise PlanError(
+            f"--label {text}: a comma outside [...] would split it in report --ranker lists; "
+            "use another character"
+        )
+    if VARIANT_SEPARATOR.strip() in text:
+        raise PlanError(
+            f"--label {text}: '{VARIANT_SEPARATOR.strip()}' separates a row's label from its "
+            "data variant in every table; use another character"
+        )
+    (r,) = plan.rankers
+    others = {e.name for e in list_rankers()} - {r.name}
+    if text in others:
+        raise PlanError(
+            f"--label {text}: that is the name of another ranker; a row of {r.name!r} "
+            "under it would read as that ranker's"
+        )
+    old = r.display
+    plan.rankers = [RankerChoice(r.name, dict(r.params), text)]
+    for tables in (plan.sweeps, plan.tuning):
+        if old in tables:
+            tables[text] = tables.pop(old)
 
 
 def cl_sweeps_and_plan(plan: Plan, cl: CommandLine):

@@ -220,6 +220,7 @@ def run_cell(
             rec.stage_seconds["load"] = fold.load_seconds
         freeze_fold(fold)
         rec.fingerprints = dict(fold.fingerprints())
+        rec.click_log = jsonable(fold.info.get("click_log", {}))
         train, test, vali = fold.train, fold.test, fold.vali
         rec.n_train_docs, rec.n_test_docs = train.n_docs, test.n_docs
         rec.n_test_queries = test.n_queries
@@ -241,6 +242,11 @@ def run_cell(
             rec.n_threads = value if isinstance(value, int) and value > 0 else None
         eval_set = None if vali is None else (vali.X, vali.y, vali.qid)
         max_label = cell.max_label if cell.max_label is not None else fold.max_label
+        keywords = click_keywords(train, tags)
+        if cell.dataset_identity.get("clicks"):
+            # what fit was given besides the clicks (by the ranker's tags): [] = trained
+            # naively; the report pairs each debiased row with its naive one by it
+            rec.config["fit_keywords"] = sorted(keywords)
 
         with (
             thread_limit(cell.threads),
@@ -256,7 +262,7 @@ def run_cell(
                     train.y,
                     qid=train.qid,
                     eval_set=eval_set,
-                    **click_keywords(train, tags),
+                    **keywords,
                 )
             stage = "predict"
             timing = time_scoring(

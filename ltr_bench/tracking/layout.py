@@ -121,7 +121,7 @@ def parent_note(records: list[ResultRecord], stats) -> str:
     first = records[0]
     units = sorted({(r.fold, r.seed) for r in records})
     lines = [
-        f"**{first.label or first.ranker}** on **{first.dataset}**: "
+        f"**{first.row_name}** on **{first.dataset}**: "
         f"{len(units)} fold(s), seed {first.seed}, {first.n_threads or 'default'} "
         f"thread(s).",
         "",

@@ -57,7 +57,7 @@ def log_trials(tracker: Tracker, record: ResultRecord, trials: Iterable, *, obje
             run = client.create_run(
                 exp_id,
                 start_time=start,
-                run_name=f"{record.label} fold {record.fold} trial {t.number}",
+                run_name=f"{record.row_name} fold {record.fold} trial {t.number}",
                 tags={
                     MLFLOW_PARENT_RUN_ID: parent,
                     TAG_ROLE: "trial",

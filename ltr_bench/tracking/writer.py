@@ -259,7 +259,9 @@ class Tracker:
                 "seed": str(record.seed),
                 **owner_tags(self.owner_pid),
             }
-            run = client.create_run(exp_id, run_name=f"{label} @ {record.dataset}", tags=tags)
+            run = client.create_run(
+                exp_id, run_name=f"{record.row_name} @ {record.dataset}", tags=tags
+            )
             run_id = run.info.run_id
             from mlflow.entities import Param
 
@@ -344,7 +346,7 @@ class Tracker:
         run = client.create_run(
             exp_id,
             start_time=_millis(record.started),
-            run_name=f"{record.label or record.ranker} fold {record.fold}"
+            run_name=f"{record.row_name} fold {record.fold}"
             + (f" seed {record.seed}" if record.seed else ""),
             tags=fold_tags(parent, record),
         )

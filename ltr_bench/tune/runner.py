@@ -37,7 +37,7 @@ def tune_here(pending, job, listeners, console, finish, total: int, *, existing=
 
         def on_trial(t, n, _c=tcell, _i=i):
             console.status(
-                f"[{_i}/{total}] {_c.label} on {_c.dataset} fold {_c.fold}: "
+                f"[{_i}/{total}] {_c.row_name} on {_c.dataset} fold {_c.fold}: "
                 + trial_text(t, n, budget.n_trials)
             )
 
@@ -79,7 +79,7 @@ def tune_remote(executor, pending, job, listeners, finish, total: int, *, status
 
     def progress(k: int, done: int, n: int, message: str) -> None:
         c = tcells[k]
-        status(f"[{pending[k][0]}/{total}] {c.label} on {c.dataset} fold {c.fold}: {message}")
+        status(f"[{pending[k][0]}/{total}] {c.row_name} on {c.dataset} fold {c.fold}: {message}")
 
     results = executor.map_cells(
         tcells,

@@ -69,5 +69,5 @@ def test_two_click_configurations_that_differ_in_one_protocol_option_get_differe
 
 def test_an_allrank_click_model_section_is_named_by_its_name_and_other_options_follow():
     section = {"name": "base-cascade", "args": {"eta": 1}}
-    assert variant_text({"click_model": section}) == "clicks base-cascade x10"
+    assert variant_text({"click_model": section}) == "clicks base-cascade eta=1 x10"
     assert variant_text({"query_norm": True}) == "query_norm=true"

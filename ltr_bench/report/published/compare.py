@@ -14,6 +14,10 @@ report when
 
 Rows left out by 2-4 are counted in the section's notes, with what to do to see them.
 
+Rows trained on simulated clicks (:mod:`ltr_bench.clicks`) have no published counterpart:
+they get no value beside a published row, and a report of click rows only has no published
+section at all.
+
 *Ours* for a published row is the mean, over the published row's folds, of our per-fold value
 (each fold's value averaged over its seeds) of the same metric under the published row's
 convention, for each report row whose ranker is the published model's counterpart
@@ -29,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ltr_bench.report.click_rows import clicks_of
 from ltr_bench.report.published.table import PublishedRow, load_published
 
 __all__ = ["MODEL_MAP", "ModelMap", "PublishedLine", "PublishedSection", "published_section"]
@@ -184,7 +189,11 @@ def published_section(report, table: list[PublishedRow] | None = None) -> Publis
     table = load_published() if table is None else table
     section = PublishedSection(dataset=report.dataset)
     mine = [r for r in table if r.dataset == report.dataset]
-    if not mine:  # nothing published for this dataset: the report says nothing
+    # published numbers are of rankers trained on the true labels: a row trained on
+    # simulated clicks has no published counterpart, and a report of click rows only
+    # has no published section
+    on_labels = [row for row in report.rows if not any(clicks_of(r) for r in row.runs.values())]
+    if not mine or not on_labels:  # nothing published for this dataset: the report says nothing
         return section
     recorded = _recorded_conventions(report)
     section.conventions = recorded
@@ -205,7 +214,7 @@ def published_section(report, table: list[PublishedRow] | None = None) -> Publis
     for pub in shown:
         counterpart = MODEL_MAP.get(pub.model)
         rows = (
-            [row for row in report.rows if counterpart.matches(row.ranker, row.params)]
+            [row for row in on_labels if counterpart.matches(row.ranker, row.params)]
             if counterpart
             else []
         )
