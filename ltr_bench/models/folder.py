@@ -217,9 +217,7 @@ def verify_listed(root_fd: int, folder: Path, files: dict, manifest_path: Path) 
         _copy_checked(root_fd, folder, rel, recorded, manifest_path, None)
 
 
-def copy_listed(
-    root_fd: int, folder: Path, files: dict, manifest_path: Path, dest: Path
-) -> None:
+def copy_listed(root_fd: int, folder: Path, files: dict, manifest_path: Path, dest: Path) -> None:
     """:func:`verify_listed`, writing each file's checked bytes to ``dest`` (same relative
     paths) as they are read: what the ranker then loads from ``dest`` is exactly what was
     checked. ``dest`` is the caller's private folder."""

@@ -125,9 +125,7 @@ def load_model(folder) -> LoadedModel:
         manifest = _manifest_of(root_fd, folder)
         name = manifest["ranker"]
         where = f"the model's manifest {folder / MANIFEST}"
-        wrote = " ".join(
-            manifest.get(k) or "?" for k in ("distribution", "distribution_version")
-        )
+        wrote = " ".join(manifest.get(k) or "?" for k in ("distribution", "distribution_version"))
         if ":" in name:
             raise ModelLoadError(
                 f"{where} names the ranker by import path {name!r}; only registered rankers "
@@ -142,8 +140,7 @@ def load_model(folder) -> LoadedModel:
             ) from None
         if not can_save(cls):
             raise ModelLoadError(
-                f"{where}: the installed ranker {name!r} ({cls.__name__}) cannot load saved "
-                "models"
+                f"{where}: the installed ranker {name!r} ({cls.__name__}) cannot load saved models"
             )
         private = Path(tempfile.mkdtemp(prefix="ltr-bench-model-"))  # mode 0700
         try:
