@@ -303,7 +303,14 @@ def _tune(
         )
 
     headline = "ndcg@10" if "ndcg@10" in expanded.metrics else expanded.metrics[0]
-    listeners: list = [ConsoleListener(console, headline=headline, failure_log=store.failure_log)]
+    listeners: list = [
+        ConsoleListener(
+            console,
+            headline=headline,
+            failure_log=store.failure_log,
+            keep_models=keep_models != "none",
+        )
+    ]
     tracker = None
     mlflow_listener = None
     tracking_error = None
