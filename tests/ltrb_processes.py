@@ -38,3 +38,39 @@ def subprocess_env(tmp_path: Path, modules: dict[str, str], **extra: str) -> dic
     )
     env.pop("MLFLOW_TRACKING_URI", None)
     return env
+
+
+#: a process that writes to an SQLite file inside a transaction large enough to spill to its
+#: rollback journal, says so, and waits to be killed
+_JOURNAL_WRITER = """
+import sqlite3, sys, time
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+con.execute("pragma cache_size=1")
+con.execute("begin")
+con.execute("create table ltrb_unfinished (x)")
+con.executemany("insert into ltrb_unfinished values (?)", [("x" * 200,)] * 5000)
+print("in the transaction", flush=True)
+time.sleep(120)
+"""
+
+
+def leave_hot_journal(db: Path) -> Path:
+    """SIGKILL a writer of ``db`` in the middle of a transaction: ``<db>-journal`` is left
+    hot (SQLite rolls it back on the next read-write open; a read-only connection refuses
+    the file). Returns the journal's path."""
+    import signal
+    import subprocess
+    import sys
+
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _JOURNAL_WRITER, str(db)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert writer.stdout is not None
+        assert writer.stdout.readline().strip() == "in the transaction"
+        writer.send_signal(signal.SIGKILL)
+    finally:
+        writer.wait(timeout=30)
+    journal = Path(f"{db}-journal")
+    assert journal.exists() and journal.stat().st_size > 0
+    return journal

@@ -355,6 +355,27 @@ def _journal_kept(e):
     assert (e.cwd / "s.journal").exists()
 
 
+def _optuna_db_with_hot_journal(e):
+    """An Optuna SQLite storage whose last writer was SIGKILLed mid-transaction."""
+    import optuna
+    from ltrb_processes import leave_hot_journal
+
+    db = e.cwd / "optuna.db"
+    optuna.create_study(storage=f"sqlite:///{db}", study_name="earlier")
+    leave_hot_journal(db)
+    return _tune_argv(e, "--optuna-storage", f"sqlite:///{db}")
+
+
+def _hot_journal_recovered(e):
+    import optuna
+
+    db = e.cwd / "optuna.db"
+    assert not Path(f"{db}-journal").exists() or Path(f"{db}-journal").stat().st_size == 0
+    assert "ltrb_unfinished" not in _tables_of(db)  # the killed transaction was undone
+    names = {s.study_name for s in optuna.get_all_study_summaries(f"sqlite:///{db}")}
+    assert "earlier" in names and len(names) == 2  # the earlier study and this run's
+
+
 def _report_on_empty_file(e):
     (e.cwd / "empty.db").touch()
     return ["report", "--dataset", "data", "--tracking-uri", f"sqlite:///{e.cwd / 'empty.db'}"]
@@ -551,6 +572,8 @@ CASES = [
     ("storage journal impossible", _storage("/proc/x.journal"), 2, "its folder", _nothing),
     ("storage user's database", _storage(_optuna_foreign), 2, "not an Optuna", _user_rows_kept),
     ("journal damaged mid-file", _journal_damaged, 1, "s.journal:3: damaged", _journal_kept),
+    ("an Optuna database left with a hot journal", _optuna_db_with_hot_journal, 0, "ndcg@10",
+     _hot_journal_recovered),
     ("a tuning timeout inf", _tune_timeout_inf, 2, "--timeout must be a finite", _no_results),
 ]
 CASES += [  # issue 33
