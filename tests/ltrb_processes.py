@@ -23,15 +23,19 @@ class SlowRanker(LinearRanker):
 def subprocess_env(tmp_path: Path, modules: dict[str, str], **extra: str) -> dict[str, str]:
     """The environment of a ``python -m ltr_bench.cli`` subprocess: each ``modules`` entry
     (module name -> source) written to ``tmp_path/mods`` and importable beside the tests'
-    helpers (``ltrb_fake_rankers``), a data cache of its own, one BLAS thread, no
-    ``MLFLOW_TRACKING_URI`` from the caller, and ``extra`` variables."""
+    helpers (``ltrb_fake_rankers``) and the caller's ``PYTHONPATH``, a data cache of its
+    own, one BLAS thread, no ``MLFLOW_TRACKING_URI`` from the caller, and ``extra``
+    variables."""
     mods = tmp_path / "mods"
     mods.mkdir(exist_ok=True)
     for name, source in modules.items():
         (mods / f"{name}.py").write_text(source)
+    # the caller's PYTHONPATH stays after ours: a checkout put first on the path (not the
+    # installed one) is the code the subprocess runs too
+    inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     env = dict(
         os.environ,
-        PYTHONPATH=os.pathsep.join([str(mods), str(TESTS)]),
+        PYTHONPATH=os.pathsep.join([str(mods), str(TESTS), *inherited]),
         LTR_BENCH_CACHE=str(tmp_path / "cache"),
         OMP_NUM_THREADS="1",
         **extra,
