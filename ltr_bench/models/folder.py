@@ -37,6 +37,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ltr_bench.models.manifest import FORMAT, MANIFEST, NATIVE, ModelLoadError
+from ltr_bench.results.files import file_kind
 
 __all__ = [
     "MAX_MANIFEST_BYTES",
@@ -54,25 +55,9 @@ _CHUNK = 1 << 20
 _FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
 
 
-def _kind(mode: int) -> str:
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    return "not a regular file"
-
-
 def _not_allowed(path: Path, mode: int, wanted: str) -> ModelLoadError:
     return ModelLoadError(
-        f"{path} is {_kind(mode)}, not {wanted}: a model folder holds only regular files and "
+        f"{path} is {file_kind(mode)}, not {wanted}: a model folder holds only regular files and "
         "folders of its own (no links out of it, no pipes or devices); refusing to load it"
     )
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from ltr_bench.errors import LtrBenchError
 from ltr_bench.model_state import decode_state, encode_state
@@ -200,7 +200,7 @@ def parse_manifest(data: bytes, path: Path) -> dict:
     return manifest
 
 
-def _whole(value) -> bool:
+def _whole(value) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
