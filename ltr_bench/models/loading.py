@@ -142,16 +142,32 @@ def load_model(folder) -> LoadedModel:
             raise ModelLoadError(
                 f"{where}: the installed ranker {name!r} ({cls.__name__}) cannot load saved models"
             )
-        private = Path(tempfile.mkdtemp(prefix="ltr-bench-model-"))  # mode 0700
         try:
-            copy_listed(root_fd, folder, manifest["files"], folder / MANIFEST, private)
-            (private / NATIVE).mkdir(exist_ok=True)
+            private = Path(tempfile.mkdtemp(prefix="ltr-bench-model-"))  # mode 0700
+        except OSError as exc:
+            raise _no_private_copy(folder, exc) from None
+        try:
+            try:
+                copy_listed(root_fd, folder, manifest["files"], folder / MANIFEST, private)
+                (private / NATIVE).mkdir(exist_ok=True)
+            except OSError as exc:  # writing the copy (reading the folder is ModelLoadError)
+                raise _no_private_copy(folder, exc) from None
             ranker = _load_native(cls, private / NATIVE, manifest, folder, wrote)
         finally:
             shutil.rmtree(private, ignore_errors=True)
     finally:
         os.close(root_fd)
     return LoadedModel(ranker=ranker, manifest=manifest, folder=folder)
+
+
+def _no_private_copy(folder: Path, exc: OSError) -> ModelLoadError:
+    from ltr_bench.results.files import reason_of
+
+    return ModelLoadError(
+        f"{folder}: its checked files could not be copied to a private folder in "
+        f"{tempfile.gettempdir()} for loading ({reason_of(exc)}); free space there or set "
+        "TMPDIR to another folder"
+    )
 
 
 def _load_native(cls, native: Path, manifest: dict, folder: Path, wrote: str):
