@@ -4,6 +4,7 @@ A :class:`Split` is one of a fold's train / validation / test parts: a dense fea
 integer labels and a query id per row, rows of each query contiguous. Its
 :attr:`Split.fingerprint` is ``sha256`` over the query ids (int64), the labels (int64) and the
 feature bytes (float64, C order), so two runs or two rankers can prove they saw identical data.
+:func:`doc_names` names its rows in TREC run and qrels files.
 """
 
 from __future__ import annotations
@@ -85,3 +86,35 @@ class Fold:
         if self.vali is not None:
             out["vali"] = self.vali.fingerprint
         return out
+
+
+def doc_names(qid, docid=None) -> list[str]:
+    """The name of each row in TREC run and qrels files (and the document id trec_eval breaks
+    ties by): its document id from the data file (``docid``: one per row, bytes or text, as
+    :mod:`ltr_bench.data.docids` reads them) when given, else its position in the split,
+    0-based.
+
+    A document id repeated inside one query (two lines of the file with the same id) would be
+    one document to trec_eval, ranx and ir_measures; its second occurrence is named
+    ``<id>~2``, the third ``<id>~3`` and so on (the next free suffix, in row order), so every
+    row stays a document of its own and the run and the qrels agree. Ids are decoded as
+    UTF-8 (an undecodable byte becomes U+FFFD)."""
+    q = np.asarray(qid)
+    if docid is None:
+        return [str(i) for i in range(q.size)]
+    names = [
+        d.decode("utf-8", "replace") if isinstance(d, bytes) else str(d)
+        for d in np.asarray(docid).tolist()
+    ]
+    if len(names) != q.size:
+        raise ValueError(f"{len(names)} document ids for {q.size} rows")
+    seen: dict = {}
+    for i, (query, name) in enumerate(zip(q.tolist(), names)):
+        used = seen.setdefault(query, set())
+        if name in used:
+            k = 2
+            while f"{name}~{k}" in used:
+                k += 1
+            name = names[i] = f"{name}~{k}"
+        used.add(name)
+    return names

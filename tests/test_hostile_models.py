@@ -536,6 +536,8 @@ CASES = [
      "would be written into the results store", _record_kept),
     ("predict --output and --scores one file", _one_file_twice, 2, "are one file",
      _nothing_written),
+    ("predict --qrels onto the data", lambda e: _predict(e, "--qrels", e.data / "test.txt"),
+     2, "would replace the data (--data)", _model_and_data_kept),
     ("predict --output into another model folder", _into_another_model, 2,
      "would be written into the model folder", _model_and_data_kept),
     ("predict --scores onto the MLflow store", _onto_the_mlflow_store, 2,

@@ -1,5 +1,5 @@
 """The ``ltr-bench`` command line: ``run``, ``rankers``, ``datasets``, ``ui``, ``report``,
-``predict``, ...
+``models``, ``predict``, ...
 
 Exit codes: 0 ok; 1 a run failed (a ranker raised, data missing or malformed, MLflow
 unreachable: the local results are kept); 2 bad invocation (unknown ranker / dataset /
@@ -45,6 +45,7 @@ def main() -> None:
       ltr-bench run --ranker all --dataset ohsumed --folds 1,3 --param lightgbm.num_leaves=31
       ltr-bench run --config plan.toml
       ltr-bench report --dataset synthetic
+      ltr-bench models --best
       ltr-bench predict --model runs:/<run id>/model --data queries.txt
       ltr-bench ui --port 5000
     """
@@ -54,6 +55,7 @@ def _register() -> None:
     """Add every command to the group (each lives in its own module of this package)."""
     from ltr_bench.cli.cache import cache_group
     from ltr_bench.cli.catalog import datasets_cmd, download_cmd, rankers_cmd
+    from ltr_bench.cli.models import models_command
     from ltr_bench.cli.predict import predict_command
     from ltr_bench.cli.published import published_command
     from ltr_bench.cli.report import report_command
@@ -72,6 +74,7 @@ def _register() -> None:
         tune_command,
         published_command,
         predict_command,
+        models_command,
     ):
         main.add_command(command)
 

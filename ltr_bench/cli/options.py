@@ -121,8 +121,9 @@ save_scores = click.option(
     "--save-scores",
     is_flag=True,
     help="Keep each cell's test scores as a TREC run file (qid Q0 docid rank score "
-    "tag; docid = the row's position in the split) beside its result and in "
-    "MLflow, for trec_eval, ranx or the LETOR scripts.",
+    "tag; docid = the data file's #docid = ... when its lines have one, else the row's "
+    "position in the split) beside its result and in MLflow, for trec_eval, ranx or the "
+    "LETOR scripts.",
 )
 
 keep_models = click.option(

@@ -23,8 +23,9 @@ CONTEXT = options.CONTEXT
     "model_ref",
     required=True,
     metavar="PATH|URI",
-    help="A kept model: its folder (<results>/<key>.model.<token>, the record's model_dir) "
-    "or an MLflow model URI (runs:/<run id>/model, models:/NAME/VERSION, models:/<model id>).",
+    help="A kept model, as `ltr-bench models` lists it: its folder "
+    "(<results>/<key>.model.<token>), its fold run's id, or an MLflow model URI "
+    "(runs:/<run id>/model, models:/<model id>, models:/NAME/VERSION).",
 )
 @click.option(
     "--data",
@@ -38,8 +39,16 @@ CONTEXT = options.CONTEXT
     "--output",
     default=None,
     type=click.Path(dir_okay=False),
-    help="Write the ranking as a TREC run (qid Q0 docid rank score tag; docid = the row's "
-    "position, 0-based).",
+    help="Write the ranking as a TREC run (qid Q0 docid rank score tag; docid = the line's "
+    "#docid = ... when every line has one, else the row's position, 0-based).",
+)
+@click.option(
+    "--qrels",
+    "qrels_out",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="Write the rows' labels as TREC qrels (qid 0 docid label), the documents named as in "
+    "--output, so trec_eval, ranx or ir_measures can score the run.",
 )
 @click.option(
     "--tag",
@@ -95,6 +104,7 @@ def predict_command(
     model_ref,
     data_ref,
     output,
+    qrels_out,
     tag,
     scores_out,
     metrics,
@@ -122,7 +132,12 @@ def predict_command(
     metric_list = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
     P.record_metrics(metric_list)  # a bad metric is refused before any work
     _check_max_label(max_label, spec)
-    _check_outputs(output, scores_out, model_ref, spec, tracking_uri)
+    _check_outputs(
+        [(output, "--output"), (qrels_out, "--qrels"), (scores_out, "--scores")],
+        model_ref,
+        spec,
+        tracking_uri,
+    )
     opts = _dataset_options(dataset_options)
     console = Console()
     with tempfile.TemporaryDirectory(prefix="ltr-bench-model-") as tmp:
@@ -157,7 +172,11 @@ def predict_command(
                 load_fold=_fold_loader(spec, seed, opts, data_dir, cache_dir, progress),
             )
         console.clear()
-    _write(output, scores_out, pred, tag or model.manifest.get("ranker", "ltr-bench"))
+    if qrels_out and pred.y is None:
+        raise UsageError(f"--qrels {qrels_out}: {pred.source} has no labels to write")
+    if output or qrels_out:
+        pred.notes += P.repeated_docid_notes(pred)
+    _write(output, qrels_out, scores_out, pred, tag or model.manifest.get("ranker", "ltr-bench"))
     for note in pred.notes:
         click.echo(f"warning: {note}", err=True)
     click.echo(
@@ -189,7 +208,7 @@ def _check_max_label(max_label, spec) -> None:
         )
 
 
-def _check_outputs(output, scores_out, model_ref: str, spec, tracking_uri) -> None:
+def _check_outputs(outputs, model_ref: str, spec, tracking_uri) -> None:
     """Before any work: no output replaces an input (the data, the model's folder), lies in
     a store or a model folder, or is the other output (:func:`ltr_bench.cli.outputs.
     check_output_paths`)."""
@@ -200,10 +219,7 @@ def _check_outputs(output, scores_out, model_ref: str, spec, tracking_uri) -> No
     data = spec.path
     if data is None and spec.dataset and Path(spec.dataset).expanduser().is_dir():
         data = Path(spec.dataset).expanduser()  # a dataset folder given by its path
-    check_output_paths(
-        [(output, "--output"), (scores_out, "--scores")],
-        model_inputs(model_ref, tracking_uri, data),
-    )
+    check_output_paths(outputs, model_inputs(model_ref, tracking_uri, data))
 
 
 def _fold_loader(spec, seed: int, opts: dict, data_dir, cache_dir, progress):
@@ -259,11 +275,15 @@ def _dataset_options(assignments) -> dict:
     return out
 
 
-def _write(output, scores_out, pred, tag: str) -> None:
+def _write(output, qrels_out, scores_out, pred, tag: str) -> None:
     from ltr_bench.models.predict import scores_text
-    from ltr_bench.results import trec_run_text, write_output
+    from ltr_bench.results import qrels_text, trec_run_text, write_output
 
     if output:
-        write_output(output, trec_run_text(pred.qid, pred.scores, tag=tag), what="--output")
+        run = trec_run_text(pred.qid, pred.scores, tag=tag, docid=pred.docid)
+        write_output(output, run, what="--output")
+    if qrels_out:
+        qrels = qrels_text(pred.qid, pred.y, docid=pred.docid)
+        write_output(qrels_out, qrels, what="--qrels")
     if scores_out:
         write_output(scores_out, scores_text(pred.scores), what="--scores")

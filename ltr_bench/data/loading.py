@@ -86,12 +86,16 @@ def load_letor_split(
     The cache key holds :func:`~ltr_bench.data.cache.source_signature` of the data (and
     ``.query``) file plus everything that changes the parsed result (``n_features``, label
     range); see :mod:`ltr_bench.data.cache` for why. The split's fingerprint is computed once
-    when the entry is written and stored with it. If the cache folder cannot be written, the
+    when the entry is written and stored with it. The documents' ids of the lines' comments
+    (:mod:`ltr_bench.data.docids`), when every line has one, come back as
+    ``split.extras["docid"]``. If the cache folder cannot be written, the
     data is parsed in memory and a :class:`DataWarning` says so.
     """
     key = cache_key(
         {
             "kind": "letor",
+            # entries hold the documents' ids since this field: older ones are never found
+            "docids": 1,
             "src": source_signature(data_file),
             "query": None if query_file is None else source_signature(query_file),
             "n_features": n_features,
@@ -134,6 +138,8 @@ def load_letor_split(
                 writer.declare("X", np.float64, shape)
             writer.save("y", parsed.y)
             writer.save("qid", parsed.qid)
+            if parsed.docid is not None:
+                writer.save("docid", parsed.docid)
             X = np.memmap(
                 writer.path("X", np.float64),
                 dtype=np.float64,
@@ -147,6 +153,7 @@ def load_letor_split(
                 sources[str(query_file)] = file_sha256(query_file)
             return {
                 "fingerprint": fp,
+                "docid_sha256": None if parsed.docid is None else _docid_sha256(parsed.docid),
                 "warnings": parsed.warnings,
                 "source": str(data_file),
                 "query_file": str(query_file or ""),
@@ -165,7 +172,8 @@ def load_letor_split(
             )
             parsed = read_letor_file(data_file, **parse_kw)
             assert parsed.X is not None  # no x_out given: the rows are in memory
-            return Split(name=name, X=parsed.X, y=parsed.y, qid=parsed.qid)
+            extras = {} if parsed.docid is None else {"docid": parsed.docid}
+            return Split(name=name, X=parsed.X, y=parsed.y, qid=parsed.qid, extras=extras)
     else:
         for msg in loaded[1].get("warnings", []):
             warnings.warn(msg + " (from the parsed-data cache)", DataWarning, stacklevel=3)
@@ -175,16 +183,28 @@ def load_letor_split(
         X=arrays["X"],
         y=arrays["y"],
         qid=arrays["qid"],
+        extras={"docid": arrays["docid"]} if "docid" in arrays else {},
         _fingerprint=meta.get("fingerprint"),
     )
 
 
+def _docid_sha256(docid: np.ndarray) -> str:
+    import hashlib
+
+    return hashlib.sha256(np.ascontiguousarray(docid).tobytes()).hexdigest()
+
+
 def _verify_split_entry(arrays: dict, meta: dict) -> str | None:
-    """What is wrong with a cached split (None: its arrays still have the fingerprint
-    recorded when the entry was written)."""
+    """What is wrong with a cached split (None: its arrays still have the fingerprint, and
+    its document ids the digest, recorded when the entry was written; the ids are not part
+    of the split's fingerprint: they name rows, they are not data a ranker sees)."""
     fp = fingerprint_arrays(arrays["X"], arrays["y"], arrays["qid"])
     if fp != meta.get("fingerprint"):
         return "its arrays no longer have the fingerprint recorded when it was written"
+    if ("docid" in arrays) != bool(meta.get("docid_sha256")) or (
+        "docid" in arrays and _docid_sha256(arrays["docid"]) != meta["docid_sha256"]
+    ):
+        return "its document ids no longer have the digest recorded when it was written"
     return None
 
 

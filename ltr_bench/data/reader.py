@@ -4,7 +4,8 @@ Format, one document per line::
 
     <label> qid:<query id> <index>:<value> <index>:<value> ... [# comment]
 
-Indices are 1-based and increasing; a trailing ``#`` comment is ignored; plain, gzip, bzip2
+Indices are 1-based and increasing; a trailing ``#`` comment is ignored but for the document
+id it may hold (``#docid = ...``, :mod:`ltr_bench.data.docids`); plain, gzip, bzip2
 and xz files are read transparently (recognised by their magic bytes, so the file name does
 not matter). Files without ``qid:`` take their query groups from a LightGBM-style ``.query``
 file (one group size per line, in file order).
@@ -44,6 +45,7 @@ import numpy as np
 from sklearn.datasets import load_svmlight_file
 
 from ltr_bench.data.diagnose import FORMAT_HINT, MAX_INFERRED_FEATURES, diagnose_block, shown
+from ltr_bench.data.docids import DocidCollector
 from ltr_bench.data.errors import DataError, DataWarning
 
 __all__ = [
@@ -204,6 +206,8 @@ class ParsedFile:
     written to ``x_out`` as raw float64, C order, in file order). order: None, or (only with
     ``x_out``) the stable permutation the rows written to ``x_out`` still need.
     warnings: messages already issued, to repeat when the data is reloaded from a cache.
+    docid: (n_rows,) bytes, the documents' ids from the lines' ``#docid = ...`` comments in
+    the same row order as ``y``, or None when a line has none (:mod:`ltr_bench.data.docids`).
     """
 
     path: Path
@@ -213,6 +217,7 @@ class ParsedFile:
     X: np.ndarray | None = None
     order: np.ndarray | None = None
     warnings: list[str] = field(default_factory=list)
+    docid: np.ndarray | None = None
 
     @property
     def n_rows(self) -> int:
@@ -308,6 +313,7 @@ def _read_letor_file(
     ys, qids, dense_parts, sparse_parts = [], [], [], []
     width = 0
     n_rows = 0
+    docids = DocidCollector()
     check = dict(
         n_features=n_features,
         label_min=label_min,
@@ -354,6 +360,7 @@ def _read_letor_file(
                 )
             raise problem
         if rows:
+            docids.add(block, rows)
             ys.append(yb.astype(np.int64))
             if need_qid:
                 qids.append(np.asarray(qb, dtype=np.int64))
@@ -390,7 +397,9 @@ def _read_letor_file(
         X = np.concatenate(dense_parts) if len(dense_parts) > 1 else dense_parts[0]
     else:
         X = None
-    parsed = ParsedFile(path=path, y=y, qid=qid, n_features=int(n_features), X=X)
+    parsed = ParsedFile(
+        path=path, y=y, qid=qid, n_features=int(n_features), X=X, docid=docids.array()
+    )
     order = _contiguity_order(qid)
     if order is not None:
         q, first_row, again_row = _first_split_query(qid)
@@ -405,6 +414,8 @@ def _read_letor_file(
         parsed.warnings.append(msg)
         parsed.y = y[order]
         parsed.qid = qid[order]
+        if parsed.docid is not None:
+            parsed.docid = parsed.docid[order]
         if parsed.X is not None:
             parsed.X = np.ascontiguousarray(parsed.X[order])
         else:

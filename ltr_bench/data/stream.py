@@ -7,7 +7,9 @@ line-aligned blocks of about 1 MiB; on a failure, the first bad line named by
 queries and handed out one by one instead of being kept.
 
 Labels are optional: a file whose first data line starts with ``qid:`` has none (every line
-must then start with it); its chunks have ``y`` None.
+must then start with it); its chunks have ``y`` None. Document ids are read from the lines'
+comments as the whole-file reader reads them (:mod:`ltr_bench.data.docids`): a chunk's
+``docid`` is None once a line without one has been seen.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ltr_bench.data.diagnose import FORMAT_HINT, diagnose_block
+from ltr_bench.data.docids import DocidCollector
 from ltr_bench.data.errors import DataError
 from ltr_bench.data.reader import _iter_blocks
 
@@ -34,13 +37,15 @@ class Chunk:
     """Whole queries of the file, in file order: ``X`` (n, n_features) float64, ``qid``
     (n,) int64, ``y`` (n,) int64 or None (an unlabelled file), ``first_row`` (0-based row of
     the file where the chunk starts), ``width`` (the largest feature index written in its
-    lines, zeros included)."""
+    lines, zeros included), ``docid`` (its rows' document ids, bytes; None when the file is
+    known to lack them)."""
 
     X: np.ndarray
     qid: np.ndarray
     y: np.ndarray | None
     first_row: int
     width: int = 0
+    docid: np.ndarray | None = None
 
 
 def _labelled(path: Path) -> bool:
@@ -113,7 +118,8 @@ def iter_query_chunks(
     path = Path(path)
     labelled = _labelled(path)
     check = {"label_max": label_max, "context": context, "fixes": fixes}
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    docids = DocidCollector(keep=False)
     held = 0
     row = 0  # rows handed out so far
     seen: set[int] = set()
@@ -135,21 +141,24 @@ def iter_query_chunks(
                     )
                 seen.add(qq)
             last_q = int(q[-1])
-            parts.append((X, y, q))
+            ids = docids.add(block, q.size)
+            parts.append((X, y, q, ids if ids is not None else np.empty(q.size, dtype="S1")))
             held += q.size
         if progress is not None:
             progress(done, total, f"ranking {path.name}")
         if held >= chunk_rows:
-            X, y, q = (np.concatenate(a) for a in zip(*parts))
+            X, y, q, d = (np.concatenate(a) for a in zip(*parts))
             cut = int(np.flatnonzero(q == q[-1])[0])  # the last query may continue
             if cut > 0:
-                yield Chunk(X[:cut], q[:cut], y[:cut] if labelled else None, row, width)
+                ids = d[:cut] if docids.complete else None
+                yield Chunk(X[:cut], q[:cut], y[:cut] if labelled else None, row, width, ids)
                 row += cut
-                parts, held = [(X[cut:], y[cut:], q[cut:])], q.size - cut
+                parts, held = [(X[cut:], y[cut:], q[cut:], d[cut:])], q.size - cut
     if parts:
-        X, y, q = (np.concatenate(a) for a in zip(*parts))
+        X, y, q, d = (np.concatenate(a) for a in zip(*parts))
         if q.size:
-            yield Chunk(X, q, y if labelled else None, row, width)
+            ids = d if docids.complete else None
+            yield Chunk(X, q, y if labelled else None, row, width, ids)
             row += q.size
     if row == 0:
         raise DataError(

@@ -22,7 +22,8 @@ trec      trec_eval (``ndcg_cut.k``, ``P.k``, ``map``, ``map_cut.k``, ``recip_ra
           ``recall.k``): NDCG gain = the label (linear), discount ``1/log2(rank + 1)``, a
           query shorter than k is scored over the documents it has; a query without relevant
           documents scores 0; ties are broken by document id in descending string order, the
-          ids being the rows' positions in the split (as in the run files ltr-bench writes).
+          ids being those of the run files ltr-bench writes: the data file's own document ids
+          (``#docid = ...``) when its lines have them, else the rows' positions in the split.
 nonempty  ltr-bench's definitions, with queries without relevant documents left out of the
           mean (their per-query value is NaN).
 ========  ======================================================================================
@@ -94,13 +95,13 @@ def profile_keys(metrics: Iterable[str], profile: str) -> list[str]:
     return out
 
 
-def _order(scores: np.ndarray, ties: str, rows: np.ndarray) -> np.ndarray:
-    """Ranked positions of one query's documents under the profile's tie rule."""
+def _order(scores: np.ndarray, ties: str, rows: np.ndarray, names: list[str]) -> np.ndarray:
+    """Ranked positions of one query's documents under the profile's tie rule (``names``:
+    the documents' names, :func:`ltr_bench.folds.doc_names`, for trec_eval's rule)."""
     if ties == "file":
         return np.lexsort((rows, -scores))
     # trec_eval: equal scores are ordered by docno, the larger string first
-    docno = rows.astype(str)
-    by_docno = sorted(range(scores.size), key=lambda i: docno[i], reverse=True)
+    by_docno = sorted(range(scores.size), key=lambda i: names[i], reverse=True)
     order = np.array(by_docno, dtype=np.int64)
     return np.asarray(order[np.argsort(-scores[order], kind="stable")])
 
@@ -166,14 +167,19 @@ def evaluate_profile(
     profile: str,
     *,
     max_label: int | None = None,
+    docid: ArrayLike | None = None,
 ) -> tuple[dict[str, float], dict[str, list[Any]]]:
     """``(means, per_query)`` of ``metrics`` under ``profile``, keys as :func:`profile_keys`
     names them; queries in order of first appearance (the order of
     :func:`ltr_bench.evaluation.metrics.query_ids`). Rows of a query are taken in file order (their
-    order in the arrays). Raises ValueError for an unknown profile.
+    order in the arrays). ``docid``: the rows' document ids from the data file, by which
+    ``trec`` breaks ties as trec_eval does on the run file ltr-bench writes
+    (:func:`ltr_bench.folds.doc_names`; default: the rows' positions). Raises ValueError for
+    an unknown profile.
     """
     from ltr_bench.evaluation.metric_keys import MetricKey
     from ltr_bench.evaluation.metrics import evaluate, query_ids
+    from ltr_bench.folds import doc_names
 
     if profile not in PROFILES:
         raise ValueError(f"unknown convention profile {profile!r}; profiles: {', '.join(PROFILES)}")
@@ -199,6 +205,7 @@ def evaluate_profile(
             per_query[text] = np.asarray(pq[b.base], dtype=np.float64).tolist()
     else:
         parsed = [(text, MetricKey.parse(text)) for text in keys]
+        names = doc_names(q, docid) if prof.ties == "docno_desc" else []
         for text in keys:
             per_query[text] = []
         order = np.argsort(q, kind="stable")
@@ -208,7 +215,8 @@ def evaluate_profile(
         for query in ids.tolist():
             lo, hi = bounds[query]
             rows = order[lo:hi]  # this query's rows, in file order (stable sort)
-            ranked = rows[_order(s[rows], prof.ties, rows)]
+            mine = [names[i] for i in rows.tolist()] if names else []
+            ranked = rows[_order(s[rows], prof.ties, rows, mine)]
             vals = _query_values(y[ranked].astype(np.int64), prof, parsed)
             for text in keys:
                 per_query[text].append(vals[text])

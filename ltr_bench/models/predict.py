@@ -15,8 +15,10 @@ Two sources of rows:
 
 Scores come from :meth:`ltr_bench.models.LoadedModel.predict`, which applies the preprocessing
 the model's manifest names (``query_norm``). Metrics are computed only when the rows have
-labels. Outputs: a TREC run (:func:`ltr_bench.results.trec_run_text`: docid = the row's
-position in the split or file, 0-based, as ``run --save-scores`` writes it) and a scores file
+labels. Outputs: a TREC run (:func:`ltr_bench.results.trec_run_text`), the matching qrels
+(:func:`ltr_bench.results.qrels_text`), both naming each document as ``run --save-scores``
+does (:func:`ltr_bench.folds.doc_names`: the file's own ``#docid = ...`` when every line has
+one, else the row's position in the split or file, 0-based), and a scores file
 (:func:`scores_text`: one score per line, in input order, written exactly with ``repr``).
 """
 
@@ -42,6 +44,7 @@ __all__ = [
     "predict_file",
     "predict_split",
     "record_metrics",
+    "repeated_docid_notes",
     "scores_text",
 ]
 
@@ -99,7 +102,8 @@ def parse_data_spec(text: str) -> DataSpec:
 class Prediction:
     """Scores of the rows of ``source``: ``scores`` (float64, input order), ``qid``, ``y``
     (None without labels), ``metrics`` (means, as a record's ``metrics``; None without labels)
-    and ``per_query`` (as a record's), ``notes`` (what the user should know)."""
+    and ``per_query`` (as a record's), ``notes`` (what the user should know), ``docid`` (the
+    rows' document ids from the data, bytes; None when it has none)."""
 
     source: str
     scores: np.ndarray
@@ -109,6 +113,7 @@ class Prediction:
     per_query: dict[str, list] | None = None
     max_label: int | None = None
     notes: list[str] = field(default_factory=list)
+    docid: np.ndarray | None = None
 
     @property
     def n_queries(self) -> int:
@@ -200,6 +205,7 @@ def predict_split(
     where = f"{spec.dataset} fold {spec.fold} {spec.split}"
     pred = Prediction(source=where, scores=_score(model, split.X, split.qid, where), qid=split.qid)
     pred.y = split.y
+    pred.docid = split.extras.get("docid")
     pred.max_label = int(spec_info.label_max) if spec_info is not None else fold.max_label
 
     def others():
@@ -238,7 +244,7 @@ def predict_file(
     n = model.n_features
     if n is None:
         raise ModelInputError(f"{model.folder}: the model does not record its feature count")
-    scores, qids, ys = [], [], []
+    scores, qids, ys, docids = [], [], [], []
     widest = 0
     chunks = iter_query_chunks(
         path,
@@ -257,6 +263,7 @@ def predict_file(
             qids.append(chunk.qid)
             if chunk.y is not None:
                 ys.append(chunk.y)
+            docids.append(chunk.docid)
     except FeatureIndexError as exc:
         raise ModelInputError(
             f"{path}:{exc.line}: feature index {exc.index} is beyond the {n} features the "
@@ -269,6 +276,9 @@ def predict_file(
             f"was fitted on {n}"
         )
     pred = Prediction(source=str(path), scores=np.concatenate(scores), qid=np.concatenate(qids))
+    present = [d for d in docids if d is not None]
+    if len(present) == len(docids):  # every line had an id (else: row positions)
+        pred.docid = np.concatenate(present)
     if ys:
         pred.y = np.concatenate(ys)
         top = int(pred.y.max())
@@ -281,6 +291,21 @@ def predict_file(
         pred.max_label = top if max_label is None else int(max_label)
         _evaluate(pred, metrics)
     return pred
+
+
+def repeated_docid_notes(pred: Prediction) -> list[str]:
+    """A note when some rows repeat a document id of an earlier row of their query (the TREC
+    files name them ``<id>~2``, ...: :func:`ltr_bench.folds.doc_names`)."""
+    if pred.docid is None:
+        return []
+    repeats = pred.qid.size - len(set(zip(pred.qid.tolist(), pred.docid.tolist())))
+    if not repeats:
+        return []
+    return [
+        f"{repeats} row(s) of {pred.source} repeat the document id of an earlier row of their "
+        "query; the TREC run and qrels name them <id>~2, <id>~3, ... (trec_eval would take "
+        "them for one document)"
+    ]
 
 
 def scores_text(scores) -> str:

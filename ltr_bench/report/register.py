@@ -17,7 +17,7 @@ import math
 
 from ltr_bench.report.tables import Report, ReportError, Row
 
-__all__ = ["best_row", "headline", "version_descriptions"]
+__all__ = ["best_row", "choose_best", "headline", "version_descriptions"]
 
 
 def headline(report: Report) -> str:
@@ -34,6 +34,19 @@ def best_row(report: Report, metric: str | None = None) -> Row:
     if not scored:
         raise ReportError(f"--register: no configuration has a value of {metric}")
     return max(scored, key=lambda s: (s[0], -s[1]))[2]
+
+
+def choose_best(records, dataset: str, *, metric: str | None = None, rankers=None):
+    """``(report, row)``: the report ``ltr-bench report --dataset DATASET [--metric METRIC]
+    [--ranker RANKERS] --register`` builds from ``records`` (default baseline, alpha and
+    test: they do not change the means) and the row it registers (:func:`best_row`).
+    ``ltr-bench models --best`` calls this, so both pick the same configuration."""
+    from ltr_bench.report.tables import build_report
+
+    report = build_report(
+        records, dataset=dataset, metrics=[metric] if metric else None, rankers=rankers
+    )
+    return report, best_row(report)
 
 
 def _fmt(v: float) -> str:

@@ -1,7 +1,7 @@
 """Results: the one shape of a finished cell and where it is kept.
 
 Owns :class:`ResultRecord` (:mod:`.record`), the local store (:mod:`.store`), file formats
-(:mod:`.files`: atomic writes, per-query CSV, TREC runs, JSON) and the labels that name a
+(:mod:`.files`: atomic writes, per-query CSV, TREC runs and qrels, JSON) and the labels that name a
 configuration (:mod:`.labels`). May import the root contract only; knows neither the harness
 nor MLflow (``tracking`` and ``report`` read results, never the other way round).
 """
@@ -18,6 +18,7 @@ from ltr_bench.results.files import (
     check_writable_dir,
     figure_png,
     per_query_csv,
+    qrels_text,
     read_per_query_csv,
     record_json,
     records_json,
@@ -56,6 +57,7 @@ __all__ = [
     "jsonable",
     "now",
     "per_query_csv",
+    "qrels_text",
     "read_per_query_csv",
     "record_json",
     "records_json",

@@ -403,23 +403,51 @@ def _qid(text: str):
         return text
 
 
-def trec_run_text(qid, scores, *, tag: str) -> str:
-    """The test scores as a TREC run file: ``qid Q0 docid rank score tag`` per line, docid =
-    the row's position in the split (0-based), rank 1-based by descending score (equal scores:
-    larger docid string first, trec_eval's own order), scores written exactly (``repr``).
-    trec_eval, ranx or the LETOR scripts can re-evaluate exactly these predictions."""
+def _query_rows(qid: np.ndarray) -> list[tuple]:
+    """``(query, rows)`` per query, queries in order of first appearance, rows in order."""
+    if qid.size == 0:
+        return []
+    order = np.argsort(qid, kind="stable")
+    starts = np.flatnonzero(np.r_[True, qid[order][1:] != qid[order][:-1]])
+    groups = np.split(order, starts[1:])
+    groups.sort(key=lambda rows: rows[0])
+    return [(qid[rows[0]].item(), rows) for rows in groups]
+
+
+def trec_run_text(qid, scores, *, tag: str, docid=None) -> str:
+    """The scores as a TREC run file: ``qid Q0 docid rank score tag`` per line, the document
+    named by :func:`ltr_bench.folds.doc_names` (the data file's own id, ``docid``, when it has
+    one, else the row's position in the split, 0-based), rank 1-based by descending score
+    (equal scores: larger docid string first, trec_eval's own order), scores written exactly
+    (``repr``). trec_eval, ranx or the LETOR scripts can re-evaluate exactly these
+    predictions, with the qrels of :func:`qrels_text`."""
+    from ltr_bench.folds import doc_names
+
     qid = np.asarray(qid)
     scores = np.asarray(scores, dtype=np.float64)
+    names = doc_names(qid, docid)
     tag = "".join(c if c.isalnum() or c in "-_.[]=," else "_" for c in tag) or "ltr-bench"
     lines = []
-    for q in dict.fromkeys(qid.tolist()):
-        rows = np.flatnonzero(qid == q)
-        order = sorted(rows.tolist(), key=lambda i: str(i), reverse=True)
+    for q, rows in _query_rows(qid):
+        order = sorted(rows.tolist(), key=lambda i: names[i], reverse=True)
         order.sort(key=lambda i: -scores[i])
         lines += [
-            f"{q} Q0 {i} {r} {float(scores[i])!r} {tag}" for r, i in enumerate(order, start=1)
+            f"{q} Q0 {names[i]} {r} {float(scores[i])!r} {tag}"
+            for r, i in enumerate(order, start=1)
         ]
     return "\n".join(lines) + "\n"
+
+
+def qrels_text(qid, y, *, docid=None) -> str:
+    """The labels as a TREC qrels file, ``qid 0 docid label`` per row in row order, the
+    documents named as :func:`trec_run_text` names them (the same ``docid``), so trec_eval,
+    ranx or ir_measures score a run against exactly these labels."""
+    from ltr_bench.folds import doc_names
+
+    qid = np.asarray(qid)
+    names = doc_names(qid, docid)
+    labels = np.asarray(y, dtype=np.int64).tolist()
+    return "".join(f"{q} 0 {n} {lab}\n" for q, n, lab in zip(qid.tolist(), names, labels))
 
 
 def records_json(records: Iterable[ResultRecord]) -> str:

@@ -296,11 +296,20 @@ def run_cell(
             rec.metrics, rec.per_query = evaluate_conventions(
                 test.y, scores, test.qid, cell.metrics, max_label=max_label
             )
+            docid = test.extras.get("docid")  # the data file's own ids, when it has them
             if cell.save_scores:
-                rec.run_text = trec_run_text(test.qid, scores, tag=cell.label or cell.ranker)
+                rec.run_text = trec_run_text(
+                    test.qid, scores, tag=cell.label or cell.ranker, docid=docid
+                )
             for profile in cell.conventions:  # the same scores as another tool scores them
                 means, per_query = evaluate_profile(
-                    test.y, scores, test.qid, cell.metrics, profile, max_label=max_label
+                    test.y,
+                    scores,
+                    test.qid,
+                    cell.metrics,
+                    profile,
+                    max_label=max_label,
+                    docid=docid,
                 )
                 rec.metrics.update(means)
                 rec.per_query.update(per_query)

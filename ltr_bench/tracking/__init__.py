@@ -8,6 +8,8 @@
 * :mod:`.reader`: :func:`fetch_fold_results` reads records back for the report.
 * :mod:`.integrity`: does a fold run still hold the local record (a re-run replaces it if not).
 * :mod:`.owners`: who owns a RUNNING parent run; ending those whose owner is gone.
+* :mod:`.lookup`: read-only: a record's fold run and logged model, what a ``--model`` run id
+  or URI names (``ltr-bench models``, ``predict``).
 
 It depends on :mod:`ltr_bench.results` and :mod:`ltr_bench.evaluation.metrics`, never on the
 harness, and it never writes the local results store.
