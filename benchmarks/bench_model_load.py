@@ -8,7 +8,10 @@ saves it with :func:`ltr_bench.models.save_model`, then times, alternately in th
   walked without following links, every listed file checked by size, read once, hashed and
   copied to a private folder, the ranker loading the copy);
 * ``library``: the reference, the ranker's own ``load_native`` on the folder, which is
-  what loading costs without any check.
+  what loading costs without any check;
+* ``verify``: :func:`ltr_bench.models.read_manifest`, the checks without the copy and the
+  library (the walk, and every listed file read and hashed: what the loader did before it
+  made a private copy), so ``checked - library - verify`` is the copy's cost.
 
 Printed: the model's size, the median of each side and the ratio of the medians (checked /
 library), with the load average before and after. The page cache is warm for both sides
@@ -60,9 +63,12 @@ def main() -> None:
         def library() -> None:
             cls.load_native(folder / "native", manifest)
 
-        times: dict[str, list[float]] = {"checked": [], "library": []}
+        def verify() -> None:
+            read_manifest(folder)
+
+        times: dict[str, list[float]] = {"checked": [], "library": [], "verify": []}
         for k in range(args.repeat):
-            order = (checked, library) if k % 2 == 0 else (library, checked)
+            order = (checked, library, verify) if k % 2 == 0 else (verify, library, checked)
             for fn in order:
                 start = time.perf_counter()
                 fn()
