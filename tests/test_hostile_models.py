@@ -623,32 +623,13 @@ def test_a_model_folder_rewritten_consistently_still_loads_only_its_listed_files
 
 
 def test_a_full_temporary_folder_is_named_and_the_model_not_loaded_from_a_partial_copy(
-    env, monkeypatch, tmp_path
+    env, monkeypatch, tiny_tmpfs
 ):
-    import subprocess
     import tempfile
 
     from ltr_bench.models import ModelLoadError
 
-    mnt = tmp_path / "full"
-    mnt.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True
-    )
-    if mounted.returncode != 0:
-        pytest.skip("cannot mount a tmpfs here (needs root)")
-    try:
-        fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT)
-        try:  # full to the last block: the copy of model.txt cannot be written
-            while os.write(fd, b"\0" * 512):
-                pass
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
-        monkeypatch.setattr(tempfile, "tempdir", str(mnt))
-        with pytest.raises(ModelLoadError, match="could not be copied to a private folder"):
-            load_model(env.model)
-        assert sorted(p.name for p in mnt.iterdir()) == ["filler"]  # the copy removed
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(tiny_tmpfs))  # full to the last block
+    with pytest.raises(ModelLoadError, match="could not be copied to a private folder"):
+        load_model(env.model)
+    assert sorted(p.name for p in tiny_tmpfs.iterdir()) == ["filler"]  # the copy removed
