@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 
 import ltrb_fake_rankers as fakes
 import pytest
@@ -46,3 +47,29 @@ def chromium():
             pytest.fail("LTR_BENCH_REQUIRE_BROWSER=1 but no chromium on PATH")
         pytest.skip("no chromium on PATH (Debian package: chromium)")
     return path
+
+
+@pytest.fixture
+def tiny_tmpfs(tmp_path):
+    """A 1 MiB tmpfs, filled to the last block (skips when mounting is not allowed)."""
+    mnt = tmp_path / "full"
+    mnt.mkdir()
+    if (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True
+        ).returncode
+        != 0
+    ):
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(fd, b"\0" * 4096):
+                pass
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)

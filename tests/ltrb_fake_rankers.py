@@ -202,6 +202,17 @@ class FileRanker(LinearRanker):
         return super().fit(X, y, qid=qid, eval_set=eval_set)
 
 
+class EditedFileRanker(FileRanker):
+    """A :class:`FileRanker` whose file is edited while it fits (as another process or an
+    editor would do it): read, then rewritten with another scale."""
+
+    def fit(self, X, y, *, qid, eval_set=None):
+        super().fit(X, y, qid=qid, eval_set=eval_set)
+        with open(self.scale_file, "a") as fh:
+            fh.write("0\n")  # "1\n" becomes "1\n0\n": another content
+        return self
+
+
 class NaNScoreRanker(LinearRanker):
     """Scores every document NaN (a broken model), e.g. as a click log's logging ranker."""
 

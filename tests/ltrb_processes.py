@@ -23,18 +23,58 @@ class SlowRanker(LinearRanker):
 def subprocess_env(tmp_path: Path, modules: dict[str, str], **extra: str) -> dict[str, str]:
     """The environment of a ``python -m ltr_bench.cli`` subprocess: each ``modules`` entry
     (module name -> source) written to ``tmp_path/mods`` and importable beside the tests'
-    helpers (``ltrb_fake_rankers``), a data cache of its own, one BLAS thread, no
-    ``MLFLOW_TRACKING_URI`` from the caller, and ``extra`` variables."""
+    helpers (``ltrb_fake_rankers``) and the caller's ``PYTHONPATH``, a data cache of its
+    own, one BLAS thread, no ``MLFLOW_TRACKING_URI`` from the caller, and ``extra``
+    variables."""
     mods = tmp_path / "mods"
     mods.mkdir(exist_ok=True)
     for name, source in modules.items():
         (mods / f"{name}.py").write_text(source)
+    # the caller's PYTHONPATH stays after ours: a checkout put first on the path (not the
+    # installed one) is the code the subprocess runs too
+    inherited = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     env = dict(
         os.environ,
-        PYTHONPATH=os.pathsep.join([str(mods), str(TESTS)]),
+        PYTHONPATH=os.pathsep.join([str(mods), str(TESTS), *inherited]),
         LTR_BENCH_CACHE=str(tmp_path / "cache"),
         OMP_NUM_THREADS="1",
         **extra,
     )
     env.pop("MLFLOW_TRACKING_URI", None)
     return env
+
+
+#: a process that writes to an SQLite file inside a transaction large enough to spill to its
+#: rollback journal, says so, and waits to be killed
+_JOURNAL_WRITER = """
+import sqlite3, sys, time
+con = sqlite3.connect(sys.argv[1], isolation_level=None)
+con.execute("pragma cache_size=1")
+con.execute("begin")
+con.execute("create table ltrb_unfinished (x)")
+con.executemany("insert into ltrb_unfinished values (?)", [("x" * 200,)] * 5000)
+print("in the transaction", flush=True)
+time.sleep(120)
+"""
+
+
+def leave_hot_journal(db: Path) -> Path:
+    """SIGKILL a writer of ``db`` in the middle of a transaction: ``<db>-journal`` is left
+    hot (SQLite rolls it back on the next read-write open; a read-only connection refuses
+    the file). Returns the journal's path."""
+    import signal
+    import subprocess
+    import sys
+
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _JOURNAL_WRITER, str(db)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert writer.stdout is not None
+        assert writer.stdout.readline().strip() == "in the transaction"
+        writer.send_signal(signal.SIGKILL)
+    finally:
+        writer.wait(timeout=30)
+    journal = Path(f"{db}-journal")
+    assert journal.exists() and journal.stat().st_size > 0
+    return journal

@@ -355,6 +355,27 @@ def _journal_kept(e):
     assert (e.cwd / "s.journal").exists()
 
 
+def _optuna_db_with_hot_journal(e):
+    """An Optuna SQLite storage whose last writer was SIGKILLed mid-transaction."""
+    import optuna
+    from ltrb_processes import leave_hot_journal
+
+    db = e.cwd / "optuna.db"
+    optuna.create_study(storage=f"sqlite:///{db}", study_name="earlier")
+    leave_hot_journal(db)
+    return _tune_argv(e, "--optuna-storage", f"sqlite:///{db}")
+
+
+def _hot_journal_recovered(e):
+    import optuna
+
+    db = e.cwd / "optuna.db"
+    assert not Path(f"{db}-journal").exists() or Path(f"{db}-journal").stat().st_size == 0
+    assert "ltrb_unfinished" not in _tables_of(db)  # the killed transaction was undone
+    names = {s.study_name for s in optuna.get_all_study_summaries(f"sqlite:///{db}")}
+    assert "earlier" in names and len(names) == 2  # the earlier study and this run's
+
+
 def _report_on_empty_file(e):
     (e.cwd / "empty.db").touch()
     return ["report", "--dataset", "data", "--tracking-uri", f"sqlite:///{e.cwd / 'empty.db'}"]
@@ -435,6 +456,14 @@ def _edited_param_file(e):
     assert code == 0, out
     scale.write_text("-1\n")  # the same path, another content
     return argv
+
+
+def _param_file_edited_during_the_fit(e):
+    scale = e.cwd / "scale.txt"
+    scale.write_text("1\n")
+    ranker = "ltrb_fake_rankers:EditedFileRanker"  # appends to its file as it fits
+    return ["run", "--ranker", ranker, "--param", f"{ranker}.scale_file={scale}", "--dataset",
+            e.data, "--metrics", "ndcg@10", "--results-dir", "res", "--no-mlflow"]  # fmt: skip
 
 
 def _two_results(e):
@@ -551,11 +580,20 @@ CASES = [
     ("storage journal impossible", _storage("/proc/x.journal"), 2, "its folder", _nothing),
     ("storage user's database", _storage(_optuna_foreign), 2, "not an Optuna", _user_rows_kept),
     ("journal damaged mid-file", _journal_damaged, 1, "s.journal:3: damaged", _journal_kept),
+    (
+        "an Optuna database left with a hot journal",
+        _optuna_db_with_hot_journal,
+        0,
+        "ndcg@10",
+        _hot_journal_recovered,
+    ),
     ("a tuning timeout inf", _tune_timeout_inf, 2, "--timeout must be a finite", _no_results),
 ]
 CASES += [  # issue 33
     ("report of a --convention run", _report_of_conventions, 0, "mrr_letor3", _per_query_numbers),
     ("an edited file a parameter names", _edited_param_file, 0, "fake-file", _two_results),
+    ("a parameter file edited while the run is going", _param_file_edited_during_the_fit, 1,
+     "the file changed while the run was going", _no_results),
     ("run --output onto the data", _output_onto_data, 2, "an input of this run", _data_kept),
     ("run --output into the store", _output_into_store, 2, "the results store", _no_results),
     ("run --output onto MLflow", _output_onto_mlflow, 2, "the MLflow store", _nothing),

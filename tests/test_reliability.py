@@ -662,32 +662,6 @@ def test_output_that_cannot_be_written_still_prints_the_summary_and_keeps_the_de
     assert stat.S_ISCHR(os.stat("/dev/full").st_mode)  # written to, never replaced
 
 
-@pytest.fixture
-def tiny_tmpfs(tmp_path):
-    """A 1 MiB tmpfs, filled to the last block (skips when mounting is not allowed)."""
-    mnt = tmp_path / "full"
-    mnt.mkdir()
-    if (
-        subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], capture_output=True
-        ).returncode
-        != 0
-    ):
-        pytest.skip("cannot mount a tmpfs here (needs root)")
-    try:
-        fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT)
-        try:
-            while os.write(fd, b"\0" * 4096):
-                pass
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
-        yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
-
-
 def test_full_disk_for_results_fails_before_any_fit(env, tiny_tmpfs):
     fakes.FITS.clear()
     code, out = env.run_fake("--results-dir", str(tiny_tmpfs / "res"))

@@ -62,10 +62,13 @@ def _fmt(v: float | None, digits: int = 4) -> str:
 class ConsoleListener:
     """A harness listener that prints progress and one line per finished cell to stderr."""
 
-    def __init__(self, console: Console, *, headline: str, failure_log: Path):
+    def __init__(
+        self, console: Console, *, headline: str, failure_log: Path, keep_models: bool = False
+    ):
         self.console = console
         self.headline = headline
         self.failure_log = failure_log
+        self.keep_models = keep_models  # a skipped cell without its model then says so
 
     def fold_loading(self, dataset: str, fold: int) -> None:
         self.console.status(f"loading {dataset} fold {fold} ...", force=True)
@@ -80,6 +83,19 @@ class ConsoleListener:
             force=True,
         )
 
+    def _no_model(self, record) -> str | None:
+        """Why a skipped cell has no model to use although this run keeps models."""
+        if not self.keep_models:
+            return None
+        if not record.model_dir:
+            return (
+                "it has no kept model (it was run with --keep-models none, or its model "
+                "could not be saved)"
+            )
+        if not Path(record.model_dir).is_dir():
+            return f"its kept model {record.model_dir} is gone"
+        return None
+
     def cell_progress(self, cell, done: int, total: int, message: str) -> None:
         pct = f" {100.0 * done / total:5.1f}%" if total > 0 else ""
         extra = f" {message}" if message else ""
@@ -90,7 +106,11 @@ class ConsoleListener:
     def cell_finished(self, record, index: int, total: int, *, skipped: bool) -> None:
         head = f"[{index}/{total}] {record.summary_line().replace(' / ', ' on ')}"
         if skipped:
-            self.console.line(f"{head}: finished earlier, skipped (use --force to re-run)")
+            missing = self._no_model(record)
+            self.console.line(
+                f"{head}: finished earlier, skipped (use --force to re-run)"
+                + (f"; {missing}: --force refits it and keeps its model" if missing else "")
+            )
         elif record.ok:
             m = record.metrics
             self.console.line(

@@ -204,15 +204,14 @@ def report_inputs(results_dir: str | None, tracking_uri: str | None) -> list:
 
 def check_outputs(results_root, output: str | None, cache_dir: str | None, inputs=()) -> None:
     """Every place the run writes to, tried before the first fit (exit 2 naming the option):
-    the results folder, --output (:func:`ltr_bench.results.check_output_path`; it must not
-    replace one of ``inputs``, see :func:`run_inputs`) and the parsed-data cache. An
+    the results folder, --output (:func:`ltr_bench.cli.outputs.check_output_paths`: it must
+    not replace one of ``inputs``, see :func:`run_inputs`) and the parsed-data cache. An
     unusable default cache only warns: the data is then parsed in memory."""
-    from ltr_bench.results import check_not_an_input, check_output_path, check_writable_dir
+    from ltr_bench.cli.outputs import check_output_paths
+    from ltr_bench.results import check_writable_dir
 
     check_writable_dir(results_root, "--results-dir")
-    if output:
-        check_not_an_input(output, "--output", inputs)
-        check_output_path(output, "--output")
+    check_output_paths([(output, "--output")], inputs)
     from ltr_bench.data import resolve_cache_dir
 
     cache = resolve_cache_dir(cache_dir)

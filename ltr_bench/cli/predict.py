@@ -131,11 +131,13 @@ def predict_command(
     spec = P.parse_data_spec(data_ref)
     metric_list = [m.strip() for m in metrics.split(",") if m.strip()] if metrics else None
     P.record_metrics(metric_list)  # a bad metric is refused before any work
-    for path, what in ((output, "--output"), (qrels_out, "--qrels"), (scores_out, "--scores")):
-        if path:
-            from ltr_bench.results import check_output_path
-
-            check_output_path(path, what)
+    _check_max_label(max_label, spec)
+    _check_outputs(
+        [(output, "--output"), (qrels_out, "--qrels"), (scores_out, "--scores")],
+        model_ref,
+        spec,
+        tracking_uri,
+    )
     opts = _dataset_options(dataset_options)
     console = Console()
     with tempfile.TemporaryDirectory(prefix="ltr-bench-model-") as tmp:
@@ -156,15 +158,18 @@ def predict_command(
             )
         else:
             console.status(f"loading {spec.dataset} fold {spec.fold} ...", force=True)
+            from ltr_bench.clicks.options import data_options
+
             pred = P.predict_split(
                 model,
                 spec,
                 data_dir=data_dir,
                 cache_dir=cache_dir,
                 seed=seed,
-                options=opts,
+                options=data_options(opts),
                 metrics=metric_list,
                 progress=progress,
+                load_fold=_fold_loader(spec, seed, opts, data_dir, cache_dir, progress),
             )
         console.clear()
     if qrels_out and pred.y is None:
@@ -184,6 +189,74 @@ def predict_command(
         for key, value in pred.metrics.items():
             click.echo(f"{key:<{width}}  {value:.6f}")
     ctx.exit(EXIT_OK)
+
+
+def _check_max_label(max_label, spec) -> None:
+    from ltr_bench.evaluation.ranked import MAX_LABEL
+
+    if max_label is None:
+        return
+    if spec.path is None:
+        raise UsageError(
+            f"--max-label applies to a file; a dataset's split ({spec.dataset}) is evaluated "
+            "with the dataset's own top grade, as run evaluates it"
+        )
+    if max_label > MAX_LABEL:
+        raise UsageError(
+            f"--max-label {max_label}: ltr-bench's metrics take labels up to {MAX_LABEL} "
+            "(the gain 2^label - 1 of a larger one overflows)"
+        )
+
+
+def _check_outputs(outputs, model_ref: str, spec, tracking_uri) -> None:
+    """Before any work: no output replaces an input (the data, the model's folder), lies in
+    a store or a model folder, or is the other output (:func:`ltr_bench.cli.outputs.
+    check_output_paths`)."""
+    from pathlib import Path
+
+    from ltr_bench.cli.outputs import check_output_paths, model_inputs
+
+    data = spec.path
+    if data is None and spec.dataset and Path(spec.dataset).expanduser().is_dir():
+        data = Path(spec.dataset).expanduser()  # a dataset folder given by its path
+    check_output_paths(outputs, model_inputs(model_ref, tracking_uri, data))
+
+
+def _fold_loader(spec, seed: int, opts: dict, data_dir, cache_dir, progress):
+    """``k -> fold k`` of ``spec``'s dataset as ``run`` loads it for a cell: its data options,
+    ``seed``, and, with click options, the simulated click labels of train and vali (test
+    keeps its labels). Click options are checked now (exit 2)."""
+    from pathlib import Path
+
+    from ltr_bench import data
+    from ltr_bench.clicks.options import data_options, resolve_click_options
+
+    source = spec.dataset
+    try:
+        kind = data.get_spec(source).kind
+    except data.UnknownDatasetError:
+        if not Path(source).expanduser().is_dir():
+            raise
+        source, kind = Path(source).expanduser().resolve(), "path"
+    clicks = resolve_click_options(opts, kind=kind, dataset=spec.dataset)
+
+    def load(k: int):
+        fold = data.load_fold(
+            source,
+            k,
+            data_dir=data_dir,
+            cache_dir=cache_dir,
+            seed=seed,
+            options=data_options(opts) or None,
+            progress=progress,
+        )
+        if clicks:
+            from ltr_bench.clicks import simulate_clicks
+
+            fold = simulate_clicks(fold, clicks, seed=seed, cache_dir=cache_dir)
+        return fold
+
+    return load
 
 
 def _dataset_options(assignments) -> dict:

@@ -215,7 +215,7 @@ def report_command(
     """
     from ltr_bench.report.tables import ReportError, build_report
     from ltr_bench.report.text import format_report
-    from ltr_bench.results import check_output_path, check_writable_dir, write_output
+    from ltr_bench.results import write_output
     from ltr_bench.results.files import reason_of
     from ltr_bench.results.labels import split_names  # here: `ltr-bench --help` needs no numpy
 
@@ -229,16 +229,13 @@ def report_command(
 
     if output or plots_dir:  # what the report reads is never replaced by what it writes
         from ltr_bench.cli.options import report_inputs
-        from ltr_bench.results import check_not_an_input
+        from ltr_bench.cli.outputs import check_output_paths
 
-        inputs = report_inputs(results_dir, tracking_uri)
-        for path, option in ((output, "--output"), (plots_dir, "--plots")):
-            if path:
-                check_not_an_input(path, option, inputs)
-    if output:
-        check_output_path(output, "--output")
-    if plots_dir:
-        check_writable_dir(Path(plots_dir), "--plots")
+        check_output_paths(
+            [(output, "--output"), (plots_dir, "--plots")],
+            report_inputs(results_dir, tracking_uri),
+            folders={"--plots"},
+        )
     names = split_names((dataset,), option="--dataset") if dataset else []
     ranker_names = split_names(rankers, option="--ranker") or None
     wanted = split_names(metrics, option="--metric") or None

@@ -269,7 +269,14 @@ def _run_logged(
         executor.close()  # a cluster started for nothing
         raise
     headline = "ndcg@10" if "ndcg@10" in expanded.metrics else expanded.metrics[0]
-    listeners = [ConsoleListener(console, headline=headline, failure_log=store.failure_log)]
+    listeners = [
+        ConsoleListener(
+            console,
+            headline=headline,
+            failure_log=store.failure_log,
+            keep_models=keep_models != "none",
+        )
+    ]
     mlflow_listener, tracking_error = None, None
     if mlflow_process is not None:
         from ltr_bench.tracking import TrackingError

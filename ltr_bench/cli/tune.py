@@ -304,6 +304,7 @@ def _tune(
 
     headline = "ndcg@10" if "ndcg@10" in expanded.metrics else expanded.metrics[0]
     listeners: list = [ConsoleListener(console, headline=headline, failure_log=store.failure_log)]
+    listeners[0].keep_models = keep is not None  # a skipped cell without its model says so
     tracker = None
     mlflow_listener = None
     tracking_error = None

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ltr_bench.data.errors import DataError
+from ltr_bench.data.errors import DataError, FeatureIndexError
 
 #: Widest row a file may have when the feature count is inferred (no ``n_features``): the
 #: widest LETOR data (Yahoo! set 1) has 700 features; an index far beyond this is a damaged
@@ -55,8 +55,14 @@ def diagnose_block(
     label_max: int | None = None,
     need_qid: bool = True,
     context: str = "this dataset",
+    fixes: dict[str, str] | None = None,
 ) -> DataError | None:
     """Scan ``block`` line by line and return a :class:`DataError` for its first bad line.
+
+    ``fixes`` replaces the advice of a message: ``"label"`` (a label out of range) and
+    ``"qid"`` (a line without ``qid:``), for a reader that is not loading a dataset (e.g.
+    ``predict``: no dataset option to set, no ``.query`` file read). A feature index beyond
+    ``n_features`` is a :class:`~ltr_bench.data.errors.FeatureIndexError`.
 
     Only called after a fast check failed. Checks, in order on each line: the label parses,
     is finite, is an integer and is in ``label_min..label_max``; ``qid:`` is present (when
@@ -100,7 +106,9 @@ def diagnose_block(
             label_text = str(int(label)) if abs(label) < 1e15 else shown(label_tok)
             return err(
                 f"the label {label_text} is outside the allowed range",
-                f"Labels of {context} must be {rng}; check that the file belongs to this dataset.",
+                (fixes or {}).get("label")
+                or f"Labels of {context} must be {rng}; check that the file belongs to this "
+                "dataset.",
             )
         feats = tokens[1:]
         if feats and feats[0].startswith(b"qid:"):
@@ -126,7 +134,8 @@ def diagnose_block(
         elif need_qid:
             return err(
                 "the line has no qid: field after its label (missing query id)",
-                "Every line needs 'qid:<query id>' right after the label; for "
+                (fixes or {}).get("qid")
+                or "Every line needs 'qid:<query id>' right after the label; for "
                 "LightGBM-style files without qid:, put the group sizes in a '.query' "
                 "file next to the data file (e.g. rank.train.query for rank.train).",
             )
@@ -155,12 +164,15 @@ def diagnose_block(
             if idx > width:
                 idx_text = str(idx) if len(idx_s) <= 20 else shown(idx_s)
                 if n_features is not None:
-                    return err(
-                        f"feature index {idx_text} is beyond the {n_features} "
-                        f"features of {context}",
-                        f"Indices must be 1..{n_features}; check that the file belongs "
-                        f"to {context} (for a folder path, pass the option "
-                        "n_features).",
+                    return FeatureIndexError(
+                        f"{where}:{lineno}: feature index {idx_text} is beyond the "
+                        f"{n_features} features of {context}. Indices must be "
+                        f"1..{n_features}; check that the file belongs to {context} (for a "
+                        "folder path, pass the option n_features).",
+                        path=where,
+                        line=lineno,
+                        index=idx,
+                        n_features=n_features,
                     )
                 return err(
                     f"feature index {idx_text} is beyond {MAX_INFERRED_FEATURES}, "

@@ -13,6 +13,7 @@ from ltr_bench.errors import LtrBenchError, UsageError
 __all__ = [
     "DatasetOptionError",
     "DataError",
+    "FeatureIndexError",
     "DataWarning",
     "DatasetNotFoundError",
     "UnknownDatasetError",
@@ -32,6 +33,17 @@ class DataError(LtrBenchError):
 
     def __str__(self) -> str:
         return self.args[0] if self.args else ""
+
+
+class FeatureIndexError(DataError):
+    """A line has a feature index beyond the expected feature count: ``index`` (the one
+    written), ``n_features`` (the count), ``path`` and ``line``. A reader of data for a
+    fitted model (``predict``) turns it into a mismatch with the model (exit 2)."""
+
+    def __init__(self, message: str, *, path, line: int, index: int, n_features: int):
+        super().__init__(message, path=path, line=line)
+        self.index = index
+        self.n_features = n_features
 
 
 class DatasetNotFoundError(DataError):

@@ -57,7 +57,7 @@ def _labelled(path: Path) -> bool:
     return True
 
 
-def _parse(block: bytes, first_line: int, path: Path, n_features: int, labelled: bool):
+def _parse(block: bytes, first_line: int, path: Path, n_features: int, labelled: bool, check):
     from sklearn.datasets import load_svmlight_file
 
     data = block if labelled else _with_labels(block)
@@ -67,7 +67,7 @@ def _parse(block: bytes, first_line: int, path: Path, n_features: int, labelled:
             query_id=True,
         )  # fmt: skip
     except (ValueError, OverflowError, MemoryError) as exc:
-        problem = diagnose_block(data, first_line, path, n_features=n_features)
+        problem = diagnose_block(data, first_line, path, n_features=n_features, **check)
         if problem is not None:
             raise problem from None
         raise DataError(
@@ -75,13 +75,15 @@ def _parse(block: bytes, first_line: int, path: Path, n_features: int, labelled:
             f"{str(exc)[:200]}). {FORMAT_HINT}",
             path=path,
         ) from None
+    top = check.get("label_max")
     bad = (
         q.shape[0] != X.shape[0]
         or not np.all(np.isfinite(X.data))
         or not np.all(np.isfinite(y) & (y == np.round(y)) & (y >= 0))
+        or (top is not None and y.size and y.max() > top)  # before int64 wraps a huge one
     )
     if bad:
-        problem = diagnose_block(data, first_line, path, n_features=n_features)
+        problem = diagnose_block(data, first_line, path, n_features=n_features, **check)
         raise problem or DataError(f"{path}: lines {first_line}..: invalid data. {FORMAT_HINT}")
     width = int(X.indices.max()) + 1 if X.indices.size else 0
     return X.toarray(), y.astype(np.int64), np.asarray(q, dtype=np.int64), width
@@ -99,15 +101,23 @@ def iter_query_chunks(
     n_features: int,
     chunk_rows: int = CHUNK_ROWS,
     progress: Callable[[int, int, str], None] | None = None,
+    label_max: int | None = None,
+    context: str = "this dataset",
+    fixes: dict[str, str] | None = None,
 ) -> Iterator[Chunk]:
     """Chunks of whole queries of ``path`` (plain, .gz, .bz2, .xz), about ``chunk_rows`` rows
-    each. ``n_features``: the row width (an index beyond it is an error naming the line).
+    each. ``n_features``: the row width (an index beyond it is a
+    :class:`~ltr_bench.data.errors.FeatureIndexError` naming the line). ``label_max``: the
+    largest label accepted (a larger one is an error naming the line, never a wrapped
+    int64); ``context`` and ``fixes``: how messages name the data and what they advise
+    (:func:`~ltr_bench.data.diagnose.diagnose_block`).
     ``progress(bytes_done, bytes_total, message)`` after each block. A query whose rows are
     not together in the file raises :class:`DataError` naming the line where it reappears
     (a chunked reader cannot regroup it: sort the file by query id). Raises
     :class:`DataError` for an empty file or a bad line (file:line, what, how to fix)."""
     path = Path(path)
     labelled = _labelled(path)
+    check = {"label_max": label_max, "context": context, "fixes": fixes}
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     docids = DocidCollector(keep=False)
     held = 0
@@ -116,7 +126,7 @@ def iter_query_chunks(
     last_q: int | None = None
     width = 0  # of the rows not yet handed out
     for block, first_line, _, done, total in _iter_blocks(path):
-        X, y, q, w = _parse(block, first_line, path, n_features, labelled)
+        X, y, q, w = _parse(block, first_line, path, n_features, labelled, check)
         width = max(width, w)
         if q.size:
             starts = np.flatnonzero(np.r_[q[0] != last_q, q[1:] != q[:-1]])

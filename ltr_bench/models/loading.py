@@ -5,20 +5,34 @@ loader (LightGBM model text, XGBoost UBJSON, CatBoost ``.cbm``, ``torch.load(...
 weights_only=True)``, ``np.load(..., allow_pickle=False)``). Only a ranker registered under
 the manifest's name (an installed plugin) is imported; a manifest naming an import path
 (``module:Class``) is refused, so a model folder never makes us import a module it names.
+
+The folder is untrusted (:mod:`.folder`): only regular files inside it are read, only those
+its manifest lists, each checked by size and SHA-256 as it is copied to a private folder,
+and the ranker's ``load_native`` reads that copy.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ltr_bench.models.manifest import NATIVE, ModelLoadError, read_manifest
+from ltr_bench.models.folder import (
+    MAX_MANIFEST_BYTES,
+    copy_listed,
+    open_folder,
+    read_member,
+    verify_listed,
+)
+from ltr_bench.models.manifest import MANIFEST, NATIVE, ModelLoadError, parse_manifest
 from ltr_bench.ranker import RankerInputError, can_save
 
-__all__ = ["LoadedModel", "load_model"]
+__all__ = ["LoadedModel", "load_model", "read_manifest"]
 
 
 @dataclass
@@ -68,41 +82,102 @@ class LoadedModel:
         return np.asarray(self.ranker.predict(X, qid=qid), dtype=np.float64)
 
 
+def _manifest_of(root_fd: int, folder: Path) -> dict:
+    data = read_member(
+        root_fd,
+        folder,
+        MANIFEST,
+        limit=MAX_MANIFEST_BYTES,
+        missing=f": {folder} is not a saved ltr-bench model (or an incomplete one)",
+    )
+    return parse_manifest(data, folder / MANIFEST)
+
+
+def read_manifest(folder) -> dict:
+    """The manifest of the model in ``folder``, checked (:func:`~.manifest.parse_manifest`),
+    with every listed file checked by size and SHA-256 and nothing unlisted under
+    ``native/`` (:mod:`.folder`). Raises :class:`ModelLoadError` naming the file and the
+    cause."""
+    folder = Path(folder)
+    root_fd = open_folder(folder)
+    try:
+        manifest = _manifest_of(root_fd, folder)
+        verify_listed(root_fd, folder, manifest["files"], folder / MANIFEST)
+    finally:
+        os.close(root_fd)
+    return manifest
+
+
 def load_model(folder) -> LoadedModel:
     """Load the model saved in ``folder`` (by :func:`ltr_bench.models.save_model`).
 
     Raises :class:`ModelLoadError` naming the file and the cause: the folder or its manifest
-    is missing, a file is damaged (size or SHA-256 differs from the manifest), the format is
-    newer than this ltr-bench reads, the ranker's plugin is not installed (with the
+    is missing, the manifest is damaged (a field of the wrong type or out of range), a file
+    is damaged (size or SHA-256 differs from the manifest), is not a regular file of the
+    folder (a link, a pipe, a device, a folder) or is not listed in the manifest, the format
+    is newer than this ltr-bench reads, the ranker's plugin is not installed (with the
     distribution and version that wrote it), or the ranker's ``load_native`` fails."""
     from ltr_bench.registry import RegistryError, get_entry
 
     folder = Path(folder)
-    manifest = read_manifest(folder)
-    name = manifest["ranker"]
-    where = folder / "manifest.json"
-    wrote = f"{manifest.get('distribution', '?')} {manifest.get('distribution_version', '?')}"
-    if ":" in name:
-        raise ModelLoadError(
-            f"{where} names the ranker by import path {name!r}; only registered rankers "
-            "(`ltr-bench rankers`) are loaded from a model folder"
-        )
+    root_fd = open_folder(folder)
     try:
-        cls: Any = get_entry(name).load()
-    except RegistryError as exc:
-        raise ModelLoadError(
-            f"{where}: the model's ranker {name!r} (written by {wrote}) is not available: "
-            f"{exc}; install the plugin that provides it"
-        ) from None
-    if not can_save(cls):
-        raise ModelLoadError(
-            f"{where}: the installed ranker {name!r} ({cls.__name__}) cannot load saved models"
-        )
-    try:
-        ranker = cls.load_native(folder / NATIVE, manifest)
-    except Exception as exc:  # any library's failure becomes one message naming the folder
-        raise ModelLoadError(
-            f"{folder}: the {name!r} model (written by {wrote}) could not be loaded: "
-            f"{type(exc).__name__}: {exc}"
-        ) from None
+        manifest = _manifest_of(root_fd, folder)
+        name = manifest["ranker"]
+        where = f"the model's manifest {folder / MANIFEST}"
+        wrote = " ".join(manifest.get(k) or "?" for k in ("distribution", "distribution_version"))
+        if ":" in name:
+            raise ModelLoadError(
+                f"{where} names the ranker by import path {name!r}; only registered rankers "
+                "(`ltr-bench rankers`) are loaded from a model folder"
+            )
+        try:
+            cls: Any = get_entry(name).load()
+        except RegistryError as exc:
+            raise ModelLoadError(
+                f"{where}: the model's ranker {name!r} (written by {wrote}) is not available: "
+                f"{exc}; install the plugin that provides it"
+            ) from None
+        if not can_save(cls):
+            raise ModelLoadError(
+                f"{where}: the installed ranker {name!r} ({cls.__name__}) cannot load saved models"
+            )
+        try:
+            private = Path(tempfile.mkdtemp(prefix="ltr-bench-model-"))  # mode 0700
+        except OSError as exc:
+            raise _no_private_copy(folder, exc) from None
+        try:
+            try:
+                copy_listed(root_fd, folder, manifest["files"], folder / MANIFEST, private)
+                (private / NATIVE).mkdir(exist_ok=True)
+            except OSError as exc:  # writing the copy (reading the folder is ModelLoadError)
+                raise _no_private_copy(folder, exc) from None
+            ranker = _load_native(cls, private / NATIVE, manifest, folder, wrote)
+        finally:
+            shutil.rmtree(private, ignore_errors=True)
+    finally:
+        os.close(root_fd)
     return LoadedModel(ranker=ranker, manifest=manifest, folder=folder)
+
+
+def _no_private_copy(folder: Path, exc: OSError) -> ModelLoadError:
+    from ltr_bench.results.files import reason_of
+
+    return ModelLoadError(
+        f"{folder}: its checked files could not be copied to a private folder in "
+        f"{tempfile.gettempdir()} for loading ({reason_of(exc)}); free space there or set "
+        "TMPDIR to another folder"
+    )
+
+
+def _load_native(cls, native: Path, manifest: dict, folder: Path, wrote: str):
+    """``cls.load_native`` on the checked copy ``native``; a failure is one message naming
+    the model folder (the copy's path replaced by the folder's own)."""
+    try:
+        return cls.load_native(native, manifest)
+    except Exception as exc:  # any library's failure becomes one message naming the folder
+        text = str(exc).replace(str(native), str(folder / NATIVE))
+        raise ModelLoadError(
+            f"{folder}: the {manifest['ranker']!r} model (written by {wrote}) could not be "
+            f"loaded: {type(exc).__name__}: {text}"
+        ) from None

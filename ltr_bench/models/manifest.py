@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from ltr_bench.errors import LtrBenchError
 from ltr_bench.model_state import decode_state, encode_state
@@ -40,12 +40,13 @@ __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
     "MANIFEST",
+    "MAX_FEATURES",
     "NATIVE",
     "ModelLoadError",
     "ModelSaveError",
     "check_preprocessing",
     "file_digests",
-    "read_manifest",
+    "parse_manifest",
 ]
 
 FORMAT = "ltr-bench-model"
@@ -54,11 +55,16 @@ MANIFEST = "manifest.json"
 NATIVE = "native"  # the sub-folder that holds the ranker's own files
 
 PREPROCESSING_KEYS = ("query_norm", "query_dim", "feature_transform")
+#: the largest feature count a manifest may state: a row of 2^24 float64 is 128 MiB; more
+#: is damage (or a model no ``predict`` could feed), refused before any row is read
+MAX_FEATURES = 1 << 24
+_HEX = frozenset("0123456789abcdef")
 
 
 class ModelLoadError(LtrBenchError, ValueError):
     """A saved model cannot be loaded; ``str(err)`` names the file and the cause (missing,
-    damaged, from a newer format, its ranker's plugin not installed). Exit code 1."""
+    damaged, not a regular file of the folder, not listed in the manifest, from a newer
+    format, its ranker's plugin not installed). Exit code 1."""
 
 
 class ModelSaveError(LtrBenchError, ValueError):
@@ -131,61 +137,93 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def read_manifest(folder: Path) -> dict:
-    """The manifest of the model in ``folder``, checked: the format and its version, the
-    fields a loader needs, every native file present with its recorded size and SHA-256.
-    ``params`` is decoded (tuples are tuples again). Raises :class:`ModelLoadError` naming
-    the file and the cause."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        what = "is not a folder" if folder.exists() else "does not exist"
-        raise ModelLoadError(f"model folder {folder} {what}")
-    path = folder / MANIFEST
+def parse_manifest(data: bytes, path: Path) -> dict:
+    """The manifest in ``data`` (the bytes of ``path``), checked field by field: the format
+    and its version, the types and ranges of what a loader uses (``ranker``, ``params``,
+    ``n_features``, ``preprocessing``, ``data_fingerprint``, ``extras``) and every ``files``
+    entry (a path under ``native/`` without ``..``, ``.`` or empty parts; ``bytes`` a whole
+    number >= 0; ``sha256`` 64 hex digits). ``params`` is decoded (tuples are tuples again).
+    Raises :class:`ModelLoadError` saying "the model's manifest <path>" and what is wrong."""
+    where = f"the model's manifest {path}"
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ModelLoadError(
-            f"{path} is missing: {folder} is not a saved ltr-bench model (or an incomplete one)"
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ModelLoadError(f"{path} cannot be read: {exc}") from None
-    try:
-        manifest = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ModelLoadError(f"{path} is damaged: not valid JSON ({exc})") from None
+        manifest = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ModelLoadError(f"{where} is damaged: not UTF-8 text ({exc})") from None
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError; an int of 5,000 digits
+        raise ModelLoadError(f"{where} is damaged: not valid JSON ({exc})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise ModelLoadError(f"{path} is not an ltr-bench model manifest (no format {FORMAT!r})")
     version = manifest.get("format_version")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise ModelLoadError(f"{path} is damaged: format_version {version!r} is not a version")
+    if not _whole(version) or version < 1:
+        raise ModelLoadError(f"{where} is damaged: format_version {version!r} is not a version")
     if version > FORMAT_VERSION:
         raise ModelLoadError(
             f"{path} was written by a newer ltr-bench (model format {version}; this ltr-bench "
             f"reads format {FORMAT_VERSION} and older): upgrade ltr-bench to load it"
         )
+
+    def damaged(what: str) -> ModelLoadError:
+        return ModelLoadError(f"{where} is damaged: {what}")
+
     for key, kind in (("ranker", str), ("params", dict), ("files", dict), ("extras", dict)):
         if not isinstance(manifest.get(key), kind):
-            raise ModelLoadError(f"{path} is damaged: {key!r} is missing or not a {kind.__name__}")
+            raise damaged(f"{key!r} is missing or not a {kind.__name__}")
+    if not manifest["ranker"].strip():
+        raise damaged("'ranker' is empty")
+    for key in ("target", "distribution", "distribution_version", "ltr_bench_version", "created"):
+        if not isinstance(manifest.get(key), (str, type(None))):
+            raise damaged(f"{key!r} is {manifest[key]!r}, not a text")
+    n = manifest.get("n_features")
+    if n is not None and (not _whole(n) or not 1 <= n <= MAX_FEATURES):
+        raise damaged(f"n_features is {_short(n)}, not a feature count (1 to {MAX_FEATURES})")
     try:
-        manifest["preprocessing"] = check_preprocessing(manifest.get("preprocessing"))
-    except ValueError as exc:
-        raise ModelLoadError(f"{path} is damaged: {exc}") from None
+        prep = check_preprocessing(manifest.get("preprocessing"))
+    except (ValueError, TypeError) as exc:
+        raise damaged(str(exc)) from None
+    if prep["query_dim"] is not None and n is not None and prep["query_dim"] > n:
+        raise damaged(f"preprocessing query_dim {prep['query_dim']} is above n_features {n}")
+    manifest["preprocessing"] = prep
+    fp = manifest.get("data_fingerprint")
+    fine = fp is None or isinstance(fp, str)
+    if isinstance(fp, dict):
+        fine = all(isinstance(k, str) and isinstance(v, str) for k, v in fp.items())
+    if not fine:
+        raise damaged("data_fingerprint is not a text or a {split: text} object")
     for name, recorded in manifest["files"].items():
-        _check_file(folder, path, name, recorded)
-    manifest["params"] = decode_state(manifest["params"], {})
+        problem = _file_entry_problem(name, recorded)
+        if problem:
+            raise damaged(f"files entry {_short(name)}: {problem}")
+    try:
+        manifest["params"] = decode_state(manifest["params"], {})
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+        raise damaged(f"'params' holds a value that cannot be decoded ({exc!r})") from None
     return manifest
 
 
-def _check_file(folder: Path, manifest_path: Path, name: str, recorded) -> None:
-    file = folder / name
-    if not isinstance(recorded, dict) or not name.startswith(NATIVE + "/") or ".." in name:
-        raise ModelLoadError(f"{manifest_path} is damaged: bad file entry {name!r}")
-    if not file.is_file():
-        raise ModelLoadError(f"{file} is missing (listed in {manifest_path})")
-    size = file.stat().st_size
-    if size != recorded.get("bytes"):
-        raise ModelLoadError(
-            f"{file} is damaged: {size} bytes, but {recorded.get('bytes')} were written"
-        )
-    if _sha256(file) != recorded.get("sha256"):
-        raise ModelLoadError(f"{file} is damaged: its SHA-256 differs from the one written")
+def _whole(value) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _file_entry_problem(name: str, recorded) -> str | None:
+    parts = name.split("/")
+    if (
+        len(parts) < 2
+        or parts[0] != NATIVE
+        or any(p in ("", ".", "..") for p in parts)
+        or "\\" in name
+        or "\x00" in name
+    ):
+        return f"not a path inside {NATIVE}/ (no '..', '.', empty parts or absolute paths)"
+    if not isinstance(recorded, dict):
+        return "not an object with bytes and sha256"
+    size, digest = recorded.get("bytes"), recorded.get("sha256")
+    if not _whole(size) or size < 0:
+        return f"bytes is {_short(size)}, not a size"
+    if not isinstance(digest, str) or len(digest) != 64 or not set(digest) <= _HEX:
+        return f"sha256 is {_short(digest)}, not 64 hex digits"
+    return None

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ltr_bench.errors import UsageError
+from ltr_bench.evaluation.ranked import MAX_LABEL
 from ltr_bench.models.loading import LoadedModel
 from ltr_bench.ranker import RankerInputError
 
@@ -49,6 +50,14 @@ __all__ = [
 
 SPLITS = ("train", "vali", "test")
 Progress = Callable[[int, int, str], None]
+
+#: the advice of a bad line's message when ``predict`` reads a file (no dataset, no options)
+FILE_FIXES = {
+    "label": f"ltr-bench's metrics take labels 0..{MAX_LABEL} (the gain 2^label - 1 of a "
+    "larger one overflows); check the file's first column.",
+    "qid": "Every line needs 'qid:<query id>' right after its label or, without labels, at "
+    "its start (predict takes each row's query from its own line; it reads no '.query' file).",
+}
 
 
 class ModelInputError(UsageError):
@@ -153,12 +162,16 @@ def predict_split(
     options: dict[str, Any] | None = None,
     metrics=None,
     progress: Progress | None = None,
+    load_fold: Callable[[int], Any] | None = None,
 ) -> Prediction:
     """Rank split ``spec.split`` of fold ``spec.fold`` of dataset ``spec.dataset`` (loaded
     with ``options`` and ``seed`` as ``run`` loads it) and evaluate it as ``run`` does (see
-    the module). A fold other than the one the model was fitted on (its training
-    fingerprint differs from the manifest's) is said in ``notes``, not refused."""
+    the module). ``load_fold(k)``: loads fold ``k`` instead (the CLI's, which simulates the
+    click options as ``run`` does). What the user should know about the split (the model's
+    training data, a leak, other data: :func:`ltr_bench.models.provenance.split_notes`) is
+    said in ``notes``, not refused."""
     from ltr_bench import data
+    from ltr_bench.models.provenance import split_notes
 
     if spec.dataset is None:
         raise ValueError("predict_split needs a dataset (DataSpec.dataset), not a file")
@@ -170,15 +183,20 @@ def predict_split(
         if not Path(spec.dataset).expanduser().is_dir():
             raise
         source = Path(spec.dataset).expanduser().resolve()
-    fold = data.load_fold(
-        source,
-        spec.fold,
-        data_dir=data_dir,
-        cache_dir=cache_dir,
-        seed=seed,
-        options=options or None,
-        progress=progress,
-    )
+    if load_fold is None:
+
+        def load_fold(k: int):
+            return data.load_fold(
+                source,
+                k,
+                data_dir=data_dir,
+                cache_dir=cache_dir,
+                seed=seed,
+                options=options or None,
+                progress=progress,
+            )
+
+    fold = load_fold(spec.fold)
     split = getattr(fold, spec.split)
     if split is None:
         raise UsageError(
@@ -189,13 +207,15 @@ def predict_split(
     pred.y = split.y
     pred.docid = split.extras.get("docid")
     pred.max_label = int(spec_info.label_max) if spec_info is not None else fold.max_label
+
+    def others():
+        folds = data.available_folds(source, data_dir=data_dir, options=options or None)
+        return (k for k in folds if k != spec.fold)
+
     recorded = model.manifest.get("data_fingerprint")
-    if isinstance(recorded, dict) and recorded.get("train") not in (None, fold.train.fingerprint):
-        pred.notes.append(
-            f"{spec.dataset} fold {spec.fold} as loaded now is not the data the model was "
-            "fitted on (its training split's fingerprint differs: another seed, dataset "
-            "option or version of the files?)"
-        )
+    pred.notes += split_notes(
+        recorded, where, split, fold, load_fold=load_fold, other_folds=others()
+    )
     _evaluate(pred, metrics)
     return pred
 
@@ -211,10 +231,13 @@ def predict_file(
 ) -> Prediction:
     """Rank the rows of the LETOR / SVMlight file ``path`` chunk by chunk (whole queries; see
     the module); with labels, evaluate them (``max_label``: ERR's top grade, default the
-    file's largest label). The model's feature count is required of the file: an index
-    beyond it is refused naming the line, a file whose largest feature index is below it is
-    refused after reading (a sparse line may omit a zero feature, but a file where no line
-    has the model's last feature was made for another model)."""
+    file's largest label; one below it is refused). The model's feature count is required
+    of the file: an index beyond it is refused naming the line, a file whose largest feature
+    index is below it is refused after reading (a sparse line may omit a zero feature, but a
+    file where no line has the model's last feature was made for another model); both are
+    :class:`ModelInputError` (exit 2). Labels go up to :data:`MAX_LABEL` (the metrics' gain
+    ``2^label - 1``); a larger one is refused naming its line."""
+    from ltr_bench.data.errors import FeatureIndexError
     from ltr_bench.data.stream import CHUNK_ROWS, iter_query_chunks
 
     path = Path(path)
@@ -223,16 +246,30 @@ def predict_file(
         raise ModelInputError(f"{model.folder}: the model does not record its feature count")
     scores, qids, ys, docids = [], [], [], []
     widest = 0
-    for chunk in iter_query_chunks(
-        path, n_features=n, chunk_rows=chunk_rows or CHUNK_ROWS, progress=progress
-    ):
-        widest = max(widest, chunk.width)
-        where = f"{path} (rows {chunk.first_row}..{chunk.first_row + chunk.qid.size - 1})"
-        scores.append(_score(model, chunk.X, chunk.qid, where))
-        qids.append(chunk.qid)
-        if chunk.y is not None:
-            ys.append(chunk.y)
-        docids.append(chunk.docid)
+    chunks = iter_query_chunks(
+        path,
+        n_features=n,
+        chunk_rows=chunk_rows or CHUNK_ROWS,
+        progress=progress,
+        label_max=MAX_LABEL,
+        context="this file",
+        fixes=FILE_FIXES,
+    )
+    try:
+        for chunk in chunks:
+            widest = max(widest, chunk.width)
+            where = f"{path} (rows {chunk.first_row}..{chunk.first_row + chunk.qid.size - 1})"
+            scores.append(_score(model, chunk.X, chunk.qid, where))
+            qids.append(chunk.qid)
+            if chunk.y is not None:
+                ys.append(chunk.y)
+            docids.append(chunk.docid)
+    except FeatureIndexError as exc:
+        raise ModelInputError(
+            f"{path}:{exc.line}: feature index {exc.index} is beyond the {n} features the "
+            f"model in {model.folder} was fitted on: the file was made for another model "
+            "(or another feature set)"
+        ) from None
     if widest < n:
         raise ModelInputError(
             f"{path}: the rows have at most {widest} features, but the model in {model.folder} "
@@ -244,7 +281,14 @@ def predict_file(
         pred.docid = np.concatenate(present)
     if ys:
         pred.y = np.concatenate(ys)
-        pred.max_label = int(pred.y.max()) if max_label is None else int(max_label)
+        top = int(pred.y.max())
+        if max_label is not None and max_label < top:
+            raise UsageError(
+                f"--max-label {max_label} is below the largest label of {path}, {top}: ERR's "
+                "top grade must be at least every label (omit --max-label to use the file's "
+                "largest)"
+            )
+        pred.max_label = top if max_label is None else int(max_label)
         _evaluate(pred, metrics)
     return pred
 

@@ -128,19 +128,26 @@ def write_target(path: Path) -> tuple[Path, bool]:
         return target, False
     if stat.S_ISCHR(st.st_mode):
         return target, True
-    kind = (
-        "a folder"
-        if stat.S_ISDIR(st.st_mode)
-        else "a named pipe"
-        if stat.S_ISFIFO(st.st_mode)
-        else "a socket"
-        if stat.S_ISSOCK(st.st_mode)
-        else "a block device"
-        if stat.S_ISBLK(st.st_mode)
-        else "not a regular file"
-    )
     shown = target if target == Path(path) else f"{path} (-> {target})"
-    raise OSError(errno.EINVAL, f"{shown} is {kind}, not a file; give a file name")
+    raise OSError(errno.EINVAL, f"{shown} is {file_kind(st.st_mode)}, not a file; give a file name")
+
+
+#: what a file system entry is, in words, by its mode (the first test that holds)
+_KINDS = (
+    (stat.S_ISREG, "a regular file"),
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def file_kind(mode: int) -> str:
+    """``"a folder"``, ``"a named pipe"``, ... for an ``st_mode`` (of ``lstat``: a link is
+    ``"a symbolic link"``); messages that refuse an entry say what it is."""
+    return next((words for test, words in _KINDS if test(mode)), "not a regular file")
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> Path:

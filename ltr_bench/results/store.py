@@ -41,6 +41,7 @@ class ResultStore:
         #: record recomputed in its place keeps the damaged file as ``<name>.damaged``)
         self.damaged: dict[Path, DamagedRecordError] = {}
         self._readable: set[str] = set()  # keys whose per-query CSV was read back
+        self._listing: dict[str, list[str]] | None = None  # key -> its model folders' names
 
     def json_path(self, key: str) -> Path:
         return self.root / f"{key}.json"
@@ -189,20 +190,59 @@ class ResultStore:
         # renamed last: it appears only when its CSV and run file are in place
         atomic_write_many([*files, (path, doc.encode("utf-8"))])
         self._index()[record.key] = record
-        self._drop_other_models(record)
+        self.drop_other_models(record)
         return path
 
-    def _drop_other_models(self, record: ResultRecord) -> None:
+    def drop_other_models(self, record: ResultRecord) -> None:
         """Remove every model folder of ``record``'s cell (``<key>.model.<token>``, written by
         :mod:`ltr_bench.run.keep` before the record) that the record does not name: a
         superseded fit (``--force``), or one whose record was never written (a kill between
-        the two). Called with the cell's claim held, so no other process is writing one."""
-        keep = Path(record.model_dir).name if record.model_dir else None
+        the two). Call it with the cell's claim held, so no other process is writing one."""
+        for folder in self._other_models(record, self._model_names(record.key, fresh=True)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def tidy_models(self, record: ResultRecord) -> None:
+        """For a finished cell that is skipped: remove the model folders its record does not
+        name (a ``--force`` run killed between writing its model and its record leaves one)
+        when no process holds the cell's claim (it is taken, non-blocking, for the removal;
+        a process holding it may be writing a model its record will name). One listing of
+        the folder serves every skipped cell."""
+        if not self._other_models(record, self._model_names(record.key, fresh=False)):
+            return
+        claim = self.claim(record.key)
+        if claim is None:
+            return
+        try:
+            self.drop_other_models(record)
+        finally:
+            claim.release()
+
+    def _model_names(self, key: str, *, fresh: bool) -> list[str]:
+        """Names in the folder that belong to ``key``'s model folders (``fresh``: listed now,
+        else from one listing of the folder taken on first use)."""
+        prefixes = (f"{key}.model.", f".{key}.model.")
+        if fresh:
+            try:
+                names = os.listdir(self.root)
+            except OSError:
+                return []
+            return [n for n in names if n.startswith(prefixes)]
+        if self._listing is None:
+            self._listing = {}
+            try:
+                names = os.listdir(self.root)
+            except OSError:
+                names = []
+            for name in names:
+                head, sep, _ = name.lstrip(".").partition(".model.")
+                if sep:
+                    self._listing.setdefault(head, []).append(name)
+        return self._listing.get(key, [])
+
+    def _other_models(self, record: ResultRecord, names: list[str]) -> list[Path]:
         # ".<key>.model.*": the writer's temporary folders, left by a killed process
-        for pattern in (f"{record.key}.model.*", f".{record.key}.model.*"):
-            for folder in self.root.glob(pattern):
-                if folder.name != keep and folder.is_dir():
-                    shutil.rmtree(folder, ignore_errors=True)
+        keep = Path(record.model_dir).name if record.model_dir else None
+        return [self.root / n for n in names if n != keep and (self.root / n).is_dir()]
 
     def per_query(self, record: ResultRecord) -> dict[str, list] | None:
         """The per-query values of a record (from memory, else from its CSV)."""

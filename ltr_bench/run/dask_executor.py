@@ -52,8 +52,8 @@ costs that cell only: the scheduler reruns it on another worker up to
 scheduler's own configuration on an external one), then gives up with ``KilledWorker`` and
 the cell gets a ``status="failed"`` record with stage ``"worker"`` saying so; the other cells
 go on. An exception inside the ranker is already a failed record made by ``run_cell`` on the
-worker. Ctrl-C (or an exception in a listener) while waiting cancels every cell not yet
-returned; records already returned were saved by the caller.
+worker. Ctrl-C (or a listener's exception) cancels every cell not yet returned and frees the
+workers fitting them (:func:`~.dask_workers.cancel_and_free`); records returned are saved.
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ from ltr_bench.results import ResultRecord
 from ltr_bench.run.dask_workers import (
     THREAD_ENV,
     WORKER_IMPORTS,
+    cancel_and_free,
     import_modules,
     ranker_modules,
     start_forkserver,
@@ -381,8 +382,7 @@ class DaskExecutor(Executor):
                     future.release()
                     yield i, result
         finally:
-            if running:
-                client.cancel(list(running), force=True)
+            cancel_and_free(client, list(running), restart=self._cluster is None)
             if topic is not None:
                 try:
                     client.unsubscribe_topic(topic)

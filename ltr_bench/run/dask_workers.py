@@ -83,3 +83,58 @@ def import_modules(modules: list[str]) -> None:
             importlib.import_module(module)
         except Exception:  # noqa: BLE001 - the cell that needs it records the error
             pass
+
+
+def cancel_and_free(client, futures, *, restart: bool) -> None:
+    """Cancel ``futures`` (cells still out when ``map_cells`` stops: Ctrl-C, a full disk)
+    and, with ``restart`` (a long-lived cluster this run does not own), restart through its
+    nanny every worker that was running only those cells.
+
+    Why: Dask cannot stop a task inside a worker's thread. A cancelled fit runs on to its
+    end, holding its worker's thread and ``cores``, so the next run on that cluster would
+    wait for fits nobody wants any more (an hour for a long one). A restarted worker is a
+    new process, free at once (its nanny starts it again; the scheduler sees it rejoin). A
+    worker running anything else too (another client's task) is left alone, as is one
+    without a nanny (``dask worker --no-nanny``: it could not come back); a warning names
+    it. A local cluster is closed by its owner right after, which ends its workers anyway."""
+    import logging
+
+    if not futures:
+        return
+    keys = {f.key for f in futures}
+    busy: dict = {}
+    if restart:
+        try:  # where each cell runs, asked before the cancel makes the scheduler forget it
+            busy = client.processing()
+        except Exception:  # noqa: BLE001 - a lost scheduler: nothing left to free
+            busy = {}
+    client.cancel(list(futures), force=True)
+    running = {w: set(ks) & keys for w, ks in busy.items() if set(ks) & keys}
+    if not running:
+        return
+    log = logging.getLogger("ltr_bench")
+    try:
+        info = client.scheduler_info(n_workers=-1).get("workers", {})
+    except Exception:  # noqa: BLE001
+        info = {}
+    alone = [w for w in running if set(busy[w]) <= keys and (info.get(w) or {}).get("nanny")]
+    for w in sorted(set(running) - set(alone)):
+        log.warning(
+            "the Dask worker %s keeps running %d cancelled cell(s) until their fits end "
+            "(%s); the next run there may wait for them",
+            w,
+            len(running[w]),
+            "it has no nanny to restart it"
+            if not (info.get(w) or {}).get("nanny")
+            else "it runs other tasks too",
+        )
+    if alone:
+        log.warning(
+            "restarting %d Dask worker(s) to stop the cancelled cell(s) they were fitting: %s",
+            len(alone),
+            ", ".join(sorted(alone)),
+        )
+        try:
+            client.restart_workers(alone, timeout=120, raise_for_error=False)
+        except Exception as exc:  # noqa: BLE001 - the run is over; say what was left
+            log.warning("could not restart them (%s: %s)", type(exc).__name__, exc)

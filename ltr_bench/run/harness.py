@@ -205,7 +205,7 @@ def run_plan(
             pending: list[tuple[int, Cell]] = []
             for i, cell, previous in entries:
                 if previous is not None and fold is not None and _same_data(previous, fold):
-                    _reuse(report, listener, previous, i, len(cells))
+                    _reuse(report, store, listener, previous, i, len(cells))
                     continue
                 if previous is not None and fold is not None:
                     warn(
@@ -254,8 +254,14 @@ def run_plan(
 
 
 def _reuse(
-    report: RunReport, listener: Listener, previous: ResultRecord, index: int, total: int
+    report: RunReport,
+    store: ResultStore,
+    listener: Listener,
+    previous: ResultRecord,
+    index: int,
+    total: int,
 ) -> None:
+    store.tidy_models(previous)  # a model a killed --force run left beside this record
     report.records.append(previous)
     report.n_skipped += 1
     listener.cell_finished(previous, index, total, skipped=True)
@@ -332,6 +338,7 @@ def _run_claimed(
     if fold is not None:
         fresh = store.reload(cell.key)
         if fresh is not None and _same_data(fresh, fold) and (not force or fresh.finished >= since):
+            store.drop_other_models(fresh)  # the claim is held
             report.records.append(fresh)
             report.n_skipped += 1
             _announce(listener, fresh, claim, index, total, skipped=True)
@@ -433,6 +440,7 @@ def _reused(report, store, listener, cell: Cell, claim, index: int, total: int, 
     fresh = store.reload(cell.key)
     if fresh is None or (force and fresh.finished < since):
         return False
+    store.drop_other_models(fresh)  # the claim is held
     report.records.append(fresh)
     report.n_skipped += 1
     try:

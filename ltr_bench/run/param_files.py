@@ -10,6 +10,12 @@ identified by what they hold, every file a parameter names is fingerprinted by c
 Which parameters name files: those the ranker declares in
 :attr:`ltr_bench.ranker.RankerTags.file_params`, and, so that a ranker that declares none is
 covered too, every parameter whose value is a string naming an existing regular file.
+
+A file edited while the run is going would be fitted on content the key does not stand for:
+:func:`check_unchanged` hashes each file again right before the ranker is built and right
+after it is fitted (it may read the file at either time), and a file whose content is no
+longer the planned one fails the cell (:class:`ParamFileChanged`), so no record ever pairs
+a key with other content; the next run plans the new content as a new cell.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ParamFileError", "param_file_fingerprints"]
+__all__ = ["ParamFileChanged", "ParamFileError", "check_unchanged", "param_file_fingerprints"]
 
 _CHUNK = 1 << 20
 
@@ -26,6 +32,11 @@ _CHUNK = 1 << 20
 class ParamFileError(ValueError):
     """A declared file parameter names a file that cannot be read; ``str`` names the
     parameter, the file and the reason."""
+
+
+class ParamFileChanged(ValueError):
+    """A file a parameter names no longer holds the content the cell was planned with;
+    ``str`` names the parameter, the file and both fingerprints."""
 
 
 def _names_file(value: Any) -> Path | None:
@@ -68,3 +79,22 @@ def param_file_fingerprints(
                 reason = exc.strerror or str(exc)
                 raise ParamFileError(f"{name}={value}: cannot read the file: {reason}") from None
     return out
+
+
+def check_unchanged(planned: dict[str, str] | None, params: dict[str, Any], ranker: str) -> None:
+    """Raise :class:`ParamFileChanged` when a file named by ``params`` (``{parameter:
+    path}``) no longer has the fingerprint ``planned`` (``{parameter: "sha256:<hex>"}``,
+    :func:`param_file_fingerprints` at planning) or cannot be read any more."""
+    for name, digest in (planned or {}).items():
+        path = Path(str(params.get(name))).expanduser()
+        try:
+            now = file_digest(path)
+        except OSError as exc:
+            now = f"unreadable ({exc.strerror or exc})"
+        if now != digest:
+            raise ParamFileChanged(
+                f"{ranker}.{name}={params.get(name)}: the file changed while the run was going "
+                f"(planned with {digest[:19]}..., now {now[:40]}); this cell's key stands for "
+                "the planned content, so nothing is recorded for it: run again to fit on "
+                "the new content (a new cell)"
+            )

@@ -42,6 +42,7 @@ from ltr_bench.progress import progress_handler
 from ltr_bench.results import ResultRecord, jsonable, now, trec_run_text
 from ltr_bench.run.cells import Cell, build_ranker, ranker_tags
 from ltr_bench.run.keep import keep_model
+from ltr_bench.run.param_files import check_unchanged
 from ltr_bench.timing import PeakMemory, Stopwatch, load_average, thread_limit, time_scoring
 
 __all__ = [
@@ -226,6 +227,7 @@ def run_cell(
         rec.n_test_queries = test.n_queries
 
         stage = "setup"
+        check_unchanged(cell.param_files, cell.params, cell.ranker)  # edited since planning?
         with Stopwatch() as setup:
             ranker = build_ranker(
                 cell.ranker,
@@ -264,6 +266,7 @@ def run_cell(
                     eval_set=eval_set,
                     **keywords,
                 )
+            check_unchanged(cell.param_files, cell.params, cell.ranker)  # read during fit?
             stage = "predict"
             timing = time_scoring(
                 lambda: ranker.predict(test.X, qid=test.qid),

@@ -21,7 +21,6 @@ import fcntl
 import hashlib
 import json
 import os
-import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -124,16 +123,15 @@ def _check_url(spec: str, what: str) -> None:
         )
     db = Path(url.database)
     if db.exists() and db.is_file() and db.stat().st_size > 0:
+        # read-only, and after SQLite's own recovery of a hot journal (an Optuna process
+        # SIGKILLed mid-transaction leaves one): the reader the MLflow store check uses
+        from ltr_bench.tracking.sqlite_read import Unreadable, read_sqlite
+
         try:
-            con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-            try:
-                tables = {
-                    r[0] for r in con.execute("select name from sqlite_master where type='table'")
-                }
-            finally:
-                con.close()
-        except sqlite3.Error as exc:
+            rows = read_sqlite(db, "select name from sqlite_master where type='table'")
+        except Unreadable as exc:
             raise StorageError(f"{what}: cannot read {db}: {exc}") from None
+        tables = {r[0] for r in rows}
         if tables and not OPTUNA_TABLES <= tables:
             raise StorageError(
                 f"{what}: {db} is an SQLite database but not an Optuna storage (its tables: "

@@ -134,7 +134,9 @@ def test_a_file_with_other_features_than_the_model_is_refused_naming_it(lightgbm
     code, out = _cli("--model", rec.model_dir, "--data", narrow)
     assert code == 2 and str(narrow) in out and "fitted on 5" in out
     code, out = _cli("--model", rec.model_dir, "--data", wide)
-    assert code == 1 and f"{wide}:1" in out  # the first line with a 6th feature
+    assert code == 2 and f"{wide}:1" in out  # the first line with a 6th feature
+    assert "the 5 features the model in" in out and "this dataset" not in out
+    assert "n_features" not in out  # no dataset option to set: the model decides
 
 
 def _copy_model(rec, tmp_path) -> Path:

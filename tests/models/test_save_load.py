@@ -23,6 +23,7 @@ from ltr_bench.models import (
     load_model,
     save_model,
 )
+from ltr_bench.models.manifest import file_digests
 from ltr_bench.ranker import BaseRanker, RankerInputError, can_save
 from ltr_bench.registry import make_ranker
 
@@ -264,7 +265,18 @@ def test_a_state_file_can_set_only_fitted_attributes(ridge_model):
     body["predict"] = 1
     state.write_text(json.dumps(body))
     manifest = json.loads((folder / MANIFEST).read_text())
-    manifest["files"].pop("native/state.json")  # as if the manifest were rewritten too
-    (folder / MANIFEST).write_text(json.dumps(manifest))
+    manifest["files"]["native/state.json"] = file_digests(folder)["native/state.json"]
+    (folder / MANIFEST).write_text(json.dumps(manifest))  # rewritten to match the edit
     with pytest.raises(ModelLoadError, match="'predict' is not a fitted attribute"):
+        load_model(folder)
+
+
+def test_a_native_file_taken_out_of_the_manifest_is_refused_not_loaded_unchecked(ridge_model):
+    _, folder, _, _ = ridge_model
+    state = folder / "native" / "state.json"
+    state.write_text(state.read_text().replace("[", "[ ", 1))  # edited
+    manifest = json.loads((folder / MANIFEST).read_text())
+    manifest["files"].pop("native/state.json")  # and taken out of the checked list
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(ModelLoadError, match=r"native/state.json is not listed in the model's"):
         load_model(folder)

@@ -92,6 +92,42 @@ def test_models_left_by_a_killed_run_are_removed_when_the_cell_is_saved(tmp_path
     assert not half.exists()
 
 
+def test_a_model_left_by_a_killed_forced_run_is_removed_when_the_finished_cell_is_skipped(
+    tmp_path,
+):
+    rec = _run(tmp_path, plan=_plan(folds=[1])).records[0]
+    # a --force run killed after writing its model, before its record: the old record stays
+    orphan = tmp_path / f"{rec.key}.model.0123456789ab"
+    orphan.mkdir()
+    (orphan / "manifest.json").write_text("{}")
+    held = ResultStore(tmp_path).claim(rec.key)  # another process is computing the cell
+    again = _run(tmp_path, plan=_plan(folds=[1]))
+    assert again.n_skipped == 1 and orphan.is_dir()  # its model may be the one it will name
+    held.release()
+    again = _run(tmp_path, plan=_plan(folds=[1]))
+    assert again.n_skipped == 1
+    assert _model_folders(tmp_path) == [Path(rec.model_dir).name]  # only the record's own
+
+
+def test_a_skipped_cell_without_its_model_says_so_when_models_are_kept(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from ltr_bench.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["run", "--ranker", "ridge", "--dataset", "synthetic", "--folds", "1", "--no-mlflow"]
+    argv += [f"--dataset-option={k}={v}" for k, v in TINY.items()]
+    first = CliRunner().invoke(main, [*argv, "--keep-models", "none"])
+    assert first.exit_code == 0, first.output
+    again = CliRunner().invoke(main, argv)
+    assert again.exit_code == 0, again.output
+    assert "finished earlier, skipped" in again.output
+    assert "it has no kept model (it was run with --keep-models none" in again.output
+    assert "--force refits it and keeps its model" in again.output
+    quiet = CliRunner().invoke(main, [*argv, "--keep-models", "none"])
+    assert "no kept model" not in quiet.output  # not asked for: nothing to say
+
+
 def test_a_ranker_that_cannot_be_saved_keeps_its_metrics_and_says_why(tmp_path, fake_rankers):
     report = _run(tmp_path, plan=_plan("fake-linear", {}, folds=[1]))
     rec = report.records[0]

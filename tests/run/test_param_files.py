@@ -74,3 +74,32 @@ def test_a_declared_file_that_cannot_be_read_is_named_before_any_work(env, monke
     code, out = _run(env, path)
     assert code == 2 and "cannot read the file: Permission denied" in out, out
     assert "Traceback" not in out and not env.fakes.FITS, out
+
+
+def test_a_file_edited_while_the_run_is_going_fails_its_cell_and_records_nothing(env, tmp_path):
+    from ltr_bench.run.cells import expand_plan
+    from ltr_bench.run.plan import DatasetChoice, Plan, RankerChoice
+    from ltr_bench.run.unit import run_cell
+
+    path = tmp_path / "scale.txt"
+    path.write_text("1\n")
+    plan = Plan(
+        rankers=[RankerChoice("fake-file", {"scale_file": str(path)})],
+        datasets=[DatasetChoice(str(env.data), {})],
+        folds=[1],
+    )
+    (cell,) = expand_plan(plan).cells
+    path.write_text("2\n")  # after planning, before the fit
+    rec = run_cell(cell)
+    assert rec.status == "failed" and rec.error_stage == "setup"
+    assert "the file changed while the run was going" in rec.error and str(path) in rec.error
+    path.write_text("1\n")  # the planned content again: fitted as planned
+    assert run_cell(cell).ok
+    # edited during the fit (the ranker read the old content, the key stands for it)
+    code, out = env.run(
+        "run", "--ranker", "ltrb_fake_rankers:EditedFileRanker",
+        "--param", f"ltrb_fake_rankers:EditedFileRanker.scale_file={path}",
+        "--dataset", env.data, "--metrics", "ndcg@10", "--results-dir", "res", "--no-mlflow",
+    )  # fmt: skip
+    assert code == 1 and "the file changed while the run was going" in out, out
+    assert _records(env) == []

@@ -39,8 +39,9 @@ from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input
 
 
 class SleepyRanker(BaseRanker):
-    def __init__(self, random_state=0):
+    def __init__(self, random_state=0, seconds=None):
         self.random_state = random_state
+        self.seconds = seconds
 
     def ranker_tags(self):
         return RankerTags(seed_param="random_state")
@@ -50,7 +51,10 @@ class SleepyRanker(BaseRanker):
         fold = f"{float(np.asarray(X).sum()):.6f}"
         with open(os.environ["LTRB_SLEEPY_LOG"], "a") as fh:
             fh.write(f"start {os.getpid()} {fold}\\n")
-        time.sleep(float(os.environ.get("LTRB_SLEEPY_SECONDS", "2")))
+        seconds = self.seconds
+        if seconds is None:
+            seconds = float(os.environ.get("LTRB_SLEEPY_SECONDS", "2"))
+        time.sleep(seconds)
         self.w_ = np.linalg.lstsq(X, np.asarray(y, float), rcond=None)[0]
         with open(os.environ["LTRB_SLEEPY_LOG"], "a") as fh:
             fh.write(f"end {os.getpid()} {fold}\\n")
@@ -293,3 +297,36 @@ def test_a_worker_that_does_not_see_the_data_home_fails_the_cell_saying_so(clust
     assert "1 of 1 cell(s) failed" in err and "on the Dask worker tcp://127.0.0.1:" in err
     assert f"The data home is {cluster.worker_home}" in err  # the worker's, not the client's
     assert "most recent call" not in err
+
+
+def test_ctrl_c_on_a_cluster_frees_its_workers_and_the_next_run_finishes(cluster):
+    # each worker fits a cell that would sleep an hour; Dask cannot stop a task in a
+    # worker's thread, so without freeing them the next run would wait for both fits
+    sleepy = "ltrb_sleepy:SleepyRanker"
+    args = ("run", "--ranker", sleepy, "--param", f"{sleepy}.seconds=3600", "--dataset")
+    args += ("mq2008", "--folds", "1,2", "--no-mlflow", "--scheduler", cluster.address)
+    before = len(_fits(cluster.log))
+    first = cluster.ltr_bench(cluster.tmp / "interrupted", *args)
+    end = time.monotonic() + START_TIMEOUT
+    while len(_fits(cluster.log)) < before + 2:  # both workers are fitting
+        assert time.monotonic() < end and first.poll() is None, first.communicate()
+        time.sleep(0.1)
+    fitting = {pid for _, pid, _ in _fits(cluster.log)[before:]}
+    first.send_signal(signal.SIGINT)
+    _, err = first.communicate(timeout=300)
+    assert first.returncode == 130, err
+    assert "restarting 2 Dask worker(s) to stop the cancelled cell(s)" in err, err
+    for pid in fitting:  # the abandoned fits' processes are gone, not sleeping on
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    second = cluster.ltr_bench(
+        cluster.tmp / "after",
+        *("run", "--ranker", "ridge", "--dataset", "mq2008", "--folds", "1", "--no-mlflow"),
+        "--scheduler",
+        cluster.address,
+    )
+    _, err = second.communicate(timeout=600)  # well before an hour
+    assert second.returncode == 0, err
+    assert len(_metrics(cluster.tmp / "after" / "mlflow_runs" / "results")) == 1
+    assert not [f for f in _fits(cluster.log)[before:] if f[0] == "end"]
+    cluster._until(lambda: cluster.n_workers() == 2, "both workers back after the restart")
