@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -171,7 +172,8 @@ def test_a_model_kept_from_cuda_tensors_loads_and_predicts_on_a_machine_without_
         folder = save_model(ranker, tmp_path / "model", ranker_name="neural")
     scorer_file = folder / "native" / "scorer.pt"
     if not HAS_CUDA:  # the file is what a CUDA fit writes: torch alone cannot load it here
-        with pytest.raises(RuntimeError, match="CUDA"):
+        # torch 2.3 wraps the same message in an UnpicklingError
+        with pytest.raises((RuntimeError, pickle.UnpicklingError), match="on a CUDA device"):
             torch.load(scorer_file, weights_only=True)
     state = torch.load(scorer_file, weights_only=True, map_location="cpu")
     assert all(t.device.type == "cpu" for t in state.values())
