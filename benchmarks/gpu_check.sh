@@ -23,8 +23,15 @@ cd "$(dirname "$0")/.."
 wheels=.gpu_wheels
 
 if [ "${1:-}" = "--build" ]; then
-  rm -rf "$wheels" build plugins/neural/build  # setuptools' build/ can hold deleted modules
-  python -m pip wheel -q --no-deps --no-build-isolation -w "$wheels" . ./plugins/neural
+  rm -rf "$wheels"
+  # built from a copy of what the run tool carries (tracked and untracked-not-ignored files),
+  # so setuptools' build/ and *.egg-info never land in this checkout (an in-tree egg-info
+  # would change the metadata importlib sees here)
+  src="$(mktemp -d)"
+  trap 'rm -rf "$src"' EXIT
+  git ls-files -z --cached --others --exclude-standard \
+    | tar --null --ignore-failed-read -T - -cf - 2>/dev/null | tar -xf - -C "$src"
+  python -m pip wheel -q --no-deps --no-build-isolation -w "$wheels" "$src" "$src/plugins/neural"
   # pytest for the gpu-marked tests, at the versions installed here
   pins="$(python -c "from importlib.metadata import version as v
 print(' '.join(f'{d}=={v(d)}' for d in ('pytest', 'pluggy', 'iniconfig', 'pygments', 'packaging')))")"
