@@ -29,15 +29,11 @@ Stages (``--stages``, in this order; each is skipped with its reason when it can
   ``mslr`` training queries repeated to 18,919 queries, ~2.27M documents): seconds per epoch
   and peak memory at the real size, beside the CPU's rate from ``mslr``.
 
-Without CUDA only the CPU runs happen (so the script is tested on machines without a GPU).
-``--budget-s``: a stage starts only if it can end (``NEEDS``) within this many seconds.
-
-On the GPU machine (one command; ``.gpu_wheels`` built here first, see ``gpu_check.sh``)::
+Without CUDA only the CPU runs happen (so it is tested without a GPU). A stage starts only if
+it can end (``NEEDS``) within ``--budget-s``; a failed run or stage is recorded, the rest run
+(exit 1). On the GPU machine, after ``bash benchmarks/gpu_check.sh --build`` here::
 
     bash benchmarks/gpu_check.sh "$OUT"          # run tool: carry [".gpu_wheels"], timeout_s 330
-
-Here (CPU only, small): ``python benchmarks/gpu_check.py --out /tmp/gpu.json --queries 40
---epochs 1 --stages smoke,mslr``.
 """
 
 from __future__ import annotations
@@ -51,6 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -241,18 +238,29 @@ def stage_fits(name, fold, devices, args, init, out) -> dict:
     kept = {}
     for model in CONFIGS:
         for device in devices:
-            result = fit_and_score(model, device, fold, args, init)
+            try:
+                result = fit_and_score(model, device, fold, args, init)
+            except Exception:  # noqa: BLE001 - recorded; the other runs still tell something
+                stage["runs"].append({"model": model, "device": device, "error": failure()})
+                print(f"[{name}] {model} {device} FAILED:\n{failure()}", flush=True)
+                write(out, args)
+                continue
             kept[(model, device)] = result
             stage["runs"].append(result[0])
             say(name, result[0])
             write(out, args)
-        if len(devices) == 2:
+        if (model, "cpu") in kept and (model, "cuda") in kept:
             stage.setdefault("compare", {})[model] = compare(
                 kept[(model, "cpu")], kept[(model, "cuda")], fold
             )
             say_compare(model, stage["compare"][model])
             write(out, args)
     return kept
+
+
+def failure() -> str:
+    """The current exception's traceback, shortened for the JSON."""
+    return traceback.format_exc()[-3000:]
 
 
 def describe_fold(fold) -> dict:
@@ -363,7 +371,8 @@ def stage_pytest() -> dict:
          "plugins/neural/tests/test_devices.py"],
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
-    return {"rc": done.returncode, "tail": (done.stdout + done.stderr)[-3000:]}
+    status = "ok" if done.returncode == 0 else "failed"
+    return {"status": status, "rc": done.returncode, "tail": (done.stdout + done.stderr)[-3000:]}
 
 
 def say(stage, row) -> None:
@@ -378,7 +387,10 @@ def say(stage, row) -> None:
 
 def say_compare(model, c) -> None:
     print(
-        f"        {model}: |dNDCG@10| {c['abs_ndcg@10_diff']:.4f}, same init "
+        f"        {model}: |dNDCG@10| {c['abs_ndcg@10_diff']:.4f} (<= {NDCG_TOLERANCE}: "
+        f"{c['ndcg_within_tolerance']}), epoch-1 loss rel. diff "
+        f"{c['rel_train_loss_diff_epoch1']:.1e} (<= {LOSS_TOLERANCE}: "
+        f"{c['loss_within_tolerance']}), same init "
         f"{c['same_initial_weights']}, same top 10 in {c['test_queries_same_top10']}/"
         f"{c['test_queries']} queries, CUDA x{c['fit_speedup_cuda']} fit, "
         f"x{c['scoring_speedup_cuda']} scoring",
@@ -439,9 +451,9 @@ def main(argv=None) -> int:
             return False
         return True
 
-    kept = {}
+    kept: dict = {}
     if "smoke" in stages:
-        small = load_fold("synthetic", 1, options={**mslr_options(60, 30)}, seed=args.seed)
+        small = load_fold("synthetic", 1, options=mslr_options(60, 30), seed=args.seed)
         args.epochs_for_fold = 2
         stage_fits("smoke", small, devices, args, init, out)
     fold = None
@@ -457,24 +469,29 @@ def main(argv=None) -> int:
         elif ("transformer", "cuda") not in kept and name != "pytest":
             skip(name, "needs the mslr stage")
         elif in_budget(name):
-            if name == "repeat":
-                result = stage_repeat(fold, args, init, kept[("transformer", "cuda")])
-            elif name == "keep":
-                result = stage_keep(fold, kept[("transformer", "cuda")])
-            elif name == "pytest":
-                result = stage_pytest()
-            else:
-                runs = out["stages"]["mslr"]["runs"]
-                cpu = [r for r in runs if r["model"] == "transformer" and r["device"] == "cpu"]
-                result = stage_scale(fold, args, cpu[0]["train_docs_per_s"])
+            try:
+                if name == "repeat":
+                    result = stage_repeat(fold, args, init, kept[("transformer", "cuda")])
+                elif name == "keep":
+                    result = stage_keep(fold, kept[("transformer", "cuda")])
+                elif name == "pytest":
+                    result = stage_pytest()
+                else:
+                    cpu = kept.get(("transformer", "cpu"))
+                    result = stage_scale(fold, args, cpu[0]["train_docs_per_s"] if cpu else None)
+            except Exception:  # noqa: BLE001 - recorded; the next stages still run
+                result = {"status": "failed", "error": failure()}
+                print(f"[{name}] FAILED:\n{result['error']}", flush=True)
             out["stages"][name] = result
             shown = {k: v for k, v in result.items() if k != "tail"}  # pytest's output: JSON
             print(f"[{name}] {json.dumps(shown)}", flush=True)
             write(out, args)
     out["environment"]["load_average_end"] = round(os.getloadavg()[0], 2)
+    text = json.dumps(out["stages"])
+    out["failed"] = '"error"' in text or '"status": "failed"' in text
     write(out, args)
     print(f"gpu_check: wrote {args.out} in {out['elapsed_s']} s", flush=True)
-    return 0
+    return 1 if out["failed"] else 0
 
 
 if __name__ == "__main__":
