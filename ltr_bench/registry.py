@@ -25,6 +25,8 @@ from typing import Any, cast
 from ltr_bench.errors import EXIT_FAILED, UsageError
 
 ENTRY_POINT_GROUP = "ltr_bench.rankers"
+#: a plugin's own note of what a ranker will run on (``ltr-bench rankers``; :func:`runtime_note`)
+RUNTIME_GROUP = "ltr_bench.runtime"
 #: the distribution of the core and its built-in rankers
 CORE_DISTRIBUTION = "ltr-bench"
 
@@ -148,6 +150,31 @@ class RankerEntry:
                 + ("" if self.distribution == "(import path)" else _upgrade_hint(self, obj))
             )
         return cast(type, obj)
+
+
+def runtime_note(entry: RankerEntry) -> str | None:
+    """What ranker ``entry`` will run on, in a few words (``neural``: ``torch 2.13.0+cpu (CPU
+    build), device auto -> cpu``), or None when its distribution says nothing.
+
+    The note is the string returned by the function the ranker's own distribution registers
+    under the :data:`RUNTIME_GROUP` entry-point group with the ranker's name, called with no
+    argument (it should be cheap: ``ltr-bench rankers`` calls it for every available ranker).
+    A function that fails gives ``runtime unknown (<error>)``: a note informs, it never stops
+    the listing. Newlines become spaces."""
+    if entry.distribution == "(import path)":
+        return None
+    try:
+        eps = metadata.distribution(entry.distribution).entry_points
+        found = [ep for ep in eps if ep.group == RUNTIME_GROUP and ep.name == entry.name]
+    except Exception:  # unreadable metadata: no note rather than a guess
+        return None
+    if not found:
+        return None
+    try:
+        note = found[0].load()()
+    except Exception as exc:  # a plugin's note must not take the listing down
+        return f"runtime unknown ({type(exc).__name__}: {exc})"
+    return " ".join(str(note).split())
 
 
 def declared_contract_version(ranker: object) -> object:

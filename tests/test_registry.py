@@ -190,3 +190,53 @@ def test_an_import_path_names_a_ranker_that_is_not_installed():
     assert entry.distribution == "(import path)" and entry.target == entry.name
     with pytest.raises(UnknownRankerError):
         get_entry("not a path:Ranker")
+
+
+NOTED_PLUGIN = """
+    class Ranker:
+        def fit(self, X, y, *, qid, eval_set=None):
+            return self
+
+        def predict(self, X, *, qid=None):
+            return X[:, 0]
+
+
+    def note():
+        return "engine 1.0,\\n  device auto -> cpu"
+
+
+    def broken_note():
+        raise RuntimeError("no driver")
+"""
+
+
+def test_rankers_shows_the_runtime_note_a_plugin_registers_and_survives_a_failing_one(plugin_dir):
+    from click.testing import CliRunner
+
+    from ltr_bench.cli import main
+
+    names = ("fake-noted", "fake-failing-note", "fake-silent")
+    _fake_distribution(
+        plugin_dir, "fake-runtime", dict.fromkeys(names, "fake_plugin_noted:Ranker"),
+        {"fake_plugin_noted": NOTED_PLUGIN},
+    )  # fmt: skip
+    with (plugin_dir / "fake_runtime-0.1.dist-info" / "entry_points.txt").open("a") as f:
+        f.write(
+            "[ltr_bench.runtime]\nfake-noted = fake_plugin_noted:note\n"
+            "fake-failing-note = fake_plugin_noted:broken_note\n"
+        )
+    # a note for a ranker of another distribution is not that ranker's note
+    _fake_distribution(plugin_dir, "fake-intruder", {}, {})
+    with (plugin_dir / "fake_intruder-0.1.dist-info" / "entry_points.txt").open("a") as f:
+        f.write("[ltr_bench.runtime]\nfake-silent = fake_plugin_noted:note\n")
+    importlib.invalidate_caches()
+
+    result = CliRunner().invoke(main, ["rankers"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    rows = {line.split()[0]: line for line in result.stdout.splitlines()[2:]}
+    assert rows["fake-noted"].endswith(" ok (engine 1.0, device auto -> cpu)")
+    assert rows["fake-failing-note"].endswith(" ok (runtime unknown (RuntimeError: no driver))")
+    assert rows["fake-silent"].endswith(" ok")
+    assert rows["lightgbm"].endswith(" ok")  # the built-in rankers register no note
+    quick = CliRunner().invoke(main, ["rankers", "--no-check"], catch_exceptions=False)
+    assert "engine" not in quick.stdout  # --no-check imports nothing, not even a note

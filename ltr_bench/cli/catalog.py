@@ -29,7 +29,8 @@ def rankers_cmd(no_check: bool, recheck: bool) -> None:
     ~/.cache/ltr_bench) and reused until the Python environment, a file the check imported or
     the plugin's own files change; a failure is never cached. A plugin whose declared
     requirements are not installed shows as 'unavailable' with the pip command that installs
-    them, without being imported.
+    them, without being imported. An available ranker whose plugin says what it will run on
+    shows that after 'ok' (neural: the torch build and the device that device=auto picks).
     """
     from ltr_bench.registry import list_rankers
 
@@ -47,9 +48,14 @@ def rankers_cmd(no_check: bool, recheck: bool) -> None:
         else:
             to_check.append(e)
     if to_check:
+        from ltr_bench.registry import runtime_note
         from ltr_bench.registry_status import check_statuses
 
         statuses.update(zip([e.name for e in to_check], check_statuses(to_check, recheck=recheck)))
+        for e in to_check:  # e.g. neural: which torch, and the device `auto` picks
+            note = runtime_note(e) if statuses[e.name] == "ok" else None
+            if note:
+                statuses[e.name] = f"ok ({note})"
     rows = [["name", "distribution", "version", "status"]]
     rows += [[e.name, e.distribution, e.version, statuses[e.name]] for e in entries]
     if len(rows) == 1:

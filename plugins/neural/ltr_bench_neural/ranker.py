@@ -73,7 +73,9 @@ class NeuralRanker(BaseRanker):
         of this many documents (drawn once from ``random_state``).
     val_metric : metric name, default ``ndcg@10`` (ltr_bench syntax): the early-stopping
         criterion and the validation learning curve.
-    device : ``auto`` | ``cpu`` | ``cuda``, default ``auto`` (CUDA when available).
+    device : ``auto`` | ``cpu`` | ``cuda``, default ``auto`` (CUDA when available;
+        :mod:`ltr_bench_neural.devices`). A model trained on CUDA scores on it; a kept model
+        loads on the CPU.
     dtype : ``float32`` | ``float64``, default ``float32``.
     feature_transform : ``none`` | ``log1p``, default ``none``: applied to the features
         before standardisation; ``log1p`` is sign(x) log(1 + |x|) (Qin et al. 2021).
@@ -203,9 +205,11 @@ class NeuralRanker(BaseRanker):
 
     def _validate_params(self) -> None:
         """Every check that needs no data (called before any data is loaded)."""
+        from ltr_bench_neural.devices import check_device
         from ltr_bench_neural.unbiased_params import check_unbiased_params
 
         check_unbiased_params(self)
+        check_device(self.device)  # cuda without a GPU: refused before any data is loaded
         if self.config is not None:  # an allRank config: check it and what it resolves to
             from ltr_bench_neural.allrank_config import validate_config
 

@@ -31,6 +31,7 @@ from ltr_bench.evaluation.metrics import evaluate
 from ltr_bench.progress import report_intermediate
 from ltr_bench_neural.batching import Batch, build_batches
 from ltr_bench_neural.defaults import resolve as resolve_defaults
+from ltr_bench_neural.devices import resolve_device
 from ltr_bench_neural.features import transform_features
 from ltr_bench_neural.groups import group_scores
 from ltr_bench_neural.losses import check_loss_args, resolve
@@ -67,17 +68,6 @@ def torch_threads(n: int | None):
         yield
     finally:
         torch.set_num_threads(previous)
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ValueError(
-            f"device='cuda' but torch {torch.__version__} sees no CUDA GPU "
-            "(torch.cuda.is_available() is False); use device='cpu' or 'auto'"
-        )
-    return torch.device(name)
 
 
 def _dtype(name: str):
