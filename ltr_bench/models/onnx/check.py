@@ -13,12 +13,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ltr_bench.ranker import query_boundaries
 
-__all__ = ["ScoreComparison", "compare_scores"]
+__all__ = [
+    "METRIC_TOLERANCE",
+    "ExportCheck",
+    "OnnxScorer",
+    "ScoreComparison",
+    "check_export",
+    "compare_scores",
+]
 
 
 @dataclass(frozen=True)
@@ -82,3 +90,89 @@ def _misordered(s: np.ndarray, o: np.ndarray, bound: float) -> int:
         apart = (si - s[None, :]) > tol
         count += int(np.count_nonzero(apart & (oi <= o[None, :])))
     return count
+
+
+@dataclass
+class OnnxScorer:
+    """An exported model as :mod:`ltr_bench.models.predict` uses a
+    :class:`~ltr_bench.models.LoadedModel`: ``predict(X, qid)`` scores with ONNX Runtime
+    (one thread; one call per query under the ``"one query"`` input contract), so
+    ``predict_split`` / ``predict_file`` rank and evaluate a split with it exactly as with
+    the native model. The preprocessing is in the graph."""
+
+    model_bytes: bytes
+    manifest: dict
+    folder: Any
+    one_query: bool
+
+    @property
+    def n_features(self) -> int | None:
+        return self.manifest.get("n_features")
+
+    def predict(self, X, qid=None) -> np.ndarray:
+        from ltr_bench.models.onnx.export import onnx_scores
+        from ltr_bench.ranker import RankerInputError
+
+        X = np.asarray(X)
+        if X.ndim == 2 and self.n_features is not None and X.shape[1] != self.n_features:
+            raise RankerInputError(
+                f"the rows have {X.shape[1]} features, but the model in {self.folder} was "
+                f"fitted on {self.n_features}"
+            )
+        if self.one_query and qid is None:
+            raise RankerInputError("the exported model scores one query per call: pass qid")
+        return onnx_scores(self.model_bytes, X, qid, one_query=self.one_query)
+
+
+@dataclass(frozen=True)
+class ExportCheck:
+    """ONNX Runtime against the native model on one data source: the scores
+    (:class:`ScoreComparison`) and the largest difference between the metrics ``predict``
+    prints (``metric_diff``, to be at most :data:`METRIC_TOLERANCE`; None without labels)."""
+
+    source: str
+    scores: ScoreComparison
+    metric_diff: float | None
+
+    @property
+    def holds(self) -> bool:
+        return self.scores.holds and (
+            self.metric_diff is None or self.metric_diff <= METRIC_TOLERANCE
+        )
+
+    def text(self) -> str:
+        metrics = (
+            ""
+            if self.metric_diff is None
+            else f"; metrics differ by at most {self.metric_diff:.3g} "
+            f"(tolerance {METRIC_TOLERANCE:g})"
+        )
+        return f"{self.source}: {self.scores.text()}{metrics}"
+
+
+#: the metrics ``predict`` prints with the exported model equal the native ones to this
+METRIC_TOLERANCE = 1e-6
+
+
+def check_export(native, scorer: OnnxScorer, spec, **load) -> ExportCheck:
+    """Rank the data ``spec`` (:class:`~ltr_bench.models.predict.DataSpec`: a file or a
+    dataset's split; ``load``: the keyword arguments of ``predict_split`` / ``predict_file``)
+    with the native model and with ``scorer``, and compare (:func:`compare_scores` with
+    :data:`~ltr_bench.models.onnx.export.SCORE_BOUND`, and the metrics)."""
+    from ltr_bench.models import predict as P
+    from ltr_bench.models.onnx.export import SCORE_BOUND
+
+    if spec.path is not None:
+        keep = {k: v for k, v in load.items() if k in ("metrics", "max_label", "progress")}
+        a, b = P.predict_file(native, spec.path, **keep), P.predict_file(scorer, spec.path, **keep)
+    else:
+        keep = {k: v for k, v in load.items() if k not in ("max_label",)}
+        a, b = P.predict_split(native, spec, **keep), P.predict_split(scorer, spec, **keep)
+    diff = None
+    if a.metrics is not None and b.metrics is not None:
+        diff = max((abs(a.metrics[k] - b.metrics[k]) for k in a.metrics), default=0.0)
+    return ExportCheck(
+        source=a.source,
+        scores=compare_scores(a.scores, b.scores, a.qid, SCORE_BOUND),
+        metric_diff=diff,
+    )

@@ -37,6 +37,8 @@ from ltr_bench.errors import LtrBenchError
 from ltr_bench.ranker import can_export, tags_of
 
 __all__ = [
+    "ONE_QUERY",
+    "ROWS",
     "SCORE_BOUND",
     "ExportError",
     "input_contract",
@@ -77,12 +79,19 @@ def _require_onnx() -> None:
         )
 
 
-def query_norm(g, x: str) -> str:
+def query_norm(g, x: str, opset: int) -> str:
     """LETOR ``QueryLevelNorm`` over the rows of ``x`` (one query):
     ``(x - min) / (max - min)`` per column, 0 where the column is constant; the operations
-    of :func:`ltr_bench.data.normalise.query_level_norm`, in double."""
-    lo = g.op("ReduceMin", x, axes=[0], keepdims=1)
-    span = g.op("Sub", g.op("ReduceMax", x, axes=[0], keepdims=1), lo)
+    of :func:`ltr_bench.data.normalise.query_level_norm`, in double. ``opset``: the default
+    domain's version of the finished graph (ReduceMin's axes became an input in 18)."""
+    if opset >= 18:
+        axes = g.const([0], "axes", np.int64)
+        lo = g.op("ReduceMin", x, axes, keepdims=1)
+        hi = g.op("ReduceMax", x, axes, keepdims=1)
+    else:
+        lo = g.op("ReduceMin", x, axes=[0], keepdims=1)
+        hi = g.op("ReduceMax", x, axes=[0], keepdims=1)
+    span = g.op("Sub", hi, lo)
     ratio = g.op("Div", g.op("Sub", x, lo), span)
     varies = g.op("Greater", span, g.const(0.0, "zero"))
     return g.op("Where", varies, ratio, g.const(0.0, "zero"))
@@ -94,7 +103,7 @@ def onnx_model(model) -> Any:
     the module docstring. Raises :class:`ExportError` naming the ranker and the reason."""
     _require_onnx()
     from ltr_bench.models.onnx import kit
-    from ltr_bench.models.onnx.graph import INPUT, Graph
+    from ltr_bench.models.onnx.graph import INPUT, OPSET, Graph
 
     name = model.manifest["ranker"]
     ranker = model.ranker
@@ -112,7 +121,10 @@ def onnx_model(model) -> Any:
     n = int(graph.graph.input[0].type.tensor_type.shape.dim[1].dim_value)
     if model.preprocessing["query_norm"]:
         g = Graph(n, name=f"ltr_bench_{name}")
-        (score,) = g.embed(graph, {INPUT: query_norm(g, g.input)})
+        opset = max(
+            [OPSET] + [o.version for o in graph.opset_import if o.domain in ("", "ai.onnx")]
+        )
+        (score,) = g.embed(graph, {INPUT: query_norm(g, g.input, opset)})
         graph = g.model(score)
     graph.graph.name = f"ltr_bench_{name}"
     _metadata(graph, model, n)

@@ -42,6 +42,7 @@ class Graph:
         self._inits: list[Any] = []
         self._used = {INPUT, OUTPUT}
         self.opsets = {"": OPSET, "ai.onnx.ml": ML_OPSET}
+        self.ir_version = 9  # what ONNX Runtime 1.15 and later read
 
     # ------------------------------------------------------------------ building blocks
     def unique(self, hint: str) -> str:
@@ -129,6 +130,7 @@ class Graph:
         for init in graph.initializer:
             self._inits.append(init)
             self._used.add(init.name)
+        self.ir_version = max(self.ir_version, model.ir_version)
         for opset in model.opset_import:
             domain = opset.domain or ""
             self.opsets[domain] = max(self.opsets.get(domain, 0), opset.version)
@@ -153,7 +155,7 @@ class Graph:
         )
         opsets = [helper.make_opsetid(d, v) for d, v in sorted(self.opsets.items())]
         model = helper.make_model(graph, opset_imports=opsets, producer_name="ltr-bench")
-        # the IR version ONNX Runtime of the same age reads (helper's default may be newer)
-        model.ir_version = min(model.ir_version, 9)
+        # the oldest IR version that holds every part (helper's default may be newer)
+        model.ir_version = self.ir_version
         onnx.checker.check_model(model, full_check=True)
         return model

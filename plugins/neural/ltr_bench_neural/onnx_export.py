@@ -1,0 +1,84 @@
+"""``neural``'s ONNX export: the scorer with the feature transform and the standardisation in
+front, through ``torch.onnx.export`` (the ``torch.export``-based exporter, ``dynamo=True``,
+which needs ``onnxscript``: the ``onnx`` extra of ltr-bench-neural).
+
+Why not the TorchScript exporter (``dynamo=False``): it is deprecated in torch 2.13, and it
+records the list length of its example input as a constant in attention's reshapes
+(``nn.MultiheadAttention``), so a graph exported from a 7-document example fails on a
+3-document query; the ``torch.export`` exporter keeps the length symbolic.
+
+The graph is :meth:`NeuralRanker.predict` for one list: ``transform(X)`` (``log1p``:
+``sign(x) log(1 + |x|)``), ``(. - feature_mean_) / feature_scale_``, the scorer on the rows as
+one list (all documents real), the sum over a multi-output's last axis; in the model's
+dtype (float64 after ``fit``). Per-document scorers score any rows; a listwise scorer
+(``transformer``) must get one query's rows per call, which its tags say
+(``requires_qid_at_predict``).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import warnings
+from typing import Any
+
+import numpy as np
+
+__all__ = ["export_neural"]
+
+
+def export_neural(ranker: Any, n_features: int) -> Any:
+    """The ``onnx.ModelProto`` of the fitted ``ranker`` (input ``X`` double ``[N,
+    n_features]``, output ``score`` double ``[N]``)."""
+    import importlib.util
+
+    if importlib.util.find_spec("onnxscript") is None:
+        raise ImportError(
+            "exporting a neural model needs onnxscript (torch's ONNX exporter uses it): "
+            "pip install 'ltr-bench-neural[onnx]'"
+        )
+    import torch
+
+    from ltr_bench_neural.scorers._blocks import ranking_scores
+
+    work = getattr(ranker, "effective_", None) or ranker
+    model = copy.deepcopy(ranker.model_).to("cpu").eval()
+    param = next(model.parameters(), None)
+    dtype = param.dtype if param is not None else torch.float64
+    log1p = work.feature_transform == "log1p"
+
+    class Scoring(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.scorer = model
+            self.register_buffer("mean", torch.as_tensor(np.asarray(ranker.feature_mean_)))
+            self.register_buffer("scale", torch.as_tensor(np.asarray(ranker.feature_scale_)))
+
+        def forward(self, X: torch.Tensor) -> torch.Tensor:
+            if log1p:
+                X = torch.sign(X) * torch.log1p(torch.abs(X))
+            Xs = ((X - self.mean) / self.scale).to(dtype)[None]
+            mask = torch.ones(Xs.shape[:2], dtype=torch.bool)
+            return ranking_scores(self.scorer(Xs, mask))[0].to(torch.float64)
+
+    example = torch.zeros((5, n_features), dtype=torch.float64)
+    n = torch.export.Dim("N", min=1)
+    quiet = logging.getLogger("torch.onnx")  # its notes on optional torchvision operators
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")  # the exporter's notes on its own internals
+            program = torch.onnx.export(
+                Scoring().eval(),
+                (example,),
+                dynamo=True,
+                input_names=["X"],
+                output_names=["score"],
+                dynamic_shapes=({0: n},),
+                verbose=False,
+                optimize=True,
+            )
+    finally:
+        quiet.setLevel(level)
+    return program.model_proto
