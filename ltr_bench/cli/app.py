@@ -46,6 +46,7 @@ def main() -> None:
       ltr-bench run --config plan.toml
       ltr-bench report --dataset synthetic
       ltr-bench predict --model runs:/<run id>/model --data queries.txt
+      ltr-bench export --model runs:/<run id>/model --format onnx --output model.onnx
       ltr-bench ui --port 5000
     """
 
@@ -54,6 +55,7 @@ def _register() -> None:
     """Add every command to the group (each lives in its own module of this package)."""
     from ltr_bench.cli.cache import cache_group
     from ltr_bench.cli.catalog import datasets_cmd, download_cmd, rankers_cmd
+    from ltr_bench.cli.export import export_command
     from ltr_bench.cli.predict import predict_command
     from ltr_bench.cli.published import published_command
     from ltr_bench.cli.report import report_command
@@ -72,6 +74,7 @@ def _register() -> None:
         tune_command,
         published_command,
         predict_command,
+        export_command,
     ):
         main.add_command(command)
 
