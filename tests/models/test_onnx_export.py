@@ -46,7 +46,7 @@ SPEED = {
     "neural": {"epochs": 3},
 }
 #: slow to fit (a Dask cluster) or to export (torch.export traces the module)
-SLOW = {"lightgbm-dask", "xgboost-dask"}
+SLOW = {"lightgbm-dask", "xgboost-dask", "neural-transformer"}
 
 #: (id, ranker, params, query-by-example rows, query_norm)
 VARIANTS = [

@@ -15,10 +15,12 @@ Public API::
     write_onnx(graph, path) -> Path                  # atomic
     onnx_scores(model_bytes, X, qid, one_query=...)  # ONNX Runtime's scores
     input_contract(loaded_model) -> "rows" | "one query"
+    kit                                              # what export_onnx(kit) receives
     OnnxScorer, check_export, compare_scores, ScoreComparison, ExportCheck
     SCORE_BOUND, METRIC_TOLERANCE, ExportError
 """
 
+from ltr_bench.models.onnx import kit
 from ltr_bench.models.onnx.check import (
     METRIC_TOLERANCE,
     ExportCheck,
@@ -32,6 +34,7 @@ from ltr_bench.models.onnx.export import (
     ROWS,
     SCORE_BOUND,
     ExportError,
+    check_signature,
     input_contract,
     onnx_model,
     onnx_scores,
@@ -48,8 +51,10 @@ __all__ = [
     "OnnxScorer",
     "ScoreComparison",
     "check_export",
+    "check_signature",
     "compare_scores",
     "input_contract",
+    "kit",
     "onnx_model",
     "onnx_scores",
     "write_onnx",

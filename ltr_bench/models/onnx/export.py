@@ -41,6 +41,7 @@ __all__ = [
     "ROWS",
     "SCORE_BOUND",
     "ExportError",
+    "check_signature",
     "input_contract",
     "onnx_model",
     "onnx_scores",
@@ -117,7 +118,7 @@ def onnx_model(model) -> Any:
         graph = ranker.export_onnx(kit)
     except (kit.ExportRefused, NotImplementedError, ImportError) as exc:
         raise ExportError(f"the {name!r} model cannot be exported to ONNX: {exc}") from None
-    _check_signature(graph, name, model.n_features)
+    check_signature(graph, name, model.n_features)
     n = int(graph.graph.input[0].type.tensor_type.shape.dim[1].dim_value)
     if model.preprocessing["query_norm"]:
         g = Graph(n, name=f"ltr_bench_{name}")
@@ -131,7 +132,7 @@ def onnx_model(model) -> Any:
     return graph
 
 
-def _check_signature(graph, name: str, n_features: int | None) -> None:
+def check_signature(graph, name: str, n_features: int | None) -> None:
     """The ranker's graph has the contract's input and output (names, types, widths)."""
     from onnx import ModelProto, TensorProto
 

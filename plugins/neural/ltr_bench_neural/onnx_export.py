@@ -1,18 +1,23 @@
 """``neural``'s ONNX export: the scorer with the feature transform and the standardisation in
-front, through ``torch.onnx.export`` (the ``torch.export``-based exporter, ``dynamo=True``,
-which needs ``onnxscript``: the ``onnx`` extra of ltr-bench-neural).
+front, through ``torch.onnx.export``.
 
-Why not the TorchScript exporter (``dynamo=False``): it is deprecated in torch 2.13, and it
-records the list length of its example input as a constant in attention's reshapes
-(``nn.MultiheadAttention``), so a graph exported from a 7-document example fails on a
-3-document query; the ``torch.export`` exporter keeps the length symbolic.
+Two exporters, each where it is right (both checked by the tests on lists of other lengths
+than the example's):
+
+* per-document scorers (``linear``, ``quadratic``, ``bilinear``, ``distance``, ``mlp``): the
+  TorchScript exporter (``dynamo=False``; about 0.2 s). It is deprecated in torch 2.13 (the
+  plugin pins torch), but the graphs it makes of these modules take any number of rows.
+* listwise scorers (``transformer``): the ``torch.export``-based exporter (``dynamo=True``,
+  which needs ``onnxscript``: the ``onnx`` extra of ltr-bench-neural; several seconds). The
+  TorchScript one records the list length of its example in attention's reshapes
+  (``nn.MultiheadAttention``): a graph traced on 5 documents fails on 3, or, with a padding
+  mask, does not export at all.
 
 The graph is :meth:`NeuralRanker.predict` for one list: ``transform(X)`` (``log1p``:
 ``sign(x) log(1 + |x|)``), ``(. - feature_mean_) / feature_scale_``, the scorer on the rows as
 one list (all documents real), the sum over a multi-output's last axis; in the model's
-dtype (float64 after ``fit``). Per-document scorers score any rows; a listwise scorer
-(``transformer``) must get one query's rows per call, which its tags say
-(``requires_qid_at_predict``).
+dtype (float64 after ``fit``). Per-document scorers score any rows; a listwise scorer must
+get one query's rows per call, which its tags say (``requires_qid_at_predict``).
 """
 
 from __future__ import annotations
@@ -29,19 +34,23 @@ __all__ = ["export_neural"]
 
 def export_neural(ranker: Any, n_features: int) -> Any:
     """The ``onnx.ModelProto`` of the fitted ``ranker`` (input ``X`` double ``[N,
-    n_features]``, output ``score`` double ``[N]``)."""
+    n_features]``, output ``score`` double ``[N]``), by the exporter its scorer needs (see
+    the module)."""
     import importlib.util
 
-    if importlib.util.find_spec("onnxscript") is None:
+    from ltr_bench_neural.scorers import SCORERS
+
+    work = getattr(ranker, "effective_", None) or ranker
+    dynamo = SCORERS[work.scorer].listwise
+    if dynamo and importlib.util.find_spec("onnxscript") is None:
         raise ImportError(
-            "exporting a neural model needs onnxscript (torch's ONNX exporter uses it): "
-            "pip install 'ltr-bench-neural[onnx]'"
+            "exporting a listwise neural scorer needs onnxscript (torch.export's ONNX exporter "
+            "uses it): pip install 'ltr-bench-neural[onnx]'"
         )
     import torch
 
     from ltr_bench_neural.scorers._blocks import ranking_scores
 
-    work = getattr(ranker, "effective_", None) or ranker
     model = copy.deepcopy(ranker.model_).to("cpu").eval()
     param = next(model.parameters(), None)
     dtype = param.dtype if param is not None else torch.float64
@@ -62,6 +71,25 @@ def export_neural(ranker: Any, n_features: int) -> Any:
             return ranking_scores(self.scorer(Xs, mask))[0].to(torch.float64)
 
     example = torch.zeros((5, n_features), dtype=torch.float64)
+    if not dynamo:
+        import io
+
+        import onnx
+
+        buffer = io.BytesIO()
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")  # the exporter's notice of its deprecation
+            torch.onnx.export(
+                Scoring().eval(),
+                (example,),
+                buffer,
+                dynamo=False,
+                input_names=["X"],
+                output_names=["score"],
+                dynamic_axes={"X": {0: "N"}, "score": {0: "N"}},
+                opset_version=17,
+            )
+        return onnx.load_from_string(buffer.getvalue())
     n = torch.export.Dim("N", min=1)
     quiet = logging.getLogger("torch.onnx")  # its notes on optional torchvision operators
     level = quiet.level
@@ -77,7 +105,7 @@ def export_neural(ranker: Any, n_features: int) -> Any:
                 output_names=["score"],
                 dynamic_shapes=({0: n},),
                 verbose=False,
-                optimize=True,
+                optimize=False,
             )
     finally:
         quiet.setLevel(level)
