@@ -13,7 +13,8 @@ Public API::
 
     onnx_model(loaded_model) -> onnx.ModelProto      # the graph, metadata included
     write_onnx(graph, path) -> Path                  # atomic
-    onnx_scores(model_bytes, X, qid, one_query=...)  # ONNX Runtime's scores
+    onnx_session(model_bytes, threads=1)             # an ONNX Runtime session
+    onnx_scores(model_or_session, X, qid, one_query=...)  # ONNX Runtime's scores
     input_contract(loaded_model) -> "rows" | "one query"
     kit                                              # what export_onnx(kit) receives
     OnnxScorer, check_export, compare_scores, ScoreComparison, ExportCheck
@@ -38,6 +39,7 @@ from ltr_bench.models.onnx.export import (
     input_contract,
     onnx_model,
     onnx_scores,
+    onnx_session,
     write_onnx,
 )
 
@@ -57,5 +59,6 @@ __all__ = [
     "kit",
     "onnx_model",
     "onnx_scores",
+    "onnx_session",
     "write_onnx",
 ]

@@ -162,12 +162,13 @@ def check_export(native, scorer: OnnxScorer, spec, **load) -> ExportCheck:
     from ltr_bench.models import predict as P
     from ltr_bench.models.onnx.export import SCORE_BOUND
 
+    onnx: Any = scorer  # predict_* take any object with LoadedModel's n_features and predict
     if spec.path is not None:
         keep = {k: v for k, v in load.items() if k in ("metrics", "max_label", "progress")}
-        a, b = P.predict_file(native, spec.path, **keep), P.predict_file(scorer, spec.path, **keep)
+        a, b = P.predict_file(native, spec.path, **keep), P.predict_file(onnx, spec.path, **keep)
     else:
         keep = {k: v for k, v in load.items() if k not in ("max_label",)}
-        a, b = P.predict_split(native, spec, **keep), P.predict_split(scorer, spec, **keep)
+        a, b = P.predict_split(native, spec, **keep), P.predict_split(onnx, spec, **keep)
     diff = None
     if a.metrics is not None and b.metrics is not None:
         diff = max((abs(a.metrics[k] - b.metrics[k]) for k in a.metrics), default=0.0)

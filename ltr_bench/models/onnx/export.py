@@ -45,6 +45,7 @@ __all__ = [
     "input_contract",
     "onnx_model",
     "onnx_scores",
+    "onnx_session",
     "query_norm",
     "write_onnx",
 ]
@@ -194,19 +195,25 @@ def write_onnx(graph, output) -> Path:
     return atomic_write_bytes(Path(output), graph.SerializeToString())
 
 
-def onnx_scores(model_bytes: bytes, X, qid=None, *, one_query: bool, threads: int = 1):
-    """ONNX Runtime's scores (float64, row order) of the rows ``X`` with the exported model
-    ``model_bytes``; ``one_query``: call it once per query block of ``qid`` (the input
-    contract ``"one query"``), else once for all rows. ``threads``: ONNX Runtime's
+def onnx_session(model_bytes: bytes, threads: int = 1):
+    """An ONNX Runtime session (CPU) of the exported model ``model_bytes`` with ``threads``
     intra-op threads."""
     import onnxruntime as ort
-
-    from ltr_bench.ranker import query_boundaries
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = int(threads)
     options.inter_op_num_threads = 1
-    session = ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
+
+
+def onnx_scores(model, X, qid=None, *, one_query: bool, threads: int = 1) -> np.ndarray:
+    """ONNX Runtime's scores (float64, row order) of the rows ``X`` with ``model`` (the
+    exported file's bytes, or a session from :func:`onnx_session`); ``one_query``: call it
+    once per query block of ``qid`` (the input contract ``"one query"``), else once for all
+    rows. ``threads``: ONNX Runtime's intra-op threads (when ``model`` is bytes)."""
+    from ltr_bench.ranker import query_boundaries
+
+    session = onnx_session(model, threads) if isinstance(model, bytes) else model
     X = np.ascontiguousarray(X, dtype=np.float64)
     if not one_query:
         return np.asarray(session.run(None, {"X": X})[0], dtype=np.float64)

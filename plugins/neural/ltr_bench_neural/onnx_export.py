@@ -56,40 +56,43 @@ def export_neural(ranker: Any, n_features: int) -> Any:
     dtype = param.dtype if param is not None else torch.float64
     log1p = work.feature_transform == "log1p"
 
+    mean = torch.as_tensor(np.asarray(ranker.feature_mean_, dtype=np.float64))
+    scale = torch.as_tensor(np.asarray(ranker.feature_scale_, dtype=np.float64))
+
     class Scoring(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.scorer = model
-            self.register_buffer("mean", torch.as_tensor(np.asarray(ranker.feature_mean_)))
-            self.register_buffer("scale", torch.as_tensor(np.asarray(ranker.feature_scale_)))
 
         def forward(self, X: torch.Tensor) -> torch.Tensor:
             if log1p:
                 X = torch.sign(X) * torch.log1p(torch.abs(X))
-            Xs = ((X - self.mean) / self.scale).to(dtype)[None]
+            Xs = ((X - mean) / scale).to(dtype)[None]
             mask = torch.ones(Xs.shape[:2], dtype=torch.bool)
             return ranking_scores(self.scorer(Xs, mask))[0].to(torch.float64)
 
     example = torch.zeros((5, n_features), dtype=torch.float64)
     if not dynamo:
-        import io
+        import tempfile
+        from pathlib import Path
 
         import onnx
 
-        buffer = io.BytesIO()
-        with warnings.catch_warnings(), torch.no_grad():
-            warnings.simplefilter("ignore")  # the exporter's notice of its deprecation
-            torch.onnx.export(
-                Scoring().eval(),
-                (example,),
-                buffer,
-                dynamo=False,
-                input_names=["X"],
-                output_names=["score"],
-                dynamic_axes={"X": {0: "N"}, "score": {0: "N"}},
-                opset_version=17,
-            )
-        return onnx.load_from_string(buffer.getvalue())
+        with tempfile.TemporaryDirectory(prefix="ltr-bench-neural-") as tmp:
+            path = Path(tmp) / "scorer.onnx"
+            with warnings.catch_warnings(), torch.no_grad():
+                warnings.simplefilter("ignore")  # the exporter's notice of its deprecation
+                torch.onnx.export(
+                    Scoring().eval(),
+                    (example,),
+                    str(path),
+                    dynamo=False,
+                    input_names=["X"],
+                    output_names=["score"],
+                    dynamic_axes={"X": {0: "N"}, "score": {0: "N"}},
+                    opset_version=17,
+                )
+            return onnx.load(str(path))
     n = torch.export.Dim("N", min=1)
     quiet = logging.getLogger("torch.onnx")  # its notes on optional torchvision operators
     level = quiet.level
@@ -109,4 +112,5 @@ def export_neural(ranker: Any, n_features: int) -> Any:
             )
     finally:
         quiet.setLevel(level)
+    assert program is not None  # dynamo=True always returns the program
     return program.model_proto
