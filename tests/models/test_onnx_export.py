@@ -15,6 +15,7 @@ import pickle
 
 import numpy as np
 import pytest
+from ltrb_model_params import SPEED
 
 from ltr_bench.models import load_model, save_model
 from ltr_bench.models.onnx import (
@@ -33,18 +34,6 @@ pytest.importorskip("onnxruntime")
 
 RANKERS = [entry.name for entry in list_rankers()]
 
-SPEED = {
-    "lightgbm": {"n_estimators": 20, "num_leaves": 7, "min_data_in_leaf": 2},
-    "lightgbm-dask": {"n_estimators": 5, "num_leaves": 7, "min_data_in_leaf": 2},
-    "xgboost-gbrt": {"n_estimators": 20, "max_leaves": 7},
-    "xgboost-lambdamart": {"n_estimators": 20, "max_leaves": 7, "min_child_weight": 1e-3},
-    "xgboost-dask": {"n_estimators": 5, "max_leaves": 7, "min_child_weight": 1e-3},
-    "catboost": {"n_estimators": 20, "depth": 3},
-    "mlr": {"max_iter": 10, "admm_max_iter": 100},
-    "rmlr": {"max_iter": 10, "admm_max_iter": 100},
-    "lgmml": {"n_metrics": 6, "n_iter": 100},
-    "neural": {"epochs": 3},
-}
 #: slow to fit (a Dask cluster) or to export (torch.export traces the module)
 SLOW = {"lightgbm-dask", "xgboost-dask", "neural-transformer"}
 

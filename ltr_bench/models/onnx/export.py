@@ -117,7 +117,14 @@ def onnx_model(model) -> Any:
         )
     try:
         graph = ranker.export_onnx(kit)
-    except (kit.ExportRefused, NotImplementedError, ImportError) as exc:
+    except ImportError as exc:  # a converter's library (onnxmltools, onnxscript) is missing
+        why = (
+            str(exc)
+            if exc.name is None
+            else (f"{exc.name} is not installed: pip install 'ltr-bench[onnx]'")
+        )
+        raise ExportError(f"the {name!r} model cannot be exported to ONNX: {why}") from None
+    except (kit.ExportRefused, NotImplementedError) as exc:
         raise ExportError(f"the {name!r} model cannot be exported to ONNX: {exc}") from None
     check_signature(graph, name, model.n_features)
     n = int(graph.graph.input[0].type.tensor_type.shape.dim[1].dim_value)
