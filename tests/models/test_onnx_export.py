@@ -6,7 +6,9 @@ the query-by-example forms of the trees, the linear rankers, MLR and L-GMML, and
 fitted on ``query_norm`` features (one query per call). Each model is fitted on small
 generated data, saved and loaded back (the export reads the folder, as ``ltr-bench export``
 does), exported, and scored on held rows: every score within ``SCORE_BOUND * max(1,
-|native|)`` and no pair farther apart than that ordered differently.
+|native|)`` and no pair farther apart than that ordered differently; and the metrics
+``predict`` gives on a LETOR file of those rows equal with the native model and with ONNX
+Runtime to ``METRIC_TOLERANCE`` (1e-6).
 """
 
 from __future__ import annotations
@@ -22,11 +24,14 @@ from ltr_bench.models.onnx import (
     ONE_QUERY,
     SCORE_BOUND,
     ExportError,
+    OnnxScorer,
+    check_export,
     compare_scores,
     input_contract,
     onnx_model,
     onnx_scores,
 )
+from ltr_bench.models.predict import DataSpec
 from ltr_bench.registry import list_rankers, make_ranker
 from ltr_bench.testing.data import make_check_data, make_query_by_example
 
@@ -110,6 +115,15 @@ def _data(qbe: bool, seed: int):
     return make_check_data(seed, n_queries=25, n_features=6, max_docs=25)
 
 
+def _letor(path, X, y, qid):
+    lines = [
+        f"{int(label)} qid:{int(q)} " + " ".join(f"{j}:{float(v)!r}" for j, v in enumerate(row, 1))
+        for row, label, q in zip(X, y, qid)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def _fit_save_load(tmp_path, name, params, qbe, query_norm):
     from ltr_bench.data.normalise import query_level_norm
 
@@ -133,7 +147,7 @@ def test_every_ranker_exports_and_onnx_runtime_scores_as_the_native_model(
 ):
     model = _fit_save_load(tmp_path, name, params, qbe, query_norm)
     graph = onnx_model(model)
-    X_test, _, qid_test = _data(qbe, 1)  # held rows, never seen in fit
+    X_test, y_test, qid_test = _data(qbe, 1)  # held rows, never seen in fit
     native = model.predict(X_test, qid_test)
     one_query = input_contract(model) == ONE_QUERY
     assert one_query == (query_norm or bool(model.ranker.ranker_tags().requires_qid_at_predict))
@@ -141,6 +155,11 @@ def test_every_ranker_exports_and_onnx_runtime_scores_as_the_native_model(
     result = compare_scores(native, ort, qid_test, SCORE_BOUND)
     assert result.holds, result.text()
     assert np.ptp(native) > 0, "a constant model proves nothing"
+    # the metrics predict prints, from a LETOR file of the held rows, native and ONNX
+    data = _letor(tmp_path / "held.txt", X_test, y_test, qid_test)
+    scorer = OnnxScorer(graph.SerializeToString(), model.manifest, model.folder, one_query)
+    check = check_export(model, scorer, DataSpec(path=data))
+    assert check.holds and check.metric_diff is not None, check.text()
     meta = {p.key: p.value for p in graph.metadata_props}
     assert meta["ltr_bench.ranker"] == name
     assert meta["ltr_bench.n_features"] == str(X_test.shape[1])
