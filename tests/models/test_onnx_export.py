@@ -216,3 +216,16 @@ def test_a_ranker_without_the_hook_is_refused_with_the_reason():
     )
     with pytest.raises(ExportError, match="does not implement export_onnx"):
         onnx_model(model)
+
+
+@pytest.mark.parametrize("name", ["lightgbm", "xgboost-gbrt", "catboost", "rankboost", "ridge"])
+def test_a_model_fitted_on_constant_labels_exports_its_constant_scores(tmp_path, name):
+    X, _, qid = _data(False, 0)
+    y = np.zeros(qid.size, dtype=np.int64)
+    ranker = make_ranker(name, dict(SPEED.get(name, {}))).fit(X, y, qid=qid)
+    model = load_model(save_model(ranker, tmp_path / "m", ranker_name=name))
+    X_test, _, qid_test = _data(False, 1)
+    native = model.predict(X_test, qid_test)
+    ort = onnx_scores(onnx_model(model).SerializeToString(), X_test, qid_test, one_query=False)
+    result = compare_scores(native, ort, qid_test, SCORE_BOUND)
+    assert result.holds, result.text()
