@@ -9,9 +9,12 @@ Per document ``p`` (features scaled, ``(x - shift) / scale``) and local metric `
     delta_r = sqrt(max(iso_r + low_r, 0)), divided by s_r and capped at 1 for "rising"
     score   = sign * sum_r Phi_r delta_r exp(-delta_r)
 
-The low-rank product runs in the ranker's ``dtype`` (float32 by default, as ``predict``
-does), everything else in double; the per-metric signed sum is one product with a
-(columns x metrics) matrix of the columns' signs.
+The low-rank product and the per-metric signed sum (one product with a (columns x metrics)
+matrix of the columns' signs) run in the ranker's ``dtype`` (float32 by default, as
+``predict`` does), everything else in double. Memory: a call holds ``N x K`` numbers of
+that dtype (``K`` the columns of all metrics, thousands at the defaults), where ``predict``
+works in blocks of 4,096 rows: give the graph blocks of rows (a query, a page of results),
+not a whole test split at once.
 """
 
 from __future__ import annotations
@@ -66,11 +69,9 @@ def export_lgmml(ranker: Any, kit: Any) -> Any:
     # [p, 1] @ W in the ranker's dtype, squared, then the signed sum per metric in double
     lowp = g.op("MatMul", g.cast(p, dtype), g.const(W[:-1], "W", dtype))
     lowp = g.op("Add", lowp, g.const(W[-1], "offset", dtype))
-    low = g.op(
-        "MatMul",
-        g.cast(g.op("Mul", lowp, lowp), np.float64),
-        g.const(_column_signs(bank, dtype), "signs"),
-    )
+    # the signed sum per metric in the same dtype, as predict's einsum / reduceat, then double
+    signs = g.const(_column_signs(bank, dtype), "signs", dtype)
+    low = g.cast(g.op("MatMul", g.op("Mul", lowp, lowp), signs), np.float64)
     sq = g.op("Max", g.op("Add", iso, low), g.const(0.0, "zero"))
     delta = g.op("Sqrt", sq)
     if bank.score_form == "rising":
