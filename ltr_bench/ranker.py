@@ -20,6 +20,7 @@ Contract (scikit-learn style)::
     fitted_info() -> dict[str, int | float | str]     (what the fitted model is; see below)
     save_native(folder) -> dict; classmethod load_native(folder, manifest) -> ranker
                                                       (optional: the ranker can be saved)
+    export_onnx(kit) -> onnx.ModelProto               (optional: the ranker can be exported)
 
 Conventions: ``__init__`` only stores its arguments; learned state ends in ``_``;
 ``predict`` before ``fit`` raises :class:`NotFittedError` with a message that says so. A
@@ -42,12 +43,15 @@ import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, overload, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
-from numpy.typing import ArrayLike, DTypeLike
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
+
+# the input checks live in their own module; they are part of this contract's API
+from ltr_bench.ranker_input import RankerInputError, check_ranking_input, query_boundaries
 
 __all__ = [
     "CONTRACT_VERSION",
@@ -60,6 +64,7 @@ __all__ = [
     "RankerInputError",
     "RankerTags",
     "apply_run_settings",
+    "can_export",
     "can_save",
     "check_ranking_input",
     "query_boundaries",
@@ -79,10 +84,6 @@ CONTRACT_VERSION = 1
 SUPPORTED_CONTRACT_VERSIONS: tuple[int, ...] = (1,)
 #: the version of a ranker that declares none (written before the contract had versions)
 UNVERSIONED_CONTRACT = 1
-
-
-class RankerInputError(ValueError):
-    """Raised when X, y, qid or eval_set do not satisfy the ranker contract."""
 
 
 @dataclass(frozen=True)
@@ -182,123 +183,6 @@ class Ranker(Protocol):
     def set_params(self, **params: Any) -> Ranker: ...
 
 
-def query_boundaries(qid: np.ndarray) -> np.ndarray:
-    """Start offsets of the contiguous query blocks, plus ``len(qid)`` at the end.
-
-    ``qid = [7, 7, 3, 3, 3]`` gives ``[0, 2, 5]``. Block ``i`` is rows
-    ``b[i]:b[i+1]``. Raises :class:`RankerInputError` when a query id occurs in two
-    separate blocks (rows of one query must be contiguous).
-    """
-    qid = np.asarray(qid)
-    if qid.ndim != 1:
-        raise RankerInputError(f"qid must be one-dimensional, got shape {qid.shape}")
-    if qid.size == 0:
-        return np.zeros(1, dtype=np.int64)
-    starts = np.flatnonzero(np.r_[True, qid[1:] != qid[:-1]])
-    if np.unique(qid[starts]).size != starts.size:
-        raise RankerInputError(
-            "rows of a query must be contiguous, but some query id occurs in separate "
-            "blocks; sort the rows by query id (a stable sort keeps the document order)"
-        )
-    bounds: np.ndarray = np.r_[starts, qid.size].astype(np.int64)
-    return bounds
-
-
-@overload
-def check_ranking_input(
-    X: ArrayLike,
-    y: ArrayLike,
-    qid: ArrayLike,
-    *,
-    n_features: int | None = None,
-    require_qid: bool = True,
-    dtype: DTypeLike = np.float64,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
-@overload
-def check_ranking_input(
-    X: ArrayLike,
-    y: None = None,
-    qid: ArrayLike | None = None,
-    *,
-    n_features: int | None = None,
-    require_qid: bool = True,
-    dtype: DTypeLike = np.float64,
-) -> tuple[np.ndarray, None, np.ndarray | None]: ...
-@overload
-def check_ranking_input(
-    X: ArrayLike,
-    y: ArrayLike | None = None,
-    qid: ArrayLike | None = None,
-    *,
-    n_features: int | None = None,
-    require_qid: bool = True,
-    dtype: DTypeLike = np.float64,
-) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]: ...
-def check_ranking_input(
-    X: ArrayLike,
-    y: ArrayLike | None = None,
-    qid: ArrayLike | None = None,
-    *,
-    n_features: int | None = None,
-    require_qid: bool = True,
-    dtype: DTypeLike = np.float64,
-) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-    """Validate and convert ``X`` (and ``y``, ``qid``) to the contract's shapes.
-
-    Returns ``(X, y, qid)`` with X a C-contiguous 2-D array of ``dtype``, y int64 (or None),
-    qid int64 (or None). Raises :class:`RankerInputError` naming what is wrong: wrong
-    dimensions, sparse matrices (named as such, never densified), complex or non-numeric
-    values, zero features, mismatched lengths, NaN/inf, non-integer labels, non-contiguous
-    queries, or a feature count different from ``n_features`` (the one seen in ``fit``).
-    """
-    if hasattr(X, "tocsr") or hasattr(X, "toarray"):  # scipy.sparse: refuse, do not densify
-        raise RankerInputError(
-            f"X is a sparse matrix ({type(X).__name__}); rankers take dense arrays: pass "
-            "X.toarray() (LETOR data is dense, see ltr_bench.data)"
-        )
-    X = np.asarray(X)
-    if X.ndim != 2:
-        raise RankerInputError(f"X must be 2-D (n_docs, n_features), got shape {X.shape}")
-    if np.issubdtype(X.dtype, np.complexfloating):
-        raise RankerInputError(
-            f"X must be real, got complex dtype {X.dtype} (the imaginary "
-            "part would be dropped silently)"
-        )
-    if not np.issubdtype(X.dtype, np.number) or X.dtype == np.bool_:
-        raise RankerInputError(f"X must be numeric, got dtype {X.dtype}")
-    if X.shape[1] == 0:
-        raise RankerInputError(
-            f"X has no features (shape {X.shape}); every document needs at least one feature"
-        )
-    X = np.ascontiguousarray(X, dtype=dtype)
-    if not np.isfinite(X).all():
-        raise RankerInputError("X contains NaN or infinite values")
-    if n_features is not None and X.shape[1] != n_features:
-        raise RankerInputError(
-            f"X has {X.shape[1]} features, but the ranker was fitted with {n_features}"
-        )
-    n = X.shape[0]
-    if y is not None:
-        y_arr = np.asarray(y)
-        if y_arr.shape != (n,):
-            raise RankerInputError(f"y must have shape ({n},), got {y_arr.shape}")
-        if not np.all(np.isfinite(y_arr.astype(np.float64))) or np.any(
-            y_arr.astype(np.float64) != np.round(y_arr.astype(np.float64))
-        ):
-            raise RankerInputError("y must hold integer relevance labels")
-        y = y_arr.astype(np.int64)
-    if qid is None:
-        if require_qid:
-            raise RankerInputError("qid is required: one query id per row")
-    else:
-        qid = np.asarray(qid)
-        if qid.shape != (n,):
-            raise RankerInputError(f"qid must have shape ({n},), got {qid.shape}")
-        qid = qid.astype(np.int64)
-        query_boundaries(qid)  # raises on non-contiguous queries
-    return X, y, qid
-
-
 def split_query_document(
     X: np.ndarray, query_dim: int | None, *, param: str = "query_dim"
 ) -> tuple[np.ndarray | None, np.ndarray]:
@@ -328,14 +212,24 @@ def split_query_document(
 def can_save(ranker: object) -> bool:
     """Whether ``ranker`` (an instance or a class) declares it can be saved: it has its own
     ``save_native`` and ``load_native`` (overriding :class:`BaseRanker`'s, which refuse)."""
+    return _declares(ranker, "save_native") and _declares(ranker, "load_native")
+
+
+def can_export(ranker: object) -> bool:
+    """Whether ``ranker`` (an instance or a class) declares it can be exported to ONNX: it has
+    its own ``export_onnx`` (overriding :class:`BaseRanker`'s, which refuses)."""
+    return _declares(ranker, "export_onnx")
+
+
+def _declares(ranker: object, hook: str) -> bool:
+    """``ranker``'s class defines ``hook`` itself or inherits it from a class other than
+    :class:`BaseRanker` (whose hooks refuse); a class without BaseRanker counts when it has
+    the method at all."""
     import inspect
 
     cls = ranker if isinstance(ranker, type) else type(ranker)
-    for hook in ("save_native", "load_native"):
-        own = inspect.getattr_static(cls, hook, None)
-        if own is None or own is BaseRanker.__dict__[hook]:
-            return False
-    return True
+    own = inspect.getattr_static(cls, hook, None)
+    return own is not None and own is not BaseRanker.__dict__[hook]
 
 
 def tags_of(ranker: object) -> RankerTags:
@@ -486,6 +380,23 @@ class BaseRanker(BaseEstimator):  # type: ignore[misc]  # scikit-learn ships no 
         ``manifest["extras"]``: what ``save_native`` returned). Must not unpickle anything.
         ``predict`` of the result must equal the saved ranker's bit for bit."""
         raise NotImplementedError(f"{cls.__name__} cannot load a saved model")
+
+    def export_onnx(self, kit: Any) -> Any:
+        """The fitted model as an ONNX graph (an ``onnx.ModelProto``) that scores rows exactly
+        as ``predict`` does: input ``"X"``, double ``[n_docs, n_features_in_]`` (the rows
+        ``predict`` gets), output ``"score"``, double ``[n_docs]``, in row order. A ranker
+        whose tags say ``requires_qid_at_predict`` receives one query's rows per call.
+
+        ``kit`` is :mod:`ltr_bench.models.onnx.kit`: the shared builders (a graph with that
+        signature, linear scorers, tree ensembles from LightGBM / XGBoost / CatBoost,
+        threshold sums), handed in so that a ranker imports nothing of ``ltr_bench.models``.
+        Overriding this declares that the ranker can be exported (:func:`can_export`);
+        ``ltr-bench export`` adds the manifest's preprocessing (``query_norm``) and metadata,
+        and proves the graph with ONNX Runtime. The default refuses (``NotImplementedError``)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} cannot be exported to ONNX: it does not implement "
+            "export_onnx() (see the plugin guide, 'Export to ONNX')"
+        )
 
     def _check_fitted(self, *attributes: str) -> None:
         attrs = attributes or tuple(

@@ -333,6 +333,12 @@ class CatBoostRanker(GBDTRanker):
             ranker.model_ = catboost.CatBoostRanker().load_model(str(path), format="cbm")
         return ranker
 
+    def _onnx_trees(self, kit, g, x) -> str:
+        self._check_fitted("model_")
+        if self.model_ is None:  # constant labels: predict scores every row 0
+            return kit.zeros(g, x)
+        return kit.catboost_trees(g, x, self.model_)
+
     def predict(self, X, *, qid=None):
         self._check_fitted("model_")
         X, _, _ = check_ranking_input(

@@ -402,6 +402,12 @@ class CoordinateAscentRanker(BaseRanker):
     def load_native(cls, folder, manifest):
         return load_fitted_state(cls, folder, manifest)
 
+    def export_onnx(self, kit):
+        """``predict`` as a graph: ``X @ coef_``."""
+        self._check_fitted("coef_")
+        g = kit.Graph(self.n_features_in_)
+        return g.model(kit.linear(g, g.input, self.coef_))
+
     def predict(self, X, *, qid=None):
         """``X @ coef_``: float64 (n_docs,) in row order."""
         self._check_fitted("coef_")

@@ -425,3 +425,15 @@ class GBDTRanker(BaseRanker):
             for data, metrics in self.evals_result_.items()
             for metric, values in metrics.items()
         }
+
+    def export_onnx(self, kit):
+        """The trees ``predict`` uses, on the trees' input (``[q, x, |q - x|]`` for
+        query-by-example rows), converted by the library's builder in ``kit``
+        (:meth:`_onnx_trees`)."""
+        g = kit.Graph(self.n_features_in_)
+        x = kit.query_document_abs_diff(g, g.input, self.query_dim)
+        return g.model(self._onnx_trees(kit, g, x))
+
+    def _onnx_trees(self, kit, g, x) -> str:
+        """The tensor of the trees' raw sums on ``x`` (each library's ranker says how)."""
+        raise NotImplementedError

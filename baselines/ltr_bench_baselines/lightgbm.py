@@ -314,6 +314,10 @@ class LightGBMRanker(GBDTRanker):
         ranker.booster_ = lgb.Booster(model_file=str(Path(folder) / "model.txt"))
         return ranker
 
+    def _onnx_trees(self, kit, g, x) -> str:
+        self._check_fitted("booster_")
+        return kit.lightgbm_trees(g, x, self.booster_, self.best_iteration_)
+
     def predict(self, X, *, qid=None):
         self._check_fitted("booster_")
         X, _, _ = check_ranking_input(

@@ -134,6 +134,19 @@ class _LinearRanker(BaseRanker):
         rebuild = {"scaler_": lambda state: estimator_from_state(StandardScaler, state)}
         return load_fitted_state(cls, folder, manifest, rebuild=rebuild)
 
+    def export_onnx(self, kit):
+        """``predict`` as a graph: the features (``(q - x)^2`` for query-by-example rows),
+        the training standardisation, ``z . coef_ + intercept_``."""
+        self._check_fitted("coef_")
+        g = kit.Graph(self.n_features_in_)
+        x = g.input
+        if self.query_dim is not None:
+            q, d = kit.query_document_split(g, x, self.query_dim)
+            diff = g.op("Sub", q, d)
+            x = g.op("Mul", diff, diff)
+        z = kit.standardise(g, x, self.scaler_.mean_, self.scaler_.scale_)
+        return g.model(kit.linear(g, z, self.coef_, self.intercept_))
+
     def predict(self, X, *, qid=None):
         """``z . coef_ + intercept_`` with ``z`` the training-split standardisation of ``X``;
         float64 ``(n_docs,)`` in row order."""

@@ -234,6 +234,22 @@ class MLRRanker(BaseRanker):
     def load_native(cls, folder, manifest):
         return load_fitted_state(cls, folder, manifest)
 
+    def export_onnx(self, kit):
+        """``predict`` as a graph: the standardised differences (``x - z`` or ``q - x``),
+        then ``-||D L||^2`` with ``W_ = L L^T``."""
+        self._check_fitted("W_")
+        g = kit.Graph(self.n_features_in_)
+        if self.query_dim is None:
+            q, x = None, g.input
+        else:
+            q, x = kit.query_document_split(g, g.input, self.query_dim)
+        d = kit.standardise(g, x, self.feature_mean_, self.feature_scale_)
+        if q is None:
+            d = g.op("Sub", d, g.const(self.z_, "z"))
+        else:
+            d = g.op("Sub", kit.standardise(g, q, self.feature_mean_, self.feature_scale_), d)
+        return g.model(kit.negated_squared_norm(g, d, psd_factor(self.W_)))
+
     def predict(self, X, *, qid=None):
         """Scores ``-(q - x)^T W (q - x)`` or ``-(x - z)^T W (x - z)``, float64, row order."""
         self._check_fitted("W_")

@@ -241,6 +241,13 @@ class RankBoostRanker(BaseRanker):
     def load_native(cls, folder, manifest):
         return load_fitted_state(cls, folder, manifest)
 
+    def export_onnx(self, kit):
+        """``predict`` as a graph: ``sum_t alpha_t [x_{f_t} > theta_t]``."""
+        self._check_fitted("alphas_")
+        g = kit.Graph(self.n_features_in_)
+        s = kit.threshold_sum(g, g.input, self.features_, self.thresholds_, self.alphas_)
+        return g.model(s)
+
     def predict(self, X, *, qid=None):
         """``sum_t alpha_t [x_{f_t} > theta_t]``: float64 (n_docs,) in row order."""
         self._check_fitted("alphas_")

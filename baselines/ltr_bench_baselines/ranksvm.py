@@ -336,6 +336,16 @@ class RankSVMRanker(BaseRanker):
 
         return load_fitted_state(cls, folder, manifest, rebuild={"scaler_": scaler})
 
+    def export_onnx(self, kit):
+        """``predict`` as a graph: the training standardisation (when fitted with it), then
+        ``. coef_``."""
+        self._check_fitted("coef_")
+        g = kit.Graph(self.n_features_in_)
+        x = g.input
+        if self.scaler_ is not None:
+            x = kit.standardise(g, x, self.scaler_.mean_, self.scaler_.scale_)
+        return g.model(kit.linear(g, x, self.coef_))
+
     def predict(self, X, *, qid=None):
         """``z(X) . coef_`` (``X . coef_`` when ``standardize=False``): float64 (n_docs,) in
         row order (``qid`` not needed)."""

@@ -215,6 +215,10 @@ class _XGBoostRanker(GBDTRanker):
         ranker.booster_ = xgb.Booster(model_file=str(Path(folder) / "model.ubj"))
         return ranker
 
+    def _onnx_trees(self, kit, g, x) -> str:
+        self._check_fitted("booster_")
+        return kit.xgboost_trees(g, x, self.booster_, self.best_iteration_)
+
     def predict(self, X, *, qid=None):
         import xgboost as xgb
 

@@ -47,6 +47,7 @@ def main() -> None:
       ltr-bench report --dataset synthetic
       ltr-bench models --best
       ltr-bench predict --model runs:/<run id>/model --data queries.txt
+      ltr-bench export --model runs:/<run id>/model --format onnx --output model.onnx
       ltr-bench ui --port 5000
     """
 
@@ -56,6 +57,7 @@ def _register() -> None:
     from ltr_bench.cli.cache import cache_group
     from ltr_bench.cli.catalog import datasets_cmd, download_cmd, rankers_cmd
     from ltr_bench.cli.models import models_command
+    from ltr_bench.cli.export import export_command
     from ltr_bench.cli.predict import predict_command
     from ltr_bench.cli.published import published_command
     from ltr_bench.cli.report import report_command
@@ -75,6 +77,7 @@ def _register() -> None:
         published_command,
         predict_command,
         models_command,
+        export_command,
     ):
         main.add_command(command)
 

@@ -72,6 +72,11 @@ The checks (see the ``check_*`` functions of :mod:`.checks` for the precise cond
                                    JSON): same class, same parameters, ``predict`` equal bit
                                    for bit; a ranker without the two hooks fails (it cannot
                                    be saved)
+``export``                         when the ranker declares ``export_onnx``: the graph has the
+                                   contract's signature and ONNX Runtime's scores of the test
+                                   rows equal ``predict``'s within ``SCORE_BOUND * max(1,
+                                   |score|)`` (``ltr_bench.models.onnx``; needs the ``onnx``
+                                   extra)
 =================================  ===========================================================
 
 Row order is checked with a permutation that keeps each query's rows contiguous (the
@@ -88,7 +93,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ltr_bench.ranker import CONTRACT_VERSION
+from ltr_bench.ranker import CONTRACT_VERSION, can_export
 from ltr_bench.registry import declared_contract_version
 from ltr_bench.testing import checks as c
 from ltr_bench.testing.checks import Context, describe
@@ -144,6 +149,10 @@ def ranker_checks(ranker: Any, *, quick: bool = True) -> list[tuple[str, Callabl
     if getattr(ctx.tags, "accepts_position", False):
         checks.append(("position_accepted", c.check_position_accepted))
     checks.append(("save_load", c.check_save_load))
+    if can_export(ranker):
+        from ltr_bench.testing.export_check import check_export
+
+        checks.append(("export", check_export))
     return [(name, _Check(name, fn, ctx)) for name, fn in checks]
 
 

@@ -42,10 +42,12 @@ with warnings.catch_warnings():
     # signature is given explicitly
     warnings.simplefilter("ignore", UserWarning)
     import mlflow.pyfunc
+    from mlflow.exceptions import MlflowException
     from mlflow.pyfunc import PythonModel
 
 __all__ = [
     "MODEL_ARTIFACT",
+    "BadRankingRequest",
     "MODEL_NAME",
     "RankerPyfunc",
     "feature_columns",
@@ -63,6 +65,16 @@ def feature_columns(n_features: int) -> list[str]:
     return [f"f{j}" for j in range(1, n_features + 1)]
 
 
+class BadRankingRequest(MlflowException, ValueError):
+    """Rows the model cannot score, said as MLflow's ``INVALID_PARAMETER_VALUE`` (HTTP 400
+    from the scoring server) and still a ``ValueError`` for callers in Python."""
+
+    def __init__(self, message: str) -> None:
+        from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
+
+        super().__init__(message, error_code=INVALID_PARAMETER_VALUE)
+
+
 class RankerPyfunc(PythonModel):
     """The ``python_function`` face of a kept ltr-bench model (see the module)."""
 
@@ -74,7 +86,18 @@ class RankerPyfunc(PythonModel):
     def predict(self, context, model_input: pd.DataFrame, params=None):
         """Scores of ``model_input`` (pandas: ``qid`` and ``f1`` .. ``f<n>``), float64, one per
         row in input order. Rows of one query must be together (query normalisation is per
-        query); the manifest's preprocessing is applied (:meth:`LoadedModel.predict`)."""
+        query); the manifest's preprocessing is applied (:meth:`LoadedModel.predict`).
+
+        Input that cannot be scored (no ``qid``, missing columns, a query's rows apart, a
+        wrong feature count) raises :class:`BadRankingRequest`, which ``mlflow models
+        serve`` answers with 400 and this message (any other exception is its generic
+        "unexpected error")."""
+        try:
+            return self._scores(model_input)
+        except ValueError as exc:  # RankerInputError included
+            raise BadRankingRequest(str(exc)) from None
+
+    def _scores(self, model_input):
         if "qid" not in getattr(model_input, "columns", ()):
             raise ValueError("the input needs a 'qid' column (the query of each row)")
         n = self.model.n_features

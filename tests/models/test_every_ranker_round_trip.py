@@ -16,6 +16,7 @@ import sys
 
 import numpy as np
 import pytest
+from ltrb_model_params import SPEED
 
 from ltr_bench.data.normalise import query_level_norm
 from ltr_bench.models import load_model, save_model
@@ -23,18 +24,6 @@ from ltr_bench.registry import list_rankers, make_ranker
 
 RANKERS = [entry.name for entry in list_rankers()]
 
-SPEED = {
-    "lightgbm": {"n_estimators": 8, "num_leaves": 7, "min_data_in_leaf": 2},
-    "lightgbm-dask": {"n_estimators": 5, "num_leaves": 7, "min_data_in_leaf": 2},
-    "xgboost-gbrt": {"n_estimators": 8, "max_leaves": 7},
-    "xgboost-lambdamart": {"n_estimators": 8, "max_leaves": 7, "min_child_weight": 1e-3},
-    "xgboost-dask": {"n_estimators": 5, "max_leaves": 7, "min_child_weight": 1e-3},
-    "catboost": {"n_estimators": 8, "depth": 3},
-    "mlr": {"max_iter": 10, "admm_max_iter": 100},
-    "rmlr": {"max_iter": 10, "admm_max_iter": 100},
-    "lgmml": {"n_metrics": 6, "n_iter": 100},
-    "neural": {"epochs": 3},
-}
 
 #: the layout of allRank's config_template.json (context-aware model), small sizes
 ALLRANK_CONFIG = {

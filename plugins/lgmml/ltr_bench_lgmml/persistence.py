@@ -24,7 +24,7 @@ __all__ = ["SavedLGMML", "load_lgmml", "save_lgmml"]
 
 
 class SavedLGMML(BaseRanker):
-    """``BaseRanker`` with the contract's save hooks of
+    """``BaseRanker`` with the contract's save and export hooks of
     :class:`~ltr_bench_lgmml.ranker.LGMMLRanker` (its base class)."""
 
     def save_native(self, folder) -> dict:
@@ -36,6 +36,13 @@ class SavedLGMML(BaseRanker):
     @classmethod
     def load_native(cls, folder, manifest):
         return load_lgmml(cls, folder, manifest)
+
+    def export_onnx(self, kit):
+        """``predict`` as an ONNX graph (:mod:`.onnx_export`)."""
+        self._check_fitted("metric_bank_", "weights_", "scaler_")
+        from .onnx_export import export_lgmml
+
+        return export_lgmml(self, kit)
 
 
 def save_lgmml(ranker, folder) -> dict:

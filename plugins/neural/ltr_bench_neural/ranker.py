@@ -397,6 +397,15 @@ class NeuralRanker(BaseRanker):
         ranker: NeuralRanker = load_neural(cls, folder, manifest)
         return ranker
 
+    def export_onnx(self, kit: Any) -> Any:
+        """The fitted scorer as an ONNX graph through ``torch.onnx`` (:mod:`.onnx_export`):
+        the feature transform and standardisation, then the scorer on the rows as one list
+        (a listwise scorer gets one query per call)."""
+        self._check_fitted("model_")
+        from ltr_bench_neural.onnx_export import export_neural
+
+        return export_neural(self, int(self.n_features_in_))
+
     def learning_curves(self) -> dict[str, list[float]]:
         """Per iteration (L-BFGS) or epoch: ``train_loss`` (the regularised objective at the
         start of the iteration / the epoch's mean) and ``vali_<val_metric>`` when an eval_set

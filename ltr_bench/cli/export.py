@@ -1,0 +1,160 @@
+"""``ltr-bench export``: a kept model as one ONNX file, proven by ONNX Runtime.
+
+Parsing and printing only: the graph is built by :func:`ltr_bench.models.onnx.onnx_model`,
+written by :func:`ltr_bench.models.onnx.write_onnx` (atomically) and, with ``--check``,
+compared with the native model by :func:`ltr_bench.models.onnx.check_export`.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import click
+
+from ltr_bench.cli import options
+from ltr_bench.errors import EXIT_OK, LtrBenchError
+
+CONTEXT = options.CONTEXT
+
+
+@click.command("export", cls=options.Command, context_settings=CONTEXT)
+@click.option(
+    "--model",
+    "model_ref",
+    required=True,
+    metavar="PATH|URI",
+    help="A kept model: its folder or an MLflow model URI (as predict takes).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["onnx"]),
+    default="onnx",
+    show_default=True,
+    help="The file format.",
+)
+@click.option(
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="The file to write (atomically; never one of the inputs).",
+)
+@click.option(
+    "--check",
+    "check_ref",
+    default=None,
+    metavar="FILE|DATASET[:FOLD[:SPLIT]]",
+    help="Before writing, score these rows with ONNX Runtime and with the native model "
+    "(as predict --data does) and refuse to write unless the scores agree within the "
+    "bound and the metrics to 1e-6.",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0, max=2**31 - 1),
+    default=0,
+    show_default=True,
+    help="Seed of a generated dataset for --check (as the run that fitted the model).",
+)
+@click.option(
+    "--dataset-option",
+    "dataset_options",
+    multiple=True,
+    metavar="key=value",
+    help="Option of the --check dataset, as given to run. Repeatable.",
+)
+@options.data_dir
+@options.cache_dir
+@options.tracking_uri
+@click.pass_context
+def export_command(
+    ctx,
+    model_ref,
+    fmt,
+    output,
+    check_ref,
+    seed,
+    dataset_options,
+    data_dir,
+    cache_dir,
+    tracking_uri,
+) -> None:
+    """Export a model kept by `run` or `tune` to ONNX (a file ONNX Runtime, Vespa and
+    other non-Python engines score).
+
+    The graph takes X (double, [N, n_features], raw features) and returns score (double,
+    [N]); a model fitted on query_norm features, or one that scores whole lists, takes one
+    query's rows per call (metadata ltr_bench.input). The file's metadata names the
+    ranker, its version, the feature count and the data fingerprint.
+
+    Exit codes: 0 written, 1 the model cannot be read or exported or --check failed (nothing
+    written), 2 bad invocation (including an --output that is one of the inputs).
+    """
+    from ltr_bench.cli.console import Console
+    from ltr_bench.cli.model_ref import is_model_uri, load_model_ref
+    from ltr_bench.cli.predict import _dataset_options
+    from ltr_bench.models import predict as P
+    from ltr_bench.results import check_not_an_input, check_output_path
+
+    spec = P.parse_data_spec(check_ref) if check_ref else None
+    inputs: list = []
+    if is_model_uri(model_ref):
+        inputs += options.report_inputs(None, tracking_uri)
+    else:
+        inputs.append((Path(model_ref).expanduser(), "the model (--model)"))
+    if spec is not None and spec.path is not None:
+        inputs.append((spec.path, "the --check data"))
+    check_not_an_input(output, "--output", inputs)
+    check_output_path(output, "--output")
+    opts = _dataset_options(dataset_options)
+    console = Console()
+    from ltr_bench.models.onnx import (
+        ONE_QUERY,
+        OnnxScorer,
+        check_export,
+        input_contract,
+        onnx_model,
+        write_onnx,
+    )
+
+    with tempfile.TemporaryDirectory(prefix="ltr-bench-model-") as tmp:
+        model = load_model_ref(model_ref, tracking_uri, tmp, console)
+        if not is_model_uri(model_ref):
+            check_not_an_input(output, "--output", [(model.folder, "the model (--model)")])
+        name = model.manifest["ranker"]
+        console.status(f"converting the {name} model to {fmt.upper()} ...", force=True)
+        graph = onnx_model(model)
+        data = graph.SerializeToString()
+        contract = input_contract(model)
+        if spec is not None:
+            scorer = OnnxScorer(data, model.manifest, model.folder, contract == ONE_QUERY)
+            console.status(f"checking it on {check_ref} ...", force=True)
+            result = check_export(
+                model,
+                scorer,
+                spec,
+                data_dir=data_dir,
+                cache_dir=cache_dir,
+                seed=seed,
+                options=opts or None,
+            )
+            console.clear()
+            click.echo(f"check: {result.text()}", err=True)
+            if not result.holds:
+                raise LtrBenchError(
+                    f"--check {check_ref}: ONNX Runtime's scores differ from the native model's "
+                    f"beyond the bound; {output} was not written"
+                )
+        console.clear()
+    try:
+        path = write_onnx(graph, output)
+    except OSError as exc:
+        from ltr_bench.results.files import reason_of
+
+        raise LtrBenchError(f"--output {output}: cannot write: {reason_of(exc)}") from None
+    click.echo(
+        f"{name} model exported to {path} (ONNX, {len(data) / 1024:.0f} KiB); input X double "
+        f"[N, {model.n_features}], {contract} per call; output score double [N]",
+        err=True,
+    )
+    ctx.exit(EXIT_OK)
