@@ -56,8 +56,8 @@ def _register() -> None:
     """Add every command to the group (each lives in its own module of this package)."""
     from ltr_bench.cli.cache import cache_group
     from ltr_bench.cli.catalog import datasets_cmd, download_cmd, rankers_cmd
-    from ltr_bench.cli.models import models_command
     from ltr_bench.cli.export import export_command
+    from ltr_bench.cli.models import models_command
     from ltr_bench.cli.predict import predict_command
     from ltr_bench.cli.published import published_command
     from ltr_bench.cli.report import report_command

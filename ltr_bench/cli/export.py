@@ -8,7 +8,6 @@ compared with the native model by :func:`ltr_bench.models.onnx.check_export`.
 from __future__ import annotations
 
 import tempfile
-from pathlib import Path
 
 import click
 
@@ -91,21 +90,16 @@ def export_command(
     written), 2 bad invocation (including an --output that is one of the inputs).
     """
     from ltr_bench.cli.console import Console
-    from ltr_bench.cli.model_ref import is_model_uri, load_model_ref
+    from ltr_bench.cli.model_ref import load_model_ref
+    from ltr_bench.cli.outputs import check_output_paths, model_inputs
     from ltr_bench.cli.predict import _dataset_options
     from ltr_bench.models import predict as P
-    from ltr_bench.results import check_not_an_input, check_output_path
 
     spec = P.parse_data_spec(check_ref) if check_ref else None
-    inputs: list = []
-    if is_model_uri(model_ref):
-        inputs += options.report_inputs(None, tracking_uri)
-    else:
-        inputs.append((Path(model_ref).expanduser(), "the model (--model)"))
-    if spec is not None and spec.path is not None:
-        inputs.append((spec.path, "the --check data"))
-    check_not_an_input(output, "--output", inputs)
-    check_output_path(output, "--output")
+    data = spec.path if spec is not None else None
+    check_output_paths(
+        [(output, "--output")], model_inputs(model_ref, tracking_uri, data, "--check")
+    )
     opts = _dataset_options(dataset_options)
     console = Console()
     from ltr_bench.models.onnx import (
@@ -119,8 +113,6 @@ def export_command(
 
     with tempfile.TemporaryDirectory(prefix="ltr-bench-model-") as tmp:
         model = load_model_ref(model_ref, tracking_uri, tmp, console)
-        if not is_model_uri(model_ref):
-            check_not_an_input(output, "--output", [(model.folder, "the model (--model)")])
         name = model.manifest["ranker"]
         console.status(f"converting the {name} model to {fmt.upper()} ...", force=True)
         graph = onnx_model(model)

@@ -88,11 +88,13 @@ def store_inputs(tracking_uri: str | None, results_dir: str | Path | None = None
     return out
 
 
-def model_inputs(model_ref: str, tracking_uri: str | None, data: Path | None = None) -> list:
+def model_inputs(
+    model_ref: str, tracking_uri: str | None, data: Path | None = None, data_option: str = "--data"
+) -> list:
     """``(path, description)`` of what a command that takes ``--model`` (``predict``,
     ``export``) reads or must not touch: the model's folder (when ``--model`` is a path) and
     the results store holding it (a kept model ``<results>/<key>.model.<token>``), the
-    data file or dataset folder ``data``, and the stores (:func:`store_inputs`)."""
+    data file or dataset folder ``data`` (given as ``data_option``), and the stores (:func:`store_inputs`)."""
     from ltr_bench.cli.model_ref import is_model_uri
     from ltr_bench.run.keep import MODEL_SUFFIX
 
@@ -104,5 +106,5 @@ def model_inputs(model_ref: str, tracking_uri: str | None, data: Path | None = N
         if MODEL_SUFFIX in real.name:
             out.append((real.parent, "the results store that holds the model"))
     if data is not None:
-        out.append((data, "the data (--data)"))
+        out.append((data, f"the data ({data_option})"))
     return out + store_inputs(tracking_uri)
