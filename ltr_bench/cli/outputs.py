@@ -94,7 +94,8 @@ def model_inputs(
     """``(path, description)`` of what a command that takes ``--model`` (``predict``,
     ``export``) reads or must not touch: the model's folder (when ``--model`` is a path) and
     the results store holding it (a kept model ``<results>/<key>.model.<token>``), the
-    data file or dataset folder ``data`` (given as ``data_option``), and the stores (:func:`store_inputs`)."""
+    data file or dataset folder ``data`` (given as ``data_option``), and the stores
+    (:func:`store_inputs`)."""
     from ltr_bench.cli.model_ref import is_model_uri
     from ltr_bench.run.keep import MODEL_SUFFIX
 
