@@ -11,7 +11,8 @@ Contract (scikit-learn style)::
         (:mod:`ltr_bench.clicks`), y holds click counts and the harness also passes
         position: int64 (n_docs,), the 1-based rank at which the logging ranker showed
         the row; propensity: float64 (n_docs,), the click model's true probability that the
-        row was examined there (in (0, 1]; NaN where the click model defines none).
+        row was examined there (in (0, 1]; NaN where the click model defines none), or the
+        estimate of it the ranker's tags ask for (``RankerTags.propensity_estimate``).
         On data without clicks both stay None. Other rankers never receive them.
     predict(X, *, qid=None) -> np.ndarray float64 (n_docs,)
         Higher score = more relevant. Scores are in the input row order.
@@ -122,6 +123,16 @@ class RankerTags:
         lambdarank with its default 31-entry ``label_gain`` table: 30). The harness refuses,
         before anything is loaded (exit 2), click data whose labels can exceed it (click
         counts go up to ``sessions``), instead of a fit that fails after loading.
+    gain_param: name of the parameter that sets the gain of the ranker's NDCG-based objective
+        and validation metric, or None: ``"exp"`` (``2^label - 1``, the graded-relevance
+        convention; the parameter's default) or ``"linear"`` (``label``). On click data the
+        harness sets it to ``"linear"`` unless the user set it: a click count estimates a
+        click-through rate, which the gain should be proportional to (``2^30 - 1`` for a
+        document clicked 30 times is not), and a linear gain takes any count.
+    propensity_estimate: which examination propensities ``fit`` receives as ``propensity``
+        on click data: None, the click model's true ones; ``"randomisation"`` or ``"em"``,
+        estimates of the curve by result randomisation or regression EM
+        (:mod:`ltr_bench.clicks.propensities`), computed by the harness from the click log.
     file_params: names of the parameters whose values name files that decide the model (an
         allRank configuration, a click log). The harness keys a result on their content
         (``sha256``), not their path, so an edited file is never answered with an old result
@@ -143,6 +154,8 @@ class RankerTags:
     file_params: tuple[str, ...] = ()
     requires_propensity: bool = False
     max_label: int | None = None
+    gain_param: str | None = None
+    propensity_estimate: str | None = None
 
     @property
     def query_dependent(self) -> bool:
@@ -158,6 +171,7 @@ class RankerTags:
                 ("thread_param", self.thread_param),
                 ("seed_param", self.seed_param),
                 ("query_dim_param", self.query_dim_param),
+                ("gain_param", self.gain_param),
             )
             if value is not None
         }
@@ -361,15 +375,18 @@ def apply_run_settings(
     threads: int | None,
     query_dim: int | None,
     user_params: Iterable[str] = (),
+    click_labels: bool = False,
 ) -> dict[str, Any]:
-    """Give ``ranker`` a run's seed, thread count and query-block width through its tags.
+    """Give ``ranker`` a run's seed, thread count and query-block width through its tags,
+    and the linear gain of click labels.
 
     Each setting goes to the parameter its tag declares (``seed`` -> ``seed_param``,
-    ``threads`` -> ``thread_param``, ``query_dim`` -> ``query_dim_param``) and nowhere else:
+    ``threads`` -> ``thread_param``, ``query_dim`` -> ``query_dim_param``, ``"linear"`` ->
+    ``gain_param`` when ``click_labels``: the labels are click counts) and nowhere else:
     nothing is guessed from parameter names. A setting is skipped when its value is None
-    (no seed, library-default threads, no query block), when the ranker declares no
-    parameter for it, or when that parameter is in ``user_params`` (the names the user set
-    explicitly; a dict works, its keys are used) -- the user's value wins.
+    (no seed, library-default threads, no query block, not click data), when the ranker
+    declares no parameter for it, or when that parameter is in ``user_params`` (the names
+    the user set explicitly; a dict works, its keys are used) -- the user's value wins.
 
     Returns ``{parameter: value}`` of the updates applied with ``set_params`` (empty when
     none). Raises ``ValueError`` naming the tag when a tag names a parameter that
@@ -384,6 +401,7 @@ def apply_run_settings(
         ("seed_param", tags.seed_param, seed),
         ("thread_param", tags.thread_param, threads),
         ("query_dim_param", tags.query_dim_param, query_dim),
+        ("gain_param", tags.gain_param, "linear" if click_labels else None),
     ):
         if param is None or value is None:
             continue

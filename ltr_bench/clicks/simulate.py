@@ -186,24 +186,26 @@ def _verify(arrays: dict, meta: dict) -> str | None:
 verify_entry = _verify
 
 
-def simulate_clicks(fold: Fold, config: dict, *, seed: int, cache_dir=None) -> Fold:
+def simulate_clicks(fold: Fold, config: dict, *, seed: int, cache_dir=None, estimates=()) -> Fold:
     """``fold`` with click labels on train and vali (see the module docstring); test unchanged.
 
     ``config`` is :func:`~ltr_bench.clicks.options.resolve_click_options`' result. Cached: a
     second call with the same fold, configuration and seed reads the entry (its arrays are
-    checked against the digest recorded when it was written).
+    checked against the digest recorded when it was written). ``estimates``: propensity
+    estimators (:data:`~ltr_bench.clicks.propensities.ESTIMATORS`) whose estimates the
+    training split also carries, per row, as ``propensity_<method>`` in its extras
+    (:mod:`ltr_bench.clicks.propensities`; cached the same way).
     """
     parts = {"train": fold.train, "vali": fold.vali}
-    key = cache_key(
-        {
-            "kind": "clicks",
-            "config": config,
-            "seed": int(seed),
-            "fold": int(fold.index),
-            "max_label": int(fold.max_label),
-            "sources": {p: (s.fingerprint if s is not None else None) for p, s in parts.items()},
-        }
-    )
+    key_parts = {
+        "kind": "clicks",
+        "config": config,
+        "seed": int(seed),
+        "fold": int(fold.index),
+        "max_label": int(fold.max_label),
+        "sources": {p: (s.fingerprint if s is not None else None) for p, s in parts.items()},
+    }
+    key = cache_key(key_parts)
 
     def build(writer):
         model = build_click_model(config["model"])
@@ -254,6 +256,24 @@ def simulate_clicks(fold: Fold, config: dict, *, seed: int, cache_dir=None) -> F
         )
     train = new["train"]
     assert train is not None  # a fold always has a training split
+    for method in dict.fromkeys(estimates):
+        from ltr_bench.clicks import propensities
+
+        curve = propensities.cached_curve(
+            fold.train,
+            train,
+            config,
+            method,
+            key_parts=key_parts,
+            seed=seed,
+            fold=fold.index,
+            max_label=fold.max_label,
+            cache=cache,
+        )
+        position = train.extras["position"]
+        train.extras[propensities.extra_name(method)] = propensities.rows_propensity(
+            curve, position
+        )
     return Fold(
         dataset=fold.dataset,
         index=fold.index,

@@ -123,8 +123,15 @@ def build_plan(cl: CommandLine, *, warn=lambda message: None, local: bool = True
     if dnames:
         if len(set(dnames)) != len(dnames):
             raise PlanError(f"--dataset: a dataset is listed twice: {','.join(dnames)}")
-        old_opts = {d.name: d.options for d in plan.datasets}
-        plan.datasets = [DatasetChoice(n, dict(old_opts.get(n, {}))) for n in dnames]
+        old_data = {d.display: d for d in plan.datasets}
+        # the file's sweeps of the variants left out go with them
+        plan.sweeps = {k: v for k, v in plan.sweeps.items() if k not in old_data or k in dnames}
+        plan.datasets = [
+            DatasetChoice(old_data[n].name, dict(old_data[n].options), old_data[n].label)
+            if n in old_data
+            else DatasetChoice(n)
+            for n in dnames
+        ]
     if cl.dataset_options:
         _apply_dataset_options(plan, cl.dataset_options)
 
@@ -241,7 +248,8 @@ def _apply_dataset_options(plan: Plan, assignments: tuple[str, ...]) -> None:
         except UnknownDatasetError:
             return set(PATH_DATASET_OPTIONS) | set(CLICK_OPTIONS)  # a folder; names fail later
 
-    opts = {d.name: dict(d.options) for d in plan.datasets}
+    opts = {d.display: dict(d.options) for d in plan.datasets}
+    names = {d.display: d.name for d in plan.datasets}
     for text in assignments:
         target, key, value = parse_assignment(text, option="--dataset-option", scoped=False)
         if target is not None:
@@ -252,18 +260,20 @@ def _apply_dataset_options(plan: Plan, assignments: tuple[str, ...]) -> None:
                 )
             targets = [target]
         else:
-            targets = [n for n in opts if key in allowed(n)]
+            targets = [n for n in opts if key in allowed(names[n])]
             if not targets:
                 import difflib
 
-                names = sorted(set().union(*(allowed(n) for n in opts)))
-                close = difflib.get_close_matches(key, names, n=2)
+                known = sorted(set().union(*(allowed(names[n]) for n in opts)))
+                close = difflib.get_close_matches(key, known, n=2)
                 hint = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
                 raise PlanError(
                     f"--dataset-option {text}: no dataset of this run has an option "
                     f"{key!r}.{hint} Options: "
-                    + "; ".join(f"{n}: {', '.join(sorted(allowed(n))) or 'none'}" for n in opts)
+                    + "; ".join(
+                        f"{n}: {', '.join(sorted(allowed(names[n]))) or 'none'}" for n in opts
+                    )
                 )
         for n in targets:
             opts[n][key] = value
-    plan.datasets = [DatasetChoice(n, o) for n, o in opts.items()]
+    plan.datasets = [DatasetChoice(d.name, opts[d.display], d.label) for d in plan.datasets]
