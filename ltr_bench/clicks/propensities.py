@@ -118,7 +118,9 @@ def estimate_curve(raw_train, clicked_train, config: dict, method: str, *, max_l
             clicked_train.extras["position"],
             clicked_train.y,
             int(config["sessions"]),
-            **EM_SETTINGS,
+            iterations=int(EM_SETTINGS["iterations"]),
+            C=float(EM_SETTINGS["C"]),
+            tol=float(EM_SETTINGS["tol"]),
         )
     raise ValueError(f"unknown propensity estimator {method!r}; one of {ESTIMATORS}")
 

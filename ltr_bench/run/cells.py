@@ -270,7 +270,7 @@ class _Configured:
             ) from None
         # what identifies a configuration: not the seed (a cell key has it on its own) and
         # not the thread count (it changes speed, never the numbers of these rankers)
-        self.volatile = {getattr(tags, "seed_param", None), tags.thread_param} - {None}
+        self.volatile = {p for p in (tags.seed_param, tags.thread_param) if p is not None}
 
     def tags(self, click_labels: bool) -> RankerTags:
         """The tags of the configuration as it runs on click data or not."""
