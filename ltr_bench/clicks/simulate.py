@@ -259,7 +259,7 @@ def simulate_clicks(fold: Fold, config: dict, *, seed: int, cache_dir=None, esti
     for method in dict.fromkeys(estimates):
         from ltr_bench.clicks import propensities
 
-        curve = propensities.cached_curve(
+        curve = _estimated_curve(
             fold.train,
             train,
             config,
@@ -297,3 +297,39 @@ def _in_memory(build) -> tuple[dict, dict]:
     w = _Writer()
     meta = build(w)
     return w.arrays, meta
+
+
+def _estimated_curve(
+    raw_train, clicked_train, config: dict, method: str, *, key_parts, seed, fold, max_label, cache
+) -> np.ndarray:
+    """:func:`~ltr_bench.clicks.propensities.estimate_curve`, cleaned, from the click-log
+    cache when an entry for the same log (``key_parts``: the log's own key parts), method and
+    estimator spec exists; else computed and written there (in memory when the cache cannot
+    be written)."""
+    from ltr_bench.clicks import propensities
+
+    key = cache_key(
+        {
+            **key_parts,
+            "kind": "propensity-estimate",
+            "estimator": propensities.estimator_spec(method),
+        }
+    )
+
+    def build(writer):
+        rng = _rng(seed, fold, 3 + propensities.ESTIMATORS.index(method))
+        curve = propensities.clean_curve(
+            propensities.estimate_curve(
+                raw_train, clicked_train, config, method, max_label=max_label, rng=rng
+            )
+        )
+        writer.save("curve", curve)
+        return {"digest": _digest({"curve": curve}), "method": method}
+
+    loaded = load_entry(cache, "clicks", key, verify=_verify)
+    if loaded is None:
+        try:
+            loaded = write_entry(cache, "clicks", key, build)
+        except OSError:  # the log itself already warned that the cache is not writable
+            loaded = _in_memory(build)
+    return np.array(loaded[0]["curve"], dtype=np.float64)

@@ -36,8 +36,8 @@ plan.toml``). The file format, every key optional except ``rankers`` and ``datas
     [sweep.lightgbm]               # sweep: one labelled configuration per value (a grid
     num_leaves = [7, 31, 127]      # over several keys), rows lightgbm[num_leaves=7], ...
 
-    [sweep."ohsumed-clicks"]       # a dataset's table: one data variant per value of its
-    sessions = [10, 100, 1000]     # options (each its own identity, result keys and caches)
+    [sweep."ohsumed-clicks"]       # a dataset: one data variant per value (own identity,
+    sessions = [10, 100, 1000]     # keys, caches); a label naming a ranker and a dataset: refused
 
     [tuning.lightgbm]              # `ltr-bench tune`: override a ranker's search space
     num_leaves = {low = 7, high = 255, log = true}   # (ltr_bench.tune.study.parse_spec);
@@ -48,11 +48,8 @@ accepted as shorthand. ``seeds = [0, 1, 2]`` instead of ``seed`` repeats every c
 seed. Unknown keys are errors that name the key and the file; ranker parameters and dataset
 options are checked against the ranker / dataset when the plan is expanded (see
 :mod:`ltr_bench.run.cells`). The key ``ranker`` inside a ranker table is the registered name
-(or ``module:Class`` import path) of a labelled configuration; it is not a parameter. Likewise
-``dataset`` inside a dataset table names the dataset of a labelled variant (so one dataset
-can appear twice: its true labels and its simulated clicks); it is not an option. A
-``[sweep.LABEL]`` table sweeps the ranker configuration or the dataset variant of that label
-(a label that names both is refused).
+(or ``module:Class`` import path) of a labelled configuration; it is not a parameter, nor is
+``dataset`` in a dataset table (a labelled variant: one dataset on true labels and on clicks).
 
 Command-line values (``--param NAME.key=value``, ``--dataset-option``) use
 :func:`parse_value`: a TOML scalar or array when the text is one (``31``, ``0.05``, ``true``,
@@ -134,8 +131,7 @@ class RankerChoice:
 
 @dataclass(frozen=True)
 class DatasetChoice:
-    """A dataset by registered name or path, with generator / loader options (and click
-    options); ``label``: the variant's name in the plan ("" = the dataset's name)."""
+    """A dataset (name or path) with its options; ``label``: the variant's name in the plan."""
 
     name: str
     options: dict[str, Any] = field(default_factory=dict)
@@ -143,8 +139,7 @@ class DatasetChoice:
 
     @property
     def display(self) -> str:
-        """How the plan refers to this variant (``[sweep.LABEL]``, ``--dataset-option
-        LABEL.key``): its label, else the dataset's name."""
+        """The variant's name in the plan (``[sweep.LABEL]``): its label, else the dataset's."""
         return self.label or self.name
 
 
