@@ -279,6 +279,9 @@ def report_command(
 
             try:
                 paths = write_plots(report, plots_dir or tmp)
+                from ltr_bench.report.clicks_curve import write_clicks_curve
+
+                paths += write_clicks_curve(report, plots_dir or tmp)  # several log sizes
                 if plots_dir:
                     from ltr_bench.report.plots import write_pareto_plots
 

@@ -138,6 +138,8 @@ def _cell(stat) -> str:
 def curve_markdown(curve: ClicksCurve) -> str:
     """The curve's numbers as a Markdown section: one row per line, one column per x value
     and one for the skylines (true labels)."""
+    from ltr_bench.report.plots import pretty
+
     head = ["line", *(value_text(x) for x in curve.xs), "true labels"]
     out = [
         f"## {pretty(curve.metric)} against {AXIS_TEXT.get(curve.axis, curve.axis)}",
@@ -174,13 +176,9 @@ def plot_clicks_curve(curve: ClicksCurve, path: str | Path) -> Path:
     """The figure: one line per learner and debiasing with error bars, the skylines as
     horizontal lines with a ±1 sd band; a ranker's lines share its colour and differ in
     marker and line style. Log x axis when the sizes span a factor 10 or more."""
-    import matplotlib
+    from ltr_bench.report.plots import _bounded, _plt, _save, pretty
 
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    from ltr_bench.results.files import figure_png, write_output
-
+    plt = _plt()
     colours = plt.get_cmap("tab10").colors
     rankers = list(dict.fromkeys(line.ranker for line in curve.lines))
     fig, ax = plt.subplots(figsize=(9.6, 5.2))
@@ -222,25 +220,9 @@ def plot_clicks_curve(curve: ClicksCurve, path: str | Path) -> Path:
         fontsize=10,
     )
     ax.grid(True, alpha=0.3)
-    low, high = ax.get_ylim()  # a ranking metric lives in [0, 1]
-    ax.set_ylim(max(low, 0.0), min(high, 1.0))
+    _bounded(ax, curve.metric)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
-    fig.tight_layout()
-    try:
-        data = figure_png(fig, dpi=110)
-    finally:
-        plt.close(fig)
-    path = Path(path)
-    write_output(path, data, what="--plots")
-    return path
-
-
-def pretty(metric: str) -> str:
-    """The display name of a metric (``NDCG@10``); other measures unchanged."""
-    from ltr_bench.evaluation.metrics import metric_key_or_none
-
-    key = metric_key_or_none(metric)
-    return metric if key is None else key.display
+    return _save(fig, path)
 
 
 def _folds_text_of(curve: ClicksCurve) -> str:

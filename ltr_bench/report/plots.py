@@ -295,9 +295,7 @@ def write_plots(
 ) -> list[Path]:
     """The three figures as ``<out_dir>/<dataset>_{ndcg_at_k,<metric>_vs_fit_time,
     <metric>_per_fold}.png`` (and ``<dataset>_propensities.png`` when a row learned
-    propensities, :mod:`ltr_bench.report.propensity_plot`; ``<dataset>_clicks_curve.png``
-    when rows were trained on click logs of several sizes,
-    :mod:`ltr_bench.report.clicks_curve`); ``metric`` defaults to
+    propensities, :mod:`ltr_bench.report.propensity_plot`); ``metric`` defaults to
     ``ndcg@10`` when every ranker has it, else the report's first metric. The NDCG@k figure
     is left out when fewer than two cutoffs were recorded."""
     out = Path(out_dir)
@@ -317,9 +315,6 @@ def write_plots(
     from ltr_bench.report.propensity_plot import write_propensity_plot
 
     paths += write_propensity_plot(report, out)  # rows that learned propensities (DLA)
-    from ltr_bench.report.clicks_curve import write_clicks_curve
-
-    paths += write_clicks_curve(report, out)  # rows trained on click logs of several sizes
     return paths
 
 

@@ -263,28 +263,26 @@ def _named_tables(value: Any, where: str, kind: str) -> list[tuple[str, dict[str
     raise PlanError(f"{where}: expected tables [{kind}s.NAME] or a list of names, got {value!r}")
 
 
-def _ranker_choice(label: str, table: dict[str, Any], source: str | None) -> RankerChoice:
-    if RANKER_KEY not in table:
-        return RankerChoice(label, table)
-    name = table.pop(RANKER_KEY)
+def _labelled(cls, section: str, key: str, what: str, label: str, table: dict, source):
+    """A ranker configuration or dataset variant of a plan table: named by its table, or
+    labelled by it with the name under ``key`` (``ranker`` / ``dataset``)."""
+    if key not in table:
+        return cls(label, table)
+    name = table.pop(key)
     if not isinstance(name, str) or not name:
-        raise PlanError(
-            f"{_where(source, f'rankers.{label}.{RANKER_KEY}')}: expected the "
-            f"registered name of a ranker (see `ltr-bench rankers`), got {name!r}"
-        )
-    return RankerChoice(name, table, label=label)
+        where = _where(source, f"{section}.{label}.{key}")
+        raise PlanError(f"{where}: expected {what}, got {name!r}")
+    return cls(name, table, label=label)
+
+
+def _ranker_choice(label: str, table: dict[str, Any], source: str | None) -> RankerChoice:
+    what = "the registered name of a ranker (see `ltr-bench rankers`)"
+    return _labelled(RankerChoice, "rankers", RANKER_KEY, what, label, table, source)
 
 
 def _dataset_choice(label: str, table: dict[str, Any], source: str | None) -> DatasetChoice:
-    if DATASET_KEY not in table:
-        return DatasetChoice(label, table)
-    name = table.pop(DATASET_KEY)
-    if not isinstance(name, str) or not name:
-        raise PlanError(
-            f"{_where(source, f'datasets.{label}.{DATASET_KEY}')}: expected the name or path "
-            f"of a dataset (see `ltr-bench datasets`), got {name!r}"
-        )
-    return DatasetChoice(name, table, label=label)
+    what = "the name or path of a dataset (see `ltr-bench datasets`)"
+    return _labelled(DatasetChoice, "datasets", DATASET_KEY, what, label, table, source)
 
 
 def _check_seeds(value: Any, where: str) -> tuple[int, ...]:

@@ -9,6 +9,7 @@ here, before any data is loaded (:class:`~ltr_bench.run.plan.PlanError`, exit 2)
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,12 +96,7 @@ def build_plan(cl: CommandLine, *, warn=lambda message: None, local: bool = True
         # with them (a table naming no configuration of the file stays, so tune still
         # refuses the typo)
         plan.tuning = {k: v for k, v in plan.tuning.items() if k in names or k not in old}
-        plan.rankers = [
-            RankerChoice(old[n].name, dict(old[n].params), old[n].label)
-            if n in old
-            else RankerChoice(n)
-            for n in names
-        ]
+        plan.rankers = _picked(plan.rankers, names, RankerChoice)
     for ranker in plan.rankers:
         get_entry(ranker.name)  # unknown name -> UnknownRankerError with close matches
     by_name = {r.display: dict(r.params) for r in plan.rankers}
@@ -126,12 +122,7 @@ def build_plan(cl: CommandLine, *, warn=lambda message: None, local: bool = True
         old_data = {d.display: d for d in plan.datasets}
         # the file's sweeps of the variants left out go with them
         plan.sweeps = {k: v for k, v in plan.sweeps.items() if k not in old_data or k in dnames}
-        plan.datasets = [
-            DatasetChoice(old_data[n].name, dict(old_data[n].options), old_data[n].label)
-            if n in old_data
-            else DatasetChoice(n)
-            for n in dnames
-        ]
+        plan.datasets = _picked(plan.datasets, dnames, DatasetChoice)
     if cl.dataset_options:
         _apply_dataset_options(plan, cl.dataset_options)
 
@@ -172,6 +163,13 @@ def build_plan(cl: CommandLine, *, warn=lambda message: None, local: bool = True
         name, key, values = parse_sweep(text)
         plan.sweeps.setdefault(name, {})[key] = values
     return expand_sweeps(plan)
+
+
+def _picked(choices: list, names: list[str], cls) -> list:
+    """``--ranker`` / ``--dataset``: the named entries of the file (a copy, keeping their
+    parameters or options and label), a new one for a name the file does not have."""
+    old = {c.display: c for c in choices}
+    return [dataclasses.replace(old[n]) if n in old else cls(n) for n in names]
 
 
 def cl_sweeps_and_plan(plan: Plan, cl: CommandLine):

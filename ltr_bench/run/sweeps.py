@@ -71,32 +71,31 @@ def expand_sweeps(plan: Plan) -> Plan:
                 f"(rankers: {', '.join(labels) or 'none'}; datasets: "
                 f"{', '.join(data_labels) or 'none'}); add it to --ranker or --dataset"
             )
-    out: list[RankerChoice] = []
-    for r in plan.rankers:
-        grid = plan.sweeps.get(r.display)
-        if not grid:
-            out.append(r)
-            continue
-        for setting in _points(grid):
-            params = {**r.params, **setting}
-            if r.label:  # a named configuration keeps its name: "NAME[swept=value,...]"
-                label = config_label(r.label, setting)
-            else:  # the ranker's name with every user-set parameter, swept ones included
-                label = ""
-            out.append(RankerChoice(r.name, params, label=label))
-    data: list[DatasetChoice] = []
-    for d in plan.datasets:
-        grid = plan.sweeps.get(d.display)
-        if not grid:
-            data.append(d)
-            continue
-        data += [
-            DatasetChoice(d.name, {**d.options, **setting}, label=config_label(d.display, setting))
-            for setting in _points(grid)
-        ]
+
+    def ranker_point(r: RankerChoice, setting: dict) -> RankerChoice:
+        # a named configuration keeps its name, "NAME[swept=value,...]"; an unnamed one is
+        # named by the ranker with every user-set parameter, swept ones included
+        label = config_label(r.label, setting) if r.label else ""
+        return RankerChoice(r.name, {**r.params, **setting}, label=label)
+
+    def dataset_point(d: DatasetChoice, setting: dict) -> DatasetChoice:
+        label = config_label(d.display, setting)
+        return DatasetChoice(d.name, {**d.options, **setting}, label=label)
+
+    out = _expanded(plan.rankers, plan.sweeps, ranker_point)
+    data = _expanded(plan.datasets, plan.sweeps, dataset_point)
     plan.rankers, plan.datasets = out, data
     plan.sweeps = {}
     return plan
+
+
+def _expanded(choices: list, sweeps: dict, point) -> list:
+    """Each choice swept in ``sweeps`` replaced by ``point(choice, setting)`` per grid point."""
+    out = []
+    for c in choices:
+        grid = sweeps.get(c.display)
+        out += [point(c, setting) for setting in _points(grid)] if grid else [c]
+    return out
 
 
 def _points(grid: dict[str, list]) -> list[dict]:
