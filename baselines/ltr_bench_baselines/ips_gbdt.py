@@ -21,7 +21,7 @@ summed over queries. With ``E[c_i] = S p_i alpha(y_i)`` (``S`` sessions, examina
 and attraction ``alpha``), ``E[l] = - sum_i S alpha(y_i) log softmax(s)_i``: the loss on the
 true click-through rates, the position factor gone. It is linear in the counts, so it needs no
 gain table and takes any number of sessions. With every ``p_i = 1`` it is the naive objective
-of the same form (the tests compare the two).
+of the same form, ``unbiased="naive"`` (no positions needed), the uncorrected counterpart.
 
 Early stopping and ``best_iteration_`` follow the library's validation NDCG on the validation
 clicks (naively, as for every other learner on click data; the test labels alone are true).

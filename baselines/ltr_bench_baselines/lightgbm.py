@@ -90,12 +90,12 @@ class LightGBMRanker(GBDTRanker):
     n_jobs : int or None, default None      threads (None or -1: all available CPUs)
     random_state : int, RandomState or None, default 0   LightGBM ``seed``
     extra_params : dict or None             any other LightGBM parameter, passed through
-    unbiased : bool or "ips", default False  learn from clicks: true, LightGBM's
+    unbiased : bool, "ips" or "naive", default False  learn from clicks: true, LightGBM's
         position-debiased lambdarank (``fit`` then needs ``position``, the rank each training
         row was shown at, passed to the training Dataset); ``"ips"``, trees fitted to the
         inverse-propensity-weighted softmax cross-entropy (``fit`` needs ``position`` and
-        ``propensity``; :mod:`ltr_bench_baselines.ips_gbdt`)
-        (:mod:`ltr_bench_baselines.unbiased_gbdt`)
+        ``propensity``; :mod:`ltr_bench_baselines.ips_gbdt`); ``"naive"``, the same
+        objective with every weight 1 (:mod:`ltr_bench_baselines.unbiased_gbdt`)
     gain : {"exp", "linear"}, default "exp"  the NDCG gain of lambdarank and of the validation
         metric: LightGBM's ``2^label - 1`` (labels up to 30) or the label itself
         (``label_gain = [0, 1, ..., max label]``, any label); the harness sets "linear" on
@@ -221,9 +221,10 @@ class LightGBMRanker(GBDTRanker):
                 "unbiased=true is LightGBM's position-debiased lambdarank: it needs "
                 f"objective='lambdarank', got {self.objective!r}"
             )
-        if self.unbiased == "ips" and self.objective != "lambdarank":
+        if self.unbiased in ("ips", "naive") and self.objective != "lambdarank":
             raise ValueError(
-                "unbiased='ips' trains the inverse-propensity-weighted softmax cross-entropy "
+                f"unbiased={self.unbiased!r} trains the (inverse-propensity-weighted) softmax "
+                "cross-entropy "
                 "in place of the objective: leave objective at 'lambdarank', got "
                 f"{self.objective!r}"
             )
@@ -286,6 +287,8 @@ class LightGBMRanker(GBDTRanker):
             pos = check_positions("lightgbm", position, X.shape[0])
             objective = SoftmaxIPS(qid, ips_weights("lightgbm", y, pos, propensity))
             position = None
+        elif self.unbiased == "naive":  # the same objective, every weight 1
+            objective, position = SoftmaxIPS(qid, y), None
         else:
             position = None
         resolved = self._resolve(X.shape[0])

@@ -23,6 +23,8 @@ A third mode, ``unbiased="ips"`` (both libraries), weights every click by its in
 examination propensity in a custom objective (:mod:`ltr_bench_baselines.ips_gbdt`, which says
 why per-row weights cannot do it); the propensities are the click model's true ones, or with
 ``propensity="randomisation"`` / ``"em"`` estimates (:mod:`ltr_bench.clicks.propensities`).
+``unbiased="naive"`` is the same objective with every weight 1 (needs no positions): the
+uncorrected counterpart of ``"ips"``, as ``neural``'s ``unbiased="naive"`` is of its IPS.
 
 Gains (``gain``, both libraries): ``"exp"`` is the libraries' own ``2^label - 1``
 (LightGBM's default ``label_gain`` table of 31 entries, XGBoost's ``ndcg_exp_gain=true``),
@@ -67,7 +69,7 @@ def click_constraints() -> dict:
     from sklearn.utils._param_validation import StrOptions
 
     return {
-        "unbiased": ["boolean", StrOptions({"ips"})],
+        "unbiased": ["boolean", StrOptions({"ips", "naive"})],
         "gain": [StrOptions(set(GAINS))],
         "propensity": [StrOptions(set(PROPENSITY_SOURCES))],
     }

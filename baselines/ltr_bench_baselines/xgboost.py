@@ -378,9 +378,10 @@ class XGBoostLambdaMARTRanker(_XGBoostRanker):
     for pair sampling and, with ``gain="exp"``, ``ndcg_exp_gain=True``, i.e. gain
     ``2^rel - 1``).
 
-    unbiased : bool or "ips", default False  learn from clicks: true, XGBoost's
+    unbiased : bool, "ips" or "naive", default False  learn from clicks: true, XGBoost's
         ``lambdarank_unbiased``; ``"ips"``, trees fitted to the inverse-propensity-weighted
-        softmax cross-entropy (:mod:`ltr_bench_baselines.ips_gbdt`)
+        softmax cross-entropy (:mod:`ltr_bench_baselines.ips_gbdt`); ``"naive"``, the same
+        objective with every weight 1
     gain : {"exp", "linear"}, default "exp"  ``ndcg_exp_gain`` true (labels up to 31) or
         false (gain = label, any label), for the objective and the validation metric; the
         harness sets "linear" on click data (``RankerTags.gain_param``)
@@ -471,4 +472,7 @@ class XGBoostLambdaMARTRanker(_XGBoostRanker):
             pos = check_positions("xgboost-lambdamart", position, len(X))
             weights = ips_weights("xgboost-lambdamart", y, pos, propensity)
             return self._fit(X, y, qid=qid, eval_set=eval_set, objective=SoftmaxIPS(qid, weights))
+        if self.unbiased == "naive":  # the same objective, every weight 1
+            X, y, qid = check_ranking_input(X, y, qid)
+            return self._fit(X, y, qid=qid, eval_set=eval_set, objective=SoftmaxIPS(qid, y))
         return self._fit(X, y, qid=qid, eval_set=eval_set)

@@ -103,3 +103,16 @@ def test_an_ips_model_saved_and_loaded_scores_the_same(cls, tmp_path):
     again = cls.load_native(tmp_path, {"params": ranker.get_params(deep=False)})
     assert np.array_equal(again.predict(X), ranker.predict(X))
     assert ranker.fitted_info()["n_trees"] >= 1
+
+
+@pytest.mark.parametrize("cls", IPS)
+def test_naive_is_the_ips_objective_with_every_propensity_one_and_needs_no_positions(cls):
+    X, qid, position, biased, _ = _exact_expected_log()
+    settings = dict(gain="linear", n_estimators=5, n_jobs=1, random_state=0)
+    naive = cls(unbiased="naive", **settings)
+    assert not naive.ranker_tags().accepts_position
+    naive.fit(X, biased, qid=qid)
+    ips = cls(unbiased="ips", **settings).fit(
+        X, biased, qid=qid, position=position, propensity=np.ones(len(position))
+    )
+    assert np.array_equal(naive.predict(X), ips.predict(X))
