@@ -172,56 +172,85 @@ def curve_csv(curve: ClicksCurve) -> str:
     return buf.getvalue()
 
 
+def _common_variant(curve: ClicksCurve) -> str:
+    """The data variant every click line shares (`` · clicks pbm eta=1``), or ""."""
+    ends = {line.label.partition(" · ")[2] for line in curve.lines if not line.skyline}
+    return ends.pop() if len(ends) == 1 else ""
+
+
 def plot_clicks_curve(curve: ClicksCurve, path: str | Path) -> Path:
-    """The figure: one line per learner and debiasing with error bars, the skylines as
-    horizontal lines with a ±1 sd band; a ranker's lines share its colour and differ in
-    marker and line style. Log x axis when the sizes span a factor 10 or more."""
+    """The figure: one panel per ranker (shared y axis), in it one line per debiasing with
+    error bars, nudged sideways so that bars at one x do not hide each other, and the
+    ranker's skylines as horizontal lines with a ±1 sd band. The click variant all lines
+    share goes to the title. Log x axis when the sizes span a factor 10 or more."""
     from ltr_bench.report.plots import _bounded, _plt, _save, pretty
 
     plt = _plt()
     colours = plt.get_cmap("tab10").colors
     rankers = list(dict.fromkeys(line.ranker for line in curve.lines))
-    fig, ax = plt.subplots(figsize=(9.6, 5.2))
+    n = len(rankers)
+    cols = min(n, 3)
+    rows = math.ceil(n / cols)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(4.6 * cols, 6.0 * rows), sharey=True, squeeze=False
+    )
     xs = np.array(curve.xs, dtype=float)
-    styles = ["-", "--", "-.", ":"]
-    seen: dict[str, int] = {}
-    for line in curve.lines:
-        colour = colours[rankers.index(line.ranker) % len(colours)]
-        i = seen[line.ranker] = seen.get(line.ranker, -1) + 1
-        if line.skyline:
-            mean, sd, _ = line.points[None]
-            ax.axhline(mean, color=colour, linewidth=2.2, alpha=0.8, label=line.label)
-            if not math.isnan(sd):
-                ax.axhspan(mean - sd, mean + sd, color=colour, alpha=0.08)
-            continue
-        x = np.array([p for p in curve.xs if p in line.points], dtype=float)
-        stats = [line.points[p] for p in curve.xs if p in line.points]
-        ax.errorbar(
-            x,
-            [s[0] for s in stats],
-            yerr=[0.0 if math.isnan(s[1]) else s[1] for s in stats],
-            color=colour,
-            marker="osD^v<>pP*hX"[i % 12],
-            linestyle=styles[i % len(styles)],
-            capsize=3,
-            linewidth=1.4,
-            label=line.label,
-        )
-    if xs.size and xs.min() > 0 and xs.max() / xs.min() >= 10:
-        ax.set_xscale("log")
-    ax.set_xticks(xs)
-    ax.set_xticklabels([value_text(x) for x in curve.xs])
-    ax.minorticks_off()
-    ax.set_xlabel(AXIS_TEXT.get(curve.axis, curve.axis))
-    ax.set_ylabel(f"{pretty(curve.metric)} on the true test labels")
-    ax.set_title(
-        f"{curve.dataset}: {pretty(curve.metric)} against the click log's {curve.axis}, "
-        f"mean ± 1 sd over {_folds_text_of(curve)}",
+    log = bool(xs.size and xs.min() > 0 and xs.max() / xs.min() >= 10)
+    common = _common_variant(curve)
+    for k, ranker in enumerate(rankers):
+        ax = axes[k // cols][k % cols]
+        lines = [line for line in curve.lines if line.ranker == ranker]
+        clicked = [line for line in lines if not line.skyline]
+        for i, line in enumerate(lines):
+            name = line.label.partition(" · ")[0] if common else line.label
+            if line.skyline:
+                mean, sd, _ = line.points[None]
+                style = ["-", "--", ":"][sum(x.skyline for x in lines[:i]) % 3]
+                ax.axhline(
+                    mean,
+                    color="black",
+                    linestyle=style,
+                    linewidth=1.6,
+                    alpha=0.7,
+                    label=f"{name} (true labels)",
+                )
+                if not math.isnan(sd):
+                    ax.axhspan(mean - sd, mean + sd, color="grey", alpha=0.08)
+                continue
+            j = clicked.index(line)
+            shift = (j - (len(clicked) - 1) / 2) * 0.025  # in decades (log) or units
+            x = np.array([p for p in curve.xs if p in line.points], dtype=float)
+            x = x * 10**shift if log else x + shift * max(1.0, float(np.ptp(xs)))
+            stats = [line.points[p] for p in curve.xs if p in line.points]
+            ax.errorbar(
+                x,
+                [st[0] for st in stats],
+                yerr=[0.0 if math.isnan(st[1]) else st[1] for st in stats],
+                color=colours[j % len(colours)],
+                marker="osD^v<>pP*hX"[j % 12],
+                capsize=2,
+                linewidth=1.3,
+                label=name,
+            )
+        if log:
+            ax.set_xscale("log")
+        ax.set_xticks(xs)
+        ax.set_xticklabels([value_text(x) for x in curve.xs])
+        ax.minorticks_off()
+        ax.set_title(ranker, fontsize=10)
+        ax.set_xlabel(AXIS_TEXT.get(curve.axis, curve.axis), fontsize=8)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), frameon=False)
+    _bounded(axes[0][0], curve.metric)  # once every panel is drawn: the y axis is shared
+    for k in range(n, rows * cols):
+        axes[k // cols][k % cols].set_visible(False)
+    for row in axes:
+        row[0].set_ylabel(f"{pretty(curve.metric)} on the true test labels")
+    fig.suptitle(
+        f"{curve.dataset}{(' · ' + common) if common else ''}: {pretty(curve.metric)} against "
+        f"the click log's {curve.axis}, mean ± 1 sd over {_folds_text_of(curve)}",
         fontsize=10,
     )
-    ax.grid(True, alpha=0.3)
-    _bounded(ax, curve.metric)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     return _save(fig, path)
 
 
