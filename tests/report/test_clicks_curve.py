@@ -102,6 +102,25 @@ def test_curve_table_has_the_same_numbers():
     assert len(rows) == 1 + 5  # 2 + 2 click points, 1 skyline
 
 
+def test_curve_over_the_number_of_logged_training_queries():
+    """When the sessions are the same everywhere, the next log-size option that varies is the
+    axis: here ``train_queries``, a data option of the records."""
+    records = []
+    for n, value in ((50, 0.6), (500, 0.7)):
+        for fold in (1, 2):
+            r = _record("lightgbm", fold, value + fold / 100, 10)
+            r.dataset_options = {**r.dataset_options, "train_queries": n}
+            r.dataset_identity = {**r.dataset_identity, "options": {"train_queries": n}}
+            r.config_key, r.plan_key, r.key = f"ck{n}", f"pk{n}", f"k{n}{fold}"
+            r.fingerprints = {"train": f"tr{n}{fold}", "test": f"te{fold}"}
+            records.append(r)
+    curve = clicks_curve(build_report(records, dataset="toy", metrics=["ndcg@10"]))
+    assert curve is not None and curve.axis == "train_queries" and curve.xs == [50, 500]
+    (line,) = curve.lines
+    assert line.label == "lightgbm · clicks pbm eta=1 x10"
+    assert line.points[500][0] == pytest.approx(0.715)
+
+
 def test_no_curve_from_one_log_size():
     records = [_record("lightgbm", f, 0.6, 10) for f in (1, 2)]
     assert clicks_curve(build_report(records, dataset="toy", metrics=["ndcg@10"])) is None
