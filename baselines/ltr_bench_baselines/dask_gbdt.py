@@ -367,6 +367,10 @@ class DaskXGBoostRanker(XGBoostLambdaMARTRanker):
 
     _parameter_constraints = {**XGBoostLambdaMARTRanker._parameter_constraints, **_DASK_CONSTRAINTS}
 
+    def ranker_tags(self) -> RankerTags:
+        # no gain parameter on the cluster twin: XGBoost's exponential gain and its limit
+        return dataclasses.replace(super().ranker_tags(), gain_param=None)
+
     def fit(self, X, y, *, qid, eval_set=None):
         import xgboost as xgb
         import xgboost.dask  # noqa: F401 - not imported by `import xgboost`
