@@ -67,7 +67,7 @@ def expand_sweeps(plan: Plan) -> Plan:
             )
         if label not in labels and label not in data_labels:
             raise PlanError(
-                f"sweep of {label!r}: that is neither a ranker nor a dataset of this run "
+                f"sweep of {label!r}: not part of this run, neither a ranker nor a dataset "
                 f"(rankers: {', '.join(labels) or 'none'}; datasets: "
                 f"{', '.join(data_labels) or 'none'}); add it to --ranker or --dataset"
             )
