@@ -11,7 +11,7 @@ Contract (scikit-learn style)::
         (:mod:`ltr_bench.clicks`), y holds click counts and the harness also passes
         position: int64 (n_docs,), the 1-based rank at which the logging ranker showed
         the row; propensity: float64 (n_docs,), the click model's true probability that the
-        row was examined there (in (0, 1]; NaN where the click model defines none).
+        row was examined there (NaN where none; an estimate: RankerTags.propensity_estimate).
         On data without clicks both stay None. Other rankers never receive them.
     predict(X, *, qid=None) -> np.ndarray float64 (n_docs,)
         Higher score = more relevant. Scores are in the input row order.
@@ -26,9 +26,8 @@ Conventions: ``__init__`` only stores its arguments; learned state ends in ``_``
 ``predict`` before ``fit`` raises :class:`NotFittedError` with a message that says so. A
 query with one document or with all labels 0 must not crash a ranker.
 
-Capabilities are declared, never sniffed: the harness learns which parameter takes the seed,
-the thread count and the query block's width only from :class:`RankerTags`
-(:func:`apply_run_settings`), never from parameter names.
+Capabilities are declared, never sniffed: :func:`apply_run_settings` gives the seed, thread
+count, query-block width and gain only to the parameters :class:`RankerTags` names.
 
 Query-by-example data (``wine``, ``wdbc``): each row is ``[query features, document
 features]`` (two blocks of equal width ``d``). A ranker that understands this names the
@@ -93,44 +92,43 @@ class RankerTags:
     requires_qid_at_predict: ``predict`` needs ``qid`` (e.g. per-query normalisation). When
         False, ``check_ranker`` verifies that ``predict(X)`` equals ``predict(X, qid=qid)``.
     uses_eval_set: ``fit`` uses the validation split (early stopping, model selection). The
-        harness passes ``eval_set`` (the validation split, never test data) whenever the
-        dataset has one; the tag says whether the ranker's model depends on it. When False
-        (and deterministic), ``check_ranker`` verifies that fitting with and without
-        ``eval_set`` gives the same scores.
+        harness passes ``eval_set`` (the validation split, never test data) whenever there is
+        one; the tag says whether the model depends on it. When False (and deterministic),
+        ``check_ranker`` verifies that fitting with and without it gives the same scores.
     deterministic: the same seed (``seed_param``; for a ranker without randomness, nothing)
         and the same thread count give identical scores; ``check_ranker`` verifies it.
     thread_param: name of the parameter that sets the number of threads, or None. The
         harness sets it to the run's thread count (``--threads``) unless the user set it.
     seed_param: name of the parameter that takes the seed (an ``int``), or None when the
-        ranker has no randomness. The harness sets it to the run's seed unless the user set
-        it; a ranker that has randomness but declares None is not reproducible.
+        ranker has no randomness (then it is not reproducible if it has some). The harness
+        sets it to the run's seed unless the user set it.
     query_dim_param: name of the parameter that receives the width ``d`` of the query block
         on query-by-example data (rows ``[query (d), document (d)]``), or None when the
         ranker treats such rows as plain features. The harness sets it (unless the user did)
         only on query-by-example data; its default must mean "no query block".
-    accepts_position: ``fit`` takes the keywords ``position`` and ``propensity`` (per-row
-        arrays of click data, see the contract above). The harness passes them only when
-        this is True and the training split has them; every other ranker trains on the
-        clicks as labels (naive), unchanged.
-    requires_position: ``fit`` cannot work without ``position`` (e.g. an unbiased learner from
-        clicks; implies ``accepts_position``). The harness refuses such a ranker on data
-        without clicks before anything is loaded (exit 2), instead of a failed fit.
-    requires_propensity: ``fit`` cannot work without a finite ``propensity`` for every shown
-        row (inverse-propensity weighting with the true propensities). The harness refuses
-        such a ranker, before anything is loaded (exit 2), on clicks whose model has no
-        examination step (allRank's models other than ``base-cascade``: propensity NaN).
+    accepts_position: ``fit`` takes the keywords ``position`` and ``propensity`` (click data,
+        see the contract above), passed only when this is True and the training split has
+        them; every other ranker trains on the clicks as labels (naive), unchanged.
+    requires_position: ``fit`` cannot work without ``position`` (an unbiased learner; implies
+        ``accepts_position``): refused on data without clicks before any work (exit 2).
+    requires_propensity: ``fit`` needs a finite positive ``propensity`` for every shown row
+        (IPS with the true propensities): refused, before any work (exit 2), on clicks whose
+        model has none (allRank's but ``base-cascade``; the cascade family).
     max_label: the largest integer label ``fit`` accepts, or None for any (LightGBM's
-        lambdarank with its default 31-entry ``label_gain`` table: 30). The harness refuses,
-        before anything is loaded (exit 2), click data whose labels can exceed it (click
-        counts go up to ``sessions``), instead of a fit that fails after loading.
+        lambdarank with its default 31-entry ``label_gain`` table: 30): click data whose
+        labels (counts, up to ``sessions``) can exceed it is refused before any work (exit 2).
+    gain_param: the parameter taking the gain of the NDCG objective and metric, ``"exp"``
+        (``2^label - 1``, its default) or ``"linear"``; set to ``"linear"`` on click data
+        (counts estimate click-through rates) unless the user set it; or None.
+    propensity_estimate: None, ``fit`` gets the true ``propensity``; ``"randomisation"`` /
+        ``"em"``: an estimate (:mod:`ltr_bench.clicks.propensities`).
     file_params: names of the parameters whose values name files that decide the model (an
         allRank configuration, a click log). The harness keys a result on their content
         (``sha256``), not their path, so an edited file is never answered with an old result
         (:mod:`ltr_bench.run.param_files`; any other parameter whose value names an existing
         file is fingerprinted too).
 
-    Every ``*_param`` must name a parameter of ``get_params()`` (``check_ranker`` verifies
-    it; :func:`apply_run_settings` raises otherwise).
+    Every ``*_param`` must name a parameter of ``get_params()`` (``check_ranker`` verifies it).
     """
 
     requires_qid_at_predict: bool = False
@@ -144,11 +142,12 @@ class RankerTags:
     file_params: tuple[str, ...] = ()
     requires_propensity: bool = False
     max_label: int | None = None
+    gain_param: str | None = None
+    propensity_estimate: str | None = None
 
     @property
     def query_dependent(self) -> bool:
-        """Whether the ranker understands query-by-example rows (``query_dim_param`` set).
-        Read-only; kept for code written against the earlier flag."""
+        """Whether ``query_dim_param`` is set (read-only; code written for the earlier flag)."""
         return self.query_dim_param is not None
 
     def declared_params(self) -> dict[str, str]:
@@ -159,6 +158,7 @@ class RankerTags:
                 ("thread_param", self.thread_param),
                 ("seed_param", self.seed_param),
                 ("query_dim_param", self.query_dim_param),
+                ("gain_param", self.gain_param),
             )
             if value is not None
         }
@@ -255,20 +255,21 @@ def apply_run_settings(
     threads: int | None,
     query_dim: int | None,
     user_params: Iterable[str] = (),
+    click_labels: bool = False,
 ) -> dict[str, Any]:
-    """Give ``ranker`` a run's seed, thread count and query-block width through its tags.
+    """Give ``ranker`` a run's seed, thread count, query-block width and click gain.
 
     Each setting goes to the parameter its tag declares (``seed`` -> ``seed_param``,
-    ``threads`` -> ``thread_param``, ``query_dim`` -> ``query_dim_param``) and nowhere else:
-    nothing is guessed from parameter names. A setting is skipped when its value is None
-    (no seed, library-default threads, no query block), when the ranker declares no
-    parameter for it, or when that parameter is in ``user_params`` (the names the user set
-    explicitly; a dict works, its keys are used) -- the user's value wins.
+    ``threads`` -> ``thread_param``, ``query_dim`` -> ``query_dim_param``, ``"linear"`` ->
+    ``gain_param`` if ``click_labels``) and nowhere else: nothing is guessed from parameter
+    names. A setting is skipped when its value is None (no seed, library-default threads, no
+    query block, not clicks), when the ranker declares no parameter for it, or when that
+    parameter is in ``user_params`` (the names the user set explicitly; a dict works, its
+    keys are used) -- the user's value wins.
 
-    Returns ``{parameter: value}`` of the updates applied with ``set_params`` (empty when
-    none). Raises ``ValueError`` naming the tag when a tag names a parameter that
-    ``get_params()`` does not have, and ``TypeError`` when ``ranker_tags()`` returns no
-    :class:`RankerTags`.
+    Returns ``{parameter: value}`` of the updates applied with ``set_params``. Raises
+    ``ValueError`` naming the tag when a tag names a parameter that ``get_params()`` does not
+    have, and ``TypeError`` when ``ranker_tags()`` returns no :class:`RankerTags`.
     """
     tags = tags_of(ranker)
     params = ranker.get_params(deep=False)
@@ -278,6 +279,7 @@ def apply_run_settings(
         ("seed_param", tags.seed_param, seed),
         ("thread_param", tags.thread_param, threads),
         ("query_dim_param", tags.query_dim_param, query_dim),
+        ("gain_param", tags.gain_param, "linear" if click_labels else None),
     ):
         if param is None or value is None:
             continue

@@ -3,6 +3,7 @@ a small plan runs through the harness with the numbers an independent reference 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -14,10 +15,12 @@ from experiments.mlr import MLRWithCV, MLRWithValidation, point_set
 from experiments.paper import EuclideanRanker
 from ltr_bench.data import load_fold
 from ltr_bench.evaluation.metrics import evaluate
+from ltr_bench.registry import make_ranker
 from ltr_bench.results import ResultStore
-from ltr_bench.run.cells import expand_plan
+from ltr_bench.run.cells import expand_plan, ranker_tags
 from ltr_bench.run.harness import run_plan
 from ltr_bench.run.plan import load_plan, plan_from_dict
+from ltr_bench.run.sweeps import expand_sweeps
 from ltr_bench.testing import check_ranker
 
 EXPERIMENTS = Path(__file__).resolve().parent.parent / "experiments"
@@ -125,9 +128,20 @@ def _check_plan(path: Path, data_dir):
     )
     assert re.search(r"ltr-bench report .*--dataset", text), "the header must say how to report"
     plan.data_dir = None if data_dir is None else str(data_dir)
-    expanded = expand_plan(plan)
-    n_folds = len({(c.dataset, c.fold) for c in expanded.cells})
-    assert len(expanded.cells) == n_folds * len(plan.rankers) * len(plan.all_seeds())
+    expanded = expand_plan(expand_sweeps(plan))
+    variants: dict[str, set] = {}
+    for c in expanded.cells:
+        variants.setdefault(json.dumps([c.dataset_source, c.dataset_options]), set()).add(c)
+    for cells in variants.values():
+        n_folds = len({c.fold for c in cells})
+        clicks = next(iter(cells)).dataset_identity.get("clicks")
+        # on true labels the learners from click positions are left out (with a note)
+        running = [
+            r
+            for r in plan.rankers
+            if clicks or not ranker_tags(make_ranker(r.name, dict(r.params))).requires_position
+        ]
+        assert len(cells) == n_folds * len(running) * len(plan.all_seeds())
     return expanded
 
 

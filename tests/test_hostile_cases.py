@@ -679,6 +679,17 @@ def _clicks_with(ranker, *options):
     return setup
 
 
+def _with_args(setup, *extra):
+    def with_args(e):
+        return [*setup(e), *extra]
+
+    return with_args
+
+
+def _with_params(setup, *params):
+    return _with_args(setup, *(a for p in params for a in ("--param", p)))
+
+
 CASES += [
     ("clicks sessions 1e12", _synthetic("clicks=pbm", "sessions=1e12"), 2, "[1, 100000]", _nothing),
     (
@@ -801,10 +812,26 @@ CASES += [
     ),
     (
         "click counts above lightgbm's labels",
-        _clicks_with("lightgbm", "sessions=40"),
+        _with_params(_clicks_with("lightgbm", "sessions=40"), "lightgbm.gain=exp"),
         2,
-        "go up to 40, more than 'lightgbm' (labels up to 30)",
+        "go up to 40, more than 'lightgbm[gain=exp]' (labels up to 30)",
         _no_results,
+    ),
+    (
+        "position correction on clicked-at-least-once clicks",
+        _with_params(
+            _clicks_with("lightgbm", "aggregate=any", "sessions=5"), "lightgbm.unbiased=true"
+        ),
+        2,
+        "whose expectation 1 - (1 - theta_k alpha)^S is not proportional",
+        _no_results,
+    ),
+    (
+        "a sweep of a name that is neither a ranker nor a dataset",
+        _with_args(_synthetic("clicks=pbm"), "--sweep", "synthtic.sessions=10,100"),
+        2,
+        "neither a ranker nor a dataset",
+        _nothing,
     ),
 ]
 if MISSING_DRIVER:  # a dialect SQLAlchemy knows whose driver is not installed here

@@ -200,8 +200,11 @@ class DaskLightGBMRanker(LightGBMRanker):
     )
 
     #: learning from clicks (``unbiased``) is not offered on a cluster: the positions are not
-    #: partitioned with the data; use ``lightgbm`` / ``xgboost-lambdamart``
+    #: partitioned with the data; use ``lightgbm`` / ``xgboost-lambdamart``; the gain stays
+    #: the library's exponential one (no ``gain_param``: click counts up to 30 / 31)
     unbiased = False
+    gain = "exp"
+    propensity = "true"
 
     def __init__(
         self,
@@ -238,7 +241,8 @@ class DaskLightGBMRanker(LightGBMRanker):
         )
         self.scheduler = scheduler
         self.n_workers = n_workers
-        del self.unbiased  # the class attribute below: not a parameter of the cluster twin
+        # the class attributes above: not parameters of the cluster twin
+        del self.unbiased, self.gain, self.propensity
 
     def ranker_tags(self) -> RankerTags:
         # which worker gets which part (and LightGBM's machine ranks) can change between
@@ -319,8 +323,11 @@ class DaskXGBoostRanker(XGBoostLambdaMARTRanker):
     )
 
     #: learning from clicks (``unbiased``) is not offered on a cluster: the positions are not
-    #: partitioned with the data; use ``lightgbm`` / ``xgboost-lambdamart``
+    #: partitioned with the data; use ``lightgbm`` / ``xgboost-lambdamart``; the gain stays
+    #: the library's exponential one (no ``gain_param``: click counts up to 30 / 31)
     unbiased = False
+    gain = "exp"
+    propensity = "true"
 
     def __init__(
         self,
@@ -355,9 +362,14 @@ class DaskXGBoostRanker(XGBoostLambdaMARTRanker):
         )
         self.scheduler = scheduler
         self.n_workers = n_workers
-        del self.unbiased  # the class attribute below: not a parameter of the cluster twin
+        # the class attributes above: not parameters of the cluster twin
+        del self.unbiased, self.gain, self.propensity
 
     _parameter_constraints = {**XGBoostLambdaMARTRanker._parameter_constraints, **_DASK_CONSTRAINTS}
+
+    def ranker_tags(self) -> RankerTags:
+        # no gain parameter on the cluster twin: XGBoost's exponential gain and its limit
+        return dataclasses.replace(super().ranker_tags(), gain_param=None)
 
     def fit(self, X, y, *, qid, eval_set=None):
         import xgboost as xgb

@@ -49,7 +49,8 @@ from .gbdt_common import (
     _stop_info,
     _tree_features,
 )
-from .unbiased_gbdt import check_positions, position_tags
+from .ips_gbdt import SoftmaxIPS, ips_weights
+from .unbiased_gbdt import check_click_params, check_positions, click_constraints, position_tags
 
 __all__ = ["LIGHTGBM_OBJECTIVES", "LightGBMRanker"]
 
@@ -89,9 +90,18 @@ class LightGBMRanker(GBDTRanker):
     n_jobs : int or None, default None      threads (None or -1: all available CPUs)
     random_state : int, RandomState or None, default 0   LightGBM ``seed``
     extra_params : dict or None             any other LightGBM parameter, passed through
-    unbiased : bool, default False          learn from clicks with LightGBM's position-debiased
-        lambdarank: ``fit`` then needs ``position`` (the rank each training row was shown
-        at), passed to the training Dataset (:mod:`ltr_bench_baselines.unbiased_gbdt`)
+    unbiased : bool, "ips" or "naive", default False  learn from clicks: true, LightGBM's
+        position-debiased lambdarank (``fit`` then needs ``position``, the rank each training
+        row was shown at, passed to the training Dataset); ``"ips"``, trees fitted to the
+        inverse-propensity-weighted softmax cross-entropy (``fit`` needs ``position`` and
+        ``propensity``; :mod:`ltr_bench_baselines.ips_gbdt`); ``"naive"``, the same
+        objective with every weight 1 (:mod:`ltr_bench_baselines.unbiased_gbdt`)
+    gain : {"exp", "linear"}, default "exp"  the NDCG gain of lambdarank and of the validation
+        metric: LightGBM's ``2^label - 1`` (labels up to 30) or the label itself
+        (``label_gain = [0, 1, ..., max label]``, any label); the harness sets "linear" on
+        click data (``RankerTags.gain_param``)
+    propensity : {"true", "randomisation", "em"}, default "true"  the propensities of
+        ``unbiased="ips"``: the click model's, or estimated (:mod:`ltr_bench.clicks.propensities`)
 
     Attributes: ``booster_`` (lightgbm.Booster), ``best_iteration_`` (trees used by
     predict), ``n_features_in_``, ``n_threads_``, ``evals_result_``, ``params_`` (the
@@ -118,7 +128,7 @@ class LightGBMRanker(GBDTRanker):
         "num_leaves": [Interval(Integral, 2, None, closed="left"), None],
         "min_sum_hessian_in_leaf": [Interval(Real, 0, None, closed="left"), None],
         "min_data_in_leaf": [Interval(Integral, 0, None, closed="left"), None],
-        "unbiased": ["boolean"],
+        **click_constraints(),
         **_COMMON_CONSTRAINTS,
     }
 
@@ -138,6 +148,8 @@ class LightGBMRanker(GBDTRanker):
         extra_params=None,
         query_dim=None,
         unbiased=False,
+        gain="exp",
+        propensity="true",
     ):
         self.preset = preset
         self.objective = objective
@@ -153,11 +165,11 @@ class LightGBMRanker(GBDTRanker):
         self.extra_params = extra_params
         self.query_dim = query_dim
         self.unbiased = unbiased
+        self.gain = gain
+        self.propensity = propensity
 
-    def ranker_tags(self):
-        """The tree rankers' tags; ``accepts_position`` exactly when ``unbiased``;
-        ``max_label``: labels index LightGBM's ``label_gain`` table (both ranking objectives
-        check it), 31 entries by default, so 30 unless ``extra_params`` gives a longer one."""
+    def _label_gain(self):
+        """``label_gain`` of ``extra_params`` (a list), or None."""
         gain = (
             (self.extra_params or {}).get("label_gain")
             if isinstance(self.extra_params, dict)
@@ -165,9 +177,23 @@ class LightGBMRanker(GBDTRanker):
         )
         if isinstance(gain, str):
             gain = [g for g in gain.split(",") if g.strip()]
-        max_label = len(gain) - 1 if isinstance(gain, (list, tuple)) else 30
-        tags = position_tags(super().ranker_tags(), self.unbiased is True)
-        return dataclasses.replace(tags, max_label=max_label)
+        return list(gain) if isinstance(gain, (list, tuple)) else None
+
+    def ranker_tags(self):
+        """The tree rankers' tags; ``accepts_position`` exactly when ``unbiased``;
+        ``max_label``: with ``gain="exp"`` labels index LightGBM's ``label_gain`` table (both
+        ranking objectives and the NDCG metric check it), 31 entries by default, so 30 unless
+        ``extra_params`` gives a longer one; none with ``gain="linear"``. ``gain_param``
+        ``"gain"``, unless ``extra_params`` sets ``label_gain`` (the user chose the table)."""
+        table = self._label_gain()
+        if self.gain == "linear":
+            max_label = None
+        else:
+            max_label = len(table) - 1 if table is not None else 30
+        tags = position_tags(super().ranker_tags(), self.unbiased, self.propensity)
+        return dataclasses.replace(
+            tags, max_label=max_label, gain_param=None if table is not None else "gain"
+        )
 
     _RESERVED = {
         "objective": "objective",
@@ -195,6 +221,18 @@ class LightGBMRanker(GBDTRanker):
                 "unbiased=true is LightGBM's position-debiased lambdarank: it needs "
                 f"objective='lambdarank', got {self.objective!r}"
             )
+        if self.unbiased in ("ips", "naive") and self.objective != "lambdarank":
+            raise ValueError(
+                f"unbiased={self.unbiased!r} trains the (inverse-propensity-weighted) softmax "
+                "cross-entropy "
+                "in place of the objective: leave objective at 'lambdarank', got "
+                f"{self.objective!r}"
+            )
+        if self.gain == "linear" and self._label_gain() is not None:
+            raise ValueError(
+                "gain='linear' sets label_gain itself; extra_params gives one too: drop one"
+            )
+        check_click_params(self)
 
     def _resolve(self, n_train: int) -> dict:
         """The preset-governed parameters for ``n_train`` training rows, validated."""
@@ -233,22 +271,34 @@ class LightGBMRanker(GBDTRanker):
 
     def fit(self, X, y, *, qid, eval_set=None, position=None, propensity=None):
         """``position`` (n_rows,) int, 1 = top, 0 = not shown: used only when ``unbiased``
-        (then required); ``propensity`` is accepted and ignored (LightGBM estimates its
-        own position biases)."""
+        (then required); ``propensity`` (n_rows,) float: used only by ``unbiased="ips"``
+        (then required; LightGBM's own debiasing estimates its position biases)."""
         import lightgbm as lgb
 
         X, y, qid, eval_set = _check_fit_input(X, y, qid, eval_set)
+        objective = None
         if self.unbiased is True:
             if self.objective != "lambdarank":
                 raise ValueError(
                     f"unbiased=true needs objective='lambdarank', got {self.objective!r}"
                 )
             position = check_positions("lightgbm", position, X.shape[0])
+        elif self.unbiased == "ips":
+            pos = check_positions("lightgbm", position, X.shape[0])
+            objective = SoftmaxIPS(qid, ips_weights("lightgbm", y, pos, propensity))
+            position = None
+        elif self.unbiased == "naive":  # the same objective, every weight 1
+            objective, position = SoftmaxIPS(qid, y), None
         else:
             position = None
         resolved = self._resolve(X.shape[0])
         n_estimators, stopping = resolved["n_estimators"], resolved["early_stopping_rounds"]
         params = self._native_params(resolved)
+        if self.gain == "linear":  # the label itself, up to the largest label seen
+            top = max(int(y.max(initial=0)), int(eval_set[1].max(initial=0)) if eval_set else 0)
+            params["label_gain"] = list(range(top + 1))
+        if objective is not None:
+            params["objective"] = lambda preds, _data: objective(preds)
 
         train = lgb.Dataset(
             _tree_features(X, self.query_dim),
@@ -291,6 +341,8 @@ class LightGBMRanker(GBDTRanker):
         self.evals_result_ = _plain_evals(evals_result)
         self.n_features_in_ = X.shape[1]
         self.n_threads_ = params["num_threads"]
+        if objective is not None:  # the fitted state is JSON: the objective by name
+            params["objective"] = "ips-softmax"
         self.params_ = params
         self.resolved_params_ = resolved
         return self

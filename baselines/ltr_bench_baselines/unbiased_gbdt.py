@@ -19,6 +19,20 @@ Two libraries ship an unbiased lambdarank learned from clicks, each with its own
   exclude the pair), so the unbiased mode uses ``topk`` pairs unless ``extra_params`` says
   otherwise.
 
+A third mode, ``unbiased="ips"`` (both libraries), weights every click by its inverse
+examination propensity in a custom objective (:mod:`ltr_bench_baselines.ips_gbdt`, which says
+why per-row weights cannot do it); the propensities are the click model's true ones, or with
+``propensity="randomisation"`` / ``"em"`` estimates (:mod:`ltr_bench.clicks.propensities`).
+``unbiased="naive"`` is the same objective with every weight 1 (needs no positions): the
+uncorrected counterpart of ``"ips"``, as ``neural``'s ``unbiased="naive"`` is of its IPS.
+
+Gains (``gain``, both libraries): ``"exp"`` is the libraries' own ``2^label - 1``
+(LightGBM's default ``label_gain`` table of 31 entries, XGBoost's ``ndcg_exp_gain=true``),
+which caps labels at 30 / 31; ``"linear"`` (LightGBM ``label_gain = [0, 1, 2, ...]`` up to the
+largest training or validation label; XGBoost ``ndcg_exp_gain=false``) takes any label. The
+harness sets ``"linear"`` on click data (``RankerTags.gain_param``) unless the user set the
+gain or gave LightGBM a ``label_gain`` table in ``extra_params``.
+
 Positions are integers, 1 = the top of the shown list; 0 (or any value <= 0) marks a row
 that was not shown. The harness passes ``position`` (and ``propensity``) to ``fit`` only to a
 ranker whose :class:`~ltr_bench.ranker.RankerTags` say ``accepts_position`` -- which these
@@ -34,14 +48,54 @@ import numpy as np
 
 from ltr_bench.ranker import RankerInputError, RankerTags, query_boundaries
 
-__all__ = ["check_positions", "displayed_order", "position_tags"]
+__all__ = [
+    "GAINS",
+    "PROPENSITY_SOURCES",
+    "check_click_params",
+    "check_positions",
+    "click_constraints",
+    "displayed_order",
+    "position_tags",
+]
+
+#: the ``gain`` values: the libraries' exponential gain, or the label itself
+GAINS = ("exp", "linear")
+#: the ``propensity`` values of ``unbiased="ips"``: the click model's truth or an estimate
+PROPENSITY_SOURCES = ("true", "randomisation", "em")
 
 
-def position_tags(tags: RankerTags, unbiased: bool) -> RankerTags:
-    """``tags`` with ``accepts_position`` and ``requires_position`` set to ``unbiased``
-    (declared, never sniffed)."""
+def click_constraints() -> dict:
+    """The parameter constraints of ``unbiased``, ``gain`` and ``propensity``."""
+    from sklearn.utils._param_validation import StrOptions
+
+    return {
+        "unbiased": ["boolean", StrOptions({"ips", "naive"})],
+        "gain": [StrOptions(set(GAINS))],
+        "propensity": [StrOptions(set(PROPENSITY_SOURCES))],
+    }
+
+
+def check_click_params(ranker) -> None:
+    """Refuse (``ValueError``) a ``propensity`` that nothing would use."""
+    if ranker.propensity != "true" and ranker.unbiased != "ips":
+        raise ValueError(
+            f"propensity={ranker.propensity!r} chooses the propensities of unbiased='ips'; "
+            f"with unbiased={ranker.unbiased!r} nothing uses them"
+        )
+
+
+def position_tags(tags: RankerTags, unbiased, propensity: str = "true") -> RankerTags:
+    """``tags`` with ``accepts_position`` and ``requires_position`` set when ``unbiased`` is
+    true or ``"ips"``; for ``"ips"`` also ``requires_propensity`` (true propensities) or
+    ``propensity_estimate`` (declared, never sniffed)."""
+    on = unbiased is True or unbiased == "ips"
+    ips = unbiased == "ips"
     return dataclasses.replace(
-        tags, accepts_position=bool(unbiased), requires_position=bool(unbiased)
+        tags,
+        accepts_position=on,
+        requires_position=on,
+        requires_propensity=ips and propensity == "true",
+        propensity_estimate=propensity if ips and propensity != "true" else None,
     )
 
 

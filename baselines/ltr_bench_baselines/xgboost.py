@@ -36,7 +36,14 @@ from .gbdt_common import (
     _stop_info,
     _tree_features,
 )
-from .unbiased_gbdt import check_positions, displayed_order, position_tags
+from .ips_gbdt import SoftmaxIPS, ips_weights
+from .unbiased_gbdt import (
+    check_click_params,
+    check_positions,
+    click_constraints,
+    displayed_order,
+    position_tags,
+)
 
 __all__ = ["XGBoostGBRTRanker", "XGBoostLambdaMARTRanker"]
 
@@ -144,6 +151,11 @@ class _XGBoostRanker(GBDTRanker):
         return params
 
     def fit(self, X, y, *, qid, eval_set=None):
+        return self._fit(X, y, qid=qid, eval_set=eval_set)
+
+    def _fit(self, X, y, *, qid, eval_set=None, objective=None):
+        """``fit`` with ``objective``, a custom objective (scores -> gradient, hessian) in
+        place of the native one, or None."""
         import xgboost as xgb
 
         X, y, qid, eval_set = _check_fit_input(X, y, qid, eval_set)
@@ -175,6 +187,13 @@ class _XGBoostRanker(GBDTRanker):
                         save_best=False,
                     )
                 )
+        custom = None
+        if objective is not None:  # margins start at 0; the native objective is not used
+            params["base_score"] = 0.0
+
+            def custom(preds, _data):
+                return objective(preds)
+
         booster = xgb.train(
             params,
             dtrain,
@@ -183,6 +202,7 @@ class _XGBoostRanker(GBDTRanker):
             evals_result=evals_result,
             verbose_eval=False,
             callbacks=callbacks,
+            obj=custom,
         )
         rounds = booster.num_boosted_rounds()
         if eval_set is not None and stopping is not None:
@@ -359,14 +379,29 @@ class XGBoostGBRTRanker(_XGBoostRanker):
 class XGBoostLambdaMARTRanker(_XGBoostRanker):
     __doc__ = (
         """XGBoost lambda-MART: ``rank:ndcg`` (LambdaRank gradients of NDCG; XGBoost's defaults
-    for pair sampling and ``ndcg_exp_gain=True``, i.e. gain ``2^rel - 1``).
+    for pair sampling and, with ``gain="exp"``, ``ndcg_exp_gain=True``, i.e. gain
+    ``2^rel - 1``).
+
+    unbiased : bool, "ips" or "naive", default False  learn from clicks: true, XGBoost's
+        ``lambdarank_unbiased``; ``"ips"``, trees fitted to the inverse-propensity-weighted
+        softmax cross-entropy (:mod:`ltr_bench_baselines.ips_gbdt`); ``"naive"``, the same
+        objective with every weight 1
+    gain : {"exp", "linear"}, default "exp"  ``ndcg_exp_gain`` true (labels up to 31) or
+        false (gain = label, any label), for the objective and the validation metric; the
+        harness sets "linear" on click data (``RankerTags.gain_param``)
+    propensity : {"true", "randomisation", "em"}, default "true"  the propensities of
+        ``unbiased="ips"``: the click model's, or estimated (:mod:`ltr_bench.clicks.propensities`)
     """
         + _XGB_DOC_PARAMS
     )
     _objective = "rank:ndcg"
 
-    _parameter_constraints = {**_XGBoostRanker._parameter_constraints, "unbiased": ["boolean"]}
-    _RESERVED = {**_XGBoostRanker._RESERVED, "lambdarank_unbiased": "unbiased"}
+    _parameter_constraints = {**_XGBoostRanker._parameter_constraints, **click_constraints()}
+    _RESERVED = {
+        **_XGBoostRanker._RESERVED,
+        "lambdarank_unbiased": "unbiased",
+        "ndcg_exp_gain": "gain",
+    }
 
     def __init__(
         self,
@@ -383,6 +418,8 @@ class XGBoostLambdaMARTRanker(_XGBoostRanker):
         extra_params=None,
         query_dim=None,
         unbiased=False,
+        gain="exp",
+        propensity="true",
     ):
         super().__init__(
             preset=preset,
@@ -399,18 +436,24 @@ class XGBoostLambdaMARTRanker(_XGBoostRanker):
             query_dim=query_dim,
         )
         self.unbiased = unbiased
+        self.gain = gain
+        self.propensity = propensity
 
     def ranker_tags(self):
         """The tree rankers' tags; ``accepts_position`` exactly when ``unbiased``;
-        ``max_label`` 31: XGBoost's exponential NDCG gain (``ndcg_exp_gain``, default true)
-        refuses larger labels; none with ``extra_params={"ndcg_exp_gain": false}``."""
-        extra = self.extra_params if isinstance(self.extra_params, dict) else {}
-        max_label = 31 if extra.get("ndcg_exp_gain", True) not in (False, "false", 0) else None
-        tags = position_tags(super().ranker_tags(), self.unbiased is True)
-        return dataclasses.replace(tags, max_label=max_label)
+        ``max_label`` 31 with ``gain="exp"``: XGBoost's exponential NDCG gain refuses larger
+        labels; none with ``gain="linear"``; ``gain_param`` ``"gain"``."""
+        max_label = 31 if self.gain != "linear" else None
+        tags = position_tags(super().ranker_tags(), self.unbiased, self.propensity)
+        return dataclasses.replace(tags, max_label=max_label, gain_param="gain")
+
+    def validate_params(self) -> None:
+        super().validate_params()
+        check_click_params(self)
 
     def _native_params(self, resolved: dict) -> dict:
         params = super()._native_params(resolved)
+        params["ndcg_exp_gain"] = self.gain != "linear"
         if self.unbiased is True:
             # Unbiased LambdaMART (Hu et al. 2019); XGBoost refuses it with "mean" pairs
             params["lambdarank_unbiased"] = True
@@ -421,9 +464,19 @@ class XGBoostLambdaMARTRanker(_XGBoostRanker):
         """``unbiased=True``: ``position`` (n_rows,) int, 1 = top, is required and the rows
         of each query are put in displayed order before training (XGBoost reads positions
         from the row order; :func:`~ltr_bench_baselines.unbiased_gbdt.displayed_order`).
-        ``propensity`` is accepted and ignored (XGBoost estimates its own biases)."""
+        ``unbiased="ips"``: ``position`` and ``propensity`` (n_rows,) are required (the
+        custom objective of :mod:`ltr_bench_baselines.ips_gbdt`). Otherwise both are
+        ignored."""
         if self.unbiased is True:
             X, y, qid = check_ranking_input(X, y, qid)
             order = displayed_order(qid, check_positions("xgboost-lambdamart", position, len(X)))
             X, y, qid = X[order], y[order], qid[order]
-        return super().fit(X, y, qid=qid, eval_set=eval_set)
+        if self.unbiased == "ips":
+            X, y, qid = check_ranking_input(X, y, qid)
+            pos = check_positions("xgboost-lambdamart", position, len(X))
+            weights = ips_weights("xgboost-lambdamart", y, pos, propensity)
+            return self._fit(X, y, qid=qid, eval_set=eval_set, objective=SoftmaxIPS(qid, weights))
+        if self.unbiased == "naive":  # the same objective, every weight 1
+            X, y, qid = check_ranking_input(X, y, qid)
+            return self._fit(X, y, qid=qid, eval_set=eval_set, objective=SoftmaxIPS(qid, y))
+        return self._fit(X, y, qid=qid, eval_set=eval_set)

@@ -281,6 +281,9 @@ def report_command(
 
             try:
                 paths = write_plots(report, plots_dir or tmp)
+                from ltr_bench.report.clicks_curve import write_clicks_curve
+
+                paths += write_clicks_curve(report, plots_dir or tmp)  # several log sizes
                 if plots_dir:
                     from ltr_bench.report.plots import write_pareto_plots
 
@@ -294,6 +297,12 @@ def report_command(
                 click.echo(f"Error: --plots {plots_dir}: {reason}", err=True)
                 ctx.exit(EXIT_FAILED)
         text = format_report(report, fmt, plots=paths)
+    if fmt == "md":  # rows trained on click logs of several sizes: the curve's numbers
+        from ltr_bench.report.clicks_curve import clicks_curve, curve_markdown
+
+        curve = clicks_curve(report)
+        if curve is not None:
+            text += "\n" + curve_markdown(curve)
     if output:
         write_output(output, text, what="--output")
         click.echo(f"report written to {output}", err=True)

@@ -82,7 +82,8 @@ def _err(message: str) -> None:
     multiple=True,
     metavar="NAME.key=v1,v2,...",
     help="Run one configuration per value, each its own row NAME[key=value]; "
-    "repeat for a grid, e.g. --sweep lightgbm.num_leaves=7,31,127.",
+    "repeat for a grid, e.g. --sweep lightgbm.num_leaves=7,31,127. NAME may be a dataset: "
+    "one data variant per value of its option, e.g. --sweep ohsumed.sessions=10,100,1000.",
 )
 @click.option(
     "--seed",
@@ -268,6 +269,8 @@ def _run_logged(
     except BaseException:
         executor.close()  # a cluster started for nothing
         raise
+    for note in expanded.notes:
+        console.line(f"note: {note}")
     headline = "ndcg@10" if "ndcg@10" in expanded.metrics else expanded.metrics[0]
     listeners = [
         ConsoleListener(

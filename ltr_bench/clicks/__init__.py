@@ -43,8 +43,8 @@ def build_click_model(spec, *, where: str = "click_model"):
     return build(spec, where=where)
 
 
-def simulate_clicks(fold, config, *, seed: int, cache_dir=None):
+def simulate_clicks(fold, config, *, seed: int, cache_dir=None, estimates=()):
     """The fold with click labels (see :func:`ltr_bench.clicks.simulate.simulate_clicks`)."""
     from ltr_bench.clicks.simulate import simulate_clicks as simulate
 
-    return simulate(fold, config, seed=seed, cache_dir=cache_dir)
+    return simulate(fold, config, seed=seed, cache_dir=cache_dir, estimates=estimates)

@@ -191,24 +191,26 @@ def _verify(arrays: dict, meta: dict) -> str | None:
 verify_entry = _verify
 
 
-def simulate_clicks(fold: Fold, config: dict, *, seed: int, cache_dir=None) -> Fold:
+def simulate_clicks(fold: Fold, config: dict, *, seed: int, cache_dir=None, estimates=()) -> Fold:
     """``fold`` with click labels on train and vali (see the module docstring); test unchanged.
 
     ``config`` is :func:`~ltr_bench.clicks.options.resolve_click_options`' result. Cached: a
     second call with the same fold, configuration and seed reads the entry (its arrays are
-    checked against the digest recorded when it was written).
+    checked against the digest recorded when it was written). ``estimates``: propensity
+    estimators (:data:`~ltr_bench.clicks.propensities.ESTIMATORS`) whose estimates the
+    training split also carries, per row, as ``propensity_<method>`` in its extras
+    (:mod:`ltr_bench.clicks.propensities`; cached the same way).
     """
     parts = {"train": fold.train, "vali": fold.vali}
-    key = cache_key(
-        {
-            "kind": "clicks",
-            "config": config,
-            "seed": int(seed),
-            "fold": int(fold.index),
-            "max_label": int(fold.max_label),
-            "sources": {p: (s.fingerprint if s is not None else None) for p, s in parts.items()},
-        }
-    )
+    key_parts = {
+        "kind": "clicks",
+        "config": config,
+        "seed": int(seed),
+        "fold": int(fold.index),
+        "max_label": int(fold.max_label),
+        "sources": {p: (s.fingerprint if s is not None else None) for p, s in parts.items()},
+    }
+    key = cache_key(key_parts)
 
     def build(writer):
         model = build_click_model(config["model"])
@@ -273,6 +275,24 @@ def simulate_clicks(fold: Fold, config: dict, *, seed: int, cache_dir=None) -> F
         )
     train = new["train"]
     assert train is not None  # a fold always has a training split
+    for method in dict.fromkeys(estimates):
+        from ltr_bench.clicks import propensities
+
+        curve = _estimated_curve(
+            fold.train,
+            train,
+            config,
+            method,
+            key_parts=key_parts,
+            seed=seed,
+            fold=fold.index,
+            max_label=fold.max_label,
+            cache=cache,
+        )
+        position = train.extras["position"]
+        train.extras[propensities.extra_name(method)] = propensities.rows_propensity(
+            curve, position
+        )
     return Fold(
         dataset=fold.dataset,
         index=fold.index,
@@ -332,3 +352,39 @@ def _in_memory(build) -> tuple[dict, dict]:
     w = _Writer()
     meta = build(w)
     return w.arrays, meta
+
+
+def _estimated_curve(
+    raw_train, clicked_train, config: dict, method: str, *, key_parts, seed, fold, max_label, cache
+) -> np.ndarray:
+    """:func:`~ltr_bench.clicks.propensities.estimate_curve`, cleaned, from the click-log
+    cache when an entry for the same log (``key_parts``: the log's own key parts), method and
+    estimator spec exists; else computed and written there (in memory when the cache cannot
+    be written)."""
+    from ltr_bench.clicks import propensities
+
+    key = cache_key(
+        {
+            **key_parts,
+            "kind": "propensity-estimate",
+            "estimator": propensities.estimator_spec(method),
+        }
+    )
+
+    def build(writer):
+        rng = _rng(seed, fold, 3 + propensities.ESTIMATORS.index(method))
+        curve = propensities.clean_curve(
+            propensities.estimate_curve(
+                raw_train, clicked_train, config, method, max_label=max_label, rng=rng
+            )
+        )
+        writer.save("curve", curve)
+        return {"digest": _digest({"curve": curve}), "method": method}
+
+    loaded = load_entry(cache, "clicks", key, verify=_verify)
+    if loaded is None:
+        try:
+            loaded = write_entry(cache, "clicks", key, build)
+        except OSError:  # the log itself already warned that the cache is not writable
+            loaded = _in_memory(build)
+    return np.array(loaded[0]["curve"], dtype=np.float64)

@@ -30,14 +30,14 @@ def clicks_of(record: ResultRecord):
 def same_data(a: ResultRecord, b: ResultRecord) -> bool:
     """Whether two results of one fold and seed saw the same data, by split fingerprints.
 
-    With the same click configuration (``dataset_identity["clicks"]``; None for true labels)
-    every split must agree. Across click configurations -- the skyline on true labels against
-    rankers trained on simulated clicks, or two click settings -- the training and validation
-    splits differ by design (clicks simulated from the same source splits,
-    :mod:`ltr_bench.clicks`), and the test split, true relevance in every case, must agree:
-    such rows are judged on the same test labels."""
+    With the same data variant (the same click configuration, ``dataset_identity["clicks"]``,
+    None for true labels, and the same dataset identity) every split must agree. Across
+    variants -- the skyline on true labels against rankers trained on simulated clicks, two
+    click settings, or two subsamples of the training queries (``train_queries``) -- the
+    training and validation splits differ by design, and the test split, true relevance in
+    every case, must agree: such rows are judged on the same test labels."""
     fa, fb = a.fingerprints, b.fingerprints
-    if clicks_of(a) == clicks_of(b):
+    if clicks_of(a) == clicks_of(b) and a.dataset_identity == b.dataset_identity:
         return tuple(sorted(fa.items())) == tuple(sorted(fb.items()))
     return fa.get("test") is not None and fa.get("test") == fb.get("test")
 

@@ -26,6 +26,7 @@ __all__ = [
     "label_sort_key",
     "row_label",
     "shared_data_options",
+    "row_label_without",
     "split_names",
     "value_text",
     "variant_text",
@@ -248,3 +249,18 @@ def split_names(values: str | Iterable[str], *, option: str) -> list[str]:
                 f"balance, as in lightgbm[num_leaves=63,learning_rate=0.05]"
             )
     return out
+
+
+def row_label_without(
+    label: str, options: Mapping[str, Any] | None, identity: Any, key: str
+) -> str:
+    """:func:`row_label` with the data option ``key`` left out of the variant: the name of a
+    line of a figure whose x axis is ``key`` (``lightgbm · clicks pbm eta=1`` for every
+    point of a curve over ``sessions``, where each point's row is ``... x10``, ``... x100``)."""
+    options = dict(options or {})
+    value = options.pop(key, None)
+    variant = variant_text(options, identity)
+    if key == "sessions" and variant:  # variant_text always says the sessions: x<sessions>
+        sessions = ((identity or {}).get("clicks") or {}).get("sessions", value)
+        variant = " ".join(t for t in variant.split(" ") if t != f"x{value_text(sessions)}")
+    return f"{label}{VARIANT_SEPARATOR}{variant}" if variant else label

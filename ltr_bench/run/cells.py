@@ -22,19 +22,15 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ltr_bench.clicks.options import (
-    CLICK_OPTIONS,
-    data_options,
-    has_propensity,
-    resolve_click_options,
-)
+from ltr_bench.clicks.options import CLICK_OPTIONS, data_options, resolve_click_options
 from ltr_bench.ranker import RankerTags, apply_run_settings, tags_of
 from ltr_bench.results import jsonable
 from ltr_bench.results.labels import row_label
+from ltr_bench.run import click_checks
 from ltr_bench.run.param_files import ParamFileError, param_file_fingerprints
 from ltr_bench.run.plan import DatasetChoice, Plan, PlanError, canonical_json
 
@@ -88,6 +84,7 @@ class Cell:
     save_scores: bool = False  # keep the test scores as a TREC run file
     keep_models: str | None = None  # folder to keep the fitted model in (None: not kept)
     param_files: dict[str, str] | None = None  # {parameter: sha256 of the file it names}
+    propensity_estimate: str | None = None  # the estimated propensities fit gets (None: true)
 
     @property
     def row_name(self) -> str:
@@ -115,10 +112,12 @@ def build_ranker(
     seed: int,
     threads: int | None,
     query_dim: int | None = None,
+    click_labels: bool = False,
 ):
-    """``make_ranker(name, user_params)``, then the run's seed, thread count and (on
-    query-by-example data) query-block width through the parameters the ranker's tags
-    declare (:func:`ltr_bench.ranker.apply_run_settings`: a parameter the user set is never
+    """``make_ranker(name, user_params)``, then the run's seed, thread count, (on
+    query-by-example data) query-block width and (on click data, ``click_labels``) the
+    linear gain through the parameters the ranker's tags declare
+    (:func:`ltr_bench.ranker.apply_run_settings`: a parameter the user set is never
     overridden, nothing is guessed from names). Raises
     :class:`~ltr_bench.registry.RegistryError` subclasses for unknown names/params, and
     :class:`~ltr_bench.registry.RankerLoadError` for a ranker whose tags name a parameter
@@ -126,32 +125,16 @@ def build_ranker(
     ranker = _registry().make_ranker(name, dict(user_params))
     try:
         apply_run_settings(
-            ranker, seed=seed, threads=threads, query_dim=query_dim, user_params=user_params
+            ranker,
+            seed=seed,
+            threads=threads,
+            query_dim=query_dim,
+            user_params=user_params,
+            click_labels=click_labels,
         )
     except (TypeError, ValueError) as exc:
         raise _registry().RankerLoadError(f"ranker {name!r}: {exc}") from None
     return ranker
-
-
-def _check_click_labels(clicks, label_limits, where: str) -> None:
-    """Refuse (exit 2, before any work) click data whose labels can exceed what a ranker
-    accepts (``RankerTags.max_label``): click counts go up to ``sessions`` with
-    ``aggregate=count``, clicked-or-not is 0/1 with ``aggregate=any``."""
-    if not clicks:
-        return
-    from ltr_bench.evaluation.ranked import MAX_LABEL
-
-    top = int(clicks["sessions"]) if clicks["aggregate"] == "count" else 1
-    # the validation clicks are scored by ltr-bench's metrics too (model selection, tuning)
-    limits = [*label_limits, ("ltr-bench's metrics (gain 2^label - 1)", MAX_LABEL)]
-    over = [(label, limit) for label, limit in limits if top > limit]
-    if over:
-        names = ", ".join(f"{label} (labels up to {limit})" for label, limit in over)
-        raise PlanError(
-            f"{where}: with aggregate=count and sessions={top} the click labels (click "
-            f"counts) go up to {top}, more than {names} accepts: use sessions <= "
-            f"{min(limit for _, limit in over)} or aggregate=any (clicked at least once, 0/1)"
-        )
 
 
 def ranker_tags(ranker) -> RankerTags:
@@ -228,6 +211,79 @@ class ExpandedPlan:
     plan: Plan
     cells: list[Cell]
     metrics: tuple[str, ...]
+    notes: list[str] = field(default_factory=list)  # what the plan runs differently than listed
+
+
+class _Configured:
+    """One ranker configuration of a plan, built and checked per seed and per kind of data
+    (click labels or not: the harness gives click data the linear gain,
+    ``RankerTags.gain_param``), each once. Every check runs before any data is loaded."""
+
+    def __init__(self, choice, entry, plan: Plan):
+        self.choice, self.entry, self.plan = choice, entry, plan
+        self.where = f"{plan.source}: [rankers.{choice.display}]" if plan.source else "--param"
+        self._resolved: dict[tuple[int, bool], dict[str, Any]] = {}
+        self._tags: dict[bool, RankerTags] = {}
+        self.files: dict[str, str] = {}
+        self.volatile: set[str] = set()
+        self._identified = False
+
+    def _build(self, seed: int, click_labels: bool):
+        registry, choice, where = _registry(), self.choice, self.where
+        try:
+            ranker = build_ranker(
+                choice.name,
+                choice.params,
+                seed=seed,
+                threads=self.plan.threads,
+                click_labels=click_labels,
+            )
+        except registry.BadParameterError as exc:
+            raise registry.BadParameterError(f"{where}: {exc}") from None
+        checks = [getattr(ranker, "validate_params", None)]  # values, before any data
+        if choice.params:  # user parameters are applied or refused, never ignored
+            check_user = getattr(ranker, "check_user_params", None)
+            if callable(check_user):
+                checks.append(lambda: check_user(dict(choice.params)))
+        for check in checks:
+            if callable(check):
+                try:
+                    check()
+                except (ValueError, TypeError) as exc:
+                    raise registry.BadParameterError(
+                        f"{where}: ranker {choice.display!r}: {exc}"
+                    ) from None
+        return ranker
+
+    def resolved(self, seed: int, click_labels: bool) -> dict[str, Any]:
+        """The resolved parameters (``get_params()`` after the run's settings)."""
+        key = (seed, click_labels)
+        if key not in self._resolved:
+            ranker = self._build(seed, click_labels)
+            self._resolved[key] = jsonable(ranker.get_params(deep=False))
+            if click_labels not in self._tags:
+                self._tags[click_labels] = ranker_tags(ranker)
+            if not self._identified:
+                self._identify(self._tags[click_labels], self._resolved[key])
+                self._identified = True
+        return self._resolved[key]
+
+    def _identify(self, tags: RankerTags, resolved: dict[str, Any]) -> None:
+        try:  # files named by parameters: their content is part of the identity
+            self.files = param_file_fingerprints(resolved, tags.file_params)
+        except ParamFileError as exc:
+            raise _registry().BadParameterError(
+                f"{self.where}: ranker {self.choice.display!r}: {exc}"
+            ) from None
+        # what identifies a configuration: not the seed (a cell key has it on its own) and
+        # not the thread count (it changes speed, never the numbers of these rankers)
+        self.volatile = {p for p in (tags.seed_param, tags.thread_param) if p is not None}
+
+    def tags(self, click_labels: bool) -> RankerTags:
+        """The tags of the configuration as it runs on click data or not."""
+        if click_labels not in self._tags:
+            self.resolved(self.plan.all_seeds()[0], click_labels)
+        return self._tags[click_labels]
 
 
 def expand_plan(
@@ -268,81 +324,64 @@ def expand_plan(
 
     # rankers: unknown names and parameters fail here, before any data is loaded
     seeds = plan.all_seeds()
-    ranker_info = []
-    position_rankers: list[str] = []  # rankers that need click positions (unbiased)
-    label_limits: list[tuple[str, int]] = []  # ('row label', largest label its fit accepts)
-    propensity_rankers: list[str] = []  # rankers that weight by the true propensities
-    for choice in plan.rankers:
-        entry = registry.get_entry(choice.name)
-        resolved_by_seed = {}
+    configs = [
+        _Configured(choice, registry.get_entry(choice.name), plan) for choice in plan.rankers
+    ]
+    for configured in configs:
         for seed in seeds:
-            where = f"{plan.source}: [rankers.{choice.display}]" if plan.source else "--param"
-            try:
-                ranker = build_ranker(choice.name, choice.params, seed=seed, threads=plan.threads)
-            except registry.BadParameterError as exc:
-                raise registry.BadParameterError(f"{where}: {exc}") from None
-            validate = getattr(ranker, "validate_params", None)
-            if callable(validate):  # values, before any data is loaded (exit 2)
-                try:
-                    validate()
-                except (ValueError, TypeError) as exc:
-                    raise registry.BadParameterError(
-                        f"{where}: ranker {choice.display!r}: {exc}"
-                    ) from None
-            check_user = getattr(ranker, "check_user_params", None)
-            if callable(check_user) and choice.params:  # applied or refused, never ignored
-                try:
-                    check_user(dict(choice.params))
-                except (ValueError, TypeError) as exc:
-                    raise registry.BadParameterError(
-                        f"{where}: ranker {choice.display!r}: {exc}"
-                    ) from None
-            resolved_by_seed[seed] = jsonable(ranker.get_params(deep=False))
-        tags = ranker_tags(ranker)
-        try:  # files named by parameters: their content is part of the identity
-            files = param_file_fingerprints(resolved_by_seed[seeds[0]], tags.file_params)
-        except ParamFileError as exc:
-            raise registry.BadParameterError(f"{where}: ranker {choice.display!r}: {exc}") from None
-        # what identifies a configuration: not the seed (a cell key has it on its own) and
-        # not the thread count (it changes speed, never the numbers of these rankers)
-        volatile = {getattr(tags, "seed_param", None), tags.thread_param} - {None}
-        ranker_info.append((choice, entry, resolved_by_seed, volatile, files))
-        if getattr(tags, "requires_position", False):
-            position_rankers.append(choice.row_label)
-        if getattr(tags, "requires_propensity", False):
-            propensity_rankers.append(choice.row_label)
-        if tags.max_label is not None:
-            label_limits.append((repr(choice.row_label), int(tags.max_label)))
-    seen: dict[str, str] = {}
+            configured.resolved(seed, False)
 
-    cells: list[Cell] = []
+    variants = []  # (choice, display, source, spec, clicks, where) per dataset variant
     for dchoice in plan.datasets:
         display, source, spec = _resolve_dataset(dchoice, plan)
-        load_source: Any = Path(source) if spec is None else source
-        where = f"{plan.source}: [datasets.{dchoice.name}]" if plan.source else "--dataset-option"
+        where = (
+            f"{plan.source}: [datasets.{dchoice.display}]" if plan.source else "--dataset-option"
+        )
         clicks = resolve_click_options(
             dchoice.options,
             kind="path" if spec is None else spec.kind,
             where=where,
             dataset=display,
         )
-        if position_rankers and not clicks:  # an unbiased ranker needs click data
-            names = ", ".join(repr(r) for r in position_rankers)
-            verb = "learns" if len(position_rankers) == 1 else "learn"
+        variants.append((dchoice, display, source, spec, clicks, where))
+    notes: list[str] = []
+    with_clicks = any(v[4] for v in variants)
+    listed: dict[str, str] = {}
+    seen: dict[str, str] = {}
+    cells: list[Cell] = []
+    for dchoice, display, source, spec, clicks, where in variants:
+        twice = canonical_json([source, dchoice.options])
+        if listed.setdefault(twice, dchoice.display) != dchoice.display:
             raise PlanError(
-                f"{where}: {names} {verb} from the positions of simulated clicks (unbiased), "
-                f"but dataset {display} has no click options: add clicks=<model> (e.g. "
-                "--dataset-option clicks=pbm) or leave unbiased off"
+                f"{where}: datasets {listed[twice]!r} and {dchoice.display!r} are the same "
+                "data with the same options"
             )
-        _check_click_labels(clicks, label_limits, where)
-        if clicks and propensity_rankers and not has_propensity(clicks):
-            raise PlanError(
-                f"{where}: {', '.join(map(repr, propensity_rankers))} weight(s) each click by "
-                f"its true examination propensity, but click model {clicks['model']['name']!r} "
-                "has none for some shown rows (no examination step, or 0 below a document of "
-                "the top grade as in the cascade family): use pbm, base-cascade or dcm "
-                "(lam > 0), or a method that learns the propensities (neural.unbiased=dla)"
-            )
+        running = []
+        positional = [c.choice.row_label for c in configs if c.tags(False).requires_position]
+        if positional and not clicks and not with_clicks:  # an unbiased ranker needs clicks
+            click_checks.refuse_positions_without_clicks(positional, where, display)
+        for configured in configs:
+            tags = configured.tags(bool(clicks))
+            if tags.requires_position and not clicks:  # runs on the plan's click data only
+                notes.append(
+                    f"{configured.choice.row_label!r} does not run on {dchoice.display} (true "
+                    "labels): it learns from the positions of clicks"
+                )
+                continue
+            running.append((configured, tags))
+        label_limits = [
+            (repr(c.choice.row_label), int(t.max_label))
+            for c, t in running
+            if t.max_label is not None
+        ]
+        click_checks.check_click_labels(clicks, label_limits, where)
+        click_checks.check_aggregate(
+            clicks, [c.choice.row_label for c, t in running if t.requires_position], where
+        )
+        click_checks.check_propensities(
+            clicks, [c.choice.row_label for c, t in running if t.requires_propensity], where
+        )
+        load_source: Any = Path(source) if spec is None else source
         options = data_options(dchoice.options) or None
         # raises DatasetNotFoundError (where to download, where to put the files) when absent
         available = list(data.available_folds(load_source, data_dir=plan.data_dir, options=options))
@@ -362,9 +401,11 @@ def expand_plan(
             if clicks:  # simulated click logs: their configuration and seed are the data's
                 identity = {**identity, "clicks": clicks, "seed": seed}
             for fold in folds:
-                for choice, entry, resolved_by_seed, volatile, files in ranker_info:
-                    resolved = resolved_by_seed[seed]
-                    stable = {k: v for k, v in resolved.items() if k not in volatile}
+                for configured, tags in running:
+                    choice = configured.choice
+                    resolved = configured.resolved(seed, bool(clicks))
+                    files = configured.files
+                    stable = {k: v for k, v in resolved.items() if k not in configured.volatile}
                     config = {
                         "ranker": choice.name,
                         "params": stable,
@@ -375,6 +416,11 @@ def expand_plan(
                         config["conventions"] = list(plan.conventions)
                     if files:  # only then: keys of configurations without files stay
                         config["files"] = files
+                    estimate = tags.propensity_estimate if clicks else None
+                    if estimate:  # the estimator's settings and version decide the numbers
+                        from ltr_bench.clicks.propensities import estimator_spec
+
+                        config["propensity_estimate"] = estimator_spec(estimate)
                     config_key = _sha256(config)
                     if seen.setdefault(config_key, choice.row_label) != choice.row_label:
                         raise PlanError(
@@ -401,8 +447,8 @@ def expand_plan(
                             threads=plan.threads,
                             data_dir=plan.data_dir,
                             cache_dir=plan.cache_dir,
-                            ranker_distribution=entry.distribution,
-                            ranker_version=entry.version,
+                            ranker_distribution=configured.entry.distribution,
+                            ranker_version=configured.entry.version,
                             score_repeats=score_repeats,
                             command=plan.command,
                             conventions=tuple(plan.conventions),
@@ -410,6 +456,7 @@ def expand_plan(
                             keep_models=None if keep_models is None else str(keep_models),
                             param_files=files or None,
                             max_label=None if spec is None else int(spec.label_max),
+                            propensity_estimate=estimate,
                         )
                     )
-    return ExpandedPlan(plan=plan, cells=cells, metrics=metrics)
+    return ExpandedPlan(plan=plan, cells=cells, metrics=metrics, notes=notes)

@@ -194,6 +194,11 @@ def run_plan(
                 try:
                     fold = load_fold(
                         first,
+                        estimates=tuple(
+                            dict.fromkeys(
+                                c.propensity_estimate for c in group if c.propensity_estimate
+                            )
+                        ),
                         progress=functools.partial(
                             listener.fold_progress, first.dataset, first.fold
                         ),

@@ -29,8 +29,15 @@ plan.toml``). The file format, every key optional except ``rankers`` and ``datas
 
     [datasets."/data/MyLetor"]     # a path to a folder in a LETOR layout works too
 
+    [datasets."ohsumed-clicks"]    # a second variant of one dataset: a label of your
+    dataset = "ohsumed"            # choice and the dataset's name or path under ``dataset``
+    clicks = "pbm"
+
     [sweep.lightgbm]               # sweep: one labelled configuration per value (a grid
     num_leaves = [7, 31, 127]      # over several keys), rows lightgbm[num_leaves=7], ...
+
+    [sweep."ohsumed-clicks"]       # a dataset: one data variant per value (own identity,
+    sessions = [10, 100, 1000]     # keys, caches); a label naming a ranker and a dataset: refused
 
     [tuning.lightgbm]              # `ltr-bench tune`: override a ranker's search space
     num_leaves = {low = 7, high = 255, log = true}   # (ltr_bench.tune.study.parse_spec);
@@ -41,7 +48,8 @@ accepted as shorthand. ``seeds = [0, 1, 2]`` instead of ``seed`` repeats every c
 seed. Unknown keys are errors that name the key and the file; ranker parameters and dataset
 options are checked against the ranker / dataset when the plan is expanded (see
 :mod:`ltr_bench.run.cells`). The key ``ranker`` inside a ranker table is the registered name
-(or ``module:Class`` import path) of a labelled configuration; it is not a parameter.
+(or ``module:Class`` import path) of a labelled configuration; it is not a parameter, nor is
+``dataset`` in a dataset table (a labelled variant: one dataset on true labels and on clicks).
 
 Command-line values (``--param NAME.key=value``, ``--dataset-option``) use
 :func:`parse_value`: a TOML scalar or array when the text is one (``31``, ``0.05``, ``true``,
@@ -94,6 +102,7 @@ TOP_LEVEL_KEYS = (
     "tuning",
 )
 RANKER_KEY = "ranker"  # inside [rankers.LABEL]: the registered name of a labelled configuration
+DATASET_KEY = "dataset"  # inside [datasets.LABEL]: the dataset (name or path) of a variant
 
 
 class PlanError(UsageError, ValueError):
@@ -122,10 +131,16 @@ class RankerChoice:
 
 @dataclass(frozen=True)
 class DatasetChoice:
-    """A dataset by registered name or path, with generator / loader options."""
+    """A dataset (name or path) with its options; ``label``: the variant's name in the plan."""
 
     name: str
     options: dict[str, Any] = field(default_factory=dict)
+    label: str = ""
+
+    @property
+    def display(self) -> str:
+        """The variant's name in the plan (``[sweep.LABEL]``): its label, else the dataset's."""
+        return self.label or self.name
 
 
 @dataclass
@@ -184,7 +199,10 @@ class Plan:
             "data_dir": self.data_dir,
             "cache_dir": self.cache_dir,
             "rankers": rankers,
-            "datasets": {d.name: dict(d.options) for d in self.datasets},
+            "datasets": {
+                d.display: {DATASET_KEY: d.name, **d.options} if d.label else dict(d.options)
+                for d in self.datasets
+            },
             **({"sweep": copy.deepcopy(self.sweeps)} if self.sweeps else {}),
             **({"tuning": copy.deepcopy(self.tuning)} if self.tuning else {}),
             "source": self.source,
@@ -245,16 +263,26 @@ def _named_tables(value: Any, where: str, kind: str) -> list[tuple[str, dict[str
     raise PlanError(f"{where}: expected tables [{kind}s.NAME] or a list of names, got {value!r}")
 
 
-def _ranker_choice(label: str, table: dict[str, Any], source: str | None) -> RankerChoice:
-    if RANKER_KEY not in table:
-        return RankerChoice(label, table)
-    name = table.pop(RANKER_KEY)
+def _labelled(cls, section: str, key: str, what: str, label: str, table: dict, source):
+    """A ranker configuration or dataset variant of a plan table: named by its table, or
+    labelled by it with the name under ``key`` (``ranker`` / ``dataset``)."""
+    if key not in table:
+        return cls(label, table)
+    name = table.pop(key)
     if not isinstance(name, str) or not name:
-        raise PlanError(
-            f"{_where(source, f'rankers.{label}.{RANKER_KEY}')}: expected the "
-            f"registered name of a ranker (see `ltr-bench rankers`), got {name!r}"
-        )
-    return RankerChoice(name, table, label=label)
+        where = _where(source, f"{section}.{label}.{key}")
+        raise PlanError(f"{where}: expected {what}, got {name!r}")
+    return cls(name, table, label=label)
+
+
+def _ranker_choice(label: str, table: dict[str, Any], source: str | None) -> RankerChoice:
+    what = "the registered name of a ranker (see `ltr-bench rankers`)"
+    return _labelled(RankerChoice, "rankers", RANKER_KEY, what, label, table, source)
+
+
+def _dataset_choice(label: str, table: dict[str, Any], source: str | None) -> DatasetChoice:
+    what = "the name or path of a dataset (see `ltr-bench datasets`)"
+    return _labelled(DatasetChoice, "datasets", DATASET_KEY, what, label, table, source)
 
 
 def _check_seeds(value: Any, where: str) -> tuple[int, ...]:
@@ -319,7 +347,7 @@ def plan_from_dict(doc: dict[str, Any], *, source: str | None = None) -> Plan:
         for n, p in _named_tables(doc["rankers"], _where(source, "rankers"), "ranker")
     ]
     datasets = [
-        DatasetChoice(n, o)
+        _dataset_choice(n, o, source)
         for n, o in _named_tables(doc["datasets"], _where(source, "datasets"), "dataset")
     ]
     plan = Plan(rankers=rankers, datasets=datasets, source=source)
@@ -352,7 +380,9 @@ def plan_from_dict(doc: dict[str, Any], *, source: str | None = None) -> Plan:
                 raise PlanError(f"{_where(source, key)}: expected a path string, got {doc[key]!r}")
             setattr(plan, key, str(Path(doc[key]).expanduser()))
     if "sweep" in doc:
-        for label, table in _named_tables(doc["sweep"], _where(source, "sweep"), "ranker"):
+        for label, table in _named_tables(
+            doc["sweep"], _where(source, "sweep"), "ranker or dataset"
+        ):
             for key, values in table.items():
                 where = _where(source, f"sweep.{label}.{key}")
                 if not isinstance(values, list) or not values:

@@ -9,6 +9,7 @@ here, before any data is loaded (:class:`~ltr_bench.run.plan.PlanError`, exit 2)
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,12 +97,7 @@ def build_plan(cl: CommandLine, *, warn=lambda message: None, local: bool = True
         # with them (a table naming no configuration of the file stays, so tune still
         # refuses the typo)
         plan.tuning = {k: v for k, v in plan.tuning.items() if k in names or k not in old}
-        plan.rankers = [
-            RankerChoice(old[n].name, dict(old[n].params), old[n].label)
-            if n in old
-            else RankerChoice(n)
-            for n in names
-        ]
+        plan.rankers = _picked(plan.rankers, names, RankerChoice)
     for ranker in plan.rankers:
         get_entry(ranker.name)  # unknown name -> UnknownRankerError with close matches
     by_name = {r.display: dict(r.params) for r in plan.rankers}
@@ -124,8 +120,10 @@ def build_plan(cl: CommandLine, *, warn=lambda message: None, local: bool = True
     if dnames:
         if len(set(dnames)) != len(dnames):
             raise PlanError(f"--dataset: a dataset is listed twice: {','.join(dnames)}")
-        old_opts = {d.name: d.options for d in plan.datasets}
-        plan.datasets = [DatasetChoice(n, dict(old_opts.get(n, {}))) for n in dnames]
+        old_data = {d.display: d for d in plan.datasets}
+        # the file's sweeps of the variants left out go with them
+        plan.sweeps = {k: v for k, v in plan.sweeps.items() if k not in old_data or k in dnames}
+        plan.datasets = _picked(plan.datasets, dnames, DatasetChoice)
     if cl.dataset_options:
         _apply_dataset_options(plan, cl.dataset_options)
 
@@ -214,6 +212,13 @@ def _apply_label(plan: Plan, label: str) -> None:
             tables[text] = tables.pop(old)
 
 
+def _picked(choices: list, names: list[str], cls) -> list:
+    """``--ranker`` / ``--dataset``: the named entries of the file (a copy, keeping their
+    parameters or options and label), a new one for a name the file does not have."""
+    old = {c.display: c for c in choices}
+    return [dataclasses.replace(old[n]) if n in old else cls(n) for n in names]
+
+
 def cl_sweeps_and_plan(plan: Plan, cl: CommandLine):
     """(where, values) of every sweep of the plan file and of ``--sweep``."""
     for label, grid in plan.sweeps.items():
@@ -288,7 +293,8 @@ def _apply_dataset_options(plan: Plan, assignments: tuple[str, ...]) -> None:
         except UnknownDatasetError:
             return set(PATH_DATASET_OPTIONS) | set(CLICK_OPTIONS)  # a folder; names fail later
 
-    opts = {d.name: dict(d.options) for d in plan.datasets}
+    opts = {d.display: dict(d.options) for d in plan.datasets}
+    names = {d.display: d.name for d in plan.datasets}
     for text in assignments:
         target, key, value = parse_assignment(text, option="--dataset-option", scoped=False)
         if target is not None:
@@ -299,18 +305,20 @@ def _apply_dataset_options(plan: Plan, assignments: tuple[str, ...]) -> None:
                 )
             targets = [target]
         else:
-            targets = [n for n in opts if key in allowed(n)]
+            targets = [n for n in opts if key in allowed(names[n])]
             if not targets:
                 import difflib
 
-                names = sorted(set().union(*(allowed(n) for n in opts)))
-                close = difflib.get_close_matches(key, names, n=2)
+                known = sorted(set().union(*(allowed(names[n]) for n in opts)))
+                close = difflib.get_close_matches(key, known, n=2)
                 hint = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
                 raise PlanError(
                     f"--dataset-option {text}: no dataset of this run has an option "
                     f"{key!r}.{hint} Options: "
-                    + "; ".join(f"{n}: {', '.join(sorted(allowed(n))) or 'none'}" for n in opts)
+                    + "; ".join(
+                        f"{n}: {', '.join(sorted(allowed(names[n]))) or 'none'}" for n in opts
+                    )
                 )
         for n in targets:
             opts[n][key] = value
-    plan.datasets = [DatasetChoice(n, o) for n, o in opts.items()]
+    plan.datasets = [DatasetChoice(d.name, opts[d.display], d.label) for d in plan.datasets]

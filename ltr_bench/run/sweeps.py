@@ -1,5 +1,11 @@
 """Sweeps: one labelled configuration per point of a parameter grid (``--sweep
-NAME.key=v1,v2`` and ``[sweep.LABEL]`` tables of a plan, :mod:`ltr_bench.run.plan`)."""
+NAME.key=v1,v2`` and ``[sweep.LABEL]`` tables of a plan, :mod:`ltr_bench.run.plan`).
+
+``NAME`` / ``LABEL`` is a ranker configuration of the plan (its keys are hyper-parameters) or
+one of its datasets (its keys are dataset options: ``--sweep ohsumed.sessions=10,100,1000``).
+A swept dataset becomes one variant per point, each with its own options, so its own dataset
+identity, result keys and caches, exactly as if every variant had its own
+``[datasets.LABEL]`` table."""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ import sys
 
 from ltr_bench.results.labels import config_label
 from ltr_bench.run.plan import (
+    DatasetChoice,
     Plan,
     PlanError,
     RankerChoice,
@@ -45,32 +52,55 @@ def expand_sweeps(plan: Plan) -> Plan:
     its grid (the product of its swept keys' values, keys in the order given), labelled
     ``LABEL[key=value,...]`` (an unnamed configuration: the ranker name with every
     parameter the user set, :func:`~ltr_bench.results.labels.config_label`); a swept value
-    overrides the configuration's own. Raises PlanError for a sweep of a ranker the plan does
-    not run. Empties ``plan.sweeps``."""
-    import itertools
+    overrides the configuration's own. A swept dataset likewise becomes one
+    :class:`DatasetChoice` per point, labelled ``LABEL[key=value,...]``, its options updated.
+    Raises PlanError for a sweep of a name the plan does not run, or one that names both a
+    ranker configuration and a dataset. Empties ``plan.sweeps``."""
 
     labels = [r.display for r in plan.rankers]
+    data_labels = [d.display for d in plan.datasets]
     for label in plan.sweeps:
-        if label not in labels:
+        if label in labels and label in data_labels:
             raise PlanError(
-                f"sweep of {label!r}: that ranker is not part of this run "
-                f"(rankers: {', '.join(labels) or 'none'}); add it to --ranker"
+                f"sweep of {label!r}: both a ranker configuration and a dataset of this run "
+                "are called that; give one of them a label of its own"
             )
-    out: list[RankerChoice] = []
-    for r in plan.rankers:
-        grid = plan.sweeps.get(r.display)
-        if not grid:
-            out.append(r)
-            continue
-        keys = list(grid)
-        for point in itertools.product(*(grid[k] for k in keys)):
-            setting = dict(zip(keys, point))
-            params = {**r.params, **setting}
-            if r.label:  # a named configuration keeps its name: "NAME[swept=value,...]"
-                label = config_label(r.label, setting)
-            else:  # the ranker's name with every user-set parameter, swept ones included
-                label = ""
-            out.append(RankerChoice(r.name, params, label=label))
-    plan.rankers = out
+        if label not in labels and label not in data_labels:
+            raise PlanError(
+                f"sweep of {label!r}: not part of this run, neither a ranker nor a dataset "
+                f"(rankers: {', '.join(labels) or 'none'}; datasets: "
+                f"{', '.join(data_labels) or 'none'}); add it to --ranker or --dataset"
+            )
+
+    def ranker_point(r: RankerChoice, setting: dict) -> RankerChoice:
+        # a named configuration keeps its name, "NAME[swept=value,...]"; an unnamed one is
+        # named by the ranker with every user-set parameter, swept ones included
+        label = config_label(r.label, setting) if r.label else ""
+        return RankerChoice(r.name, {**r.params, **setting}, label=label)
+
+    def dataset_point(d: DatasetChoice, setting: dict) -> DatasetChoice:
+        label = config_label(d.display, setting)
+        return DatasetChoice(d.name, {**d.options, **setting}, label=label)
+
+    out = _expanded(plan.rankers, plan.sweeps, ranker_point)
+    data = _expanded(plan.datasets, plan.sweeps, dataset_point)
+    plan.rankers, plan.datasets = out, data
     plan.sweeps = {}
     return plan
+
+
+def _expanded(choices: list, sweeps: dict, point) -> list:
+    """Each choice swept in ``sweeps`` replaced by ``point(choice, setting)`` per grid point."""
+    out = []
+    for c in choices:
+        grid = sweeps.get(c.display)
+        out += [point(c, setting) for setting in _points(grid)] if grid else [c]
+    return out
+
+
+def _points(grid: dict[str, list]) -> list[dict]:
+    """The grid's points in order: the product of the keys' values, keys as given."""
+    import itertools
+
+    keys = list(grid)
+    return [dict(zip(keys, point)) for point in itertools.product(*(grid[k] for k in keys))]

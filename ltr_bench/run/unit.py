@@ -64,9 +64,14 @@ def _data():
     return data
 
 
-def load_fold(cell: Cell, progress=None):
+def load_fold(cell: Cell, progress=None, estimates=None):
     """The fold a cell runs on, loaded (or generated) as the cell describes it; its
-    ``load_seconds`` is set. ``progress(done, total, message)`` hears a long parse."""
+    ``load_seconds`` is set. ``progress(done, total, message)`` hears a long parse.
+    ``estimates``: the propensity estimators the click data must carry (default: the
+    cell's own, :attr:`Cell.propensity_estimate`; the harness passes those of every cell
+    sharing the fold)."""
+    if estimates is None:
+        estimates = (cell.propensity_estimate,) if cell.propensity_estimate else ()
     data = _data()
     source: Any = cell.dataset_source
     if cell.dataset_identity.get("kind") == "path":
@@ -85,7 +90,9 @@ def load_fold(cell: Cell, progress=None):
         if clicks:  # simulated click logs: train / vali labels become clicks (test kept)
             from ltr_bench.clicks import simulate_clicks
 
-            fold = simulate_clicks(fold, clicks, seed=cell.seed, cache_dir=cell.cache_dir)
+            fold = simulate_clicks(
+                fold, clicks, seed=cell.seed, cache_dir=cell.cache_dir, estimates=estimates
+            )
     fold.load_seconds = sw.seconds
     return fold
 
@@ -93,10 +100,18 @@ def load_fold(cell: Cell, progress=None):
 def click_keywords(split, tags) -> dict[str, np.ndarray]:
     """The click keywords of ``fit`` for this ranker: ``{"position": ..., "propensity": ...}``
     from ``split.extras`` when the ranker declares ``RankerTags.accepts_position`` and the
-    split is click data (:mod:`ltr_bench.clicks`); ``{}`` otherwise (declared, never sniffed)."""
+    split is click data (:mod:`ltr_bench.clicks`); ``{}`` otherwise (declared, never sniffed).
+    ``propensity`` is the true one, or the estimate ``RankerTags.propensity_estimate`` names
+    (:mod:`ltr_bench.clicks.propensities`; a KeyError when the fold was loaded without it)."""
     if not getattr(tags, "accepts_position", False):
         return {}
-    return {k: split.extras[k] for k in ("position", "propensity") if k in split.extras}
+    out = {k: split.extras[k] for k in ("position", "propensity") if k in split.extras}
+    method = getattr(tags, "propensity_estimate", None)
+    if method and "position" in split.extras:
+        from ltr_bench.clicks.propensities import extra_name
+
+        out["propensity"] = split.extras[extra_name(method)]
+    return out
 
 
 def freeze_fold(fold) -> None:
@@ -235,6 +250,7 @@ def run_cell(
                 seed=cell.seed,
                 threads=cell.threads,
                 query_dim=fold.query_dim,
+                click_labels=bool(cell.dataset_identity.get("clicks")),
             )
             rec.params = jsonable(ranker.get_params(deep=False))
             tags = ranker_tags(ranker)

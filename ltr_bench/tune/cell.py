@@ -70,7 +70,13 @@ def tuned_cell(cell: Cell, *, space: Mapping[str, Any], budget: Budget, objectiv
 def finalize_cell(tcell: Cell, best_params: Mapping[str, Any]) -> Cell:
     """``tcell`` with the chosen parameters added to the user's and resolved."""
     user = {**tcell.user_params, **best_params}
-    ranker = build_ranker(tcell.ranker, user, seed=tcell.seed, threads=tcell.threads)
+    ranker = build_ranker(
+        tcell.ranker,
+        user,
+        seed=tcell.seed,
+        threads=tcell.threads,
+        click_labels=bool(tcell.dataset_identity.get("clicks")),
+    )
     return dataclasses.replace(
         tcell, user_params=user, params=jsonable(ranker.get_params(deep=False))
     )

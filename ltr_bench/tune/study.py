@@ -325,6 +325,7 @@ def tune(
             seed=tcell.seed,
             threads=tcell.threads,
             query_dim=fold.query_dim,
+            click_labels=bool(tcell.dataset_identity.get("clicks")),
         )
         t0 = time.perf_counter()
         try:

@@ -66,6 +66,8 @@ def test_tags_declare_seed_threads_early_stopping_and_the_query_block(cls):
     # max_label: the library's label limit (checked against the libraries in
     # test_unbiased_gbdt.py::test_declared_max_label_is_the_largest_label_the_library_accepts)
     limits = {"LightGBMRanker": 30, "XGBoostLambdaMARTRanker": 31}
+    # the gain of click labels (linear on click data, set by the harness), where there is one
+    gain = "gain" if cls.__name__ in limits else None
     assert cls().ranker_tags() == RankerTags(
         requires_qid_at_predict=False,
         uses_eval_set=True,
@@ -74,6 +76,7 @@ def test_tags_declare_seed_threads_early_stopping_and_the_query_block(cls):
         seed_param="random_state",
         query_dim_param="query_dim",
         max_label=limits.get(cls.__name__),
+        gain_param=gain,
     )
 
 

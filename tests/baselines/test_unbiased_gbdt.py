@@ -111,6 +111,18 @@ def test_declared_max_label_is_the_largest_label_the_library_accepts(ranker):
         clone(ranker).fit(X, y, qid=qid)
 
 
-def test_xgboost_without_exponential_gain_declares_no_label_limit():
-    ranker = XGBoostLambdaMARTRanker(extra_params={"ndcg_exp_gain": False})
+@pytest.mark.parametrize("cls", UNBIASED)
+def test_linear_gain_declares_no_label_limit_and_fits_labels_far_above_the_exponential_cap(cls):
+    ranker = cls(gain="linear", n_estimators=3, n_jobs=1)
     assert ranker.ranker_tags().max_label is None
+    rng = np.random.default_rng(0)
+    X, qid = rng.random((40, 3)), np.repeat(np.arange(4), 10)
+    y = rng.integers(0, 3, 40)
+    y[0] = 5000
+    ranker.fit(X, y, qid=qid, eval_set=(X, y, qid))
+    assert np.isfinite(ranker.predict(X)).all()
+
+
+def test_xgboost_gain_is_a_parameter_not_an_extra_param():
+    with pytest.raises(ValueError, match="ndcg_exp_gain.*'gain'"):
+        XGBoostLambdaMARTRanker(extra_params={"ndcg_exp_gain": False}).validate_params()

@@ -94,6 +94,9 @@ class NeuralRanker(BaseRanker):
         with the click-weighted softmax cross-entropy, uncorrected (``naive``), with
         inverse-propensity weights (``ips``) or the dual learning algorithm (``dla``; ``fit``
         then takes ``position`` / ``propensity``; :mod:`ltr_bench_neural.unbiased`).
+    propensity : ``true`` | ``randomisation`` | ``em``, default ``true``: the propensities of
+        ``unbiased="ips"``: the click model's, or estimated from the log by result
+        randomisation or regression EM (:mod:`ltr_bench.clicks.propensities`).
     """
 
     #: the ranker contract version this plugin is built for (ltr_bench.ranker.CONTRACT_VERSION)
@@ -135,6 +138,7 @@ class NeuralRanker(BaseRanker):
         random_state: int | None = None,
         n_threads: int | None = None,
         unbiased: str = "none",
+        propensity: str = "true",
     ) -> None:
         self.scorer = scorer
         self.group = group
@@ -170,6 +174,7 @@ class NeuralRanker(BaseRanker):
         self.random_state = random_state
         self.n_threads = n_threads
         self.unbiased = unbiased
+        self.propensity = propensity
 
     def ranker_tags(self) -> RankerTags:
         spec = SCORERS.get(self.scorer) if isinstance(self.scorer, str) else None
@@ -185,7 +190,11 @@ class NeuralRanker(BaseRanker):
             accepts_position=self.unbiased in ("ips", "dla"),  # unbiased_params.POSITION_MODES
             requires_position=self.unbiased in ("ips", "dla"),
             file_params=("config",),  # keyed by the file's content, not its path
-            requires_propensity=self.unbiased == "ips",  # weights 1 / true propensity
+            # weights 1 / true propensity, or 1 / an estimate the harness computes
+            requires_propensity=self.unbiased == "ips" and self.propensity == "true",
+            propensity_estimate=self.propensity
+            if self.unbiased == "ips" and self.propensity != "true"
+            else None,
         )
 
     def search_space(self: NeuralRanker | None = None) -> dict[str, Any]:

@@ -3,17 +3,29 @@ validated before torch is imported; the objectives are in :mod:`ltr_bench_neural
 
 from __future__ import annotations
 
-__all__ = ["POSITION_MODES", "UNBIASED_MODES", "check_unbiased_params"]
+__all__ = ["POSITION_MODES", "PROPENSITY_SOURCES", "UNBIASED_MODES", "check_unbiased_params"]
 
 #: the values of ``NeuralRanker.unbiased``
 UNBIASED_MODES = ("none", "naive", "ips", "dla")
 #: the modes that need the click keywords of ``fit`` (``RankerTags.accepts_position``)
 POSITION_MODES = ("ips", "dla")
+#: the values of ``NeuralRanker.propensity``: the click model's truth, or an estimate
+PROPENSITY_SOURCES = ("true", "randomisation", "em")
 
 
 def check_unbiased_params(ranker) -> None:
     """Refuse (``ValueError``) ``unbiased`` values and the settings it cannot combine with."""
     mode = ranker.unbiased
+    source = getattr(ranker, "propensity", "true")
+    if source not in PROPENSITY_SOURCES:
+        raise ValueError(
+            f"propensity must be one of {', '.join(PROPENSITY_SOURCES)}, got {source!r}"
+        )
+    if source != "true" and mode != "ips":
+        raise ValueError(
+            f"propensity={source!r} chooses the propensities of unbiased='ips'; with "
+            f"unbiased={mode!r} nothing uses them"
+        )
     if not isinstance(mode, str) or mode not in UNBIASED_MODES:
         import difflib
 
