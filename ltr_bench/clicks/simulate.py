@@ -228,12 +228,11 @@ def simulate_clicks(fold: Fold, config: dict, *, seed: int, cache_dir=None, esti
             for name, arr in arrays.items():
                 writer.save(f"{part}_{name}", arr)
                 out[f"{part}_{name}"] = arr
-        estimates = _estimates(fold, out, counts, config, model, seed)
         return {
             "digest": _digest(out),
             "logging_queries": n_logging,
             "config": config,
-            "propensity_estimates": estimates,
+            "propensity_estimates": _estimates(fold, out, counts, config, model, seed),
         }
 
     cache = resolve_cache_dir(cache_dir)
@@ -250,11 +249,11 @@ def simulate_clicks(fold: Fold, config: dict, *, seed: int, cache_dir=None, esti
             )
             loaded = _in_memory(build)
     arrays, meta = loaded
-    estimates = meta.get("propensity_estimates")
-    if estimates is None:  # an entry written before the estimates were kept with it
+    log_estimates = meta.get("propensity_estimates")
+    if log_estimates is None:  # an entry written before the estimates were kept with it
         counts = arrays["train_y"] if config["aggregate"] == "count" else None
         model = build_click_model(config["model"])
-        estimates = _estimates(fold, arrays, counts, config, model, seed)
+        log_estimates = _estimates(fold, arrays, counts, config, model, seed)
     new: dict[str, Split | None] = {}
     for part in _PARTS:
         split = parts[part]
@@ -306,7 +305,7 @@ def simulate_clicks(fold: Fold, config: dict, *, seed: int, cache_dir=None, esti
             **fold.info,
             "click_log": {
                 "logging_queries": meta.get("logging_queries"),
-                "propensity_estimates": estimates,
+                "propensity_estimates": log_estimates,
             },
         },
     )
