@@ -48,20 +48,7 @@ CONTEXT = options.CONTEXT
     "(as predict --data does) and refuse to write unless the scores agree within the "
     "bound and the metrics to 1e-6.",
 )
-@click.option(
-    "--seed",
-    type=click.IntRange(min=0, max=2**31 - 1),
-    default=0,
-    show_default=True,
-    help="Seed of a generated dataset for --check (as the run that fitted the model).",
-)
-@click.option(
-    "--dataset-option",
-    "dataset_options",
-    multiple=True,
-    metavar="key=value",
-    help="Option of the --check dataset, as given to run. Repeatable.",
-)
+@options.one_dataset_options("--check")
 @options.data_dir
 @options.cache_dir
 @options.tracking_uri
@@ -92,7 +79,6 @@ def export_command(
     from ltr_bench.cli.console import Console
     from ltr_bench.cli.model_ref import load_model_ref
     from ltr_bench.cli.outputs import check_output_paths, model_inputs
-    from ltr_bench.cli.predict import _dataset_options
     from ltr_bench.models import predict as P
 
     spec = P.parse_data_spec(check_ref) if check_ref else None
@@ -100,7 +86,7 @@ def export_command(
     check_output_paths(
         [(output, "--output")], model_inputs(model_ref, tracking_uri, data, "--check")
     )
-    opts = _dataset_options(dataset_options)
+    opts = options.parse_one_dataset_options(dataset_options)
     console = Console()
     from ltr_bench.models.onnx import (
         ONE_QUERY,

@@ -221,3 +221,43 @@ def check_outputs(results_root, output: str | None, cache_dir: str | None, input
         if cache_dir or os.environ.get("LTR_BENCH_CACHE"):
             raise
         click.echo(f"warning: {exc} Files are parsed in memory (again on every run).", err=True)
+
+
+def one_dataset_options(what: str):
+    """``--seed`` and ``--dataset-option`` of a command that reads one dataset split the way
+    ``run`` made it (``predict --data``, ``export --check``): ``what`` names that data in the
+    help. Parse the options with :func:`parse_one_dataset_options`."""
+
+    def apply(command):
+        command = click.option(
+            "--dataset-option",
+            "dataset_options",
+            multiple=True,
+            metavar="key=value",
+            help=f"Option of the {what} dataset, as given to run. Repeatable.",
+        )(command)
+        return click.option(
+            "--seed",
+            type=click.IntRange(min=0, max=2**31 - 1),
+            default=0,
+            show_default=True,
+            help=f"Seed of a generated {what} dataset (as the run that fitted the model).",
+        )(command)
+
+    return apply
+
+
+def parse_one_dataset_options(assignments) -> dict:
+    """``key=value`` as ``run`` parses ``--dataset-option`` (one dataset here: no scope)."""
+    from ltr_bench.run.plan import PlanError, parse_assignment
+
+    out = {}
+    for text in assignments:
+        try:
+            name, key, value = parse_assignment(text, option="--dataset-option", scoped=False)
+        except PlanError as exc:
+            raise UsageError(str(exc)) from None
+        if name is not None:
+            raise UsageError(f"--dataset-option {text!r}: expected key=value (one dataset)")
+        out[key] = value
+    return out

@@ -75,20 +75,7 @@ CONTEXT = options.CONTEXT
     help="ERR's top grade for a file (default: the file's largest label; a dataset's "
     "split uses the dataset's, as run does).",
 )
-@click.option(
-    "--seed",
-    type=click.IntRange(min=0, max=2**31 - 1),
-    default=0,
-    show_default=True,
-    help="Seed of a generated dataset (as the run that fitted the model).",
-)
-@click.option(
-    "--dataset-option",
-    "dataset_options",
-    multiple=True,
-    metavar="key=value",
-    help="Option of the dataset, as given to run. Repeatable.",
-)
+@options.one_dataset_options("--data")
 @options.data_dir
 @options.cache_dir
 @options.tracking_uri
@@ -138,7 +125,7 @@ def predict_command(
         spec,
         tracking_uri,
     )
-    opts = _dataset_options(dataset_options)
+    opts = options.parse_one_dataset_options(dataset_options)
     console = Console()
     with tempfile.TemporaryDirectory(prefix="ltr-bench-model-") as tmp:
         model = load_model_ref(model_ref, tracking_uri, tmp, console)
@@ -257,22 +244,6 @@ def _fold_loader(spec, seed: int, opts: dict, data_dir, cache_dir, progress):
         return fold
 
     return load
-
-
-def _dataset_options(assignments) -> dict:
-    """``key=value`` as ``run`` parses ``--dataset-option`` (one dataset here: no scope)."""
-    from ltr_bench.run.plan import PlanError, parse_assignment
-
-    out = {}
-    for text in assignments:
-        try:
-            name, key, value = parse_assignment(text, option="--dataset-option", scoped=False)
-        except PlanError as exc:
-            raise UsageError(str(exc)) from None
-        if name is not None:
-            raise UsageError(f"--dataset-option {text!r}: expected key=value (one dataset)")
-        out[key] = value
-    return out
 
 
 def _write(output, qrels_out, scores_out, pred, tag: str) -> None:
