@@ -1,5 +1,6 @@
-"""What ``ltr-bench report --register NAME`` registers: the best configuration of a report and,
-for each of its fold runs, the text of its model version's description.
+"""What ``ltr-bench report --register NAME`` registers: the best configuration of a report,
+the registered model's description and, for each of its fold runs, the text of its model
+version's description.
 
 The best configuration is the report's row with the highest mean of the ranking metric
 (``metric``, default :func:`headline`: NDCG@10 when reported, else the first metric), over
@@ -7,7 +8,8 @@ the units (fold, seed) every row has. Each version's description says the fold's
 metrics, the configuration's mean ± std over its folds, the configurations it was chosen
 from with their means, and the paired comparison against the baseline (mean per-query
 difference, Holm-corrected p-values, win / loss / no significant difference) as the report
-computed them. Registering itself is :func:`ltr_bench.tracking.models.register_models`
+computed them; the registered model's own description (:func:`model_description`) says all
+but the fold's metrics. Registering itself is :func:`ltr_bench.tracking.models.register_models`
 (this module never touches MLflow).
 """
 
@@ -17,7 +19,7 @@ import math
 
 from ltr_bench.report.tables import Report, ReportError, Row
 
-__all__ = ["best_row", "headline", "version_descriptions"]
+__all__ = ["best_row", "headline", "model_description", "version_descriptions"]
 
 
 def headline(report: Report) -> str:
@@ -57,8 +59,9 @@ def _comparison(report: Report, row: Row, metric: str) -> str:
     )
 
 
-def version_descriptions(report: Report, row: Row, metric: str | None = None) -> list[tuple]:
-    """``(record, description)`` for each fold run of ``row`` (see the module)."""
+def model_description(report: Report, row: Row, metric: str | None = None) -> str:
+    """The registered model's description: ``row``'s mean ± std, the configurations it was
+    chosen from, and its paired comparison against the baseline (see the module)."""
     metric = metric or headline(report)
     stat = row.cells[metric]
     others = ", ".join(
@@ -71,7 +74,14 @@ def version_descriptions(report: Report, row: Row, metric: str | None = None) ->
         f"{row.label} {_fmt(stat.mean)} ± {_fmt(stat.std)} over {stat.n} fold run(s)"
         + (f" (the others: {others})." if others else ".")
     )
-    comparison = _comparison(report, row, metric)
+    return f"ltr-bench: {chosen} {_comparison(report, row, metric)}"
+
+
+def version_descriptions(report: Report, row: Row, metric: str | None = None) -> list[tuple]:
+    """``(record, description)`` for each fold run of ``row``: the fold's own metrics, then
+    :func:`model_description` (see the module)."""
+    metric = metric or headline(report)
+    common = model_description(report, row, metric).removeprefix("ltr-bench: ")
     out = []
     for (fold, seed), rec in sorted(row.runs.items()):
         shown = [m for m in report.metrics if m in rec.metrics]
@@ -81,7 +91,7 @@ def version_descriptions(report: Report, row: Row, metric: str | None = None) ->
             (
                 rec,
                 f"ltr-bench {row.label} on {report.dataset} fold {fold}{seed_text}: {values}. "
-                f"{chosen} {comparison}",
+                f"{common}",
             )
         )
     return out
