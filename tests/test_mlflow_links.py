@@ -166,9 +166,7 @@ def _get(base: str, path: str) -> dict:
 
 
 @pytest.mark.slow
-def test_the_rest_api_shows_the_links_and_the_ui_shows_them_in_chromium(
-    linked, chromium, tmp_path
-):
+def test_the_rest_api_shows_the_links_and_the_ui_shows_them_in_chromium(linked, chromium, tmp_path):
     from playwright.sync_api import sync_playwright
 
     record = next(r for r in linked["records"] if r.label == "ridge" and r.fold == 1)
