@@ -244,9 +244,12 @@ def _endings(args: list[str], out: str, work: Path, env: dict, r: int) -> dict:
     rows = {}
     for name, extra, more_env in ENDINGS:
         folder = work / f"{out}-{name.split()[0].strip('-')}-{r}"
+        cpu = _children_cpu()
         wall = timed_lines([*args, *extra, "--results-dir", str(folder)], work, env | more_env)
-        rows[name] = (wall, stage_seconds(records(folder)), LAST_WAIT[0], LAST_CPU[0])
         _settle(work)
+        _reap()  # a background logger is reaped here: its CPU counts for its own run
+        cpu = _children_cpu() - cpu
+        rows[name] = (wall, stage_seconds(records(folder)), LAST_WAIT[0], cpu)
     return rows
 
 

@@ -13,6 +13,7 @@ make their own."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import urllib.request
 from pathlib import Path
@@ -245,3 +246,39 @@ def test_run_force_keeps_a_registered_model_loadable_and_its_old_run_out_of_the_
     assert code == 2 and "holds models of another input" in out and "synthetic" in out, out
     assert len(client.search_model_versions("name = 'best'")) == 1
     assert Path(tmp_path / "mlflow_runs" / "mlflow.db").is_file()
+
+
+def _snippets(page: str) -> list[str]:
+    """The Python blocks of a docs page that load a model through MLflow."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / page).read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    return [b for b in blocks if "mlflow.pyfunc.load_model" in b]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", ["mlflow.md", "models.md"])
+def test_the_docs_snippets_load_a_model_as_written_and_create_no_stray_store(linked, page):
+    import subprocess
+    import sys
+
+    ids = next(r for r in linked["records"] if r.label == "ridge").mlflow
+    (snippet,) = _snippets(page)
+    assert "mlflow.set_tracking_uri(" in snippet
+    code = (
+        "import numpy as np, pandas as pd\n"
+        "frame = pd.DataFrame(np.zeros((2, 5)), columns=[f'f{j}' for j in range(1, 6)])\n"
+        "frame.insert(0, 'qid', 1)\n"
+        + snippet.replace("<model id>", ids["model_id"]).replace("<fold run id>", ids["run_id"])
+        + "assert len(scores) == 2, scores\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=linked["work"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert not (linked["work"] / "mlflow.db").exists()  # MLflow 3's default store, unmade

@@ -423,6 +423,20 @@ def test_with_attach_report_each_parent_carries_the_html_report_of_its_dataset(o
         assert "<h1>synthetic: 2 ranker(s) compared</h1>" in page
 
 
+def test_report_plots_in_html_attaches_the_page_beside_the_figures(own_ctx, tmp_path):
+    ctx = own_ctx
+    plots = tmp_path / "plots"
+    result = ctx["invoke"]("report", "--format", "html", "--plots", str(plots))
+    assert result.exit_code == 0, result.output
+    assert "plots and report.html attached to 2 parent run(s) under report/" in result.output
+    client = ctx["client"]
+    figures = {f"report/{p.name}" for p in plots.glob("*.png")}
+    assert figures
+    for parent in _runs(client, _experiment(client), "parent"):
+        names = {a.path for a in client.list_artifacts(parent.info.run_id, "report")}
+        assert names == figures | {"report/report.html"}
+
+
 def test_learning_curves_are_step_metrics_of_the_fold_run(own_ctx):
     ctx = own_ctx
     client = ctx["client"]

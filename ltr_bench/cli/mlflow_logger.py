@@ -83,8 +83,8 @@ def serve(conn, uri: str, results_root: str, run_pid: int) -> None:
     from ltr_bench.tracking.store import TrackingError
 
     message = inbox.get()  # nothing is touched before the invocation is known to be valid
-    if message is None or message[0] != "open":
-        return
+    if message is None or message[0] != "open" or run_gone.is_set():
+        return  # (a run killed meanwhile: its re-run opens the store)
     tracker = Tracker(uri, owner_pid=run_pid)  # the parent runs belong to the run
     try:
         tracker.check()

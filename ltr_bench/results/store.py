@@ -18,6 +18,7 @@ is removed when the new record is saved and ignored should it be written late.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -93,7 +94,9 @@ class ResultStore:
             doc = json.loads(self.mlflow_note_path(record.key).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError):
             return None
-        ids = doc.get("mlflow") if isinstance(doc, dict) else None
+        if not isinstance(doc, dict):
+            return None
+        ids = doc.get("mlflow")
         if (
             doc.get("key") != record.key
             or doc.get("finished") != record.finished
@@ -232,11 +235,10 @@ class ResultStore:
         path = self.json_path(record.key)
         if path in self.damaged and path.exists():  # keep what was damaged, for inspection
             os.replace(path, path.with_name(path.name + ".damaged"))
+        with contextlib.suppress(FileNotFoundError):  # first: never a new record, old note
+            self.mlflow_note_path(record.key).unlink()
         # each file atomic (temporary, fsync, rename), their fsyncs together, the record
         # renamed last: it appears only when its CSV and run file are in place
-        note = self.mlflow_note_path(record.key)
-        if note.exists():  # before the record: never a new record beside an old note
-            note.unlink()
         atomic_write_many([*files, (path, doc.encode("utf-8"))])
         self._index()[record.key] = record
         self._drop_other_models(record)

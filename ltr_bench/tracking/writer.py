@@ -314,7 +314,7 @@ class Tracker:
             exp_id = self.experiment_id(record.dataset)
             run_id, model_ids = None, []
             for run in self._find_runs(exp_id, **{TAG_KEY: record.key, TAG_ROLE: "fold"}):
-                reason = "superseded by a recomputation of its cell (--force)"
+                reason = "superseded by a recomputation of its cell"
                 if run.data.tags.get(TAG_FINISHED) == record.finished:
                     reason = "a duplicate" if run_id is not None else "partly logged"
                     if run_id is None and run.info.status == "FINISHED":
