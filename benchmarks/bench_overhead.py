@@ -253,6 +253,23 @@ def _endings(args: list[str], out: str, work: Path, env: dict, r: int) -> dict:
     return rows
 
 
+def _rounds(title: str, args, out: str, work: Path, env: dict, repeat: int, figure) -> list:
+    """``repeat`` rounds of :func:`_endings`, each printed with the load before and after and
+    ``figure(wall, stages)``, the part's own measure; returns the rounds' rows."""
+    rounds = []
+    for r in range(repeat):
+        before = load()
+        rows = _endings(args, out, work, env, r)
+        rounds.append(rows)
+        print(f"{title}, round {r + 1}   [{before} -> {load()}]")
+        for name, (wall, stages, wait, cpu) in rows.items():
+            print(
+                f"  {name:15} start to exit {wall:.2f} s, stages {stages:.2f} s, "
+                f"{figure(wall, stages)}, {wait:.2f} s after the summary table; CPU {cpu:.2f} s"
+            )
+    return rounds
+
+
 def part_main(work: Path, env: dict, repeat: int = 1, threads: int = 1) -> None:
     """The README's main command, ``repeat`` rounds, each ending as :data:`ENDINGS` says
     (``--no-mlflow`` the reference at the same load): wall (start to exit) / stage time of
@@ -260,18 +277,10 @@ def part_main(work: Path, env: dict, repeat: int = 1, threads: int = 1) -> None:
     args = ["run", "--ranker", "lightgbm,xgboost-gbrt", "--dataset", "synthetic"]
     args += ["--threads", str(threads)]
     timed([*args, "--folds", "1", "--results-dir", str(work / "warm-main")], work, env)
-    rounds = []
-    for r in range(repeat):
-        before = load()
-        rows = _endings(args, "main", work, env, r)
-        rounds.append(rows)
-        print(f"main command, round {r + 1}   [{before} -> {load()}]")
-        for name, (wall, stages, wait, cpu) in rows.items():
-            print(
-                f"  {name:15} start to exit {wall:.2f} s, stages {stages:.2f} s, ratio "
-                f"{wall / stages:.2f} (target <= 1.15), {wait:.2f} s after the summary "
-                f"table; CPU {cpu:.2f} s"
-            )
+    rounds = _rounds(
+        "main command", args, "main", work, env, repeat,
+        lambda wall, stages: f"ratio {wall / stages:.2f} (target <= 1.15)",
+    )  # fmt: skip
     for name, _, _ in ENDINGS:
         ratio = _median(x[name][0] / x[name][1] for x in rounds)
         after = _median(x[name][2] for x in rounds)
@@ -289,18 +298,10 @@ def part_one_fold(work: Path, env: dict, data: Path, repeat: int = 1, threads: i
     args = ["run", "--ranker", "lightgbm", "--dataset", str(data), "--folds", "1"]
     args += ["--threads", str(threads)]
     timed([*args, "--results-dir", str(work / "warm-fold")], work, env)  # cache + store
-    rounds = []
-    for r in range(repeat):
-        before = load()
-        rows = _endings(args, "fold", work, env, r)
-        rounds.append(rows)
-        print(f"one MQ2008-sized fold, round {r + 1}   [{before} -> {load()}]")
-        for name, (wall, stages, wait, cpu) in rows.items():
-            print(
-                f"  {name:15} start to exit {wall:.2f} s, stages {stages:.2f} s, beyond the "
-                f"stages {wall - stages:.2f} s (target <= 2.0), {wait:.2f} s after the summary "
-                f"table; CPU {cpu:.2f} s"
-            )
+    rounds = _rounds(
+        "one MQ2008-sized fold", args, "fold", work, env, repeat,
+        lambda wall, stages: f"beyond the stages {wall - stages:.2f} s (target <= 2.0)",
+    )  # fmt: skip
     ref = _median(x["--no-mlflow"][0] - x["--no-mlflow"][1] for x in rounds)
     for name, _, _ in ENDINGS:
         beyond = _median(x[name][0] - x[name][1] for x in rounds)

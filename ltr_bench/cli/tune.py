@@ -308,8 +308,7 @@ def _tune(
     mlflow_listener = None
     tracking_error = None
     if not no_mlflow:
-        from ltr_bench.tracking import MlflowListener, Tracker, TrackingError
-        from ltr_bench.tracking.store_check import check_store
+        from ltr_bench.tracking import MlflowListener, Tracker, TrackingError, check_store
 
         tracker = Tracker(tracking_uri)
         try:

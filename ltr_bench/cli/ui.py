@@ -44,9 +44,11 @@ def ui_cmd(
     with the store's URI and artifact root. MLflow's background
     job runner (GenAI scorers, not used by ltr-bench) is off unless
     MLFLOW_SERVER_ENABLE_JOB_EXECUTION is set.
+
+    Exit codes: 1 no store there (nothing is created: run `ltr-bench run` first), 2 an
+    SQLite file that is not an MLflow store (left as it is) or a bad invocation.
     """
-    from ltr_bench.tracking import artifact_root_for, resolve_tracking_uri
-    from ltr_bench.tracking.store_check import check_store
+    from ltr_bench.tracking import artifact_root_for, check_store, resolve_tracking_uri
 
     uri = resolve_tracking_uri(tracking_uri)
     if uri.startswith(("http://", "https://")):
