@@ -181,7 +181,9 @@ def _records(
     metavar="NAME",
     help="Register the best configuration's kept models (one version per fold run; best "
     "by mean ndcg@10, else the first --metric) as registered model NAME in MLflow's "
-    "Model registry, with the metrics and the comparison it won in each description.",
+    "Model registry, with the metrics and the comparison it won in each description (and "
+    "the comparison in NAME's). A model NAME holds already is not registered again; NAME "
+    "never mixes datasets or feature counts.",
 )
 @click.pass_context
 def report_command(

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import logging
 import os
 import tempfile
@@ -53,8 +54,10 @@ __all__ = [
     "RankerPyfunc",
     "RegistrationRefused",
     "feature_columns",
+    "kept_manifest",
     "log_kept_model",
     "register_models",
+    "warm_up",
 ]
 
 
@@ -126,6 +129,30 @@ def _requirements() -> list[str]:
         except PackageNotFoundError:
             out.append(dist)
     return out
+
+
+def warm_up() -> None:
+    """Do once, ahead, what logging the first model of a process costs besides the model:
+    MLflow checks a model's pip requirements against the installed distributions, whose map
+    it builds from every installed distribution's file list on first use (~1.9 s here;
+    nothing is found to warn about: the requirements are the installed versions)."""
+    from mlflow.utils.requirements_utils import warn_dependency_requirement_mismatches
+
+    with _quiet():
+        warn_dependency_requirement_mismatches(_requirements())
+
+
+def kept_manifest(folder: str | Path) -> dict[str, Any]:
+    """The JSON manifest of a kept model folder the run just wrote, as it is. Not
+    :func:`ltr_bench.models.read_manifest`: importing :mod:`ltr_bench.models` brings
+    scikit-learn into the logging process (~1.4 s, which a short run then waits for at its
+    end), and its check (every native file's SHA-256) is done by whoever loads the model
+    (:func:`ltr_bench.models.load_model`, ``predict``, :class:`RankerPyfunc`). Raises
+    ``OSError`` / ``ValueError`` (the model is then not logged, and the run says so)."""
+    doc = json.loads((Path(folder) / "manifest.json").read_text(encoding="utf-8"))
+    if not isinstance(doc, dict):
+        raise ValueError(f"{folder}/manifest.json is not a JSON object")
+    return doc
 
 
 def log_kept_model(

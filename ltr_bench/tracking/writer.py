@@ -405,8 +405,7 @@ class Tracker:
         (:mod:`.models`); returns its id. A model that cannot be read or logged is a note
         (None), the run keeps its results."""
         try:
-            from ltr_bench.models import read_manifest
-            from ltr_bench.tracking.models import log_kept_model
+            from ltr_bench.tracking.models import kept_manifest, log_kept_model
 
             folder = Path(str(record.model_dir))  # set: the caller checked
             return log_kept_model(
@@ -414,7 +413,7 @@ class Tracker:
                 exp_id,
                 run_id,
                 folder,
-                read_manifest(folder),
+                kept_manifest(folder),
                 {k: param_text(v) for k, v in params.items()},
             )
         except Exception as exc:  # noqa: BLE001 - the results stand without the model
