@@ -9,13 +9,17 @@ exists (made by a first, untimed run). Measured, each from one run unless said o
    command's start to its exit (what a user waits for, the logging process's last work
    included) / the summed stage times of its records (setup + fit + score + evaluate of
    every cell, plus the load of every fold once: in process one load serves all rankers of
-   a fold). Target <= 1.15. Each round runs the same command with ``--no-mlflow`` right
-   after it, as the reference at the same load; ``--repeat N`` rounds, medians printed.
+   a fold). Target <= 1.15. Each round runs the command three ways (``ENDINGS``): as a
+   user does (it exits when MLflow has every run), with ``LTR_BENCH_MLFLOW_WAIT=0`` (it
+   exits after the summary table and the logging finishes in the background; the next
+   timing waits, untimed, until it has) and with ``--no-mlflow`` (the reference at the same
+   load); ``--repeat N`` rounds, medians printed. ``--threads N`` (default 1) goes to every
+   run.
 2. **one fold**: ``ltr-bench run --ranker lightgbm --dataset <MQ2008-shaped folder> --folds
    1`` (MLflow on, parsed-data cache warm, existing store): start to exit - stages = the
    wait beyond the stage time, in seconds (target <= 2.0 s), and the part of it after the
    summary table was printed (the wait at exit: the user has the numbers, the command has
-   not ended), beside the same with ``--no-mlflow`` in the same round. The folder is
+   not ended), ended the same three ways in each round. The folder is
    generated here (:func:`write_letor`: 1,000 queries, ~15,000 documents, 46 features, 5
    folds in MQ2008's layout), so no download is needed.
 3. **start-up**: ``ltr-bench --help`` and ``ltr-bench rankers``, median wall of 5 runs.
@@ -214,67 +218,99 @@ def _median(values) -> float:
     return statistics.median(list(values))
 
 
-def part_main(work: Path, env: dict, repeat: int = 1) -> None:
-    """The README's main command, ``repeat`` times, each beside the same command with
-    ``--no-mlflow`` (the reference, at the same load): wall (start to exit) / stage time of
-    each, and the medians."""
+#: how ``run`` may end, each timed in every round of the main and one-fold parts: the default
+#: (it exits when MLflow has every run), the background exit (``LTR_BENCH_MLFLOW_WAIT=0``:
+#: it exits after the summary table, the logging finishes after it), and ``--no-mlflow``
+#: (the reference at the same load)
+ENDINGS = (
+    ("wait (default)", [], {}),
+    ("background", [], {"LTR_BENCH_MLFLOW_WAIT": "0"}),
+    ("--no-mlflow", ["--no-mlflow"], {}),
+)
+
+
+def _settle(work: Path) -> None:
+    """Wait (untimed) until no background logger of ``work``'s store is left, so that the
+    next timing does not share the machine with it."""
+    from ltr_bench.tracking import default_tracking_uri
+    from ltr_bench.tracking.background import wait_for_background_logging
+
+    wait_for_background_logging(default_tracking_uri(work), timeout=600, say=lambda _: None)
+
+
+def _endings(args: list[str], out: str, work: Path, env: dict, r: int) -> dict:
+    """Each of :data:`ENDINGS` of ``args`` into ``<work>/<out>-<ending>-<r>``: name ->
+    (start to exit, stage seconds, after the summary table, CPU)."""
+    rows = {}
+    for name, extra, more_env in ENDINGS:
+        folder = work / f"{out}-{name.split()[0].strip('-')}-{r}"
+        cpu = _children_cpu()
+        wall = timed_lines([*args, *extra, "--results-dir", str(folder)], work, env | more_env)
+        _settle(work)
+        _reap()  # a background logger is reaped here: its CPU counts for its own run
+        cpu = _children_cpu() - cpu
+        rows[name] = (wall, stage_seconds(records(folder)), LAST_WAIT[0], cpu)
+    return rows
+
+
+def _rounds(title: str, args, out: str, work: Path, env: dict, repeat: int, figure) -> list:
+    """``repeat`` rounds of :func:`_endings`, each printed with the load before and after and
+    ``figure(wall, stages)``, the part's own measure; returns the rounds' rows."""
+    rounds = []
+    for r in range(repeat):
+        before = load()
+        rows = _endings(args, out, work, env, r)
+        rounds.append(rows)
+        print(f"{title}, round {r + 1}   [{before} -> {load()}]")
+        for name, (wall, stages, wait, cpu) in rows.items():
+            print(
+                f"  {name:15} start to exit {wall:.2f} s, stages {stages:.2f} s, "
+                f"{figure(wall, stages)}, {wait:.2f} s after the summary table; CPU {cpu:.2f} s"
+            )
+    return rounds
+
+
+def part_main(work: Path, env: dict, repeat: int = 1, threads: int = 1) -> None:
+    """The README's main command, ``repeat`` rounds, each ending as :data:`ENDINGS` says
+    (``--no-mlflow`` the reference at the same load): wall (start to exit) / stage time of
+    each, the wait after the summary table, and the medians."""
     args = ["run", "--ranker", "lightgbm,xgboost-gbrt", "--dataset", "synthetic"]
+    args += ["--threads", str(threads)]
     timed([*args, "--folds", "1", "--results-dir", str(work / "warm-main")], work, env)
-    rows = []
-    for r in range(repeat):
-        before = load()
-        wall = timed_lines([*args, "--results-dir", str(work / f"main-{r}")], work, env)
-        cpu, wait = LAST_CPU[0], LAST_WAIT[0]
-        stages = stage_seconds(records(work / f"main-{r}"))
-        out = work / f"main-nomlflow-{r}"
-        bare = timed_lines([*args, "--no-mlflow", "--results-dir", str(out)], work, env)
-        bare_stages = stage_seconds(records(out))
-        rows.append((wall / stages, bare / bare_stages))
+    rounds = _rounds(
+        "main command", args, "main", work, env, repeat,
+        lambda wall, stages: f"ratio {wall / stages:.2f} (target <= 1.15)",
+    )  # fmt: skip
+    for name, _, _ in ENDINGS:
+        ratio = _median(x[name][0] / x[name][1] for x in rounds)
+        after = _median(x[name][2] for x in rounds)
         print(
-            f"main command, round {r + 1}: start to exit {wall:.2f} s, stages {stages:.2f} s, "
-            f"ratio {wall / stages:.2f} (target <= 1.15), of it {wait:.2f} s after the "
-            f"summary table; CPU {cpu:.2f} s; --no-mlflow: {bare:.2f} s for {bare_stages:.2f} "
-            f"s of stages, ratio {bare / bare_stages:.2f}, CPU {LAST_CPU[0]:.2f} s   "
-            f"[{before} -> {load()}]"
+            f"main command, {name}: median ratio {ratio:.2f} (target <= 1.15), median "
+            f"{after:.2f} s after the summary table, of {repeat} round(s)"
         )
-    print(
-        f"main command: median ratio {_median(x[0] for x in rows):.2f} (target <= 1.15), "
-        f"--no-mlflow {_median(x[1] for x in rows):.2f}, of {repeat} round(s)"
-    )
 
 
-def part_one_fold(work: Path, env: dict, data: Path, repeat: int = 1) -> None:
-    """One MQ2008-sized fold of ``lightgbm`` into an existing store, ``repeat`` times, each
-    beside ``--no-mlflow`` (the reference, same load): start to exit beyond the stage time
-    (what MLflow and the framework make a user wait for), the part of it after the summary
-    table (the wait at exit), and the medians."""
+def part_one_fold(work: Path, env: dict, data: Path, repeat: int = 1, threads: int = 1) -> None:
+    """One MQ2008-sized fold of ``lightgbm`` into an existing store, ``repeat`` rounds, each
+    ending as :data:`ENDINGS` says (``--no-mlflow`` the reference at the same load): start
+    to exit beyond the stage time (what MLflow and the framework make a user wait for), the
+    part of it after the summary table (the wait at exit), and the medians."""
     args = ["run", "--ranker", "lightgbm", "--dataset", str(data), "--folds", "1"]
+    args += ["--threads", str(threads)]
     timed([*args, "--results-dir", str(work / "warm-fold")], work, env)  # cache + store
-    rows = []
-    for r in range(repeat):
-        before = load()
-        wall = timed_lines([*args, "--results-dir", str(work / f"fold-{r}")], work, env)
-        cpu, wait = LAST_CPU[0], LAST_WAIT[0]
-        stages = stage_seconds(records(work / f"fold-{r}"))
-        out = work / f"fold-nomlflow-{r}"
-        bare = timed_lines([*args, "--no-mlflow", "--results-dir", str(out)], work, env)
-        bare_stages, bare_wait = stage_seconds(records(out)), LAST_WAIT[0]
-        rows.append((wall - stages, wait, bare - bare_stages, bare_wait))
+    rounds = _rounds(
+        "one MQ2008-sized fold", args, "fold", work, env, repeat,
+        lambda wall, stages: f"beyond the stages {wall - stages:.2f} s (target <= 2.0)",
+    )  # fmt: skip
+    ref = _median(x["--no-mlflow"][0] - x["--no-mlflow"][1] for x in rounds)
+    for name, _, _ in ENDINGS:
+        beyond = _median(x[name][0] - x[name][1] for x in rounds)
+        after = _median(x[name][2] for x in rounds)
         print(
-            f"one MQ2008-sized fold, round {r + 1}: start to exit {wall:.2f} s, stages "
-            f"{stages:.2f} s, beyond the stages {wall - stages:.2f} s (target <= 2.0), of it "
-            f"{wait:.2f} s after the summary table; CPU {cpu:.2f} s; --no-mlflow: {bare:.2f} s, "
-            f"beyond its stages {bare - bare_stages:.2f} s, {bare_wait:.2f} s after the table, "
-            f"CPU {LAST_CPU[0]:.2f} s   [{before} -> {load()}]"
+            f"one MQ2008-sized fold, {name}: median beyond the stages {beyond:.2f} s (target "
+            f"<= 2.0; {beyond - ref:+.2f} s against --no-mlflow), after the summary table "
+            f"{after:.2f} s, of {repeat} round(s)"
         )
-    med = [_median(x[i] for x in rows) for i in range(4)]
-    print(
-        f"one MQ2008-sized fold: median beyond the stages {med[0]:.2f} s (target <= 2.0), "
-        f"after the summary table {med[1]:.2f} s; --no-mlflow (reference, same rounds): beyond "
-        f"its stages {med[2]:.2f} s, after the table {med[3]:.2f} s; so MLflow adds "
-        f"{med[0] - med[2]:.2f} s beyond the stages, {med[1] - med[3]:.2f} s after the table "
-        f"(medians of {repeat} round(s))"
-    )
 
 
 def part_startup(work: Path, env: dict) -> None:
@@ -435,6 +471,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--parts", default="main,fold,startup,dask")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument(
+        "--threads", type=int, default=1, help="main and fold: --threads of every run (default 1)"
+    )
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
     ap.add_argument(
         "--repeat",
@@ -456,10 +495,14 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="ltr-bench-overhead-"))
     env = {**os.environ, "LTR_BENCH_CACHE": str(work / "cache")}
     env.pop("MLFLOW_TRACKING_URI", None)
+    env.pop("LTR_BENCH_MLFLOW_WAIT", None)  # each ending sets its own (ENDINGS)
     commit = subprocess.run(
         ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
-    print(f"commit {commit}; {os.cpu_count()} cores; {load()}; scratch {work}")
+    print(
+        f"commit {commit}; {os.cpu_count()} cores; --threads {args.threads}; {load()}; "
+        f"scratch {work}"
+    )
     try:
         data = write_letor(work / "MQ2008-like") if parts & {"fold", "dask"} else None
         runs = checkouts(work, env, args.reference)
@@ -472,9 +515,9 @@ def main() -> None:
             if "startup" in parts:
                 part_startup(folder, run_env)
             if "main" in parts:
-                part_main(folder, run_env, args.repeat)
+                part_main(folder, run_env, args.repeat, args.threads)
             if "fold" in parts:
-                part_one_fold(folder, run_env, data, args.repeat)
+                part_one_fold(folder, run_env, data, args.repeat, args.threads)
             if "dask" in parts:
                 part_dask(folder, run_env, data, args.workers)
     finally:

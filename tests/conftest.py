@@ -8,9 +8,10 @@ import subprocess
 import ltrb_fake_rankers as fakes
 import pytest
 
-# tests read MLflow right after a run: the run waits for its logging to end (a user's run
-# leaves the last of it to the background, see ltr_bench/tracking/background.py); the test
-# of the background logging sets its own value
+# tests read MLflow right after a run: the run waits for its logging to end (the default;
+# ltr_bench/tracking/background.py). Said here too, so that a developer's own
+# LTR_BENCH_MLFLOW_WAIT=0 does not leave them reading a store still being logged; the tests
+# of the background logging and of the default set their own value
 os.environ.setdefault("LTR_BENCH_MLFLOW_WAIT", "inf")
 
 

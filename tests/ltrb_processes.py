@@ -3,6 +3,7 @@ runs: one environment builder for every such test."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -78,3 +79,74 @@ def leave_hot_journal(db: Path) -> Path:
     journal = Path(f"{db}-journal")
     assert journal.exists() and journal.stat().st_size > 0
     return journal
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve_ui(work: Path, timeout: float = 90.0):
+    """``ltr-bench ui`` on the default store of ``work``, in its own process group, on
+    127.0.0.1; yields its base URL once the REST API answers, and stops it (the UI and its
+    workers) at the end."""
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    import pytest
+
+    port = free_port()
+    exe = Path(sys.executable).with_name("ltr-bench")
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "ltr_bench.cli"]
+    env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
+    proc = subprocess.Popen(
+        cmd + ["ui", "--port", str(port)],
+        cwd=work,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(
+                    f"ltr-bench ui exited ({proc.returncode}): "
+                    f"{proc.stderr.read().decode()[-2000:]}"
+                )
+            try:
+                with urllib.request.urlopen(
+                    base + "/api/2.0/mlflow/experiments/search?max_results=100", timeout=5
+                ):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"ltr-bench ui did not answer within {timeout:.0f} s")
+                time.sleep(0.5)
+        yield base
+    finally:
+        os.killpg(proc.pid, 15)  # the process group started above (the UI and its workers)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()
+
+
+#: Chromium's arguments for the tests (no sandbox in a container, nothing fetched)
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]

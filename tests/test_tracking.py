@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -21,6 +19,7 @@ import ltrb_fake_rankers as fakes
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from ltrb_processes import CHROMIUM_ARGS, serve_ui
 
 from ltr_bench.cli import main
 from ltr_bench.tracking import (
@@ -312,54 +311,11 @@ def test_metric_keys_have_no_at_sign():
     assert mlflow_metric_key("p@5") == "p_at_5"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def ui_server(ctx):
-    """``ltr-bench ui`` on the shared store, in its own process group; yields its base URL
-    once the REST API answers."""
-    port = _free_port()
-    exe = Path(sys.executable).with_name("ltr-bench")
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "ltr_bench.cli"]
-    env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
-    proc = subprocess.Popen(
-        cmd + ["ui", "--port", str(port)],
-        cwd=ctx["work"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(
-                    f"ltr-bench ui exited ({proc.returncode}): "
-                    f"{proc.stderr.read().decode()[-2000:]}"
-                )
-            try:
-                with urllib.request.urlopen(
-                    base + "/api/2.0/mlflow/experiments/search?max_results=100", timeout=5
-                ):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail("ltr-bench ui did not answer within 90 s")
-                time.sleep(0.5)
+    """``ltr-bench ui`` on the shared store; yields its base URL once the REST API answers."""
+    with serve_ui(ctx["work"]) as base:
         yield base
-    finally:
-        os.killpg(proc.pid, 15)  # the process group started above (the UI and its workers)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            proc.wait()
 
 
 @pytest.mark.slow
@@ -387,16 +343,7 @@ def test_ui_opens_the_runs_table_with_metric_columns_sorted_by_ndcg_in_chromium(
     with urllib.request.urlopen(url, timeout=10) as resp:
         experiment = json.load(resp)["experiment"]["experiment_id"]
     with sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=chromium,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-            ],
-        )
+        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1600, "height": 900})
         page.goto(ui_server + "/ltr-bench/")
         page.wait_for_url("**/#/experiments?workflowType=machine_learning", timeout=60_000)
@@ -479,6 +426,20 @@ def test_with_attach_report_each_parent_carries_the_html_report_of_its_dataset(o
         assert "<h1>synthetic: 2 ranker(s) compared</h1>" in page
 
 
+def test_report_plots_in_html_attaches_the_page_beside_the_figures(own_ctx, tmp_path):
+    ctx = own_ctx
+    plots = tmp_path / "plots"
+    result = ctx["invoke"]("report", "--format", "html", "--plots", str(plots))
+    assert result.exit_code == 0, result.output
+    assert "plots and report.html attached to 2 parent run(s) under report/" in result.output
+    client = ctx["client"]
+    figures = {f"report/{p.name}" for p in plots.glob("*.png")}
+    assert figures
+    for parent in _runs(client, _experiment(client), "parent"):
+        names = {a.path for a in client.list_artifacts(parent.info.run_id, "report")}
+        assert names == figures | {"report/report.html"}
+
+
 def test_learning_curves_are_step_metrics_of_the_fold_run(own_ctx):
     ctx = own_ctx
     client = ctx["client"]
@@ -508,8 +469,6 @@ def test_a_store_left_with_a_hot_journal_by_a_killed_writer_is_read_after_sqlite
     # of the next command met "attempt to write a readonly database" and gave up on the store
     import signal
     import sqlite3
-    import subprocess
-    import sys
 
     from ltr_bench.tracking.store import _tables, check_not_foreign
 

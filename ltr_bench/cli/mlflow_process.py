@@ -25,13 +25,16 @@ Guarantees kept:
   process says the record is in MLflow (it sends ``released``; the run's process then
   releases the claim from its reader thread), so a concurrent run never logs the same cell.
 * An unusable store refuses the command before any work: what can be checked without
-  MLflow (:func:`ltr_bench.tracking.store.preflight`: a writable folder, an SQLite file
-  that is an MLflow store or new, a server that answers, a database driver that is
+  MLflow (:func:`~ltr_bench.tracking.store_check.check_store`: a writable folder, an SQLite
+  file that is an MLflow store or new, a server that answers, a database driver that is
   installed) is checked in the run's process before the logging process may touch the
   store (it only imports MLflow until then, and a bad invocation ends it at once). The run
-  does not wait for MLflow to open the store:
-  should it fail to (rare after the preflight), that is said as a logging failure, the
-  results stay local, and the command exits 1 as for a store that stops answering.
+  does not wait for MLflow to open the store: should it fail to (rare after that check),
+  that is said as a logging failure, the results stay local, and the command exits 1 as
+  for a store that stops answering.
+* The command's work is done when it exits: :meth:`MlflowProcess.close` waits until MLflow
+  has every run, unless ``LTR_BENCH_MLFLOW_WAIT`` caps the wait (then the logging process
+  finishes in the background: :mod:`ltr_bench.tracking.background`).
 * The pipe never blocks the run: the logging process drains it on a thread of its own
   while it imports MLflow or logs.
 * Ctrl-C reaches the whole foreground process group: the logging process ignores it and
@@ -49,18 +52,15 @@ end to the logging's, :mod:`ltr_bench.tracking.background`); back ``("released",
 
 from __future__ import annotations
 
-import functools
 import multiprocessing
 import os
-import queue
-import signal
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ltr_bench.cli.child_output import relayed_output
+from ltr_bench.cli.mlflow_logger import serve
 
 if TYPE_CHECKING:  # the module is imported before anything heavy: the process starts first
     from ltr_bench.results import ResultRecord
@@ -76,7 +76,8 @@ class MlflowProcess:
 
     ``MlflowProcess(uri, results_root)`` starts the process, which imports MLflow meanwhile
     and touches nothing until :meth:`open` (called once the invocation is known to be
-    valid) checks the store (:func:`preflight`) and lets it open the store and log.
+    valid) checks the store (:func:`~ltr_bench.tracking.store_check.check_store`) and lets
+    it open the store and log.
     ``on_error(message)`` hears of the first logging failure, ``on_note(message)`` of notes,
     as soon as the logging process says them (from a thread of the run's process).
     """
@@ -93,7 +94,7 @@ class MlflowProcess:
         ctx = multiprocessing.get_context("spawn")
         self._conn, child = ctx.Pipe()
         self._proc = ctx.Process(
-            target=_serve,
+            target=serve,
             args=(child, self.uri, str(results_root), os.getpid()),
             name="ltr-bench-mlflow",
             daemon=True,  # never outlives the run's process
@@ -122,15 +123,15 @@ class MlflowProcess:
     def open(
         self, *, plan: dict[str, Any] | None, plan_toml: str | None, report: bool = False
     ) -> None:
-        """Check the store without MLflow (:func:`~ltr_bench.tracking.store.preflight`:
+        """Check the store without MLflow (:func:`~ltr_bench.tracking.store_check.check_store`:
         raises :class:`~ltr_bench.tracking.TrackingError`, a
         :class:`~ltr_bench.errors.UsageError` for a store not to use), then let the logging
         process open it; ``plan`` (and ``plan_toml``) are logged on the parent runs.
         ``report``: the HTML report will be attached at :meth:`close` (``run
         --attach-report``), so the logging process readies it while the run computes."""
-        from ltr_bench.tracking.store import preflight
+        from ltr_bench.tracking.store_check import check_store
 
-        preflight(self.uri)
+        check_store(self.uri, writes=True)
         self._opened = True
         self._send(("open", plan, plan_toml, report))
 
@@ -178,8 +179,9 @@ class MlflowProcess:
     ) -> None:
         """End the parent runs (KILLED if ``interrupted``), attach the HTML report of each
         dataset in ``report_units`` (only with ``run --attach-report``: it costs ~1 s at the
-        end) (dataset -> its (fold, seed) pairs of this run), wait
-        for the logging process and stop it. Errors end up in :attr:`error`."""
+        end) (dataset -> its (fold, seed) pairs of this run), wait for the logging process
+        (until it ends, or ``LTR_BENCH_MLFLOW_WAIT`` seconds: then :attr:`detached`) and stop
+        it. Errors end up in :attr:`error`."""
         from ltr_bench.tracking.background import wait_seconds
 
         self._hand_over_lock()
@@ -339,162 +341,3 @@ class MlflowProcess:
         except OSError:
             pass
         self._reader.join(timeout=5)
-
-
-# -- the logging process ---------------------------------------------------------------------
-
-
-def _serve(conn, uri: str, results_root: str, run_pid: int) -> None:
-    """The logging process: open the store, then log what the run ``run_pid`` sends until
-    ``close``."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle
-    # it may outlive the run (and its terminal); a hang-up mid-run ends the run, and the
-    # closed pipe then stops this process
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    inbox: queue.SimpleQueue = queue.SimpleQueue()
-    run_gone = threading.Event()
-    closing = threading.Event()  # the run sent "close": everything to log is in the inbox
-    detached = threading.Event()  # ... and then exited: finish in the background
-    unlock: list = []  # the logging lock (descriptor, path) the run handed over
-    from multiprocessing import reduction
-
-    from ltr_bench.tracking.background import adopt_parents, release_lock
-
-    def drain() -> None:  # the run never waits on a full pipe
-        while True:
-            try:
-                message = conn.recv()
-            except (EOFError, OSError):
-                if closing.is_set():  # the run did not wait for the end: log it all
-                    _let_go_of_the_terminal()
-                    detached.set()
-                    return
-                run_gone.set()  # the run's process is gone mid-run: stop, log no more
-                inbox.put(None)
-                return
-            if message[0] == "lock":  # held from the run's end to this process's
-                try:
-                    unlock.append((reduction.recv_handle(conn), Path(message[1])))
-                except (OSError, EOFError):
-                    pass
-                continue
-            if message[0] == "close":
-                closing.set()
-            inbox.put(message)
-
-    sending = threading.Lock()
-
-    def send(message: tuple) -> None:
-        with sending:
-            try:
-                conn.send(message)
-            except (OSError, ValueError):  # the run is gone: nobody to tell
-                if not closing.is_set():
-                    run_gone.set()
-
-    threading.Thread(target=drain, name="ltr-bench-mlflow-inbox", daemon=True).start()
-
-    import mlflow.tracking  # noqa: F401 - the slow part, done while the run plans
-
-    if not uri.startswith(("http://", "https://")):  # a database store: SQLAlchemy's ~1 s
-        try:
-            import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
-        except Exception:  # noqa: BLE001, S110 - opening the store says what is wrong
-            pass
-
-    from ltr_bench.cli.mlflow_report import attach_html_reports, warm_up_report
-    from ltr_bench.results import ResultStore
-    from ltr_bench.tracking import MlflowListener, Tracker
-    from ltr_bench.tracking.store import TrackingError
-
-    message = inbox.get()  # nothing is touched before the invocation is known to be valid
-    if message is None or message[0] != "open":
-        return
-    tracker = Tracker(uri, owner_pid=run_pid)  # the parent runs belong to the run
-    try:
-        tracker.check()
-    except Exception as exc:  # noqa: BLE001 - said to the run, never a traceback
-        text = str(exc) if isinstance(exc, TrackingError) else f"{type(exc).__name__}: {exc}"
-        send(("warning", text if text.startswith("MLflow") else f"MLflow at {uri}: {text}"))
-        _answer_close(inbox, send, text)
-        return
-    if message[3] and inbox.empty():  # idle while the run computes: ready the report now
-        warm_up_report()
-    store = ResultStore(Path(results_root))
-    listener = MlflowListener(
-        tracker,
-        store,
-        plan=message[1],
-        plan_toml=message[2],
-        on_error=lambda text: send(("warning", text)),
-        on_note=lambda text: send(("note", f"note: {text}")),
-        claim_found=True,  # a concurrent run may be logging a record found finished
-    )
-    adopted = False
-    while True:
-        message = inbox.get()
-        if message is None or run_gone.is_set():  # the run is gone: a re-run logs the rest
-            return
-        if detached.is_set() and not adopted:
-            adopted = True
-            adopt_parents(tracker)  # the run exited: own its parent runs
-        kind = message[0]
-        try:
-            if kind == "cell":
-                _, record, index, total, skipped, held = message
-                if held and not detached.is_set():  # else the listener claims it itself
-                    listener.hold_claim(record, functools.partial(send, ("released", record.key)))
-                listener.cell_finished(record, index, total, skipped=skipped)
-            elif kind == "close":
-                _, interrupted, report_units = message
-                listener.close(interrupted=interrupted)
-                if report_units and listener.tracker is not None:
-                    attach_html_reports(store, report_units, listener, lambda t: send(("note", t)))
-                send(("done", listener.error))
-                for fd, path in unlock:
-                    release_lock(fd, path)
-                _exit_now()
-            elif kind == "quit":
-                _exit_now()
-        except Exception as exc:  # noqa: BLE001 - a bug here must not lose the run's results
-            text = f"MLflow logging failed: {type(exc).__name__}: {exc}"
-            send(("warning", text))
-            if kind == "cell" and message[5]:
-                send(("released", message[1].key))
-            if kind == "close":
-                send(("done", text))
-                return
-
-
-def _let_go_of_the_terminal() -> None:
-    """The run exited before the end of the logging (``LTR_BENCH_MLFLOW_WAIT``): print
-    nothing more (from the inbox thread the moment the run is gone). Our stdout and stderr
-    are a pipe of the run (:mod:`.child_output`: the run's own output ends with the run);
-    its reader is gone with the run, so what would be written there goes to /dev/null,
-    quietly."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)
-    os.dup2(devnull, 2)
-    os.close(devnull)
-
-
-def _exit_now() -> None:
-    """End the logging process now that the run has its answer: every MLflow call returned
-    (SQLite committed, artifacts written), and tearing down MLflow, SQLAlchemy and their
-    modules at interpreter exit would only keep the run waiting (~1 s)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
-
-
-def _answer_close(inbox, send, error: str) -> None:
-    """After a failure to open the store: answer the run's ``close`` (nothing is logged)."""
-    while True:
-        message = inbox.get()
-        if message is None or message[0] == "quit":
-            return
-        if message[0] == "cell" and message[5]:
-            send(("released", message[1].key))
-        if message[0] == "close":
-            send(("done", error))
-            return

@@ -139,12 +139,14 @@ def _records(
     default=None,
     type=click.Path(file_okay=False),
     help="Write PNG figures here (NDCG@k against k, accuracy against training "
-    "time, the metric per fold) and attach them to the parent MLflow runs.",
+    "time, the metric per fold) and attach them (with --format html, the page report.html "
+    "too) to the parent MLflow runs under report/.",
 )
 @click.option(
     "--no-log-plots",
     is_flag=True,
-    help="With --plots: do not attach the figures to the MLflow runs.",
+    help="With --plots: do not attach the figures (and with --format html the page) to "
+    "the MLflow runs.",
 )
 @click.option(
     "--alpha",
@@ -182,7 +184,9 @@ def _records(
     metavar="NAME",
     help="Register the best configuration's kept models (one version per fold run; best "
     "by mean ndcg@10, else the first --metric) as registered model NAME in MLflow's "
-    "Model registry, with the metrics and the comparison it won in each description.",
+    "Model registry, with the metrics and the comparison it won in each description (and "
+    "the comparison in NAME's). A model NAME holds already is not registered again; NAME "
+    "never mixes datasets or feature counts.",
 )
 @click.pass_context
 def report_command(
@@ -237,6 +241,12 @@ def report_command(
             folders={"--plots"},
         )
     names = split_names((dataset,), option="--dataset") if dataset else []
+    if register_name is not None and len(names) > 1:
+        raise ReportError(
+            "--register takes the models of one dataset's runs: give one --dataset (a "
+            "registered model's versions must all take the same input)",
+            usage=True,
+        )
     ranker_names = split_names(rankers, option="--ranker") or None
     wanted = split_names(metrics, option="--metric") or None
     if all_datasets or len(names) > 1:
@@ -318,10 +328,17 @@ def report_command(
             from ltr_bench.tracking import TrackingError, log_parent_artifacts
 
             try:
-                for pid in parents:
-                    log_parent_artifacts(pid, paths, tracking_uri=tracking_uri)
+                with tempfile.TemporaryDirectory(prefix="ltr-bench-report-") as tmp:
+                    attached = list(paths)
+                    if fmt == "html":  # the page goes with its figures
+                        attached.append(Path(tmp) / "report.html")
+                        attached[-1].write_text(text, encoding="utf-8")
+                    for pid in parents:
+                        log_parent_artifacts(pid, attached, tracking_uri=tracking_uri)
                 click.echo(
-                    f"plots attached to {len(parents)} parent run(s) under report/", err=True
+                    f"plots{' and report.html' if fmt == 'html' else ''} attached to "
+                    f"{len(parents)} parent run(s) under report/",
+                    err=True,
                 )
             except TrackingError as exc:
                 click.echo(f"Error: {exc} (the PNG files are written)", err=True)
@@ -332,20 +349,32 @@ def report_command(
 
 
 def _register(report, name: str, tracking_uri) -> None:
-    """``--register``: the best row's fold runs, each as a version of ``name``."""
-    from ltr_bench.report.register import best_row, version_descriptions
+    """``--register``: the best row's fold runs, each as a version of ``name`` (a model
+    registered there already is said, not registered again)."""
+    from ltr_bench.report.register import best_row, model_description, version_descriptions
     from ltr_bench.tracking.models import register_in_store
 
     row = best_row(report)
     pairs = version_descriptions(report, row)
     logged = [(rec, str((rec.mlflow or {}).get("run_id") or ""), text) for rec, text in pairs]
     logged = [(rec, run_id, text) for rec, run_id, text in logged if run_id]
-    versions = register_in_store(tracking_uri, name, [(r, t) for _, r, t in logged])
-    for (run_id, version), (rec, _, _) in zip(versions, logged):
-        click.echo(
-            f"registered {name} version {version}: {row.label} fold {rec.fold} (run {run_id})",
-            err=True,
-        )
+    versions = register_in_store(
+        tracking_uri,
+        name,
+        [(r, t) for _, r, t in logged],
+        dataset=report.dataset,
+        description=model_description(report, row),
+    )
+    for (run_id, version, new), (rec, _, _) in zip(versions, logged):
+        what = f"{row.label} fold {rec.fold}" + (f" seed {rec.seed}" if rec.seed else "")
+        if new:
+            click.echo(f"registered {name} version {version}: {what} (run {run_id})", err=True)
+        else:
+            click.echo(
+                f"{name} version {version} already holds {what} (run {run_id}): not "
+                "registered again",
+                err=True,
+            )
 
 
 def _multi(

@@ -309,10 +309,11 @@ def _tune(
     mlflow_listener = None
     tracking_error = None
     if not no_mlflow:
-        from ltr_bench.tracking import MlflowListener, Tracker, TrackingError
+        from ltr_bench.tracking import MlflowListener, Tracker, TrackingError, check_store
 
         tracker = Tracker(tracking_uri)
         try:
+            check_store(tracking_uri, writes=True)  # the check every command runs
             tracker.check()
             mlflow_listener = MlflowListener(
                 tracker,

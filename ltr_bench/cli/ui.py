@@ -44,16 +44,17 @@ def ui_cmd(
     with the store's URI and artifact root. MLflow's background
     job runner (GenAI scorers, not used by ltr-bench) is off unless
     MLFLOW_SERVER_ENABLE_JOB_EXECUTION is set.
+
+    Exit codes: 1 no store there (nothing is created: run `ltr-bench run` first), 2 an
+    SQLite file that is not an MLflow store (left as it is) or a bad invocation.
     """
-    from ltr_bench.tracking import artifact_root_for, resolve_tracking_uri, sqlite_path
+    from ltr_bench.tracking import artifact_root_for, check_store, resolve_tracking_uri
 
     uri = resolve_tracking_uri(tracking_uri)
     if uri.startswith(("http://", "https://")):
         raise UsageError(f"{uri} is already an MLflow server: open it in a browser")
-    db = sqlite_path(uri)
-    if db is not None and not db.exists():
-        _err(f"note: {db} does not exist yet (no runs logged here); starting on an empty store")
-        db.parent.mkdir(parents=True, exist_ok=True)
+    # MLflow's server would create a missing store and migrate a foreign SQLite file
+    check_store(uri, writes=False)
     cmd = [
         sys.executable,
         "-m",

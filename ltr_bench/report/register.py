@@ -1,5 +1,6 @@
-"""What ``ltr-bench report --register NAME`` registers: the best configuration of a report and,
-for each of its fold runs, the text of its model version's description.
+"""What ``ltr-bench report --register NAME`` registers: the best configuration of a report,
+the registered model's description and, for each of its fold runs, the text of its model
+version's description.
 
 The best configuration is the report's row with the highest mean of the ranking metric
 (``metric``, default :func:`headline`: NDCG@10 when reported, else the first metric), over
@@ -9,7 +10,8 @@ from with their means, and the paired comparison against the baseline (mean per-
 difference, Holm-corrected p-values, win / loss / no significant difference) as the report
 computed them; a click-trained skyline or debiased row also against its learner's own naive
 row (:mod:`ltr_bench.report.click_pivot`). Rows are named as the report names them (label and
-data variant in words), and the baseline is the report's. Registering itself is
+data variant in words), and the baseline is the report's. The registered model's own
+description (:func:`model_description`) says all but the fold's metrics. Registering itself is
 :func:`ltr_bench.tracking.models.register_models` (this module never touches MLflow).
 """
 
@@ -19,7 +21,7 @@ import math
 
 from ltr_bench.report.tables import Report, ReportError, Row
 
-__all__ = ["best_row", "choose_best", "headline", "version_descriptions"]
+__all__ = ["best_row", "choose_best", "headline", "model_description", "version_descriptions"]
 
 
 def headline(report: Report) -> str:
@@ -84,8 +86,9 @@ def _comparison(report: Report, row: Row, metric: str) -> str:
     return _against(f"the baseline {report.baseline}", c, metric, report) + naive
 
 
-def version_descriptions(report: Report, row: Row, metric: str | None = None) -> list[tuple]:
-    """``(record, description)`` for each fold run of ``row`` (see the module)."""
+def model_description(report: Report, row: Row, metric: str | None = None) -> str:
+    """The registered model's description: ``row``'s mean ± std, the configurations it was
+    chosen from, and its paired comparison against the baseline (see the module)."""
     metric = metric or headline(report)
     stat = row.cells[metric]
     others = ", ".join(
@@ -98,7 +101,14 @@ def version_descriptions(report: Report, row: Row, metric: str | None = None) ->
         f"{row.label} {_fmt(stat.mean)} ± {_fmt(stat.std)} over {stat.n} fold run(s)"
         + (f" (the others: {others})." if others else ".")
     )
-    comparison = _comparison(report, row, metric)
+    return f"ltr-bench: {chosen} {_comparison(report, row, metric)}"
+
+
+def version_descriptions(report: Report, row: Row, metric: str | None = None) -> list[tuple]:
+    """``(record, description)`` for each fold run of ``row``: the fold's own metrics, then
+    :func:`model_description` (see the module)."""
+    metric = metric or headline(report)
+    common = model_description(report, row, metric).removeprefix("ltr-bench: ")
     out = []
     for (fold, seed), rec in sorted(row.runs.items()):
         shown = [m for m in report.metrics if m in rec.metrics]
@@ -108,7 +118,7 @@ def version_descriptions(report: Report, row: Row, metric: str | None = None) ->
             (
                 rec,
                 f"ltr-bench {row.label} on {report.dataset} fold {fold}{seed_text}: {values}. "
-                f"{chosen} {comparison}",
+                f"{common}",
             )
         )
     return out

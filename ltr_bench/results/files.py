@@ -356,6 +356,9 @@ def record_json(record: ResultRecord) -> str:
     from ltr_bench.results.record import DamagedRecordError
 
     doc = record.to_dict()
+    # where a copy is in MLflow is not part of the record (the store notes it beside the
+    # record: ResultStore.note_mlflow); a copy's ids never travel in its own artifact
+    doc.pop("mlflow", None)
     try:
         ResultRecord.checked(doc, record.summary_line())
     except DamagedRecordError as exc:

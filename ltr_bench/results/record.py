@@ -84,8 +84,13 @@ class ResultRecord:
     during the cell exceeded the thread count by more than one: timings are suspect).
     warnings: things a reader of the numbers must know, as sentences (the flags explained,
     the ranker's own warnings).
-    mlflow: ``{"tracking_uri", "experiment_id", "run_id", "parent_run_id"}`` on records read
-    back from MLflow (:func:`ltr_bench.tracking.fetch_fold_results`); never stored locally.
+    mlflow: where the record's copy is in MLflow: ``{"tracking_uri", "experiment_id",
+    "parent_run_id", "run_id"}``, plus ``"model_id"`` and ``"model_uri"``
+    (``models:/<model_id>``) when its model was logged. Set on records read back from MLflow
+    (:func:`ltr_bench.tracking.fetch_fold_results`) and on records loaded from the local
+    store once the logging process logged them (a note beside the record, bound to its
+    ``finished`` stamp: :meth:`ltr_bench.results.ResultStore.note_mlflow`); never written
+    into the record's own file or artifact.
     """
 
     key: str

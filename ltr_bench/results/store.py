@@ -6,10 +6,19 @@ written atomically (:func:`ltr_bench.results.files.atomic_write_many`: fsynced t
 renamed the CSV before the JSON), so a record file exists only for a completely written
 result. This is the source of truth of every finished cell; MLflow gets a copy. Knows
 neither MLflow nor the harness.
+
+Where a record's copy is in MLflow (:attr:`ResultRecord.mlflow`: ids) is a note beside the
+record, ``<root>/.mlflow/<key>.json``, written by the process that logged it
+(:meth:`ResultStore.note_mlflow`) with the record's ``finished`` stamp; a loaded record gets
+the ids of the note that carries its own stamp. The record file itself is never rewritten
+for it (so the logging process never races the run's own write of the record, and nothing
+else in a record can change), and a note of an earlier computation of the cell (``--force``)
+is removed when the new record is saved and ignored should it be written late.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -18,6 +27,7 @@ from pathlib import Path
 from ltr_bench.results.claims import CellClaim, acquire, wait_for_claim
 from ltr_bench.results.files import (
     ResultsWriteError,
+    atomic_write_bytes,
     atomic_write_many,
     per_query_csv,
     read_per_query_csv,
@@ -59,6 +69,43 @@ class ResultStore:
 
     def claim_path(self, key: str) -> Path:
         return self.claims_dir / f"{key}.lock"
+
+    def mlflow_note_path(self, key: str) -> Path:
+        return self.root / ".mlflow" / f"{key}.json"
+
+    def note_mlflow(self, record: ResultRecord, ids: dict[str, str]) -> None:
+        """Note where ``record`` was logged (``ids``: ``tracking_uri``, ``experiment_id``,
+        ``parent_run_id``, ``run_id``, and ``model_id`` / ``model_uri`` when a model was
+        logged) beside it, bound to its ``finished`` stamp (see the module); atomic. Raises
+        :class:`ResultsWriteError`."""
+        path = self.mlflow_note_path(record.key)
+        doc = {"key": record.key, "finished": record.finished, "mlflow": dict(ids)}
+        try:
+            atomic_write_bytes(path, (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode())
+        except OSError as exc:
+            raise ResultsWriteError(path, exc) from None
+        cached = self._cache.get(record.key) if self._cache is not None else None
+        if cached is not None and cached.finished == record.finished:
+            cached.mlflow = dict(ids)
+
+    def _mlflow_ids(self, record: ResultRecord) -> dict[str, str] | None:
+        """The ids of the note that carries ``record``'s own stamp; None without one (never
+        logged, logged before notes existed, a note of an earlier computation, unreadable)."""
+        try:
+            doc = json.loads(self.mlflow_note_path(record.key).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            return None
+        if not isinstance(doc, dict):
+            return None
+        ids = doc.get("mlflow")
+        if (
+            doc.get("key") != record.key
+            or doc.get("finished") != record.finished
+            or not isinstance(ids, dict)
+            or not all(isinstance(v, str) for v in ids.values())
+        ):
+            return None
+        return ids
 
     def claim(self, key: str, *, wait: bool = False) -> CellClaim | None:
         """Claim cell ``key`` for this process (an exclusive ``flock`` on
@@ -115,7 +162,10 @@ class ResultStore:
         except ValueError as exc:  # json.JSONDecodeError
             self.damaged[path] = DamagedRecordError(str(path), None, f"not JSON: {exc}")
             return None
-        return rec if rec.ok else None
+        if not rec.ok:
+            return None
+        rec.mlflow = self._mlflow_ids(rec)
+        return rec
 
     def _index(self) -> dict[str, ResultRecord]:
         if self._cache is None:
@@ -164,8 +214,8 @@ class ResultStore:
 
     def _save(self, record: ResultRecord, *, per_query: bool = True) -> Path:
         """Write a finished record (and, with ``per_query``, its per-query CSV) atomically;
-        returns the JSON path. ``per_query=False`` rewrites only the JSON (e.g. to note the
-        MLflow run id)."""
+        returns the JSON path. ``per_query=False`` writes only the JSON. The record is a new
+        computation of its cell: a note of where an earlier one is in MLflow is removed."""
         if not record.ok:
             raise ValueError("only finished (status ok) records are stored; use log_failure")
         # both texts are made (and checked: UnwritableRecordError) before anything is written
@@ -186,6 +236,8 @@ class ResultStore:
         path = self.json_path(record.key)
         if path in self.damaged and path.exists():  # keep what was damaged, for inspection
             os.replace(path, path.with_name(path.name + ".damaged"))
+        with contextlib.suppress(FileNotFoundError):  # first: never a new record, old note
+            self.mlflow_note_path(record.key).unlink()
         # each file atomic (temporary, fsync, rename), their fsyncs together, the record
         # renamed last: it appears only when its CSV and run file are in place
         atomic_write_many([*files, (path, doc.encode("utf-8"))])

@@ -1,6 +1,8 @@
 """The one package that talks to MLflow (imported lazily, so listing rankers stays fast).
 
 * :mod:`.store`: where the store is (URIs, SQLite path, artifact root), opening it, errors.
+* :mod:`.store_check`: :func:`check_store`, what every command checks before MLflow may
+  touch a store.
 * :mod:`.layout`: what a run holds (tag names, params, metric values, tags), without MLflow.
 * :mod:`.writer`: :class:`Tracker` logs result records (layout in its docstring).
 * :mod:`.listener`: :class:`MlflowListener`, the logging policy during a run (a harness
@@ -31,6 +33,7 @@ from ltr_bench.tracking.store import (
     resolve_tracking_uri,
     sqlite_path,
 )
+from ltr_bench.tracking.store_check import check_store
 from ltr_bench.tracking.writer import Tracker
 
 __all__ = [
@@ -39,6 +42,7 @@ __all__ = [
     "Tracker",
     "TrackingError",
     "artifact_root_for",
+    "check_store",
     "default_tracking_uri",
     "experiment_name",
     "fetch_fold_results",

@@ -1,10 +1,14 @@
-"""MLflow logging that outlives its run: the lock a background logger holds, and the wait of
-the readers.
+"""MLflow logging that outlives its run: when ``ltr-bench run`` waits for it, the lock a
+background logger holds, and the wait of the readers.
 
-``ltr-bench run`` does not wait at its end for the logging process to put the last fold runs
-and the parent runs into MLflow (``LTR_BENCH_MLFLOW_WAIT``, :mod:`ltr_bench.cli.mlflow_process`):
-the local results are already saved, so the process finishes in the background. From the
-run's end to its own, it holds an exclusive ``flock`` on ``<lock dir>/<pid>.lock``
+By default ``ltr-bench run`` ends when MLflow has every run: a script, a CI job or a container
+that reads MLflow right after the command (its client, the UI, a shared server) finds every
+fold run and parent FINISHED. The logging still overlaps the fits while they run
+(:mod:`ltr_bench.cli.mlflow_process`); only what is left after the last cell is waited for.
+``LTR_BENCH_MLFLOW_WAIT=SECONDS`` (:func:`wait_seconds`) caps that wait: past it (``0``: at
+once) the run exits and its logging process finishes the last fold runs and the parent runs
+in the background (the local results are already saved). From the run's end to its own, it
+holds an exclusive ``flock`` on ``<lock dir>/<pid>.lock``
 (:func:`take_lock`: the run takes it when it is done and hands it to the logging process, so
 a run still computing is never waited for); a
 reader of the same store (``ltr-bench report``, :func:`~ltr_bench.tracking.fetch_fold_results`)
@@ -40,15 +44,18 @@ __all__ = [
 ]
 
 #: seconds ``ltr-bench run`` waits at its end for the logging to end (else it finishes in
-#: the background), unless ``LTR_BENCH_MLFLOW_WAIT`` says otherwise (``inf``: always wait)
-RUN_WAIT_SECONDS = 0.25
+#: the background): None, until MLflow has every run, unless ``LTR_BENCH_MLFLOW_WAIT`` says
+#: otherwise
+RUN_WAIT_SECONDS: float | None = None
 
 
 def wait_seconds() -> float | None:
-    """``LTR_BENCH_MLFLOW_WAIT`` (seconds, ``inf`` to wait for the end), else
-    :data:`RUN_WAIT_SECONDS`."""
+    """``LTR_BENCH_MLFLOW_WAIT`` (seconds; ``0`` exits at once and logs the rest in the
+    background; ``inf`` waits for the end), else :data:`RUN_WAIT_SECONDS`; None: wait for
+    the end. A value that is not a number is the default."""
+    text = os.environ.get("LTR_BENCH_MLFLOW_WAIT", "").strip()
     try:
-        value = float(os.environ.get("LTR_BENCH_MLFLOW_WAIT", RUN_WAIT_SECONDS))
+        value = float(text)
     except ValueError:
         return RUN_WAIT_SECONDS
     return max(0.0, value) if value < 1e9 else None  # None: Event.wait without a timeout

@@ -6,6 +6,9 @@ What it guarantees:
 
 * Local results first: a record reaches this listener only after it is saved locally, so a
   killed run loses nothing: a re-run finds the record finished and logs it then.
+* Where it went, noted locally: once a record is in MLflow its ids (experiment, parent and
+  fold run, logged model) are noted beside the local record, under the cell's claim
+  (:meth:`~ltr_bench.results.ResultStore.note_mlflow`; the record file is never rewritten).
 * One log per cell: the cell's claim is held (:meth:`MlflowListener.hold_claim`) until its run
   is in MLflow; with ``claim_found`` a record found finished (whose claim the harness does not
   hold) is logged while holding its claim, taken here, so two runs never log one record at
@@ -127,12 +130,27 @@ class MlflowListener:
                 self.tracker.log_record(record, plan=self.plan, plan_toml=self.plan_toml)
             except TrackingError as exc:
                 self._failed(str(exc))
+            else:
+                self._note_ids(record)
             self._notes()
         finally:
             if claim is not None:
                 claim.release()
             if release is not None:
                 release()
+
+    def _note_ids(self, record: ResultRecord) -> None:
+        """Note beside the local record where it is in MLflow
+        (:meth:`~ltr_bench.results.ResultStore.note_mlflow`: a file of its own, never the
+        record's), under the cell's claim; a note that cannot be written is said."""
+        ids = self.tracker.logged.get(record.key) if self.tracker is not None else None
+        if ids is None:
+            return
+        try:
+            self.store.note_mlflow(record, ids)
+        except Exception as exc:  # noqa: BLE001 - the results and MLflow's copy stand
+            if self.on_note is not None:
+                self.on_note(f"the MLflow ids of {record.summary_line()} are not noted: {exc}")
 
     def _claim(self, record: ResultRecord):
         """The claim of a record found finished (another run may be logging it now)."""

@@ -21,7 +21,7 @@ from ltr_bench.errors import LtrBenchError, UsageError
 from ltr_bench.tracking.background import wait_for_background_logging
 from ltr_bench.tracking.layout import MLFLOW_PARENT_RUN_ID, TAG_FINISHED, TAG_KEY, TAG_ROLE
 from ltr_bench.tracking.models_index import MODEL_NAME
-from ltr_bench.tracking.reader import _all_runs, _check_store_exists
+from ltr_bench.tracking.reader import _all_runs
 from ltr_bench.tracking.store import (
     NoResultsError,
     TrackingError,
@@ -30,6 +30,7 @@ from ltr_bench.tracking.store import (
     open_client,
     resolve_tracking_uri,
 )
+from ltr_bench.tracking.store_check import check_store
 
 __all__ = [
     "FoldModel",
@@ -92,7 +93,7 @@ def store_problem(uri: str) -> str | None:
     folder), else None; opening a missing SQLite store would create it, so it is checked
     first."""
     try:
-        _check_store_exists(uri)
+        check_store(uri, writes=False)
     except NoResultsError as exc:
         return str(exc)
     return None
@@ -136,8 +137,7 @@ def fold_models(
     ``finished``). Waits for a background logger first (as ``report`` does). Raises
     :class:`NoResultsError` when there is no store, :class:`TrackingError` when it cannot be
     read."""
-    uri = resolve_tracking_uri(tracking_uri)
-    _check_store_exists(uri)
+    uri = check_store(tracking_uri, writes=False)
     wait_for_background_logging(uri)
     client = open_client(uri)
     out: dict[tuple[str, str], FoldModel] = {}

@@ -25,6 +25,8 @@ fold's metrics and the comparison it won in the version's description.
 from __future__ import annotations
 
 import contextlib
+import io
+import json
 import logging
 import os
 import tempfile
@@ -35,7 +37,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ltr_bench.tracking.models_index import MODEL_NAME, run_models
+from ltr_bench.errors import UsageError
+from ltr_bench.tracking.models_index import MODEL_NAME, link_models
+from ltr_bench.tracking.store import TrackingError
 
 with warnings.catch_warnings():
     # MLflow advises type hints on each ``predict`` (its own classes' too, at import); the
@@ -50,14 +54,19 @@ __all__ = [
     "BadRankingRequest",
     "MODEL_NAME",
     "RankerPyfunc",
+    "RegistrationRefused",
     "feature_columns",
+    "kept_manifest",
     "log_kept_model",
     "register_models",
+    "warm_up",
 ]
 
 
 #: the kept model folder's artifact name inside the MLflow Model
 MODEL_ARTIFACT = "ltr_bench_model"
+#: the logged model's tag holding the feature count it takes
+TAG_N_FEATURES = "ltr_bench_n_features"
 
 
 def feature_columns(n_features: int) -> list[str]:
@@ -145,6 +154,30 @@ def _requirements() -> list[str]:
     return out
 
 
+def warm_up() -> None:
+    """Do once, ahead, what logging the first model of a process costs besides the model:
+    MLflow checks a model's pip requirements against the installed distributions, whose map
+    it builds from every installed distribution's file list on first use (~1.9 s here;
+    nothing is found to warn about: the requirements are the installed versions)."""
+    from mlflow.utils.requirements_utils import warn_dependency_requirement_mismatches
+
+    with _quiet():
+        warn_dependency_requirement_mismatches(_requirements())
+
+
+def kept_manifest(folder: str | Path) -> dict[str, Any]:
+    """The JSON manifest of a kept model folder the run just wrote, as it is. Not
+    :func:`ltr_bench.models.read_manifest`: importing :mod:`ltr_bench.models` brings
+    scikit-learn into the logging process (~1.4 s, which a short run then waits for at its
+    end), and its check (every native file's SHA-256) is done by whoever loads the model
+    (:func:`ltr_bench.models.load_model`, ``predict``, :class:`RankerPyfunc`). Raises
+    ``OSError`` / ``ValueError`` (the model is then not logged, and the run says so)."""
+    doc = json.loads((Path(folder) / "manifest.json").read_text(encoding="utf-8"))
+    if not isinstance(doc, dict):
+        raise ValueError(f"{folder}/manifest.json is not a JSON object")
+    return doc
+
+
 def log_kept_model(
     client,
     experiment_id: str,
@@ -155,7 +188,8 @@ def log_kept_model(
 ) -> str:
     """Log the kept model ``folder`` (its ``manifest``) to fold run ``run_id`` (of experiment
     ``experiment_id``, through ``client``) as the MLflow Model ``model`` (see the module), with
-    the run's ``params``; returns its model URI (``models:/<model_id>``)."""
+    the run's ``params``, and link it as the run's output; returns its id (its URI is
+    ``models:/<model_id>``)."""
     n = int(manifest.get("n_features") or 0)
     ranker = str(manifest.get("ranker"))
     with _quiet():
@@ -165,7 +199,7 @@ def log_kept_model(
             name=MODEL_NAME,
             source_run_id=run_id,
             params=params,
-            tags={"ranker": ranker, "ltr_bench_role": "fold-model"},
+            tags={"ranker": ranker, "ltr_bench_role": "fold-model", TAG_N_FEATURES: str(n)},
             model_type="ranker",
         )
         with tempfile.TemporaryDirectory(prefix="ltr-bench-mlflow-model-") as tmp:
@@ -173,7 +207,8 @@ def log_kept_model(
             _save(local, run_id, logged.model_id, folder, manifest, n)
             client.log_model_artifacts(logged.model_id, str(local))
         client.finalize_logged_model(logged.model_id, "READY")
-    return f"models:/{logged.model_id}"
+        link_models(client, run_id, [logged.model_id])  # the run's output, as log_model does
+    return logged.model_id
 
 
 @contextlib.contextmanager
@@ -217,39 +252,127 @@ def _save(path: Path, run_id: str, model_id: str, folder, manifest: dict[str, An
     )
 
 
-def register_models(client, name: str, runs: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Register the logged model of each fold run in ``runs`` (``(run_id, description)``)
-    as a new version of registered model ``name`` (created when missing), the description on
-    the version; returns ``(run_id, version)`` pairs. A run without a logged model raises
-    ``LookupError`` naming it (logged with ``--keep-models none``, or before models were)."""
+class RegistrationRefused(TrackingError, UsageError):
+    """``--register NAME`` would mix in NAME models that do not take the same input (another
+    dataset, another feature count) or versions ltr-bench did not make: refused before
+    anything is registered (exit 2)."""
+
+
+def register_models(
+    client, name: str, runs: list[tuple[str, str]], *, dataset: str, description: str
+) -> list[tuple[str, str, bool]]:
+    """Register the logged model of each fold run in ``runs`` (``(run_id, version
+    description)``, runs of ``dataset``) as a version of registered model ``name`` (created
+    when missing), linked to it (``model_id``, the run; the logged model names its versions:
+    MLflow's own ``register_model``); ``description`` (the comparison the configuration won)
+    becomes the registered model's description. A model already registered as a version of
+    ``name`` is not registered again. Returns ``(run_id, version, new)`` triples.
+
+    Raises ``LookupError`` naming a run without a logged model (logged with ``--keep-models
+    none``, or before models were) and :class:`RegistrationRefused` when ``name`` holds
+    versions of another dataset or feature count, or versions not made by ltr-bench."""
     from mlflow.exceptions import MlflowException
 
+    models = {run_id: _run_model(client, run_id) for run_id, _ in runs}
+    n_features = {_n_features(model) for model in models.values()} - {None}
+    existing = _versions_of(client, name)
+    _check_same_input(client, name, existing, dataset, n_features)
     try:
         client.get_registered_model(name)
     except MlflowException:
-        client.create_registered_model(
-            name, description="ltr-bench: the best configuration's models, one per fold"
-        )
+        client.create_registered_model(name, description=description)
+    else:
+        client.update_registered_model(name, description=description)
+    client.set_registered_model_tag(name, "ltr_bench_dataset", dataset)
+    registered: dict[str, str] = {}  # model id or run id -> its version in ``name``
+    for v in existing:
+        for ref in (v.model_id, _model_id_of(v.source), v.run_id):
+            if ref:
+                registered.setdefault(ref, str(v.version))
     out = []
-    for run_id, description in runs:
-        source = _model_source(client, run_id)
-        version = client.create_model_version(
-            name, source, run_id=run_id, description=description, tags={"ltr_bench_run": run_id}
-        )
-        out.append((run_id, str(version.version)))
+    for run_id, text in runs:
+        model = models[run_id]
+        version = registered.get(model.model_id) or registered.get(run_id)
+        if version is not None:
+            out.append((run_id, version, False))
+            continue
+        # MLflow's SQL registry (every store but Databricks') keeps no model_id on a version:
+        # the id is in its source (models:/<model_id>) and in this tag
+        tags = {"ltr_bench_run": run_id, "ltr_bench_model_id": model.model_id}
+        tags["ltr_bench_dataset"] = dataset
+        if _n_features(model) is not None:
+            tags["ltr_bench_n_features"] = str(_n_features(model))
+        with contextlib.redirect_stderr(io.StringIO()):  # MLflow prints "Created version"
+            created = mlflow.register_model(f"models:/{model.model_id}", name, tags=tags)
+        client.update_model_version(name, created.version, description=text)
+        out.append((run_id, str(created.version), True))
     return out
 
 
-def _model_source(client, run_id: str) -> str:
-    """``models:/<model_id>`` of the run's logged model ``model``."""
-    experiment = client.get_run(run_id).info.experiment_id
-    for model in run_models(client, experiment, run_id):
-        if model.name == MODEL_NAME:
-            return f"models:/{model.model_id}"
-    raise LookupError(
-        f"MLflow run {run_id} has no logged model (run with --keep-models all, the default, "
-        "and without --no-mlflow)"
-    )
+def _versions_of(client, name: str) -> list:
+    """Every version of registered model ``name`` (MLflow's filter has no escape for a
+    quote: the other quote, else every version filtered here)."""
+    quote = "'" if "'" not in name else '"' if '"' not in name else None
+    if quote is None:
+        return [v for v in client.search_model_versions() if v.name == name]
+    return list(client.search_model_versions(f"name = {quote}{name}{quote}"))
+
+
+def _model_id_of(source: str | None) -> str | None:
+    """``<model_id>`` of a ``models:/<model_id>`` source (a version made before versions
+    carried their model's id)."""
+    if source and source.startswith("models:/m-") and source.count("/") == 1:
+        return source[len("models:/") :]
+    return None
+
+
+def _run_model(client, run_id: str):
+    """The logged model ``model`` of fold run ``run_id`` (its output, else the model whose
+    source it is)."""
+    from ltr_bench.tracking.models_index import run_model_ids
+
+    model_ids, _ = run_model_ids(client, client.get_run(run_id))
+    if not model_ids:
+        raise LookupError(
+            f"MLflow run {run_id} has no logged model (run with --keep-models all, the "
+            "default, and without --no-mlflow)"
+        )
+    return client.get_logged_model(model_ids[0])
+
+
+def _n_features(model) -> int | None:
+    """The feature count a logged model takes (its tag; None when it does not say)."""
+    value = (model.tags or {}).get(TAG_N_FEATURES)
+    return int(value) if value and value.isdigit() else None
+
+
+def _check_same_input(client, name: str, existing: list, dataset: str, n_features: set) -> None:
+    """Refuse (:class:`RegistrationRefused`) to add models of ``dataset`` (taking
+    ``n_features``) to ``name`` when its versions are of another dataset or feature count,
+    or not ltr-bench's."""
+    for v in existing:
+        tags = v.tags or {}
+        theirs = tags.get("ltr_bench_dataset")
+        if theirs is None and tags.get("ltr_bench_run"):  # registered before versions said
+            try:
+                theirs = client.get_run(v.run_id).data.params.get("dataset")
+            except Exception:  # noqa: BLE001 - a run deleted since: unknown
+                theirs = None
+        if theirs is None:
+            raise RegistrationRefused(
+                f"--register {name}: registered model {name} holds version {v.version}, "
+                "which ltr-bench did not register; choose another NAME"
+            )
+        feats = tags.get("ltr_bench_n_features")
+        if theirs != dataset or (feats and n_features and {int(feats)} != n_features):
+            shown = f"{theirs}" + (f", {feats} features" if feats else "")
+            ours = f"{dataset}" + (f", {min(n_features)} features" if len(n_features) == 1 else "")
+            raise RegistrationRefused(
+                f"--register {name}: registered model {name} holds models of another "
+                f"input (version {v.version}: {shown}; these: {ours}); a registered model's "
+                "versions must take the same input: choose another NAME, e.g. "
+                f"{name}-{dataset}"
+            )
 
 
 def download_model(uri: str, tracking_uri: str, dst: str | Path) -> Path:
@@ -258,10 +381,12 @@ def download_model(uri: str, tracking_uri: str, dst: str | Path) -> Path:
     ``tracking_uri`` into ``dst``. Only the folder is used (:func:`ltr_bench.models.load_model`
     reads it: nothing of the MLflow Model is unpickled). Raises ``LookupError`` naming the URI
     and the cause: it does not resolve, or it is not an ltr-bench model."""
-    import mlflow
     from mlflow.artifacts import download_artifacts
 
-    mlflow.set_tracking_uri(tracking_uri)
+    from ltr_bench.tracking.store_check import check_store
+
+    # MLflow would create a missing store, and add its tables to someone else's database
+    mlflow.set_tracking_uri(check_store(tracking_uri, writes=False))
     try:
         with _quiet():
             local = Path(download_artifacts(artifact_uri=uri, dst_path=str(dst)))
@@ -280,19 +405,27 @@ def download_model(uri: str, tracking_uri: str, dst: str | Path) -> Path:
     return found[0]
 
 
-def register_in_store(tracking_uri: str | None, name: str, runs: list[tuple[str, str]]):
+def register_in_store(
+    tracking_uri: str | None,
+    name: str,
+    runs: list[tuple[str, str]],
+    *,
+    dataset: str,
+    description: str,
+) -> list[tuple[str, str, bool]]:
     """:func:`register_models` in the store at ``tracking_uri``; MLflow's failures (a store that
     does not answer, a run without a logged model) become :class:`TrackingError` naming
-    the store and the cause. Returns ``(run_id, version)`` pairs."""
-    import mlflow
+    the store and the cause. Returns ``(run_id, version, new)`` triples."""
+    from ltr_bench.tracking.store import message, open_client
+    from ltr_bench.tracking.store_check import check_store
 
-    from ltr_bench.tracking.store import TrackingError, message, open_client, resolve_tracking_uri
-
-    uri = resolve_tracking_uri(tracking_uri)
+    uri = check_store(tracking_uri, writes=False)
     try:
         with _quiet():
             mlflow.set_tracking_uri(uri)  # MLflow resolves a version's models:/ source through it
-            return register_models(open_client(uri), name, runs)
+            return register_models(
+                open_client(uri), name, runs, dataset=dataset, description=description
+            )
     except TrackingError:
         raise
     except LookupError as exc:

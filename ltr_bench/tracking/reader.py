@@ -25,8 +25,8 @@ from ltr_bench.tracking.store import (
     message,
     open_client,
     resolve_tracking_uri,
-    sqlite_path,
 )
+from ltr_bench.tracking.store_check import check_store
 
 __all__ = ["fetch_fold_results", "list_datasets_in_store", "log_parent_artifacts"]
 
@@ -44,31 +44,13 @@ def _all_runs(client, exp_id: str, filter_string: str) -> list:
             return runs
 
 
-def _check_store_exists(uri: str) -> None:
-    db = sqlite_path(uri)
-    if db is not None and db.is_dir():
-        raise NoResultsError(f"{db} is a folder, not an MLflow store (an SQLite file)")
-    if db is not None and db.is_file() and db.stat().st_size == 0:
-        # opening it would make MLflow create its schema there: a report only reads
-        raise NoResultsError(f"{db} is an empty file, not an MLflow store: nothing to report")
-    if db is not None and (db.exists() or db.is_symlink()) and not db.is_file():
-        what = "a symbolic link to a missing file" if db.is_symlink() else "not a regular file"
-        raise NoResultsError(f"{db} is {what}, not an MLflow store (an SQLite file)")
-    if db is not None and not db.is_file():
-        raise NoResultsError(
-            f"no MLflow store at {db} (nothing was logged there): run "
-            f"`ltr-bench run ...` in this folder first, or pass "
-            f"--tracking-uri / set MLFLOW_TRACKING_URI"
-        )
-
-
 def list_datasets_in_store(
     tracking_uri: str | None = None, *, cwd: str | Path | None = None
 ) -> list[str]:
     """Dataset names that have an ``ltr-bench/<dataset>`` experiment in the store."""
     uri = resolve_tracking_uri(tracking_uri, cwd)
     wait_for_background_logging(uri)  # an earlier run's last fold runs, still being logged
-    _check_store_exists(uri)
+    check_store(uri, writes=False)
     try:
         exps = open_client(uri).search_experiments(max_results=1000)
     except TrackingError:
@@ -102,7 +84,7 @@ def fetch_fold_results(
     """
     uri = resolve_tracking_uri(tracking_uri, cwd)
     wait_for_background_logging(uri)  # an earlier run's last fold runs, still being logged
-    _check_store_exists(uri)
+    check_store(uri, writes=False)
     client = open_client(uri)
     try:
         exp = client.get_experiment_by_name(experiment_name(dataset))

@@ -318,24 +318,6 @@ def _check_sqlite_file(db: Path, uri: str) -> None:
         )
 
 
-def preflight(uri: str) -> None:
-    """What opening the store checks without MLflow, in milliseconds: an SQLite store's
-    folder is writable, the file is an SQLite database and not someone else's
-    (:func:`check_not_foreign`: :class:`ForeignStoreError`, a usage error); a server answers
-    (:func:`probe_server`). Raises :class:`TrackingError`. Opening the store with MLflow
-    (:meth:`ltr_bench.tracking.Tracker.check`) checks all of it again, under the store's
-    lock."""
-    db = sqlite_path(uri)
-    if db is not None:
-        _probe_folder(db.parent, uri)
-        _check_sqlite_file(db, uri)
-        check_not_foreign(db, uri)
-    elif uri.startswith(("http://", "https://")):
-        probe_server(uri)
-    elif uri.split("://", 1)[0].split("+", 1)[0] in ("postgresql", "mysql", "mssql"):
-        _check_database_driver(uri)
-
-
 def driver_missing(uri: str, exc: ImportError) -> TrackingUriError:
     """The error of a database URI whose driver (SQLAlchemy's DBAPI module) is not
     installed: it can never be reached, so it is a bad invocation."""
@@ -343,18 +325,6 @@ def driver_missing(uri: str, exc: ImportError) -> TrackingUriError:
         f"--tracking-uri {uri}: its database driver is not installed ({exc}); install "
         "it, or use sqlite:///PATH/mlflow.db"
     )
-
-
-def _check_database_driver(uri: str) -> None:
-    """Raise :func:`driver_missing` when ``uri``'s driver cannot be imported."""
-    try:
-        from sqlalchemy.engine.url import make_url
-
-        make_url(uri).get_dialect().import_dbapi()
-    except ImportError as exc:
-        raise driver_missing(uri, exc) from None
-    except Exception:  # noqa: BLE001, S110 - anything else is for MLflow to say
-        pass
 
 
 @contextlib.contextmanager

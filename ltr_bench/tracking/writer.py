@@ -8,8 +8,10 @@ Layout
     (a record is never logged twice, also after a crash between two writes); the run found
     is kept only if its ``record.json`` and per-query artifacts still hold the local record
     (:mod:`.integrity`), else it is replaced. A forced recomputation replaces the fold's
-    earlier nested run (the old one is soft-deleted: ``mlflow gc`` purges it, the UI can
-    restore it). Nothing here writes the local results.
+    earlier nested run: soft-deleted with its logged model (``mlflow gc`` purges it, the UI
+    can restore it), or kept as ``superseded`` when a registered version uses its model
+    (:func:`.models_index.retire_run`). Where each record went is in :attr:`Tracker.logged`
+    (the logging process notes it beside the local record).
 
 Owners
     A parent run records the process that works on it (:mod:`.owners`); one left RUNNING by
@@ -25,10 +27,9 @@ Nested run content
     resolved hyper-parameter, ``seed``, ``dataset``, ``fold``, dataset options
     (``dataset_option.<name>``). tags: ``ranker``, ``label``, versions, fingerprints,
     threads, conventions (from :data:`ltr_bench.evaluation.metrics.CONVENTIONS`),
-    environment, warnings, the keys. artifacts:
-    ``model`` (the kept model as an MLflow Model with a ``python_function`` flavor, when the
-    record has one: :mod:`.models`),
-    ``record.json`` (the whole :class:`~ltr_bench.results.ResultRecord`, which
+    environment, warnings, the keys. outputs: the logged model ``model`` (the kept model as
+    an MLflow Model, ``python_function`` flavor, when the record has one: :mod:`.models`).
+    artifacts: ``record.json`` (the whole :class:`~ltr_bench.results.ResultRecord`, which
     :func:`~ltr_bench.tracking.fetch_fold_results` reads back), ``config.json`` (the cell's
     resolved configuration and the invocation's plan) and ``per_query_metrics.csv``.
 
@@ -70,7 +71,7 @@ from ltr_bench.tracking.layout import (
     record_values,
     run_params,
 )
-from ltr_bench.tracking.models_index import delete_run_models
+from ltr_bench.tracking.models_index import linked_model_ids, logged_ids, retire_run
 from ltr_bench.tracking.owners import (
     TAG_END_REASON,
     TAG_RESUMED,
@@ -126,6 +127,9 @@ class Tracker:
         self.owner_pid = owner_pid
         #: what this tracker repaired or ended for others (one sentence each), for the user
         self.notes: list[str] = []
+        #: record key -> where :meth:`log_record` last put it: ``tracking_uri``,
+        #: ``experiment_id``, ``parent_run_id``, ``run_id`` (+ ``model_id``, ``model_uri``)
+        self.logged: dict[str, dict[str, str]] = {}
 
     @property
     def client(self):
@@ -310,27 +314,30 @@ class Tracker:
         try:
             parent = self.parent_run(record, plan, plan_toml)
             exp_id = self.experiment_id(record.dataset)
-            run_id = None
+            run_id, model_ids = None, []
             for run in self._find_runs(exp_id, **{TAG_KEY: record.key, TAG_ROLE: "fold"}):
-                if (
-                    run.data.tags.get(TAG_FINISHED) == record.finished
-                    and run_id is None
-                    and run.info.status == "FINISHED"
-                ):
-                    problem = stored_record_problem(self.client, run.info.run_id, record)
-                    if problem is None:
-                        run_id = run.info.run_id  # logged before, and intact
-                        continue
-                    self.notes.append(
-                        f"MLflow run {run.info.run_id} of {record.summary_line()}: {problem}; "
-                        "logged again from the local record"
-                    )
-                # superseded (--force), partial, damaged or a duplicate: replaced
-                self.client.delete_run(run.info.run_id)
-                delete_run_models(self.client, exp_id, run.info.run_id)
+                reason = "superseded by a recomputation of its cell"
+                if run.data.tags.get(TAG_FINISHED) == record.finished:
+                    reason = "a duplicate" if run_id is not None else "partly logged"
+                    if run_id is None and run.info.status == "FINISHED":
+                        problem = stored_record_problem(self.client, run.info.run_id, record)
+                        if problem is None:
+                            run_id = run.info.run_id  # logged before, and intact
+                            model_ids = linked_model_ids(self.client, run)
+                            continue
+                        reason = problem
+                        self.notes.append(
+                            f"MLflow run {run.info.run_id} of {record.summary_line()}: "
+                            f"{problem}; logged again from the local record"
+                        )
+                # replaced: deleted, or kept as superseded for a registered version
+                kept = retire_run(self.client, exp_id, run.info.run_id, reason)
+                if kept:
+                    self.notes.append(kept)
             if run_id is None:
-                run_id = self._log_fold_run(exp_id, parent, record, plan)
+                run_id, model_ids = self._log_fold_run(exp_id, parent, record, plan)
             self._parent_records.setdefault(record.plan_key, {})[record.key] = record
+            self.logged[record.key] = logged_ids(self.uri, exp_id, parent, run_id, model_ids)
             return run_id
         except TrackingError:
             raise
@@ -339,7 +346,8 @@ class Tracker:
 
     def _log_fold_run(
         self, exp_id: str, parent: str, record: ResultRecord, plan: dict[str, Any] | None
-    ) -> str:
+    ) -> tuple[str, list[str]]:
+        """Log ``record`` as a new fold run; returns its id and its logged model's (if any)."""
         from mlflow.entities import Metric, Param
 
         client = self.client
@@ -384,8 +392,7 @@ class Tracker:
                 if record.run_file and Path(record.run_file).is_file():
                     shutil.copy(record.run_file, Path(tmp) / Path(record.run_file).name)
                 client.log_artifacts(run_id, tmp)  # one call for all the run's files
-            if record.model_dir:
-                self._log_model(exp_id, run_id, record, params)
+            model_id = self._log_model(exp_id, run_id, record, params) if record.model_dir else None
             client.set_terminated(run_id, "FINISHED", end_time=_millis(record.finished))
         except BaseException:
             try:  # leave no half-logged FINISHED-looking run behind
@@ -393,22 +400,22 @@ class Tracker:
             except Exception:
                 pass
             raise
-        return run_id
+        return run_id, [model_id] if model_id else []
 
-    def _log_model(self, exp_id: str, run_id: str, record: ResultRecord, params) -> None:
-        """The kept model as the run's MLflow Model (:mod:`.models`); a model that cannot be
-        read or logged is a note, the run keeps its results."""
+    def _log_model(self, exp_id: str, run_id: str, record: ResultRecord, params) -> str | None:
+        """The kept model as the run's MLflow Model, linked as the run's output
+        (:mod:`.models`); returns its id. A model that cannot be read or logged is a note
+        (None), the run keeps its results."""
         try:
-            from ltr_bench.models import read_manifest
-            from ltr_bench.tracking.models import log_kept_model
+            from ltr_bench.tracking.models import kept_manifest, log_kept_model
 
             folder = Path(str(record.model_dir))  # set: the caller checked
-            log_kept_model(
+            return log_kept_model(
                 self.client,
                 exp_id,
                 run_id,
                 folder,
-                read_manifest(folder),
+                kept_manifest(folder),
                 {k: param_text(v) for k, v in params.items()},
             )
         except Exception as exc:  # noqa: BLE001 - the results stand without the model
@@ -416,6 +423,7 @@ class Tracker:
                 f"the model of {record.summary_line()} was not logged to MLflow "
                 f"({type(exc).__name__}: {exc}); it stays in {record.model_dir}"
             )
+            return None
 
     # -- end of an invocation ----------------------------------------------------------------
 

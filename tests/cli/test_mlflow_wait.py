@@ -1,0 +1,41 @@
+"""``ltr-bench run``'s work is done when it exits: by default it waits until MLflow has every
+run (:func:`ltr_bench.tracking.background.wait_seconds`), so whatever reads MLflow right after
+the command (its client, the UI, a shared server, a container that ends with the job) finds
+every fold run and parent FINISHED. The background exit stays an explicit choice
+(``LTR_BENCH_MLFLOW_WAIT=0``, ``tests/cli/test_mlflow_background.py``). A real process."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from test_reliability import _folds, _slow_cmd, _subprocess_env
+
+from ltr_bench.tracking.background import wait_seconds
+
+
+def test_the_default_is_to_wait_for_the_end_and_zero_is_the_background_exit(monkeypatch):
+    monkeypatch.delenv("LTR_BENCH_MLFLOW_WAIT", raising=False)
+    assert wait_seconds() is None  # Event.wait(None): until the logging ends
+    monkeypatch.setenv("LTR_BENCH_MLFLOW_WAIT", "0")
+    assert wait_seconds() == 0.0
+    monkeypatch.setenv("LTR_BENCH_MLFLOW_WAIT", "inf")
+    assert wait_seconds() is None
+
+
+@pytest.mark.slow
+def test_right_after_run_exits_mlflow_has_every_fold_run_finished(tmp_path):
+    from mlflow import MlflowClient
+
+    data = _folds(tmp_path / "data", 3)
+    env = _subprocess_env(tmp_path)
+    env.pop("LTR_BENCH_MLFLOW_WAIT", None)  # the default, as a user has it
+    done = subprocess.run(_slow_cmd(data, tmp_path), env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "in the background" not in done.stderr, done.stderr
+    # read at once, through MLflow's own client, as a script or CI job would
+    client = MlflowClient(f"sqlite:///{tmp_path / 'ml' / 'mlflow.db'}")
+    (exp,) = [e for e in client.search_experiments() if e.name.startswith("ltr-bench/")]
+    runs = client.search_runs([exp.experiment_id], max_results=100)
+    roles = sorted((r.data.tags.get("ltr_bench_role"), r.info.status) for r in runs)
+    assert roles == [("fold", "FINISHED")] * 3 + [("parent", "FINISHED")], roles
