@@ -711,7 +711,7 @@ def test_tuning_on_dask_reports_each_cells_trials_to_the_clients_status_line(
     assert sorted(finished) == [1, 2]
     n = TUNE_BUDGET_TRIALS
     for i, t in enumerate(tcells, 1):
-        head = f"[{i}/2] {t.label} on {t.dataset} fold {t.fold}: trial "
+        head = f"[{i}/2] {t.row_name} on {t.dataset} fold {t.fold}: trial "
         mine = [
             int(re.match(r"(\d+)/", s[len(head) :]).group(1)) for s in lines if s.startswith(head)
         ]

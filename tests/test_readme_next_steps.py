@@ -1,7 +1,7 @@
-"""The README's "Next steps" 2, 6 and 7 work as written for a new user, in an empty folder,
+"""The README's "Next steps" 2, 6, 7 and 8 work as written for a new user, in an empty folder,
 after the README's main command: the commands are read from README.md itself (so the README
-cannot drift from what works) and run with the installed ``ltr-bench``; the one thing filled
-in is step 7's ``<run id>``, taken from the table step 7's own ``ltr-bench models`` command
+cannot drift from what works) and run with the installed ``ltr-bench``; the things filled in
+are the ``<run id>`` of steps 7 and 8, taken from the table step 7's own ``ltr-bench models``
 prints, and step 7's query file, which a user brings."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def _commands(step: str) -> list[str]:
 
 def test_the_next_steps_are_read_as_whole_commands():
     steps = _steps(README.read_text(encoding="utf-8"))
-    for n in (2, 6, 7):
+    for n in (2, 6, 7, 8):
         assert _commands(steps[n]), f"README next step {n} shows no whole `ltr-bench ...` command"
     assert any(c.startswith("ltr-bench models") for c in _commands(steps[7])), (
         "README next step 7 must say how to find the run id (`ltr-bench models ...`)"
@@ -74,7 +74,7 @@ def _query_file(path: Path) -> int:
 
 
 @pytest.mark.slow
-def test_readme_next_steps_2_6_and_7_run_as_written_in_an_empty_folder(tmp_path):
+def test_readme_next_steps_2_6_7_and_8_run_as_written_in_an_empty_folder(tmp_path):
     text = README.read_text(encoding="utf-8")
     (main_block,) = _fenced_blocks(_section(text, "Main command"), "bash")
     steps = _steps(text)
@@ -98,3 +98,11 @@ def test_readme_next_steps_2_6_and_7_run_as_written_in_an_empty_folder(tmp_path)
     ranking = (tmp_path / args[args.index("--output") + 1]).read_text().splitlines()
     assert len(ranking) == rows
     assert {line.split()[2] for line in ranking} == {f"doc-{i}" for i in range(rows)}
+
+    pytest.importorskip("onnxruntime")  # step 8 says to install the onnx extra first
+    (export,) = _commands(steps[8])
+    assert RUN_ID in export
+    done = _run(export.replace(RUN_ID, run_id), tmp_path)
+    assert "holds" in done.stdout + done.stderr
+    args = shlex.split(export)
+    assert (tmp_path / args[args.index("--output") + 1]).stat().st_size > 0

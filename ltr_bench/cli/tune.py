@@ -258,7 +258,7 @@ def _tune(
     process when None; a Dask executor given here is left open, one made by the command is
     closed by it). Returns the exit code; Ctrl-C returns 130 with every finished cell saved."""
     from ltr_bench.cli.console import Console, ConsoleListener
-    from ltr_bench.report.text import summary_table
+    from ltr_bench.report.text import summary_table, tuning_table
     from ltr_bench.results import ResultStore
     from ltr_bench.run.cells import build_ranker, expand_plan
     from ltr_bench.run.executors import InProcessExecutor
@@ -443,7 +443,7 @@ def _tune(
     output_error = options.write_records_output(output, [*records, *failed], store.root)
     if records:
         click.echo(summary_table(records, expanded.metrics))
-        click.echo(_chosen_table(records))
+        click.echo(tuning_table(records))
     if output_error:
         _err(output_error)
     if interrupted:
@@ -475,27 +475,3 @@ def _tune(
         )
         code = EXIT_FAILED
     return code
-
-
-def _chosen_table(records) -> str:
-    """One line per tuned cell: the parameters chosen on validation and their value."""
-    lines = [
-        "",
-        "| configuration | dataset | fold | seed | trials (complete/pruned/failed) "
-        "| validation | chosen parameters |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in records:
-        t = r.config.get("tuning", {})
-        chosen = ", ".join(f"{k}={_fmt(v)}" for k, v in sorted(t.get("best_params", {}).items()))
-        lines.append(
-            f"| {r.row_name} | {r.dataset} | {r.fold} | {r.seed} | "
-            f"{t.get('trials_finished')} ({t.get('trials_complete')}/"
-            f"{t.get('trials_pruned')}/{t.get('trials_failed')}) | "
-            f"{t.get('best_value', float('nan')):.4f} | {chosen} |"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def _fmt(v) -> str:
-    return f"{v:.4g}" if isinstance(v, float) else str(v)

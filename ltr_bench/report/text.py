@@ -324,3 +324,28 @@ def summary_table(records, metrics, *, convention: str | None = None) -> str:
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines + notes)
+
+
+def tuning_table(records) -> str:
+    """``ltr-bench tune``'s second table: one line per tuned cell, its trials, the
+    parameters chosen on validation and their validation value."""
+    lines = [
+        "",
+        "| configuration | dataset | fold | seed | trials (complete/pruned/failed) "
+        "| validation | chosen parameters |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        t = r.config.get("tuning", {})
+        chosen = ", ".join(f"{k}={_fmt(v)}" for k, v in sorted(t.get("best_params", {}).items()))
+        lines.append(
+            f"| {r.row_name} | {r.dataset} | {r.fold} | {r.seed} | "
+            f"{t.get('trials_finished')} ({t.get('trials_complete')}/"
+            f"{t.get('trials_pruned')}/{t.get('trials_failed')}) | "
+            f"{t.get('best_value', float('nan')):.4f} | {chosen} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _fmt(v) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)

@@ -107,17 +107,19 @@ def test_ranker_and_dataset_filter_and_a_filter_that_names_nothing_is_refused(lo
 def test_ids_held_by_the_records_are_shown_without_opening_a_store(logged_models, tmp_path):
     root = tmp_path / "results"
     shutil.copytree(logged_models.root, root)
-    for i, path in enumerate(sorted(root.glob("*[0-9a-f].json"))):
-        doc = json.loads(path.read_text())
-        doc["mlflow"] = {
-            "tracking_uri": "http://elsewhere:5000",
-            "experiment_id": "7",
-            "parent_run_id": "p" * 32,
-            "run_id": f"{i:032x}",
-            "model_id": f"m-{i:032x}",
-            "model_uri": f"models:/m-{i:032x}",
-        }
-        path.write_text(json.dumps(doc))
+    store = ResultStore(root)
+    for i, rec in enumerate(sorted(store.records(), key=lambda r: r.key)):
+        store.note_mlflow(
+            rec,
+            {
+                "tracking_uri": "http://elsewhere:5000",
+                "experiment_id": "7",
+                "parent_run_id": "p" * 32,
+                "run_id": f"{i:032x}",
+                "model_id": f"m-{i:032x}",
+                "model_uri": f"models:/m-{i:032x}",
+            },
+        )
     absent = tmp_path / "absent" / "mlflow.db"
     result = _cli(
         "models", "--results-dir", root, "--tracking-uri", f"sqlite:///{absent}", "--format",

@@ -306,7 +306,13 @@ def test_ctrl_c_on_a_cluster_frees_its_workers_and_the_next_run_finishes(cluster
     args = ("run", "--ranker", sleepy, "--param", f"{sleepy}.seconds=3600", "--dataset")
     args += ("mq2008", "--folds", "1,2", "--no-mlflow", "--scheduler", cluster.address)
     before = len(_fits(cluster.log))
-    first = cluster.ltr_bench(cluster.tmp / "interrupted", *args)
+    # as from a terminal: Ctrl-C's SIGINT at its default even when pytest was started in the
+    # background of a shell, which ignores SIGINT in what it starts (and Python keeps that)
+    first = cluster.ltr_bench(
+        cluster.tmp / "interrupted",
+        *args,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     end = time.monotonic() + START_TIMEOUT
     while len(_fits(cluster.log)) < before + 2:  # both workers are fitting
         assert time.monotonic() < end and first.poll() is None, first.communicate()
