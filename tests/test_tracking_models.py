@@ -10,17 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from ltrb_logged import GBDT, TINY, run_and_log
 
 from ltr_bench.cli import main
 from ltr_bench.models import load_model
-from ltr_bench.results import ResultStore
-from ltr_bench.run.cells import expand_plan
-from ltr_bench.run.harness import run_plan
-from ltr_bench.run.plan import DatasetChoice, Plan, RankerChoice
 from ltr_bench.tracking import Tracker
-
-TINY = {"n_queries": 30, "docs_per_query": 8, "n_features": 5, "n_informative": 3}
-GBDT = {"n_estimators": 10, "num_leaves": 7, "min_data_in_leaf": 2}
 
 
 def _cli(*args):
@@ -33,24 +27,7 @@ def _cli(*args):
 def test_kept_models_are_mlflow_models_that_rank_frames_register_and_predict(tmp_path):
     import mlflow
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    plan = Plan(
-        rankers=[RankerChoice("lightgbm", GBDT), RankerChoice("ridge", {})],
-        datasets=[DatasetChoice("synthetic", dict(TINY))],
-        folds=[1, 2],
-        seed=0,
-        threads=1,
-    )
-    root = tmp_path / "results"
-    report = run_plan(expand_plan(plan, score_repeats=1, keep_models=root), ResultStore(root))
-    tracker = Tracker(uri)
-    tracker.check()
-    run_ids = {}
-    for rec in report.records:
-        assert rec.model_dir, rec.warnings
-        run_ids[rec.key] = tracker.log_record(rec)
-    tracker.finish()
-    assert not tracker.notes
+    uri, _, report, run_ids = run_and_log(tmp_path, {"lightgbm": GBDT, "ridge": {}}, [1, 2])
 
     from ltr_bench import data
 
@@ -126,21 +103,11 @@ def test_a_replaced_fold_run_takes_its_logged_model_with_it(tmp_path):
 
     from ltr_bench.results import now
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    plan = Plan(
-        rankers=[RankerChoice("lightgbm", GBDT)],
-        datasets=[DatasetChoice("synthetic", dict(TINY))],
-        folds=[1],
-        seed=0,
-        threads=1,
-    )
-    root = tmp_path / "results"
-    (rec,) = run_plan(
-        expand_plan(plan, score_repeats=1, keep_models=root), ResultStore(root)
-    ).records
+    uri, _, report, run_ids = run_and_log(tmp_path, {"lightgbm": GBDT}, [1])
+    (rec,) = report.records
+    old = run_ids[rec.key]
     tracker = Tracker(uri)
     tracker.check()
-    old = tracker.log_record(rec)
     new = tracker.log_record(dataclasses.replace(rec, finished=now()))  # as --force does
     assert new != old
     client = mlflow.MlflowClient(uri)

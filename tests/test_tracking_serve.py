@@ -18,16 +18,10 @@ import urllib.request
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from ltrb_logged import TINY, run_and_log
 
 from ltr_bench.cli import main
 from ltr_bench.models import load_model
-from ltr_bench.results import ResultStore
-from ltr_bench.run.cells import expand_plan
-from ltr_bench.run.harness import run_plan
-from ltr_bench.run.plan import DatasetChoice, Plan, RankerChoice
-from ltr_bench.tracking import Tracker
-
-TINY = {"n_queries": 30, "docs_per_query": 8, "n_features": 5, "n_informative": 3}
 
 
 def _free_port() -> int:
@@ -64,21 +58,8 @@ def _wait_ready(port: int, proc: subprocess.Popen, limit: float) -> None:
 
 @pytest.mark.slow
 def test_a_served_model_version_scores_as_predict_and_refuses_split_queries(tmp_path):
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    plan = Plan(
-        rankers=[RankerChoice("ridge", {})],
-        datasets=[DatasetChoice("synthetic", dict(TINY))],
-        folds=[1],
-        seed=0,
-        threads=1,
-    )
-    root = tmp_path / "results"
-    report = run_plan(expand_plan(plan, score_repeats=1, keep_models=root), ResultStore(root))
-    tracker = Tracker(uri)
-    tracker.check()
+    uri, _, report, _ = run_and_log(tmp_path, {"ridge": {}}, [1])
     (rec,) = report.records
-    tracker.log_record(rec)
-    tracker.finish()
     result = CliRunner().invoke(
         main, ["report", "--dataset", "synthetic", "--tracking-uri", uri, "--register", "served"]
     )

@@ -8,9 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-TINY = {"n_queries": 30, "docs_per_query": 8, "n_features": 5, "n_informative": 3}
-GBDT = {"n_estimators": 10, "num_leaves": 7, "min_data_in_leaf": 2}
+from ltrb_logged import GBDT, TINY
 
 
 @dataclass
@@ -35,29 +33,11 @@ class Logged:
 @pytest.fixture(scope="session")
 def logged_models(tmp_path_factory) -> Logged:
     import mlflow
+    from ltrb_logged import run_and_log
 
-    from ltr_bench.results import ResultStore
-    from ltr_bench.run.cells import expand_plan
-    from ltr_bench.run.harness import run_plan
-    from ltr_bench.run.plan import DatasetChoice, Plan, RankerChoice
-    from ltr_bench.tracking import Tracker
-
-    base = tmp_path_factory.mktemp("logged")
-    uri = f"sqlite:///{base / 'mlflow.db'}"
-    plan = Plan(
-        rankers=[RankerChoice("lightgbm", GBDT), RankerChoice("ridge", {})],
-        datasets=[DatasetChoice("synthetic", dict(TINY))],
-        folds=[1, 2],
-        seed=0,
-        threads=1,
+    uri, root, report, run_ids = run_and_log(
+        tmp_path_factory.mktemp("logged"), {"lightgbm": GBDT, "ridge": {}}, [1, 2]
     )
-    root = base / "results"
-    report = run_plan(expand_plan(plan, score_repeats=1, keep_models=root), ResultStore(root))
-    assert not report.failed
-    tracker = Tracker(uri)
-    tracker.check()
-    run_ids = {rec.key: tracker.log_record(rec) for rec in report.records}
-    tracker.finish()
     client = mlflow.MlflowClient(uri)
     parents = {r: client.get_run(r).data.tags["mlflow.parentRunId"] for r in run_ids.values()}
     exp = client.get_run(next(iter(run_ids.values()))).info.experiment_id
