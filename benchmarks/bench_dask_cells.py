@@ -41,11 +41,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_overhead import (  # noqa: E402
+from bench_overhead import checkouts  # noqa: E402
+from command_timing import (  # noqa: E402
     LAST_CPU,
     REFERENCE,
     _children_cpu,
-    checkouts,
     cli,
     load,
     records,
@@ -60,7 +60,7 @@ _ENDED = re.compile(r"^\[(\d+)/\d+\] .*(ndcg@|FAILED)")
 
 def _children() -> set[int]:
     """This process's children (Linux ``/proc``): with the subreaper set
-    (``bench_overhead``), a command's orphans become ours."""
+    (``command_timing``), a command's orphans become ours."""
     me, found = os.getpid(), set()
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -87,7 +87,7 @@ def _wait_for(pids: set[int], timeout: float) -> None:
 
 
 def timeline(args: list[str], cwd: Path, env: dict) -> tuple[float, dict[str, float]]:
-    """:func:`bench_overhead.timed` (wall, and CPU in ``LAST_CPU``), reading the command's
+    """:func:`command_timing.timed` (wall, and CPU in ``LAST_CPU``), reading the command's
     output as it comes to say where the time goes, in seconds: ``first`` (start to the first
     cell started), ``cells`` (first start to last end), ``tail`` (the last cell's end minus
     the one before: a slot idle at the end, on Dask), ``exit`` (last end to exit: MLflow's

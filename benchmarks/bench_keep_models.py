@@ -10,7 +10,7 @@ pair alternates (keep first, then none first), so a drift in the machine's load 
 favour one side.
 
 Printed per run: wall seconds and CPU seconds of all its processes (the run, the MLflow
-logging process; :func:`bench_overhead.timed`), and the seconds its records spent saving
+logging process; :func:`command_timing.timed`), and the seconds its records spent saving
 models (``stage_seconds["save"]``). Then the median over the pairs of (keep - none), wall
 and CPU, and the ratio of the median walls. The load average is printed before and after.
 
@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_overhead import LAST_CPU, load, timed  # noqa: E402
+from command_timing import LAST_CPU, load, timed  # noqa: E402
 
 MAIN = ["run", "--ranker", "lightgbm,xgboost-gbrt", "--dataset", "synthetic"]
 

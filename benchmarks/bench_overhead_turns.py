@@ -5,7 +5,7 @@ of rounds minutes apart (``bench_overhead.py --reference``) compare loads. Here 
 runs the four commands one after the other, the order reversed every other round: this
 checkout and the reference, each with MLflow (an existing store) and with ``--no-mlflow``,
 each into a fresh results folder. Printed per command: wall from start to exit (``wait4`` of
-the command's process) / stage time (as ``bench_overhead.stage_seconds`` counts it), wall -
+the command's process) / stage time (as ``command_timing.stage_seconds`` counts it), wall -
 stages, and the **in-cell time outside the stages**: each record's ``finished - started``
 less its setup, fit, score and evaluate, summed over the cells (the per-cell bookkeeping:
 fitted_info, keeping the model, ...; the steadiest of these numbers under load). Medians at
@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_overhead import _reap, load, records, stage_seconds  # noqa: E402 - script dir
+from command_timing import _reap, load, records, stage_seconds  # noqa: E402 - script dir
 
 STAGES = ("setup", "fit", "score", "evaluate")
 
