@@ -68,3 +68,20 @@ def test_paired_pvalues_match_scipy_and_hand_computed_values():
 def test_identical_samples_give_p_one_and_one_pair_gives_nan():
     assert paired_pvalues([0.1, 0.5, 0.7], [0.1, 0.5, 0.7]) == (1.0, 1.0)
     assert all(np.isnan(paired_pvalues([0.3], [0.2])))
+
+
+@pytest.mark.parametrize(
+    "d",
+    [
+        [0.1, 0.1, -0.2, 0.3, 0.3, 0.3, -0.1, 0.2],  # ties
+        [0.0, 0.5, -0.25, 0.125, 0.0, 1.0],  # zeros
+        [0.0, 0.1, 0.1, -0.1, 0.2, 0.0, -0.3, 0.3, 0.4, -0.4, 0.5, 0.1, 0.2],  # both, n = 13
+        [0.1, 0.1, 0.2, -0.3, 0.5, 0.0, 0.7, 0.1, -0.2, 0.3, 0.4, 0.6, 0.8, 0.9],  # n = 14
+        [0.3, -0.1, 0.25, 0.5, 0.125],  # neither: SciPy's exact distribution
+        [0.2, 0.2, 0.2],  # every difference tied and positive
+    ],
+)
+def test_the_wilcoxon_pvalue_is_scipys_exactly_with_ties_zeros_and_neither(d):
+    d = np.asarray(d)
+    _, p_w = paired_pvalues(d, np.zeros_like(d))
+    assert p_w == pytest.approx(stats.wilcoxon(d).pvalue, rel=1e-12, abs=1e-15)

@@ -14,8 +14,10 @@ both run MLflow's migrations and one would fail); a store whose creation was int
 ``<db>.creating`` marker) and it provably holds no runs it is rebuilt, otherwise the error
 says exactly how to move it aside. Nothing else is ever deleted: a file with tables but no
 MLflow schema is refused by name with its tables, and a store that is locked or cannot be
-counted is not taken for an empty one. MLflow's, Alembic's and SQLAlchemy's
-log records never carry tracebacks to the terminal (:func:`quiet_library_logging`).
+counted is not taken for an empty one. A new store starts as a copy of MLflow's empty schema,
+built once per MLflow version (:mod:`ltr_bench.tracking.store_template`). MLflow's,
+Alembic's and SQLAlchemy's log records never carry tracebacks to the terminal
+(:func:`quiet_library_logging`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pathlib import Path
 from ltr_bench.errors import LtrBenchError, UsageError
 from ltr_bench.tracking.sqlite_read import Unreadable as _Unreadable
 from ltr_bench.tracking.sqlite_read import read_sqlite as _read_sqlite
+from ltr_bench.tracking.store_template import discard_template, seed_new_store
 
 __all__ = [
     "EXPERIMENT_PREFIX",
@@ -357,6 +360,7 @@ def prepare_sqlite_store(uri: str):
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         check_not_foreign(db, uri)  # under the lock: a creation in progress has its marker
+        seeded = False
         if not db.exists() or db.stat().st_size == 0:
             try:
                 marker.write_text(f"{os.getpid()}\n", encoding="utf-8")
@@ -364,6 +368,7 @@ def prepare_sqlite_store(uri: str):
                 raise TrackingError(
                     f"MLflow at {uri}: cannot write {marker}: {exc.strerror or exc}"
                 ) from None
+            seeded = seed_new_store(db)
 
         def repair(exc: BaseException) -> bool:
             if not db.exists():
@@ -392,6 +397,8 @@ def prepare_sqlite_store(uri: str):
                     "(or add --no-mlflow)."
                 ) from None
             _forget_engine(uri)
+            if seeded:  # built by MLflow itself this time, from an empty file
+                discard_template()
             for p in (
                 db,
                 db.with_name(db.name + "-journal"),
