@@ -344,6 +344,9 @@ class CatBoostRanker(GBDTRanker):
         X, _, _ = check_ranking_input(
             X, None, qid, n_features=self.n_features_in_, require_qid=False
         )
+        return self._library_scores(X)
+
+    def _library_scores(self, X) -> np.ndarray:
         if X.shape[0] == 0 or self.model_ is None:
             return np.zeros(X.shape[0], dtype=np.float64)
         scores = self.model_.predict(

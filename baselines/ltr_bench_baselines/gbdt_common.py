@@ -437,3 +437,22 @@ class GBDTRanker(BaseRanker):
     def _onnx_trees(self, kit, g, x) -> str:
         """The tensor of the trees' raw sums on ``x`` (each library's ranker says how)."""
         raise NotImplementedError
+
+    def missing_scores(self, X) -> np.ndarray:
+        """The library's own scores (float64, ``(n,)``) of the rows ``X`` ``(n,
+        n_features_in_)``, which may hold NaN (``predict`` refuses it): each NaN treated as
+        the library treats a missing value. The export proof compares the ONNX graph's
+        scores of rows with NaN with these (:mod:`ltr_bench.models.onnx.check`)."""
+        from ltr_bench.ranker import RankerInputError
+
+        self._check_fitted("n_features_in_")
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+            raise RankerInputError(f"X has shape {X.shape}; expected (n, {self.n_features_in_})")
+        if np.isinf(X).any():
+            raise RankerInputError("X contains infinite values")
+        return self._library_scores(X)
+
+    def _library_scores(self, X) -> np.ndarray:
+        """The library's scores of the checked rows ``X`` (each library's ranker says how)."""
+        raise NotImplementedError

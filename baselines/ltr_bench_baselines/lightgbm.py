@@ -375,6 +375,9 @@ class LightGBMRanker(GBDTRanker):
         X, _, _ = check_ranking_input(
             X, None, qid, n_features=self.n_features_in_, require_qid=False
         )
+        return self._library_scores(X)
+
+    def _library_scores(self, X) -> np.ndarray:
         if X.shape[0] == 0:
             return np.zeros(0, dtype=np.float64)
         scores = self.booster_.predict(
