@@ -30,6 +30,7 @@ import tempfile
 from pathlib import Path
 
 from ltr_bench.errors import LtrBenchError, UsageError
+from ltr_bench.tracking.sqlite_read import MLFLOW_TABLES  # tables every MLflow schema has
 from ltr_bench.tracking.sqlite_read import Unreadable as _Unreadable
 from ltr_bench.tracking.sqlite_read import read_sqlite as _read_sqlite
 
@@ -216,10 +217,6 @@ def _probe_folder(folder: Path, uri: str) -> None:
             f"{reason}. Point --tracking-uri at a writable folder, or add "
             "--no-mlflow."
         ) from None
-
-
-#: tables every MLflow tracking schema has (alembic_version: MLflow's migrations ran)
-MLFLOW_TABLES = frozenset({"alembic_version", "experiments", "runs"})
 
 
 def _tables(db: Path) -> list[str]:
