@@ -331,6 +331,7 @@ class CatBoostRanker(GBDTRanker):
         ranker.model_ = None
         if path.exists():
             ranker.model_ = catboost.CatBoostRanker().load_model(str(path), format="cbm")
+            ranker._check_library_width(len(ranker.model_.feature_names_), "native/model.cbm")
         return ranker
 
     def _onnx_trees(self, kit, g, x) -> str:

@@ -364,6 +364,7 @@ class LightGBMRanker(GBDTRanker):
 
         ranker = load_fitted_state(cls, folder, manifest)
         ranker.booster_ = lgb.Booster(model_file=str(Path(folder) / "model.txt"))
+        ranker._check_library_width(ranker.booster_.num_feature(), "native/model.txt")
         return ranker
 
     def _onnx_trees(self, kit, g, x) -> str:

@@ -233,6 +233,7 @@ class _XGBoostRanker(GBDTRanker):
 
         ranker = load_fitted_state(cls, folder, manifest)
         ranker.booster_ = xgb.Booster(model_file=str(Path(folder) / "model.ubj"))
+        ranker._check_library_width(ranker.booster_.num_features(), "native/model.ubj")
         return ranker
 
     def _onnx_trees(self, kit, g, x) -> str:
