@@ -11,7 +11,9 @@ saves it with :func:`ltr_bench.models.save_model`, then times, alternately in th
   what loading costs without any check;
 * ``verify``: :func:`ltr_bench.models.read_manifest`, the checks without the copy and the
   library (the walk, and every listed file read and hashed: what the loader did before it
-  made a private copy), so ``checked - library - verify`` is the copy's cost.
+  made a private copy), so ``checked - library - verify`` is the copy's cost;
+* ``agree``: :func:`ltr_bench.models.loading.check_loaded` on the loaded model (the feature
+  counts, a probe of 4 rows scored), a part of ``checked``.
 
 Printed: the model's size, the median of each side and the ratio of the medians (checked /
 library), with the load average before and after. The page cache is warm for both sides
@@ -42,6 +44,7 @@ def main() -> None:
 
     from ltr_bench import data
     from ltr_bench.models import load_model, read_manifest, save_model
+    from ltr_bench.models.loading import check_loaded
     from ltr_bench.registry import get_entry, make_ranker
 
     fold = data.load_fold("synthetic", 1, seed=0, options={"n_queries": 600, "docs_per_query": 40})
@@ -66,9 +69,15 @@ def main() -> None:
         def verify() -> None:
             read_manifest(folder)
 
-        times: dict[str, list[float]] = {"checked": [], "library": [], "verify": []}
+        loaded = load_model(folder)
+
+        def agree() -> None:
+            check_loaded(loaded.ranker, loaded.manifest, folder)
+
+        times: dict[str, list[float]] = {"checked": [], "library": [], "verify": [], "agree": []}
         for k in range(args.repeat):
-            order = (checked, library, verify) if k % 2 == 0 else (verify, library, checked)
+            order = (checked, library, verify, agree)
+            order = order if k % 2 == 0 else order[::-1]
             for fn in order:
                 start = time.perf_counter()
                 fn()

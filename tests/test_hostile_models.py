@@ -24,6 +24,7 @@ import socket
 import stat
 from pathlib import Path
 
+import numpy as np
 import pytest
 from test_hostile_cases import make_env
 
@@ -633,3 +634,137 @@ def test_a_full_temporary_folder_is_named_and_the_model_not_loaded_from_a_partia
     with pytest.raises(ModelLoadError, match="could not be copied to a private folder"):
         load_model(env.model)
     assert sorted(p.name for p in tiny_tmpfs.iterdir()) == ["filler"]  # the copy removed
+
+
+# ------------------------------------- consistent manifest, wrong-shaped or mismatched arrays
+# Each folder's manifest is rewritten after the change (sizes and SHA-256 right), so only the
+# loaded model's own checks (ltr_bench.models.loading.check_loaded, the tree rankers'
+# load_native) can refuse it: exit 1, named, before any work, never a traceback.
+
+
+def _relisted(folder: Path) -> None:
+    manifest = json.loads((folder / MANIFEST).read_text())
+    manifest["files"] = file_digests(folder)
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+
+
+def _ridge_with(change, n_features: int = 3, command: str = "predict"):
+    """A ridge model of ``n_features`` whose state ``change(state)`` rewrites; the argv of
+    ``predict`` (on the corpus's 3-feature rows) or ``export``."""
+
+    def setup(e):
+        from ltr_bench.model_state import read_state, write_state
+        from ltr_bench.models import save_model
+        from ltr_bench.registry import make_ranker
+        from ltr_bench.testing.data import make_check_data
+
+        X, y, qid = make_check_data(0, n_queries=8, n_features=n_features)
+        folder = save_model(
+            make_ranker("ridge").fit(X, y, qid=qid), e.root / "ridge", ranker_name="ridge"
+        )
+        state = read_state(folder / "native")
+        change(state)
+        write_state(folder / "native", state)
+        _relisted(folder)
+        if command == "export":
+            return ["export", "--model", folder, "--output", e.cwd / "out.onnx"]
+        return ["predict", "--model", folder, "--data", e.data / "test.txt"]
+
+    return setup
+
+
+def _set(name: str, value):
+    def change(state):
+        state[name] = value(state[name])
+
+    return change
+
+
+def _nan_at_0(coef):
+    coef = coef.copy()
+    coef[0] = np.nan
+    return coef
+
+
+def _lightgbm_file_of(n_features: int):
+    """The kept LightGBM folder (3 features) with a LightGBM model file of ``n_features``."""
+
+    def setup(e):
+        import lightgbm as lgb
+
+        rng = np.random.default_rng(0)
+        X = rng.random((60, n_features))
+        booster = lgb.train(
+            {"objective": "regression", "verbose": -1, "min_data_in_leaf": 2},
+            lgb.Dataset(X, X[:, -1]),
+            num_boost_round=2,
+        )
+        booster.save_model(str(e.native / "model.txt"))
+        _relisted(e.model)
+        return _predict(e)
+
+    return setup
+
+
+def _no_onnx_written(e, out):
+    assert not (e.cwd / "out.onnx").exists()
+
+
+AGREE = "files do not agree with each other or with its manifest"
+SHAPE_CASES = [
+    ("a ridge coef of 10 values for 46 features (export)",
+     _ridge_with(_set("coef_", lambda c: c[:10]), 46, "export"), 1,
+     f"{AGREE}: scoring a probe of 4 rows of 46 features failed: ValueError", _no_onnx_written),
+    ("a ridge coef of 2 values for 3 features", _ridge_with(_set("coef_", lambda c: c[:2])),
+     1, "scoring a probe of 4 rows of 3 features failed", _fine),
+    ("a 46x46 ridge coef (export)",
+     _ridge_with(_set("coef_", lambda c: np.tile(c, (c.size, 1))), 46, "export"), 1,
+     "gave scores of shape (4, 46), not (4,)", _no_onnx_written),
+    ("a 3x3 ridge coef", _ridge_with(_set("coef_", lambda c: np.tile(c, (c.size, 1)))), 1,
+     "gave scores of shape (4, 3), not (4,)", _fine),
+    ("a NaN ridge weight", _ridge_with(_set("coef_", _nan_at_0)), 1,
+     "scored NaN or infinite: NaN or infinite learned values in coef_ (1 of 3)", _fine),
+    ("a NaN ridge weight (export)", _ridge_with(_set("coef_", _nan_at_0), 3, "export"), 1,
+     "scored NaN or infinite: NaN or infinite learned values in coef_ (1 of 3)", _no_onnx_written),
+    ("an infinite scaler mean", _ridge_with(_set("scaler_", lambda s: {
+        **s, "fitted": {**s["fitted"], "mean_": np.full(3, np.inf)}})), 1,
+     "learned values in scaler_.mean_ (3 of 3)", _fine),
+    ("a fitted state of 5 features under a manifest of 3",
+     _ridge_with(_set("n_features_in_", lambda n: 5)), 1,
+     "the fitted state says 5 features, the manifest 3", _fine),
+    ("an 8-feature LightGBM file in a 3-feature model's folder", _lightgbm_file_of(8), 1,
+     "native/model.txt is a model of 8 features, but the fitted state says 3", _fine),
+    ("a 46-feature LightGBM file in a 3-feature model's folder", _lightgbm_file_of(46), 1,
+     "native/model.txt is a model of 46 features", _fine),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "name,setup,code,fragment,check", SHAPE_CASES, ids=[c[0] for c in SHAPE_CASES]
+)
+def test_a_consistent_manifest_over_mismatched_arrays_is_refused_before_any_work(
+    env, name, setup, code, fragment, check
+):
+    exit_code, out = env.run(*setup(env))
+    assert exit_code == code, out
+    assert fragment in out, out
+    assert "Traceback (most recent call last)" not in out, out
+    check(env, out)
+
+
+@pytest.mark.parametrize("name", ["xgboost-gbrt", "catboost"])
+def test_a_library_model_file_of_another_width_is_refused_for_every_tree_library(tmp_path, name):
+    from ltr_bench.models import ModelLoadError, save_model
+    from ltr_bench.registry import make_ranker
+    from ltr_bench.testing.data import make_check_data
+
+    folders = {}
+    for n in (3, 5):
+        X, y, qid = make_check_data(0, n_queries=8, n_features=n)
+        ranker = make_ranker(name, {"n_estimators": 3}).fit(X, y, qid=qid)
+        folders[n] = save_model(ranker, tmp_path / str(n), ranker_name=name)
+    (file,) = (p.name for p in (folders[3] / "native").iterdir() if p.name.startswith("model."))
+    shutil.copyfile(folders[5] / "native" / file, folders[3] / "native" / file)
+    _relisted(folders[3])
+    with pytest.raises(ModelLoadError, match=f"native/{file} is a model of 5 features"):
+        load_model(folders[3])

@@ -331,6 +331,7 @@ class CatBoostRanker(GBDTRanker):
         ranker.model_ = None
         if path.exists():
             ranker.model_ = catboost.CatBoostRanker().load_model(str(path), format="cbm")
+            ranker._check_library_width(len(ranker.model_.feature_names_), "native/model.cbm")
         return ranker
 
     def _onnx_trees(self, kit, g, x) -> str:
@@ -344,6 +345,9 @@ class CatBoostRanker(GBDTRanker):
         X, _, _ = check_ranking_input(
             X, None, qid, n_features=self.n_features_in_, require_qid=False
         )
+        return self._library_scores(X)
+
+    def _library_scores(self, X) -> np.ndarray:
         if X.shape[0] == 0 or self.model_ is None:
             return np.zeros(X.shape[0], dtype=np.float64)
         scores = self.model_.predict(

@@ -437,3 +437,38 @@ class GBDTRanker(BaseRanker):
     def _onnx_trees(self, kit, g, x) -> str:
         """The tensor of the trees' raw sums on ``x`` (each library's ranker says how)."""
         raise NotImplementedError
+
+    def missing_scores(self, X) -> np.ndarray:
+        """The library's own scores (float64, ``(n,)``) of the rows ``X`` ``(n,
+        n_features_in_)``, which may hold NaN (``predict`` refuses it): each NaN treated as
+        the library treats a missing value. The export proof compares the ONNX graph's
+        scores of rows with NaN with these (:mod:`ltr_bench.models.onnx.check`)."""
+        from ltr_bench.ranker import RankerInputError
+
+        self._check_fitted("n_features_in_")
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+            raise RankerInputError(f"X has shape {X.shape}; expected (n, {self.n_features_in_})")
+        if np.isinf(X).any():
+            raise RankerInputError("X contains infinite values")
+        return self._library_scores(X)
+
+    def _library_scores(self, X) -> np.ndarray:
+        """The library's scores of the checked rows ``X`` (each library's ranker says how)."""
+        raise NotImplementedError
+
+    def _check_library_width(self, n_library: int, file: str) -> None:
+        """``load_native``: the library model ``file`` reads ``n_library`` features, the
+        width of the trees' input (``n_features_in_``, plus ``query_dim`` columns ``|q - x|``
+        for query-by-example rows); else ``ValueError`` (the files do not belong together:
+        a model file of another model copied in)."""
+        n = getattr(self, "n_features_in_", None)
+        if not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 1:
+            raise ValueError(f"the fitted state's n_features_in_ is {n!r}, not a feature count")
+        expected = n + int(self.query_dim or 0)
+        if int(n_library) != expected:
+            extra = f" plus {self.query_dim} |q - x| columns" if self.query_dim else ""
+            raise ValueError(
+                f"{file} is a model of {int(n_library)} features, but the fitted state says "
+                f"{n}{extra} ({expected}): the files do not belong to one model"
+            )

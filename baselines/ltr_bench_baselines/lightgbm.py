@@ -364,6 +364,7 @@ class LightGBMRanker(GBDTRanker):
 
         ranker = load_fitted_state(cls, folder, manifest)
         ranker.booster_ = lgb.Booster(model_file=str(Path(folder) / "model.txt"))
+        ranker._check_library_width(ranker.booster_.num_feature(), "native/model.txt")
         return ranker
 
     def _onnx_trees(self, kit, g, x) -> str:
@@ -375,6 +376,9 @@ class LightGBMRanker(GBDTRanker):
         X, _, _ = check_ranking_input(
             X, None, qid, n_features=self.n_features_in_, require_qid=False
         )
+        return self._library_scores(X)
+
+    def _library_scores(self, X) -> np.ndarray:
         if X.shape[0] == 0:
             return np.zeros(0, dtype=np.float64)
         scores = self.booster_.predict(

@@ -233,6 +233,7 @@ class _XGBoostRanker(GBDTRanker):
 
         ranker = load_fitted_state(cls, folder, manifest)
         ranker.booster_ = xgb.Booster(model_file=str(Path(folder) / "model.ubj"))
+        ranker._check_library_width(ranker.booster_.num_features(), "native/model.ubj")
         return ranker
 
     def _onnx_trees(self, kit, g, x) -> str:
@@ -240,12 +241,15 @@ class _XGBoostRanker(GBDTRanker):
         return kit.xgboost_trees(g, x, self.booster_, self.best_iteration_)
 
     def predict(self, X, *, qid=None):
-        import xgboost as xgb
-
         self._check_fitted("booster_")
         X, _, _ = check_ranking_input(
             X, None, qid, n_features=self.n_features_in_, require_qid=False
         )
+        return self._library_scores(X)
+
+    def _library_scores(self, X) -> np.ndarray:
+        import xgboost as xgb
+
         if X.shape[0] == 0:
             return np.zeros(0, dtype=np.float64)
         data = xgb.DMatrix(_tree_features(X, self.query_dim), nthread=self.n_threads_)

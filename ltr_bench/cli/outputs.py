@@ -7,6 +7,11 @@ never
 * one of the command's inputs: a file it reads (``--data``, a parameter's file, the plan),
   or anything inside a folder it reads (a dataset folder, the model's folder);
 * inside a store: the results folder, the MLflow database and its artifacts;
+* any store it recognises on disk, whoever owns it (:func:`store_on_disk`): an MLflow
+  store (an SQLite file with MLflow's tables, or one whose tables cannot be read, and the
+  journal files beside one) or a file of a results folder's layout (a finished record
+  ``<key>.json`` anywhere, or any file in a folder that holds records,
+  :mod:`ltr_bench.results.layout`);
 * inside any model folder (a folder holding an ltr-bench model manifest): its files are
   checked against the manifest, so the model would no longer load;
 * the same file as another output of the same command (one would replace the other);
@@ -24,7 +29,7 @@ from pathlib import Path
 
 from ltr_bench.errors import UsageError
 
-__all__ = ["check_output_paths", "model_inputs", "store_inputs"]
+__all__ = ["check_output_paths", "model_inputs", "store_inputs", "store_on_disk"]
 
 
 def check_output_paths(
@@ -64,10 +69,58 @@ def check_output_paths(
                 "are checked against its manifest, so the model would no longer load; "
                 "choose a file outside it"
             )
+        # a folder option writes files into the folder: what one of them would be
+        store = store_on_disk(Path(path) / "file" if option in folder_options else path)
+        if store is not None:
+            raise UsageError(f"{option} {path} {store}; choose another file")
         if option in folder_options:
             check_writable_dir(Path(path), option)
         else:
             check_output_path(path, option)
+
+
+def store_on_disk(path: str | Path) -> str | None:
+    """Why writing a file at ``path`` (links resolved) would destroy a store found on disk,
+    whoever owns it, as the end of a sentence starting with the path; None when it would
+    not. Reads without changing anything: an SQLite file's header and tables through a
+    read-only connection (:func:`ltr_bench.tracking.sqlite_read.mlflow_store_kind`), a
+    results folder's record files (:func:`ltr_bench.results.layout.results_folder_of`)."""
+    from ltr_bench.results.layout import is_record_file, results_folder_of
+    from ltr_bench.tracking.sqlite_read import SQLITE_SIDE_FILES, mlflow_store_kind
+
+    real = Path(os.path.realpath(path))
+    kind = mlflow_store_kind(real)
+    if kind == "mlflow":
+        return (
+            "is an MLflow store (an SQLite database with MLflow's tables): writing the "
+            "output would replace it and every run it holds"
+        )
+    if kind == "unreadable":
+        return (
+            "is an SQLite database whose tables cannot be read now (it may be an MLflow "
+            "store): writing the output would replace it"
+        )
+    for suffix in SQLITE_SIDE_FILES:
+        if not real.name.endswith(suffix) or real.name == suffix:
+            continue
+        db = real.with_name(real.name[: -len(suffix)])
+        if mlflow_store_kind(db) is not None:
+            return (
+                f"is the {suffix[1:]} file SQLite keeps beside the MLflow store {db}: "
+                "replacing it would damage the store"
+            )
+    folder = results_folder_of(real)
+    if folder is None:
+        return None
+    if is_record_file(real):
+        return (
+            f"is a finished record of the results folder {folder}: writing the output "
+            "would replace it (its cell would have to be computed again)"
+        )
+    return (
+        f"would be written into the results folder {folder} (it holds finished records, "
+        "and every file there is the store's)"
+    )
 
 
 def store_inputs(tracking_uri: str | None, results_dir: str | Path | None = None) -> list:

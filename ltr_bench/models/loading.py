@@ -8,7 +8,10 @@ the manifest's name (an installed plugin) is imported; a manifest naming an impo
 
 The folder is untrusted (:mod:`.folder`): only regular files inside it are read, only those
 its manifest lists, each checked by size and SHA-256 as it is copied to a private folder,
-and the ranker's ``load_native`` reads that copy.
+and the ranker's ``load_native`` reads that copy. What it loaded is then checked against the
+manifest and itself (:func:`check_loaded`: feature counts, finite learned numbers, a probe
+scored) before any work, so a folder whose files are consistent with the manifest but not
+with each other is refused by name, never a traceback or a wrong graph later.
 """
 
 from __future__ import annotations
@@ -32,7 +35,10 @@ from ltr_bench.models.folder import (
 from ltr_bench.models.manifest import MANIFEST, NATIVE, ModelLoadError, parse_manifest
 from ltr_bench.ranker import RankerInputError, can_save
 
-__all__ = ["LoadedModel", "load_model", "read_manifest"]
+__all__ = ["LoadedModel", "check_loaded", "load_model", "read_manifest"]
+
+#: rows of the probe :func:`check_loaded` scores (one query)
+PROBE_ROWS = 4
 
 
 @dataclass
@@ -153,6 +159,7 @@ def load_model(folder) -> LoadedModel:
             except OSError as exc:  # writing the copy (reading the folder is ModelLoadError)
                 raise _no_private_copy(folder, exc) from None
             ranker = _load_native(cls, private / NATIVE, manifest, folder, wrote)
+            check_loaded(ranker, manifest, folder)
         finally:
             shutil.rmtree(private, ignore_errors=True)
     finally:
@@ -181,3 +188,74 @@ def _load_native(cls, native: Path, manifest: dict, folder: Path, wrote: str):
             f"{folder}: the {manifest['ranker']!r} model (written by {wrote}) could not be "
             f"loaded: {type(exc).__name__}: {text}"
         ) from None
+
+
+def check_loaded(ranker, manifest: dict, folder: Path) -> None:
+    """Refuse (:class:`ModelLoadError`, naming ``folder``) a loaded ranker that disagrees with
+    its manifest or with itself, before any work:
+
+    * its ``n_features_in_`` is the manifest's ``n_features``;
+    * a probe of :data:`PROBE_ROWS` rows of ``n_features`` values in [0, 1) (one query, no
+      zeros) is scored by ``predict`` into :data:`PROBE_ROWS` finite scores: arrays of the
+      wrong shape (a weight vector of another length, a matrix where a vector belongs) and a
+      library model of another width fail here (the tree rankers' ``load_native`` says more
+      first); a NaN or infinite weight makes a score NaN, and the message names the learned
+      arrays (fitted attributes, a scaler's ``mean_`` / ``scale_``, a torch module's
+      parameters) that hold NaN or infinity. Learned arrays are not required to be finite
+      as such: some are diagnostics (``lgmml``'s ``anchor_ndcg_`` may be NaN)."""
+    name = manifest["ranker"]
+
+    def refuse(what: str) -> ModelLoadError:
+        return ModelLoadError(
+            f"{folder}: the {name!r} model's files do not agree with each other or with its "
+            f"manifest: {what}"
+        )
+
+    n = manifest.get("n_features")
+    fitted_n = getattr(ranker, "n_features_in_", None)
+    if n is not None and fitted_n is not None and fitted_n != n:
+        raise refuse(f"the fitted state says {fitted_n!r} features, the manifest {n}")
+    if n is None:
+        return
+    X = np.random.default_rng(0).random((PROBE_ROWS, int(n)))
+    try:
+        scores = np.asarray(ranker.predict(X, qid=np.zeros(PROBE_ROWS, np.int64)))
+    except Exception as exc:  # any library's failure on a probe means the files disagree
+        raise refuse(
+            f"scoring a probe of {PROBE_ROWS} rows of {n} features failed: "
+            f"{type(exc).__name__}: {str(exc)[:300]}"
+        ) from None
+    if scores.shape != (PROBE_ROWS,):
+        raise refuse(
+            f"a probe of {PROBE_ROWS} rows of {n} features gave scores of shape "
+            f"{scores.shape}, not ({PROBE_ROWS},)"
+        )
+    if not np.isfinite(scores.astype(np.float64)).all():
+        bad = [
+            f"{attr} ({array.size - np.count_nonzero(np.isfinite(array))} of {array.size})"
+            for attr, array in _learned_arrays(ranker)
+            if not np.isfinite(array).all()
+        ]
+        culprits = f": NaN or infinite learned values in {', '.join(bad)}" if bad else ""
+        raise refuse(
+            f"a probe of {PROBE_ROWS} rows of {n} features scored NaN or infinite{culprits}"
+        )
+
+
+def _learned_arrays(ranker):
+    """``(name, float array)`` of the learned numbers of ``ranker`` (see :func:`check_loaded`)."""
+    for attr, value in vars(ranker).items():
+        if not attr.endswith("_") or attr.startswith("_"):
+            continue
+        if isinstance(value, np.ndarray):
+            if value.dtype.kind in "fc":
+                yield attr, value
+            continue
+        if callable(getattr(value, "named_parameters", None)):  # a torch module
+            for pname, param in value.named_parameters():
+                yield f"{attr}.{pname}", param.detach().cpu().numpy()
+            continue
+        if hasattr(value, "get_params") and hasattr(value, "__dict__"):  # a scikit-learn part
+            for sub, arr in vars(value).items():
+                if sub.endswith("_") and isinstance(arr, np.ndarray) and arr.dtype.kind in "fc":
+                    yield f"{attr}.{sub}", arr

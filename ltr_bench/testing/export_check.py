@@ -14,7 +14,9 @@ def check_export(ctx: Context) -> None:
     ``score`` double ``[N]``), and ONNX Runtime's scores of the test rows (one query per
     call when ``requires_qid_at_predict``) equal ``predict``'s within
     ``SCORE_BOUND * max(1, |score|)``, with no pair farther apart than that ordered
-    differently (:func:`ltr_bench.models.onnx.compare_scores`)."""
+    differently (:func:`ltr_bench.models.onnx.compare_scores`). A ranker whose fitted model
+    has ``missing_scores`` (the library's scores of rows with NaN) is also compared on test
+    rows with NaN (:func:`ltr_bench.models.onnx.compare_missing`)."""
     import importlib.util
 
     missing = [m for m in ("onnx", "onnxruntime") if importlib.util.find_spec(m) is None]
@@ -34,3 +36,8 @@ def check_export(ctx: Context) -> None:
     scores = api.onnx_scores(graph.SerializeToString(), X, qid, one_query=one_query)
     result = api.compare_scores(native, scores, qid, api.SCORE_BOUND)
     assert result.holds, f"ONNX Runtime's scores differ from predict's: {result.text()}"
+    if not one_query:
+        nan_check = api.compare_missing(fitted, graph.SerializeToString(), X)
+        assert nan_check is None or nan_check.holds, (
+            f"on rows with NaN, ONNX Runtime's scores differ from the library's: {nan_check.text()}"
+        )

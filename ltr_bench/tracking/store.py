@@ -32,6 +32,7 @@ import tempfile
 from pathlib import Path
 
 from ltr_bench.errors import LtrBenchError, UsageError
+from ltr_bench.tracking.sqlite_read import MLFLOW_TABLES  # tables every MLflow schema has
 from ltr_bench.tracking.sqlite_read import Unreadable as _Unreadable
 from ltr_bench.tracking.sqlite_read import read_sqlite as _read_sqlite
 from ltr_bench.tracking.store_template import discard_template, seed_new_store
@@ -219,10 +220,6 @@ def _probe_folder(folder: Path, uri: str) -> None:
             f"{reason}. Point --tracking-uri at a writable folder, or add "
             "--no-mlflow."
         ) from None
-
-
-#: tables every MLflow tracking schema has (alembic_version: MLflow's migrations ran)
-MLFLOW_TABLES = frozenset({"alembic_version", "experiments", "runs"})
 
 
 def _tables(db: Path) -> list[str]:

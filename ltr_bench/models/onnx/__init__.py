@@ -18,6 +18,7 @@ Public API::
     input_contract(loaded_model) -> "rows" | "one query"
     kit                                              # what export_onnx(kit) receives
     OnnxScorer, check_export, compare_scores, ScoreComparison, ExportCheck
+    compare_missing(ranker, graph_bytes, X), missing_rows(X)   # the proof on rows with NaN
     SCORE_BOUND, METRIC_TOLERANCE, ExportError
 """
 
@@ -28,7 +29,9 @@ from ltr_bench.models.onnx.check import (
     OnnxScorer,
     ScoreComparison,
     check_export,
+    compare_missing,
     compare_scores,
+    missing_rows,
 )
 from ltr_bench.models.onnx.export import (
     ONE_QUERY,
@@ -54,9 +57,11 @@ __all__ = [
     "ScoreComparison",
     "check_export",
     "check_signature",
+    "compare_missing",
     "compare_scores",
     "input_contract",
     "kit",
+    "missing_rows",
     "onnx_model",
     "onnx_scores",
     "onnx_session",

@@ -8,11 +8,16 @@
   ``s_i - s_j > SCORE_BOUND * max(1, |s_i|, |s_j|)``, that ONNX Runtime does not order the
   same way (``o_i > o_j``); to be 0. Pairs closer than that may swap (they are ties within
   the precision the bound promises).
+
+Missing values: a ranker whose fitted model offers ``missing_scores(X)`` (the tree rankers:
+the library's own scores of rows holding NaN) is also proven on rows with NaN
+(:func:`missing_rows`, :func:`compare_missing`), since its graph promises to treat NaN as
+its library does (metadata ``ltr_bench.nan``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -25,8 +30,13 @@ __all__ = [
     "OnnxScorer",
     "ScoreComparison",
     "check_export",
+    "compare_missing",
     "compare_scores",
+    "missing_rows",
 ]
+
+#: rows of the data that the NaN proof (:func:`missing_rows`) is made from, at most
+MISSING_PROOF_ROWS = 256
 
 
 @dataclass(frozen=True)
@@ -92,6 +102,65 @@ def _misordered(s: np.ndarray, o: np.ndarray, bound: float) -> int:
     return count
 
 
+def missing_rows(X) -> np.ndarray:
+    """Proof rows with missing values from the rows ``X`` ``(n, d)`` (at most
+    :data:`MISSING_PROOF_ROWS` of them, float64 copies): row ``i`` has feature ``i mod d``
+    NaN and, every third row, feature ``(i + 1) mod d`` set to 0 (a value LightGBM's
+    ``zero_as_missing`` treats as missing); one more row is all NaN. So every feature is NaN
+    in some row, next to real values of the others."""
+    X = np.array(X[:MISSING_PROOF_ROWS], dtype=np.float64)
+    n, d = X.shape
+    if d == 0:
+        return X
+    rows = np.arange(n)
+    X[rows, rows % d] = np.nan
+    third = rows[rows % 3 == 0]
+    if d > 1:
+        X[third, (third + 1) % d] = 0.0
+    return np.vstack([X, np.full((1, d), np.nan)])
+
+
+def compare_missing(ranker, graph_bytes: bytes, X) -> ScoreComparison | None:
+    """ONNX Runtime's scores of :func:`missing_rows` of ``X`` (the ranker's own input, one
+    call for all rows) against ``ranker.missing_scores`` (:func:`compare_scores`, the rows as
+    one query); None when the ranker has no ``missing_scores`` (its graph follows no
+    library's rule for NaN)."""
+    from ltr_bench.models.onnx.export import SCORE_BOUND, onnx_scores
+
+    if not callable(getattr(ranker, "missing_scores", None)) or len(X) == 0:
+        return None
+    rows = missing_rows(X)
+    native = np.asarray(ranker.missing_scores(rows), dtype=np.float64)
+    scores = onnx_scores(graph_bytes, rows, one_query=False)
+    return compare_scores(native, scores, np.zeros(len(rows), np.int64), SCORE_BOUND)
+
+
+@dataclass
+class _Recorder:
+    """A model as ``predict_*`` use it that keeps the first rows it scores (the NaN proof's
+    source) and scores with ``model``."""
+
+    model: Any
+    rows: list = field(default_factory=list)
+
+    @property
+    def n_features(self) -> int | None:
+        return self.model.n_features
+
+    @property
+    def manifest(self) -> dict:
+        return self.model.manifest
+
+    @property
+    def folder(self) -> Any:
+        return self.model.folder
+
+    def predict(self, X, qid=None) -> np.ndarray:
+        if sum(len(r) for r in self.rows) < MISSING_PROOF_ROWS:
+            self.rows.append(np.array(X[:MISSING_PROOF_ROWS], dtype=np.float64))
+        return self.model.predict(X, qid)
+
+
 @dataclass
 class OnnxScorer:
     """An exported model as :mod:`ltr_bench.models.predict` uses a
@@ -133,11 +202,16 @@ class ExportCheck:
     source: str
     scores: ScoreComparison
     metric_diff: float | None
+    #: the same on rows with NaN (:func:`compare_missing`); None: not proven (the ranker
+    #: has no rule for NaN, or the graph takes one query per call)
+    missing: ScoreComparison | None = None
 
     @property
     def holds(self) -> bool:
-        return self.scores.holds and (
-            self.metric_diff is None or self.metric_diff <= METRIC_TOLERANCE
+        return (
+            self.scores.holds
+            and (self.metric_diff is None or self.metric_diff <= METRIC_TOLERANCE)
+            and (self.missing is None or self.missing.holds)
         )
 
     def text(self) -> str:
@@ -147,7 +221,8 @@ class ExportCheck:
             else f"; metrics differ by at most {self.metric_diff:.3g} "
             f"(tolerance {METRIC_TOLERANCE:g})"
         )
-        return f"{self.source}: {self.scores.text()}{metrics}"
+        missing = "" if self.missing is None else f"; with NaN: {self.missing.text()}"
+        return f"{self.source}: {self.scores.text()}{metrics}{missing}"
 
 
 #: the metrics ``predict`` prints with the exported model equal the native ones to this
@@ -158,11 +233,15 @@ def check_export(native, scorer: OnnxScorer, spec, **load) -> ExportCheck:
     """Rank the data ``spec`` (:class:`~ltr_bench.models.predict.DataSpec`: a file or a
     dataset's split; ``load``: the keyword arguments of ``predict_split`` / ``predict_file``)
     with the native model and with ``scorer``, and compare (:func:`compare_scores` with
-    :data:`~ltr_bench.models.onnx.export.SCORE_BOUND`, and the metrics)."""
+    :data:`~ltr_bench.models.onnx.export.SCORE_BOUND`, and the metrics); for a graph of
+    rows (not one query per call) whose ranker has ``missing_scores``, also on
+    :func:`missing_rows` of the first rows scored (:func:`compare_missing`)."""
     from ltr_bench.models import predict as P
     from ltr_bench.models.onnx.export import SCORE_BOUND
 
     onnx: Any = scorer  # predict_* take any object with LoadedModel's n_features and predict
+    recorder = _Recorder(native)
+    native = recorder
     if spec.path is not None:
         keep = {k: v for k, v in load.items() if k in ("metrics", "max_label", "progress")}
         a, b = P.predict_file(native, spec.path, **keep), P.predict_file(onnx, spec.path, **keep)
@@ -172,8 +251,13 @@ def check_export(native, scorer: OnnxScorer, spec, **load) -> ExportCheck:
     diff = None
     if a.metrics is not None and b.metrics is not None:
         diff = max((abs(a.metrics[k] - b.metrics[k]) for k in a.metrics), default=0.0)
+    missing = None
+    if not scorer.one_query and recorder.rows:
+        rows = np.vstack(recorder.rows)[:MISSING_PROOF_ROWS]
+        missing = compare_missing(recorder.model.ranker, scorer.model_bytes, rows)
     return ExportCheck(
         source=a.source,
         scores=compare_scores(a.scores, b.scores, a.qid, SCORE_BOUND),
         metric_diff=diff,
+        missing=missing,
     )

@@ -22,7 +22,9 @@ at saving), ``ltr_bench.version`` (the exporting ltr-bench), ``ltr_bench.n_featu
 ``ltr_bench.data_fingerprint`` (JSON: the fold the model was fitted on, or ``null``),
 ``ltr_bench.preprocessing`` (JSON: the manifest's), ``ltr_bench.input`` (above),
 ``ltr_bench.score_bound`` (:data:`SCORE_BOUND`, what ``ltr-bench export --check`` and the
-tests prove) and ``ltr_bench.created`` (the model's saving time).
+tests prove), ``ltr_bench.created`` (the model's saving time) and ``ltr_bench.nan`` (what the
+graph does with NaN in ``X``: the tree ensembles follow their library, e.g.
+:data:`~ltr_bench.models.onnx.kit.NAN_LIGHTGBM`; :data:`NAN_UNDEFINED` otherwise).
 """
 
 from __future__ import annotations
@@ -54,6 +56,11 @@ __all__ = [
 #: ``SCORE_BOUND * max(1, |native score|)``
 SCORE_BOUND = 1e-5
 ROWS, ONE_QUERY = "rows", "one query"
+#: metadata ``ltr_bench.nan`` of a graph whose builders follow no library's rule for NaN
+NAN_UNDEFINED = (
+    "not defined: NaN enters the arithmetic as any value does (a linear score becomes NaN); "
+    "ltr-bench predict refuses rows with NaN"
+)
 
 
 class ExportError(LtrBenchError):
@@ -105,7 +112,7 @@ def onnx_model(model) -> Any:
     the module docstring. Raises :class:`ExportError` naming the ranker and the reason."""
     _require_onnx()
     from ltr_bench.models.onnx import kit
-    from ltr_bench.models.onnx.graph import INPUT, OPSET, Graph
+    from ltr_bench.models.onnx.graph import INPUT, NAN_KEY, OPSET, Graph
 
     name = model.manifest["ranker"]
     ranker = model.ranker
@@ -127,6 +134,7 @@ def onnx_model(model) -> Any:
     except (kit.ExportRefused, NotImplementedError) as exc:
         raise ExportError(f"the {name!r} model cannot be exported to ONNX: {exc}") from None
     check_signature(graph, name, model.n_features)
+    nan = {p.key: p.value for p in graph.metadata_props}.get(NAN_KEY, NAN_UNDEFINED)
     n = int(graph.graph.input[0].type.tensor_type.shape.dim[1].dim_value)
     if model.preprocessing["query_norm"]:
         g = Graph(n, name=f"ltr_bench_{name}")
@@ -136,7 +144,7 @@ def onnx_model(model) -> Any:
         (score,) = g.embed(graph, {INPUT: query_norm(g, g.input, opset)})
         graph = g.model(score)
     graph.graph.name = f"ltr_bench_{name}"
-    _metadata(graph, model, n)
+    _metadata(graph, model, n, nan)
     return graph
 
 
@@ -167,9 +175,10 @@ def check_signature(graph, name: str, n_features: int | None) -> None:
         )
 
 
-def _metadata(graph, model, n_features: int) -> None:
+def _metadata(graph, model, n_features: int, nan: str) -> None:
     from onnx import helper
 
+    from ltr_bench.models.onnx.graph import NAN_KEY
     from ltr_bench.registry import installed_version
 
     m = model.manifest
@@ -184,6 +193,7 @@ def _metadata(graph, model, n_features: int) -> None:
         "ltr_bench.input": input_contract(model),
         "ltr_bench.score_bound": repr(SCORE_BOUND),
         "ltr_bench.created": str(m.get("created", "")),
+        NAN_KEY: nan,
     }
     helper.set_model_props(graph, props)
     graph.producer_name = "ltr-bench"

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ML_OPSET", "OPSET", "Graph"]
+__all__ = ["ML_OPSET", "NAN_KEY", "OPSET", "Graph"]
 
 #: the default domain's opset of the graphs built here (ONNX Runtime 1.14 and later run it)
 OPSET = 17
@@ -25,6 +25,8 @@ OPSET = 17
 ML_OPSET = 3
 #: the graph's input and output names (the contract's ``export_onnx``)
 INPUT, OUTPUT = "X", "score"
+#: the metadata key saying what the graph does with NaN (:attr:`Graph.nan`)
+NAN_KEY = "ltr_bench.nan"
 
 
 class Graph:
@@ -43,6 +45,9 @@ class Graph:
         self._used = {INPUT, OUTPUT}
         self.opsets = {"": OPSET, "ai.onnx.ml": ML_OPSET}
         self.ir_version = 9  # what ONNX Runtime 1.15 and later read
+        #: what the graph does with NaN in ``X``, when a builder follows a library's rule
+        #: (the tree ensembles): the finished model's metadata ``ltr_bench.nan``
+        self.nan: str | None = None
 
     # ------------------------------------------------------------------ building blocks
     def unique(self, hint: str) -> str:
@@ -157,5 +162,7 @@ class Graph:
         model = helper.make_model(graph, opset_imports=opsets, producer_name="ltr-bench")
         # the oldest IR version that holds every part (helper's default may be newer)
         model.ir_version = self.ir_version
+        if self.nan is not None:
+            helper.set_model_props(model, {NAN_KEY: self.nan})
         onnx.checker.check_model(model, full_check=True)
         return model

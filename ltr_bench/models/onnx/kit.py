@@ -132,11 +132,34 @@ def _tree_ensemble(g: Graph, x: str, attrs: dict) -> str:
     )
 
 
+#: LightGBM's zero band: ``|x| <= 1e-35`` (its ``kZeroThreshold``, a float) is zero when a
+#: split treats zeros as missing (``missing_type`` ``"Zero"``)
+LIGHTGBM_ZERO = float(np.float32(1e-35))
+
+#: what the graphs do with NaN (metadata ``ltr_bench.nan``), by tree library
+NAN_LIGHTGBM = (
+    "as LightGBM: per split, missing_type None scores NaN as 0; NaN takes the split's "
+    "default branch (default_left); Zero sends 0 (|x| <= 1e-35) and NaN to the default branch"
+)
+NAN_XGBOOST = "as XGBoost: NaN takes each split's default branch"
+NAN_CATBOOST = "as CatBoost: NaN as the model's nan_mode says (Min: below every value)"
+
+
 def lightgbm_trees(g: Graph, x: str, booster, num_iteration: int | None) -> str:
     """The sum of the first ``num_iteration`` rounds' trees of the ``lightgbm.Booster``
     (all when None) on ``x`` (double): LightGBM's ``predict(raw_score=True)``. Split rule
-    ``x <= threshold`` on doubles, exactly LightGBM's. Refused (:class:`ExportRefused`):
-    categorical splits, ``zero_as_missing``, linear trees, more than one tree per round."""
+    ``x <= threshold`` on doubles, exactly LightGBM's, and missing values as LightGBM
+    treats them per split (its ``Tree::NumericalDecision``), from the dump's
+    ``missing_type`` and ``default_left``:
+
+    * ``None``: NaN is scored as 0, so it goes left iff ``0 <= threshold``;
+    * ``NaN``: NaN goes to the default branch (left iff ``default_left``);
+    * ``Zero`` (``zero_as_missing``): NaN and zeros (``|x| <= 1e-35``) go to the default
+      branch. ``TreeEnsembleRegressor`` can send only NaN elsewhere, so such a split reads a
+      copy of its feature with the zero band replaced by NaN (columns appended to ``x``).
+
+    Sets ``g.nan`` (:data:`NAN_LIGHTGBM`). Refused (:class:`ExportRefused`): categorical
+    splits, linear trees, more than one tree per round."""
     dump = booster.dump_model(num_iteration=num_iteration)
     if int(dump.get("num_tree_per_iteration", 1)) != 1:
         raise ExportRefused("LightGBM models with several trees per round are not exported")
@@ -157,15 +180,34 @@ def lightgbm_trees(g: Graph, x: str, booster, num_iteration: int | None) -> str:
             "target_weights",
         )
     }
+    zero_columns: dict[int, int] = {}  # feature -> its zero-as-NaN copy's column
+    width = int(dump["max_feature_idx"]) + 1
     for tree_id, tree in enumerate(dump["tree_info"]):
-        _lightgbm_tree(tree["tree_structure"], tree_id, cols)
+        _lightgbm_tree(tree["tree_structure"], tree_id, cols, zero_columns, width)
+    g.nan = NAN_LIGHTGBM
     if not cols["nodes_treeids"]:  # no trees: a graph that scores 0
         return zeros(g, x)
+    if zero_columns:
+        x = _zero_as_nan(g, x, list(zero_columns))
     return _tree_ensemble(g, x, cols)
 
 
-def _lightgbm_tree(root: dict, tree_id: int, cols: dict) -> None:
-    """Append the nodes of one dumped LightGBM tree (pre-order ids) to ``cols``."""
+def _zero_as_nan(g: Graph, x: str, features: list[int]) -> str:
+    """``x`` with the columns ``features`` appended once more, their zero band
+    (``|v| <= LIGHTGBM_ZERO``) and NaN as NaN: ``[N, d + len(features)]``."""
+    copy = g.columns(x, np.asarray(features, np.int64))
+    small = g.op("LessOrEqual", g.op("Abs", copy), g.const(LIGHTGBM_ZERO, "zero_band"))
+    missing = g.op("Or", small, g.op("IsNaN", copy))
+    copy = g.op("Where", missing, g.const(np.nan, "nan"), copy)
+    return g.op("Concat", x, copy, axis=1)
+
+
+def _lightgbm_tree(
+    root: dict, tree_id: int, cols: dict, zero_columns: dict[int, int], width: int
+) -> None:
+    """Append the nodes of one dumped LightGBM tree (pre-order ids) to ``cols``; a split
+    with ``missing_type`` Zero reads the column ``zero_columns`` gives its feature (added
+    there, after the ``width`` input columns, on first use)."""
     stack = [(root, 0)]
     next_id = 1
     pending: list[tuple[dict, int]] = []
@@ -200,15 +242,22 @@ def _lightgbm_tree(root: dict, tree_id: int, cols: dict) -> None:
             raise ExportRefused(
                 f"LightGBM split {node.get('decision_type')!r} (categorical) is not exported"
             )
-        if node.get("missing_type") == "Zero":
-            raise ExportRefused("LightGBM models with zero_as_missing are not exported")
+        missing = node.get("missing_type", "None")
+        if missing not in ("None", "NaN", "Zero"):
+            raise ExportRefused(f"LightGBM split missing_type {missing!r} is not exported")
+        feature, threshold = int(node["split_feature"]), float(node["threshold"])
+        if missing == "None":  # LightGBM scores NaN as 0 here
+            nan_left = 0.0 <= threshold
+        else:
+            nan_left = bool(node.get("default_left"))
+        if missing == "Zero":
+            feature = zero_columns.setdefault(feature, width + len(zero_columns))
         left, right = node["_ids"]
-        cols["nodes_featureids"].append(int(node["split_feature"]))
-        cols["nodes_values"].append(float(node["threshold"]))
+        cols["nodes_featureids"].append(feature)
+        cols["nodes_values"].append(threshold)
         cols["nodes_modes"].append("BRANCH_LEQ")
         cols["nodes_truenodeids"].append(left)
         cols["nodes_falsenodeids"].append(right)
-        nan_left = node.get("missing_type") == "NaN" and bool(node.get("default_left"))
         cols["nodes_missing_value_tracks_true"].append(int(nan_left))
 
 
@@ -233,6 +282,7 @@ def xgboost_trees(g: Graph, x: str, booster, n_rounds: int | None) -> str:
         relabelled, initial_types=[("features", FloatTensorType([None, n_features]))]
     )
     (out,) = g.embed(converted, {"features": g.cast(x, np.float32)})
+    g.nan = NAN_XGBOOST
     return out
 
 
@@ -250,4 +300,5 @@ def catboost_trees(g: Graph, x: str, model) -> str:
         converted = onnx.load(str(path))
     name = converted.graph.input[0].name
     outputs = g.embed(converted, {name: g.cast(x, np.float32)})
+    g.nan = NAN_CATBOOST
     return outputs[0]
