@@ -38,6 +38,7 @@ __all__ = [
     "ParentRunError",
     "fold_models",
     "model_uri_for",
+    "noted_run_problems",
     "store_problem",
 ]
 
@@ -155,6 +156,38 @@ def fold_models(
             if run.info.status == "FINISHED" and key:
                 found = _fold_model(uri, exp.experiment_id, run, models)
                 out.setdefault((key, found.finished), found)
+    return out
+
+
+def noted_run_problems(uri: str, noted: dict[str, tuple[str, str]]) -> dict[str, str]:
+    """Why a run id noted for a record (``noted``: record key -> ``(run id, finished)``, from
+    ``<results>/.mlflow/<key>.json``) is not that record's live fold run in the store
+    ``uri``: key -> a phrase ("deleted in MLflow", "not in this store", "the fold run of
+    another cell", "of an earlier computation of this cell", "not a fold run"). Keys whose
+    run is the record's own live fold run are left out. Read-only; the store must have
+    passed :func:`store_problem`."""
+    out: dict[str, str] = {}
+    if not noted:
+        return out
+    client = open_client(uri)
+    for key, (run_id, finished) in noted.items():
+        try:
+            run = client.get_run(run_id)
+        except Exception:  # noqa: BLE001 - MLflow's "not found" (and a malformed id)
+            out[key] = "not in this store"
+            continue
+        tags = run.data.tags
+        if run.info.lifecycle_stage == "deleted":
+            out[key] = "deleted in MLflow"
+        elif tags.get(TAG_ROLE) != "fold":
+            out[key] = "not a fold run"
+        elif tags.get(TAG_KEY) != key:
+            other = tags.get("label") or run.info.run_name or tags.get(TAG_KEY, "")
+            out[key] = f"the fold run of another cell ({other})"
+        elif tags.get(TAG_FINISHED, "") != finished:
+            out[key] = "of an earlier computation of this cell"
+        elif run.info.status != "FINISHED":
+            out[key] = f"not finished ({run.info.status})"
     return out
 
 
