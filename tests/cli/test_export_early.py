@@ -102,3 +102,23 @@ def test_predict_data_on_a_named_pipe_says_what_it_is(ridge_model, tmp_path):
     code, text = _cli("predict", "--model", ridge_model, "--data", fifo)
     assert code == 2, text
     assert "a named pipe (FIFO)" in text and "no such file" not in text, text
+
+
+def test_predict_qrels_on_unlabelled_rows_is_refused_before_ranking(
+    ridge_model, tmp_path, monkeypatch
+):
+    import ltr_bench.models.predict as P
+
+    def never(*args, **kwargs):
+        raise AssertionError("the rows were ranked before --qrels was refused")
+
+    monkeypatch.setattr(P, "predict_file", never)
+    rows = tmp_path / "rows.txt"
+    rows.write_text("".join(f"qid:{q} 1:0.{q} 2:0.5 3:0.1 4:0.2 5:0.3\n" for q in (1, 1, 2)))
+    run, qrels = tmp_path / "out.run", tmp_path / "out.qrels"
+    code, text = _cli(
+        "predict", "--model", ridge_model, "--data", rows, "--output", run, "--qrels", qrels
+    )
+    assert code == 2, text
+    assert f"--qrels {qrels}" in text and "has no labels" in text, text
+    assert not run.exists() and not qrels.exists()
