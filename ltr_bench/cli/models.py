@@ -98,6 +98,7 @@ def models_command(ctx, datasets, rankers, best, fmt, results_dir, tracking_uri,
         )
     if not chosen:
         raise UsageError(_nothing_matches(kept, wanted_datasets, wanted_rankers))
+    _check_each_name(kept, wanted_datasets, wanted_rankers)
     found: dict = {}
     code = EXIT_OK
     if not no_mlflow:  # every id shown is confirmed by the store: never a note's word alone
@@ -122,6 +123,34 @@ def _nothing_matches(kept, datasets, rankers) -> str:
         f"{what}: no kept model matches; kept models are of datasets {', '.join(have)} and "
         f"rows {', '.join(names)}"
     )
+
+
+def _check_each_name(kept, datasets, rankers) -> None:
+    """Every name given to ``--dataset`` and ``--ranker`` must name something kept (one that
+    matches nothing is a typo, never dropped silently): exit 2 naming it, with close
+    matches."""
+    import difflib
+
+    from ltr_bench.report.model_list import model_rows, select
+
+    for option, wanted, have in (
+        ("--dataset", datasets, sorted({r.dataset for r in kept})),
+        (
+            "--ranker",
+            rankers,
+            sorted({row.label for row in model_rows(kept)} | {r.ranker for r in kept}),
+        ),
+    ):
+        for name in wanted or ():
+            one = [name]
+            if select(kept, **{option.lstrip("-") + "s": one}):
+                continue
+            close = difflib.get_close_matches(name, have, n=3, cutoff=0.5)
+            raise UsageError(
+                f"{option} {name}: no kept model matches"
+                + (f" (did you mean: {', '.join(close)})" if close else "")
+                + f"; kept: {', '.join(have)}"
+            )
 
 
 def _look_up(records, tracking_uri, found: dict) -> int:
@@ -185,6 +214,7 @@ def _best(records, chosen, found: dict, metric: str | None, rankers, no_mlflow: 
     --register``), and the metric each was chosen by (dataset -> metric). Where MLflow holds
     fold runs of the dataset, the choice is made among the records with a fold run, as
     ``report --register`` reads them; otherwise among every local record."""
+    from ltr_bench.report.pairing import ReportError
     from ltr_bench.report.register import choose_best, headline
 
     out, by = [], {}
@@ -195,7 +225,13 @@ def _best(records, chosen, found: dict, metric: str | None, rankers, no_mlflow: 
             for r in pool
             if (r.key, r.finished) in found or (no_mlflow and (r.mlflow or {}).get("run_id"))
         ]
-        report, row = choose_best(logged or pool, dataset, metric=metric, rankers=rankers)
+        try:
+            report, row = choose_best(logged or pool, dataset, metric=metric, rankers=rankers)
+        except ReportError as exc:  # the metric is --best's here, not report's --metric
+            text = str(exc)
+            if text.startswith("--metric"):
+                raise ReportError("--best" + text[len("--metric") :], usage=exc.usage) from None
+            raise
         by[dataset] = headline(report)  # METRIC in the records' spelling
         models = [r for r in row.runs.values() if r.model_dir]
         if not models:
