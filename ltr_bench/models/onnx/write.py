@@ -31,7 +31,7 @@ def remove_stale_temps(target: Path) -> list[Path]:
     """Remove the temporary siblings of ``target`` that no live writer holds (see the
     module); returns them. Links, folders and files of other names are never touched."""
     pattern = _temp_pattern(target)
-    removed = []
+    removed: list[Path] = []
     try:
         names = os.listdir(target.parent)
     except OSError:
