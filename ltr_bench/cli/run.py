@@ -339,6 +339,7 @@ def _run_logged(
     finally:
         executor.close()
     console.clear()
+    _say_kept_labels(expanded.cells, report.records)
     for note in store.damage_notes():  # named, kept beside the recomputed record
         _err(f"warning: {note} (not used; a cell it held is computed again, beside it)")
 
@@ -418,3 +419,22 @@ def _run_logged(
         )
         code = EXIT_FAILED
     ctx.exit(code)
+
+
+def _say_kept_labels(cells, records) -> None:
+    """A label is not part of a result's key: a finished cell found under another label
+    keeps its record's, which the tables show. Said once per pair of labels, never
+    silently."""
+    wanted = {c.key: c.label for c in cells}
+    kept: dict[tuple[str, str], int] = {}
+    for r in records:
+        new = wanted.get(r.key)
+        if new is not None and (r.label or r.ranker) != (new or r.ranker):
+            pair = (r.label or r.ranker, new or r.ranker)
+            kept[pair] = kept.get(pair, 0) + 1
+    for (old, new), n in sorted(kept.items()):
+        _err(
+            f"note: {n} cell(s) finished earlier under the label {old!r} keep that name, not "
+            f"{new!r} (a label is not part of a result's key); --force recomputes them "
+            f"under {new!r}"
+        )
