@@ -1,6 +1,7 @@
 """``ltr-bench models`` shows only ids the store confirms: a note beside a record
 (``<results>/.mlflow/<key>.json``) naming another cell's run, a run deleted in MLflow, or a
-store that is gone or is not MLflow's, never puts an id on a row; each is said."""
+store that is gone or is not MLflow's, never puts an id on a row; each is said. A model
+whose run is deleted in MLflow is exported with a note; a version below 1 gets our message."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import shutil
 import sqlite3
 
+import pytest
 from click.testing import CliRunner
 
 from ltr_bench.cli import main
@@ -103,3 +105,33 @@ def test_a_store_moved_away_or_not_mlflows_gives_no_ids_and_says_why(logged_mode
     assert all(r["run_id"] == "" for r in json.loads(result.stdout))
     assert "without MLflow ids" in result.stderr and str(own) in result.stderr
     assert own.read_bytes() == before
+
+
+def test_a_deleted_runs_model_exported_gets_a_note(logged_models, tmp_path):
+    pytest.importorskip("onnxruntime")
+    _, uri = _copy(logged_models, tmp_path)
+    rec = next(r for r in logged_models.records if r.ranker == "ridge")
+    run_id = logged_models.run_ids[rec.key]
+    con = sqlite3.connect(uri.removeprefix("sqlite:///"))
+    con.execute("update runs set lifecycle_stage = 'deleted' where run_uuid = ?", (run_id,))
+    con.commit()
+    con.close()
+    for ref in (f"runs:/{run_id}/model", f"models:/{logged_models.model_ids[run_id]}"):
+        out = tmp_path / "ridge.onnx"
+        result = CliRunner().invoke(
+            main, ["export", "--model", ref, "--output", str(out), "--tracking-uri", uri]
+        )
+        assert result.exit_code == 0, result.output
+        assert f"MLflow run {run_id} is deleted" in result.output, result.output
+        assert out.stat().st_size > 0
+
+
+def test_a_version_below_1_gets_our_message(tmp_path):
+    result = CliRunner().invoke(
+        main,
+        ["export", "--model", "models:/best/-1", "--output", str(tmp_path / "m.onnx")]
+        + ["--tracking-uri", f"sqlite:///{tmp_path / 'none.db'}"],
+    )
+    assert result.exit_code == 2, result.output
+    assert "versions are numbered from 1" in result.output and "stage" not in result.output
+    assert not (tmp_path / "none.db").exists()
