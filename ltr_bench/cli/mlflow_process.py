@@ -213,6 +213,8 @@ class MlflowProcess:
         logging's end): end the parent runs KILLED at once, logging nothing more (a re-run
         logs what MLflow lacks). A no-op before :meth:`open` and after :meth:`close`."""
         if self._opened and not self._closed and not self.detached:
+            self.interrupted = True
+            self._send(("interrupt",))  # read at once: what waits in its inbox is dropped
             self.close(interrupted=True)
 
     def _hurry(self) -> None:
