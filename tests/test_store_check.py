@@ -101,3 +101,27 @@ def test_the_default_store_is_not_created_by_a_command_that_only_reads(
     assert code == 1, out
     assert "no MLflow store at" in out, out
     assert list(tmp_path.iterdir()) == []  # no mlflow_runs/, and no ./mlflow.db of MLflow's
+
+
+@pytest.mark.parametrize("command", list(READERS))
+def test_a_half_made_store_is_left_as_it_is_and_the_rerun_is_named(command, tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    db = tmp_path / "mlflow.db"
+    con = sqlite3.connect(db)  # what an interrupted creation leaves: part of the schema
+    con.execute("create table alembic_version (version_num varchar(32) primary key)")
+    con.execute("insert into alembic_version values ('451aebb31d03')")
+    con.execute("create table experiments (experiment_id integer primary key, name text)")
+    con.commit()
+    con.close()
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    (tmp_path / "mlflow.db.creating").write_text(f"{gone.pid}\n")
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+    code, out = _cli(tmp_path, *READERS[command], "--tracking-uri", f"sqlite:///{db}")
+    assert code == 1, out
+    assert "creation was interrupted" in out and "rebuilds it" in out, out
+    assert "Traceback" not in out and "already exists" not in out, out
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == before

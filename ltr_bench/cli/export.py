@@ -81,12 +81,15 @@ def export_command(
     from ltr_bench.cli.outputs import check_output_paths, model_inputs
     from ltr_bench.models import predict as P
 
-    spec = P.parse_data_spec(check_ref) if check_ref else None
+    _check_output_name(output)
+    spec = P.parse_data_spec(check_ref, "--check") if check_ref else None
     data = spec.path if spec is not None else None
     check_output_paths(
         [(output, "--output")], model_inputs(model_ref, tracking_uri, data, "--check")
     )
     opts = options.parse_one_dataset_options(dataset_options)
+    if spec is not None and spec.dataset is not None:
+        _check_fold(check_ref, spec, data_dir, opts)
     console = Console()
     from ltr_bench.models.onnx import (
         ONE_QUERY,
@@ -136,3 +139,35 @@ def export_command(
         err=True,
     )
     ctx.exit(EXIT_OK)
+
+
+def _check_output_name(output: str) -> None:
+    """``--output`` must name a file: not empty, not a folder spelled with a trailing
+    separator (``newdir/``: the file would be named ``newdir``). Exit 2 before any work."""
+    import os
+
+    from ltr_bench.errors import UsageError
+
+    if not output.strip():
+        raise UsageError("--output '': an empty path names no file; give the file to write")
+    if output.endswith((os.sep, "/")):
+        raise UsageError(
+            f"--output {output}: names a folder (it ends with {output[-1]}); give the file "
+            f"to write, e.g. {output}model.onnx"
+        )
+
+
+def _check_fold(check_ref: str, spec, data_dir, opts) -> None:
+    """A ``--check DATASET:FOLD`` whose fold the dataset does not have is a bad invocation
+    (exit 2), said before the model is loaded or converted."""
+    from ltr_bench.data import available_folds
+    from ltr_bench.errors import UsageError
+
+    folds = available_folds(spec.dataset, data_dir=data_dir, options=opts or None)
+    if spec.fold not in folds:
+        contiguous = bool(folds) and folds == list(range(folds[0], folds[-1] + 1))
+        have = f"{folds[0]}..{folds[-1]}" if contiguous else ", ".join(map(str, folds))
+        raise UsageError(
+            f"--check {check_ref}: {spec.dataset} has no fold {spec.fold} (its folds: "
+            f"{have or 'none'})"
+        )

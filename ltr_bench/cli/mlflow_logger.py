@@ -28,6 +28,7 @@ def serve(conn, uri: str, results_root: str, run_pid: int) -> None:
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     inbox: queue.SimpleQueue = queue.SimpleQueue()
     run_gone = threading.Event()
+    hurry = threading.Event()  # the run was interrupted: log no more, end the parents
     closing = threading.Event()  # the run sent "close": everything to log is in the inbox
     detached = threading.Event()  # ... and then exited: finish in the background
     unlock: list = []  # the logging lock (descriptor, path) the run handed over
@@ -52,6 +53,9 @@ def serve(conn, uri: str, results_root: str, run_pid: int) -> None:
                     unlock.append((reduction.recv_handle(conn), Path(message[1])))
                 except (OSError, EOFError):
                     pass
+                continue
+            if message[0] == "interrupt":  # ahead of what waits in the inbox
+                hurry.set()
                 continue
             if message[0] == "close":
                 closing.set()
@@ -117,15 +121,18 @@ def serve(conn, uri: str, results_root: str, run_pid: int) -> None:
             adopt_parents(tracker)  # the run exited: own its parent runs
         kind = message[0]
         try:
-            if kind == "cell":
+            if kind == "cell" and hurry.is_set():  # not logged: a re-run logs it
+                if message[5]:
+                    send(("released", message[1].key))
+            elif kind == "cell":
                 _, record, index, total, skipped, held = message
                 if held and not detached.is_set():  # else the listener claims it itself
                     listener.hold_claim(record, functools.partial(send, ("released", record.key)))
                 listener.cell_finished(record, index, total, skipped=skipped)
             elif kind == "close":
                 _, interrupted, report_units = message
-                listener.close(interrupted=interrupted)
-                if report_units and listener.tracker is not None:
+                listener.close(interrupted=interrupted or hurry.is_set())
+                if report_units and listener.tracker is not None and not hurry.is_set():
                     attach_html_reports(store, report_units, listener, lambda t: send(("note", t)))
                 send(("done", listener.error))
                 for fd, path in unlock:

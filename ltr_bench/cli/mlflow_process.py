@@ -37,15 +37,21 @@ Guarantees kept:
   finishes in the background: :mod:`ltr_bench.tracking.background`).
 * The pipe never blocks the run: the logging process drains it on a thread of its own
   while it imports MLflow or logs.
-* Ctrl-C reaches the whole foreground process group: the logging process ignores it and
-  ends the parent runs KILLED when the run tells it to. If the run's process dies, the pipe
-  closes and the logging process stops at once (a re-run repairs what is left).
+* Ctrl-C reaches the whole foreground process group, ``kill -INT`` only the run's process:
+  either way the logging process ignores it and the run tells it what to do. Interrupted
+  while it computes, the run sends ``close`` (interrupted): what is sent is logged, the
+  parent runs end KILLED. Interrupted while it waits for MLflow at its end (after the
+  summary), it sends ``("interrupt",)``, which the logging process reads at once: it logs no
+  more fold runs and ends the parent runs KILLED; the run exits 130 and a re-run logs the
+  rest (:meth:`MlflowProcess._hurry`). If the run's process dies, the pipe closes and the
+  logging process stops at once (a re-run repairs what is left).
 
 Messages (tuples, pickled): to the logging process ``("open", plan, plan_toml, report)``,
 ``("cell", record, index, total, skipped, held)``, ``("close", interrupted, report_units)``,
-``("quit",)``, and before ``close`` ``("lock", path)`` followed by the descriptor of the
-logging lock (:func:`multiprocessing.reduction.send_handle`; it holds the lock from the run's
-end to the logging's, :mod:`ltr_bench.tracking.background`); back ``("released", key)``,
+``("quit",)``, ``("interrupt",)`` (read on arrival, ahead of the queue), and before
+``close`` ``("lock", path)`` followed by the descriptor of the logging lock
+(:func:`multiprocessing.reduction.send_handle`; it holds the lock from the run's end to the
+logging's, :mod:`ltr_bench.tracking.background`); back ``("released", key)``,
 ``("warning", text)`` (logging failed: from now on local only), ``("note", text)``,
 ``("done", error)``.
 """
@@ -69,6 +75,8 @@ __all__ = ["MlflowProcess"]
 
 #: niceness of the logging process when the fits use every core (they get them first)
 NICE = 10
+#: how long an interrupted run waits for the logging process to end its parent runs
+HURRY_SECONDS = 30.0
 
 
 class MlflowProcess:
@@ -109,7 +117,10 @@ class MlflowProcess:
         self._done = threading.Event()
         self._dead = False
         self._opened = False
+        self._closed = False
         self._stopping = False
+        #: the run was interrupted while it waited for MLflow (:meth:`_hurry`)
+        self.interrupted = False
         self._reader = threading.Thread(target=self._read, name="ltr-bench-mlflow-reader")
         self._reader.daemon = True
         self._reader.start()
@@ -184,18 +195,44 @@ class MlflowProcess:
         it. Errors end up in :attr:`error`."""
         from ltr_bench.tracking.background import wait_seconds
 
+        self._closed = True
         self._hand_over_lock()
         if self._send(("close", interrupted, report_units)):
             try:
                 if not self._done.wait(wait_seconds()):  # background.py
                     self._detach()
                     return
-            except KeyboardInterrupt:  # a second Ctrl-C: stop waiting for MLflow
-                self._proc.terminate()
-                self._fail("interrupted while logging to MLflow")
+            except KeyboardInterrupt:  # Ctrl-C or SIGINT while MLflow catches up
+                self._hurry()
         self._stop()
         self._release_all()
         self._flush()
+
+    def interrupt(self) -> None:
+        """The run was interrupted outside :meth:`close` (after its cells, before the
+        logging's end): end the parent runs KILLED at once, logging nothing more (a re-run
+        logs what MLflow lacks). A no-op before :meth:`open` and after :meth:`close`."""
+        if self._opened and not self._closed and not self.detached:
+            self.interrupted = True
+            self._send(("interrupt",))  # read at once: what waits in its inbox is dropped
+            self.close(interrupted=True)
+
+    def _hurry(self) -> None:
+        """An interrupt while the run waits for MLflow: the logging process (which ignores
+        SIGINT) is told to log no more fold runs and end the parent runs KILLED, which takes
+        the one MLflow call under way and one transaction; :attr:`interrupted` says so (the
+        run exits 130, not as for a failed store). A second interrupt, or no answer within
+        :data:`HURRY_SECONDS`, stops it where it is: a parent left RUNNING is ended by the
+        next invocation on the store, the re-run logs the rest."""
+        self.interrupted = True
+        self._send(("interrupt",))
+        try:
+            if self._done.wait(HURRY_SECONDS):
+                return
+        except KeyboardInterrupt:
+            pass
+        self._stopping = True  # its end is no failure to report
+        self._proc.terminate()
 
     def _hand_over_lock(self) -> None:
         """Take the logging lock that readers of the store wait for

@@ -48,8 +48,11 @@ def load_model_ref(model_ref: str, tracking_uri, tmp: str, console):
         from ltr_bench.tracking.models import download_model
 
         console.status(f"looking up {model_ref} in MLflow ...", force=True)
+        notes: list[str] = []
         try:
-            uri, store = model_uri_for(model_ref, tracking_uri)
+            uri, store = model_uri_for(model_ref, tracking_uri, notes)
+            for note in filter(None, notes):
+                console.line(f"note: {note}")
             console.status(f"fetching {uri} from MLflow {store} ...", force=True)
             folder = download_model(uri, store, tmp)
         except (LookupError, ModelRefError) as exc:

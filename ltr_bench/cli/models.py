@@ -3,8 +3,9 @@ with the MLflow fold run id and model URI that ``predict --model`` takes.
 
 Parsing and printing only: the rows are :mod:`ltr_bench.report.model_list`, the best
 configuration is :func:`ltr_bench.report.register.choose_best` (what ``report --register``
-picks), the MLflow ids come from the records (``ResultRecord.mlflow``) or are looked up in the
-store by :func:`ltr_bench.tracking.lookup.fold_models` (read-only).
+picks), the MLflow ids are looked up in the store by
+:func:`ltr_bench.tracking.lookup.fold_models` (read-only): a note beside a record
+(``ResultRecord.mlflow``) is shown only with ``--no-mlflow``, or where the store confirms it.
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ CONTEXT = options.CONTEXT
 @click.option(
     "--no-mlflow",
     is_flag=True,
-    help="Do not read the MLflow store (ids only from what the records hold).",
+    help="Do not read the MLflow store (ids as noted beside the records when they were "
+    "logged, unconfirmed).",
 )
 @click.pass_context
 def models_command(ctx, datasets, rankers, best, fmt, results_dir, tracking_uri, no_mlflow) -> None:
@@ -96,14 +98,15 @@ def models_command(ctx, datasets, rankers, best, fmt, results_dir, tracking_uri,
         )
     if not chosen:
         raise UsageError(_nothing_matches(kept, wanted_datasets, wanted_rankers))
+    _check_each_name(kept, wanted_datasets, wanted_rankers)
     found: dict = {}
     code = EXIT_OK
-    if not no_mlflow:
+    if not no_mlflow:  # every id shown is confirmed by the store: never a note's word alone
         code = _look_up(chosen if best is None else select(records), tracking_uri, found)
     metric = None
     if best is not None:
-        chosen, metric = _best(records, chosen, found, best or None, wanted_rankers)
-    rows = model_rows(chosen, found, metric=metric)
+        chosen, metric = _best(records, chosen, found, best or None, wanted_rankers, no_mlflow)
+    rows = model_rows(chosen, found, metric=metric, confirmed=not no_mlflow)
     click.echo(format_rows(rows, fmt, cwd=Path.cwd()), nl=False)
     ctx.exit(code)
 
@@ -122,43 +125,113 @@ def _nothing_matches(kept, datasets, rankers) -> str:
     )
 
 
-def _look_up(records, tracking_uri, found: dict) -> int:
-    """Fill ``found`` (``(key, finished)`` -> MLflow ids) for the records whose own
-    ``mlflow`` names no run, from the store (never created); returns the exit code: 1 when
-    the store exists but cannot be read (the list is printed without those ids)."""
-    need = [r for r in records if not (r.mlflow or {}).get("run_id")]
-    if not need:
-        return EXIT_OK
-    from ltr_bench.tracking import TrackingError, resolve_tracking_uri
-    from ltr_bench.tracking.lookup import fold_models, store_problem
+def _check_each_name(kept, datasets, rankers) -> None:
+    """Every name given to ``--dataset`` and ``--ranker`` must name something kept (one that
+    matches nothing is a typo, never dropped silently): exit 2 naming it, with close
+    matches."""
+    import difflib
 
+    from ltr_bench.report.model_list import model_rows, select
+
+    for option, wanted, have in (
+        ("--dataset", datasets, sorted({r.dataset for r in kept})),
+        (
+            "--ranker",
+            rankers,
+            sorted({row.label for row in model_rows(kept)} | {r.ranker for r in kept}),
+        ),
+    ):
+        for name in wanted or ():
+            one = [name]
+            if select(kept, **{option.lstrip("-") + "s": one}):
+                continue
+            close = difflib.get_close_matches(name, have, n=3, cutoff=0.5)
+            raise UsageError(
+                f"{option} {name}: no kept model matches"
+                + (f" (did you mean: {', '.join(close)})" if close else "")
+                + f"; kept: {', '.join(have)}"
+            )
+
+
+def _look_up(records, tracking_uri, found: dict) -> int:
+    """Fill ``found`` (``(key, finished)`` -> MLflow ids) with each record's live fold run
+    in the store (read-only, never created): the run whose tags name the record's key and
+    finish time. A note beside a record (``<results>/.mlflow/<key>.json``) is only a hint:
+    one naming a run the store does not confirm (another cell's, a deleted one, one not
+    there) is said, and its ids are not shown. Returns the exit code: 1 when the store
+    cannot be read (a user's own SQLite file, a damaged one; the list is printed without
+    ids), 0 else (a store that does not exist: a note, no ids)."""
+    from ltr_bench.tracking import TrackingError, resolve_tracking_uri
+    from ltr_bench.tracking.lookup import fold_models, noted_run_problems, store_problem
+
+    noted = {r.key: r for r in records if (r.mlflow or {}).get("run_id")}
+    unconfirmed = (
+        f" ({len(noted)} of them have ids noted when they were logged; not shown: the store "
+        "cannot confirm them)"
+        if noted
+        else ""
+    )
     uri = resolve_tracking_uri(tracking_uri)
-    problem = store_problem(uri)
+    try:
+        problem = store_problem(uri)
+    except TrackingError as exc:  # a user's own database, a damaged file: nothing to read
+        click.echo(
+            f"Error: {exc} (the models are listed without MLflow ids{unconfirmed})", err=True
+        )
+        return EXIT_FAILED
     if problem is not None:
-        click.echo(f"note: no MLflow ids: {problem}", err=True)
+        click.echo(f"note: no MLflow ids: {problem}{unconfirmed}", err=True)
         return EXIT_OK
     click.echo(f"reading the fold runs in MLflow {uri} ...", err=True)
     try:
-        runs = fold_models({r.dataset for r in need}, uri)
+        runs = fold_models({r.dataset for r in records}, uri)
+        found.update((k, v.as_record_mlflow()) for k, v in runs.items())
+        doubtful = {
+            key: (r.mlflow["run_id"], r.finished)
+            for key, r in noted.items()
+            if (found.get((key, r.finished)) or {}).get("run_id") != r.mlflow["run_id"]
+        }
+        problems = noted_run_problems(uri, doubtful)
     except TrackingError as exc:
-        click.echo(f"Error: {exc} (listed without MLflow ids)", err=True)
+        found.clear()
+        click.echo(f"Error: {exc} (the models are listed without MLflow ids)", err=True)
         return EXIT_FAILED
-    found.update((k, v.as_record_mlflow()) for k, v in runs.items())
+    for key, why in sorted(problems.items()):
+        r = noted[key]
+        live = (found.get((key, r.finished)) or {}).get("run_id")
+        click.echo(
+            f"note: {r.summary_line()}: the MLflow run {r.mlflow['run_id']} noted for it "
+            f"(in the results folder's .mlflow/{key[:12]}...json) is {why}; "
+            + (f"its fold run in the store is {live}" if live else "it is listed without ids")
+            + " (re-running the same `ltr-bench run` logs what the store lacks)",
+            err=True,
+        )
     return EXIT_OK
 
 
-def _best(records, chosen, found: dict, metric: str | None, rankers):
+def _best(records, chosen, found: dict, metric: str | None, rankers, no_mlflow: bool):
     """The fold models of each dataset's best configuration (``choose_best``, as ``report
     --register``), and the metric each was chosen by (dataset -> metric). Where MLflow holds
     fold runs of the dataset, the choice is made among the records with a fold run, as
     ``report --register`` reads them; otherwise among every local record."""
+    from ltr_bench.report.pairing import ReportError
     from ltr_bench.report.register import choose_best, headline
 
     out, by = [], {}
     for dataset in sorted({r.dataset for r in chosen}):
         pool = [r for r in records if r.dataset == dataset and r.ok]
-        logged = [r for r in pool if (r.mlflow or {}).get("run_id") or (r.key, r.finished) in found]
-        report, row = choose_best(logged or pool, dataset, metric=metric, rankers=rankers)
+        logged = [
+            r
+            for r in pool
+            if (r.key, r.finished) in found or (no_mlflow and (r.mlflow or {}).get("run_id"))
+        ]
+        try:
+            report, row = choose_best(logged or pool, dataset, metric=metric, rankers=rankers)
+        except ReportError as exc:  # the metric is --best's here, not report's --metric
+            text = str(exc)
+            if text.startswith("--metric"):
+                raise ReportError("--best" + text[len("--metric") :], usage=exc.usage) from None
+            raise
         by[dataset] = headline(report)  # METRIC in the records' spelling
         models = [r for r in row.runs.values() if r.model_dir]
         if not models:

@@ -125,6 +125,7 @@ def predict_command(
         spec,
         tracking_uri,
     )
+    _check_labels_for_qrels(qrels_out, spec)
     opts = options.parse_one_dataset_options(dataset_options)
     console = Console()
     with tempfile.TemporaryDirectory(prefix="ltr-bench-model-") as tmp:
@@ -159,8 +160,6 @@ def predict_command(
                 load_fold=_fold_loader(spec, seed, opts, data_dir, cache_dir, progress),
             )
         console.clear()
-    if qrels_out and pred.y is None:
-        raise UsageError(f"--qrels {qrels_out}: {pred.source} has no labels to write")
     if output or qrels_out:
         pred.notes += P.repeated_docid_notes(pred)
     _write(output, qrels_out, scores_out, pred, tag or model.manifest.get("ranker", "ltr-bench"))
@@ -176,6 +175,24 @@ def predict_command(
         for key, value in pred.metrics.items():
             click.echo(f"{key:<{width}}  {value:.6f}")
     ctx.exit(EXIT_OK)
+
+
+def _check_labels_for_qrels(qrels_out, spec) -> None:
+    """``--qrels`` needs labels: a file whose rows have none is refused before any ranking
+    (its first data line says it: :func:`ltr_bench.data.stream.is_labelled`)."""
+    if not qrels_out or spec.path is None:
+        return
+    from ltr_bench.data.stream import is_labelled
+
+    try:
+        labelled = is_labelled(spec.path)
+    except OSError:
+        return  # reading the file says what is wrong
+    if not labelled:
+        raise UsageError(
+            f"--qrels {qrels_out}: {spec.path} has no labels to write (its rows start with "
+            "qid:); drop --qrels, or give a file with a label in front of every row"
+        )
 
 
 def _check_max_label(max_label, spec) -> None:
@@ -253,8 +270,10 @@ def _write(output, qrels_out, scores_out, pred, tag: str) -> None:
     if output:
         run = trec_run_text(pred.qid, pred.scores, tag=tag, docid=pred.docid)
         write_output(output, run, what="--output")
+    if scores_out:
+        write_output(scores_out, scores_text(pred.scores), what="--scores")
+    if qrels_out and pred.y is None:  # the run and scores above are kept
+        raise UsageError(f"--qrels {qrels_out}: {pred.source} has no labels to write")
     if qrels_out:
         qrels = qrels_text(pred.qid, pred.y, docid=pred.docid)
         write_output(qrels_out, qrels, what="--qrels")
-    if scores_out:
-        write_output(scores_out, scores_text(pred.scores), what="--scores")

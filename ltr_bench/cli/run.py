@@ -210,6 +210,10 @@ def _run(ctx, *, tracking_uri, no_mlflow, results_dir, **options) -> None:
         mlflow_process = MlflowProcess(tracking_uri, results_root)
     try:
         _run_logged(ctx, console, mlflow_process, results_root, **options)
+    except KeyboardInterrupt:  # after the cells, before MLflow's end: its parents end KILLED
+        if mlflow_process is not None:
+            mlflow_process.interrupt()
+        raise
     finally:
         if mlflow_process is not None:
             mlflow_process.close_now()  # a no-op after close(); else nothing more is logged
@@ -335,6 +339,7 @@ def _run_logged(
     finally:
         executor.close()
     console.clear()
+    _say_kept_labels(expanded.cells, report.records)
     for note in store.damage_notes():  # named, kept beside the recomputed record
         _err(f"warning: {note} (not used; a cell it held is computed again, beside it)")
 
@@ -349,6 +354,7 @@ def _run_logged(
                 convention=plan.conventions[0] if plan.conventions else None,
             )
         )
+    logging_interrupted = False
     if mlflow_listener is not None:  # the results are shown; MLflow catches up
         units: dict[str, list] = {}
         # the HTML report of each dataset only if asked: drawing it kept every run waiting
@@ -362,6 +368,7 @@ def _run_logged(
         )
         console.clear()
         tracking_error = mlflow_listener.error or tracking_error
+        logging_interrupted = mlflow_listener.interrupted
         if mlflow_listener.detached:
             _err(
                 f"MLflow: the last runs are being logged in the background (pid "
@@ -381,6 +388,14 @@ def _run_logged(
         _err(
             f"interrupted; {report.n_saved} cell(s) finished and saved in {store.root}; "
             f"re-run the same command to resume"
+        )
+        ctx.exit(EXIT_INTERRUPTED)
+    if logging_interrupted:  # every cell done, MLflow stopped short: not a store failure
+        _err(
+            f"interrupted while logging to MLflow; every cell is saved in {store.root}; "
+            "MLflow may lack some fold runs (the parent runs are ended KILLED): re-run the "
+            "same command to log them (nothing is recomputed)"
+            + (f". MLflow logging had failed before: {tracking_error}" if tracking_error else "")
         )
         ctx.exit(EXIT_INTERRUPTED)
     code = EXIT_OK
@@ -404,3 +419,22 @@ def _run_logged(
         )
         code = EXIT_FAILED
     ctx.exit(code)
+
+
+def _say_kept_labels(cells, records) -> None:
+    """A label is not part of a result's key: a finished cell found under another label
+    keeps its record's, which the tables show. Said once per pair of labels, never
+    silently."""
+    wanted = {c.key: c.label for c in cells}
+    kept: dict[tuple[str, str], int] = {}
+    for r in records:
+        new = wanted.get(r.key)
+        if new is not None and (r.label or r.ranker) != (new or r.ranker):
+            pair = (r.label or r.ranker, new or r.ranker)
+            kept[pair] = kept.get(pair, 0) + 1
+    for (old, new), n in sorted(kept.items()):
+        _err(
+            f"note: {n} cell(s) finished earlier under the label {old!r} keep that name, not "
+            f"{new!r} (a label is not part of a result's key); --force recomputes them "
+            f"under {new!r}"
+        )

@@ -26,7 +26,7 @@ from ltr_bench.data.docids import DocidCollector
 from ltr_bench.data.errors import DataError
 from ltr_bench.data.reader import _iter_blocks
 
-__all__ = ["CHUNK_ROWS", "Chunk", "iter_query_chunks"]
+__all__ = ["CHUNK_ROWS", "Chunk", "is_labelled", "iter_query_chunks"]
 
 #: rows per chunk (whole queries: a chunk ends at the first query boundary past this)
 CHUNK_ROWS = 100_000
@@ -46,6 +46,12 @@ class Chunk:
     first_row: int
     width: int = 0
     docid: np.ndarray | None = None
+
+
+def is_labelled(path: Path) -> bool:
+    """Whether the LETOR file's rows carry labels: its first data line (comments and blank
+    lines skipped) does not start with ``qid:``; reads only up to that line's block."""
+    return _labelled(Path(path))
 
 
 def _labelled(path: Path) -> bool:

@@ -68,34 +68,58 @@ class ModelInputError(UsageError):
 @dataclass(frozen=True)
 class DataSpec:
     """What ``--data`` names: a ``path`` (a file), or a ``dataset`` with ``fold`` and
-    ``split``."""
+    ``split``; ``option``: the option that named it (for messages)."""
 
     path: Path | None = None
     dataset: str | None = None
     fold: int = 1
     split: str = "test"
+    option: str = "--data"
 
 
-def parse_data_spec(text: str) -> DataSpec:
+def parse_data_spec(text: str, option: str = "--data") -> DataSpec:
     """``FILE`` (an existing file) or ``DATASET[:FOLD[:SPLIT]]`` (fold 1-based, default 1;
-    split train, vali or test, default test). :class:`UsageError` names what is wrong."""
-    if Path(text).expanduser().is_file():
-        return DataSpec(path=Path(text).expanduser())
+    split train, vali or test, default test). :class:`UsageError` names what is wrong, and
+    ``option`` (the option that gave ``text``: ``--data``, ``export --check``)."""
+    path = Path(text).expanduser()
+    if path.is_file():
+        return DataSpec(path=path, option=option)
+    if text and path.exists() and not path.is_dir():
+        raise UsageError(
+            f"{option} {text}: {_kind_of(path)}, not a data file: give a LETOR file (a "
+            "regular file, read twice) or DATASET[:FOLD[:SPLIT]]"
+        )
     name, _, rest = text.partition(":")
     fold_text, _, split = rest.partition(":")
     looks_like_a_file = "/" in name or "." in name  # dataset names have neither
     if not name or (looks_like_a_file and not Path(name).expanduser().is_dir()):
         raise UsageError(
-            f"--data {text}: no such file (give a LETOR file or DATASET[:FOLD[:SPLIT]])"
+            f"{option} {text}: no such file (give a LETOR file or DATASET[:FOLD[:SPLIT]])"
         )
     try:
         fold = int(fold_text) if fold_text else 1
     except ValueError:
-        raise UsageError(f"--data {text}: the fold must be a number, got {fold_text!r}") from None
+        raise UsageError(f"{option} {text}: the fold must be a number, got {fold_text!r}") from None
     split = split or "test"
     if split not in SPLITS:
-        raise UsageError(f"--data {text}: the split must be one of {', '.join(SPLITS)}")
-    return DataSpec(dataset=name, fold=fold, split=split)
+        raise UsageError(f"{option} {text}: the split must be one of {', '.join(SPLITS)}")
+    return DataSpec(dataset=name, fold=fold, split=split, option=option)
+
+
+def _kind_of(path: Path) -> str:
+    """What a path that exists but is neither a regular file nor a folder is, in words."""
+    import stat
+
+    mode = path.stat().st_mode
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
 
 
 @dataclass
@@ -200,7 +224,7 @@ def predict_split(
     split = getattr(fold, spec.split)
     if split is None:
         raise UsageError(
-            f"--data: dataset {spec.dataset} fold {spec.fold} has no {spec.split} split"
+            f"{spec.option}: dataset {spec.dataset} fold {spec.fold} has no {spec.split} split"
         )
     where = f"{spec.dataset} fold {spec.fold} {spec.split}"
     pred = Prediction(source=where, scores=_score(model, split.X, split.qid, where), qid=split.qid)

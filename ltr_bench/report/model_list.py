@@ -5,9 +5,9 @@ A row (:class:`ModelRow`) holds the row's name (:func:`ltr_bench.results.labels.
 the configuration's label and its data variant), the ranker, the dataset and its variant in
 words, fold, seed, one metric (``ndcg@10`` when recorded, else the first metric of the run;
 ``--best METRIC`` chooses), the model's folder, and, once the result is in MLflow, its fold
-run id and model URI (from ``ResultRecord.mlflow``, else from what the caller found in the
-store). Rendering: an aligned text table, CSV (``csv`` module) or JSON. Pure: nothing here
-reads files or MLflow.
+run id and model URI (from what the caller found in the store; with ``--no-mlflow``, from
+``ResultRecord.mlflow``). Rendering: an aligned text table, CSV (``csv`` module) or JSON.
+Pure: nothing here reads files or MLflow.
 """
 
 from __future__ import annotations
@@ -98,15 +98,17 @@ def model_rows(
     found: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
     *,
     metric: str | Mapping[str, str] | None = None,
+    confirmed: bool = False,
 ) -> list[ModelRow]:
     """One :class:`ModelRow` per record, sorted by dataset, row name (natural order), seed and
-    fold. MLflow ids come from ``record.mlflow`` when it names a run, else from ``found``
-    (``(key, finished)`` -> the same fields, e.g. read from the store). ``metric``: the value
-    shown, one for all or one per dataset (default :func:`headline_metric` of each
-    record)."""
+    fold. MLflow ids come from ``found`` (``(key, finished)`` -> the same fields, e.g. read
+    from the store); unless ``confirmed`` (the ids are only those the store confirmed), a
+    record's own ``record.mlflow`` (what was noted when it was logged) comes first.
+    ``metric``: the value shown, one for all or one per dataset (default
+    :func:`headline_metric` of each record)."""
     rows = []
     for r in records:
-        ids = dict(r.mlflow or {})
+        ids = {} if confirmed else dict(r.mlflow or {})
         if not ids.get("run_id"):
             ids = dict((found or {}).get((r.key, r.finished)) or {})
         m = metric.get(r.dataset) if isinstance(metric, Mapping) else metric

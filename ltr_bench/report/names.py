@@ -11,8 +11,9 @@ Names
     parameter file, another version of the data), :func:`row_names` tells them apart in
     words, never by a hash: the parameters that differ in brackets after the label
     (``lightgbm[num_leaves=31]``), else what differs and when each was run
-    (``lightgbm (parameter file changed, run 2025-06-01 14:02)``), and only if that is still
-    not enough a number in the order they were run (``#2``).
+    (``lightgbm (parameter file changed, run 2025-06-01 14:02)``), then the fields of the
+    resolved configuration that differ (``lightgbm (ranker_version=4.6.0, run ...)``), and
+    only if that is still not enough a number in the order they were run (``#2``).
 
 Baseline
     :func:`pick_baseline`: the row named by ``--baseline`` (its full name, or a label or
@@ -118,10 +119,38 @@ def _tell_apart(
     for same in by_name.values():  # still alike (same parameters, same minute)
         if len(same) > 1:
             r = firsts[same[0]]
+            what = _config_differences({ck: firsts[ck] for ck in same})
+            unique = len(set(what.values())) == len(same) and all(what.values())
             for i, ck in enumerate(sorted(same, key=lambda c: _first_start(groups[c])), 1):
-                label = f"{_label(r)} #{i} ({_when(groups[ck])})"
+                differs = what.get(ck, "")
+                label = (
+                    f"{_label(r)} ({differs}, {_when(groups[ck])})"
+                    if unique
+                    else f"{_label(r)} #{i} ({differs + ', ' if differs else ''}"
+                    f"{_when(groups[ck])})"
+                )
                 out[ck] = row_label(label, r.dataset_options, r.dataset_identity, leave_out=shared)
     return out
+
+
+#: fields of a record's ``config`` that are not the configuration (per cell, or where it ran)
+_NOT_CONFIG = frozenset(
+    {"command", "config_key", "key", "plan_key", "fold", "seed", "keep_models", "cache_dir"}
+    | {"data_dir", "label", "threads", "dataset_identity", "max_label"}
+)
+
+
+def _config_differences(firsts: dict[str, ResultRecord]) -> dict[str, str]:
+    """config key -> the fields of its resolved configuration (``ResultRecord.config``)
+    that differ among ``firsts`` (``ranker_version=4.6.0``, ``score_repeats=5``), as
+    ``key=value`` text; empty when nothing recorded differs."""
+    configs = {ck: r.config or {} for ck, r in firsts.items()}
+    fields = sorted({k for c in configs.values() for k in c} - _NOT_CONFIG)
+    differing = [k for k in fields if len({value_text(c.get(k)) for c in configs.values()}) > 1]
+    return {
+        ck: ",".join(f"{k}={value_text(c.get(k))}"[:40] for k in differing)
+        for ck, c in configs.items()
+    }
 
 
 @dataclass

@@ -190,11 +190,12 @@ def _resolve_dataset(choice: DatasetChoice, plan: Plan) -> tuple[str, str, Any]:
     allowed.update(dict.fromkeys(CLICK_OPTIONS))  # checked by resolve_click_options
     unknown = sorted(set(choice.options) - set(allowed))
     if unknown:
-        where = (
-            f"{plan.source}: [datasets.{choice.name}]"
-            if plan.source
-            else f"--dataset-option for {display}"
-        )
+        if plan.source:
+            where = f"{plan.source}: [datasets.{choice.name}]"
+        elif set(unknown) <= set(choice.swept):  # the keys came from --sweep, not an option
+            where = f"--sweep {choice.name}.{','.join(unknown)}"
+        else:
+            where = f"--dataset-option for {display}"
         valid = ", ".join(sorted(allowed)) or "(none: this dataset takes no options)"
         close = {u: difflib.get_close_matches(u, list(allowed), n=1) for u in unknown}
         hints = "".join(f" Did you mean {c[0]!r} for {u!r}?" for u, c in close.items() if c)
@@ -334,9 +335,13 @@ def expand_plan(
     variants = []  # (choice, display, source, spec, clicks, where) per dataset variant
     for dchoice in plan.datasets:
         display, source, spec = _resolve_dataset(dchoice, plan)
-        where = (
-            f"{plan.source}: [datasets.{dchoice.display}]" if plan.source else "--dataset-option"
-        )
+        swept_clicks = [k for k in dchoice.swept if k in CLICK_OPTIONS]
+        if plan.source:
+            where = f"{plan.source}: [datasets.{dchoice.display}]"
+        elif swept_clicks:  # click values from --sweep (with any --dataset-option beside)
+            where = f"--sweep {dchoice.name}.{','.join(swept_clicks)} (variant {display})"
+        else:
+            where = "--dataset-option"
         clicks = resolve_click_options(
             dchoice.options,
             kind="path" if spec is None else spec.kind,

@@ -131,11 +131,13 @@ class RankerChoice:
 
 @dataclass(frozen=True)
 class DatasetChoice:
-    """A dataset (name or path) with its options; ``label``: the variant's name in the plan."""
+    """A dataset (name or path) with its options; ``label``: the variant's name in the plan;
+    ``swept``: the option keys a sweep set (for messages only: not part of its identity)."""
 
     name: str
     options: dict[str, Any] = field(default_factory=dict)
     label: str = ""
+    swept: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def display(self) -> str:

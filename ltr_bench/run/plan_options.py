@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -181,6 +182,13 @@ def _apply_label(plan: Plan, label: str) -> None:
     text = label.strip()
     if not text:
         raise PlanError("--label: empty; give the row a name, e.g. --label 'lightgbm clicks'")
+    control = sorted({c for c in label if unicodedata.category(c).startswith("C")})
+    if control:  # a newline or tab would split every table and CSV line the row is in
+        shown = ", ".join(repr(c) for c in control)
+        raise PlanError(
+            f"--label {label!r}: control character(s) {shown}; a row's name is one line of "
+            "printable text"
+        )
     if len(plan.rankers) != 1:
         names = ", ".join(r.display for r in plan.rankers)
         raise PlanError(

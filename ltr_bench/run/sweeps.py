@@ -80,7 +80,7 @@ def expand_sweeps(plan: Plan) -> Plan:
 
     def dataset_point(d: DatasetChoice, setting: dict) -> DatasetChoice:
         label = config_label(d.display, setting)
-        return DatasetChoice(d.name, {**d.options, **setting}, label=label)
+        return DatasetChoice(d.name, {**d.options, **setting}, label=label, swept=tuple(setting))
 
     out = _expanded(plan.rankers, plan.sweeps, ranker_point)
     data = _expanded(plan.datasets, plan.sweeps, dataset_point)

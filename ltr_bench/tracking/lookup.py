@@ -38,6 +38,7 @@ __all__ = [
     "ParentRunError",
     "fold_models",
     "model_uri_for",
+    "noted_run_problems",
     "store_problem",
 ]
 
@@ -158,6 +159,38 @@ def fold_models(
     return out
 
 
+def noted_run_problems(uri: str, noted: dict[str, tuple[str, str]]) -> dict[str, str]:
+    """Why a run id noted for a record (``noted``: record key -> ``(run id, finished)``, from
+    ``<results>/.mlflow/<key>.json``) is not that record's live fold run in the store
+    ``uri``: key -> a phrase ("deleted in MLflow", "not in this store", "the fold run of
+    another cell", "of an earlier computation of this cell", "not a fold run"). Keys whose
+    run is the record's own live fold run are left out. Read-only; the store must have
+    passed :func:`store_problem`."""
+    out: dict[str, str] = {}
+    if not noted:
+        return out
+    client = open_client(uri)
+    for key, (run_id, finished) in noted.items():
+        try:
+            run = client.get_run(run_id)
+        except Exception:  # noqa: BLE001 - MLflow's "not found" (and a malformed id)
+            out[key] = "not in this store"
+            continue
+        tags = run.data.tags
+        if run.info.lifecycle_stage == "deleted":
+            out[key] = "deleted in MLflow"
+        elif tags.get(TAG_ROLE) != "fold":
+            out[key] = "not a fold run"
+        elif tags.get(TAG_KEY) != key:
+            other = tags.get("label") or run.info.run_name or tags.get(TAG_KEY, "")
+            out[key] = f"the fold run of another cell ({other})"
+        elif tags.get(TAG_FINISHED, "") != finished:
+            out[key] = "of an earlier computation of this cell"
+        elif run.info.status != "FINISHED":
+            out[key] = f"not finished ({run.info.status})"
+    return out
+
+
 def _run_of(text: str) -> tuple[str, str] | None:
     """``(run id, artifact path)`` of a bare run id or a ``runs:/<id>[/<path>]`` URI."""
     if RUN_ID.fullmatch(text):
@@ -168,23 +201,82 @@ def _run_of(text: str) -> tuple[str, str] | None:
     return None
 
 
-def model_uri_for(ref: str, tracking_uri: str | None = None) -> tuple[str, str]:
+#: ``models:/<name>/<version>`` with a version that is a number (MLflow reads any other text
+#: as a stage name)
+REGISTERED_VERSION = re.compile(r"models:/(?P<name>[^/@]+)/(?P<version>[+-]?\d+)")
+
+
+def _check_version(ref: str) -> None:
+    """A registered version is a positive number: ``models:/NAME/0`` or ``/-1`` is refused
+    in our words (MLflow's speaks of stages)."""
+    m = REGISTERED_VERSION.fullmatch(ref)
+    if m is not None and int(m["version"]) < 1:
+        raise UsageError(
+            f"--model {ref}: model versions are numbered from 1 (models:/{m['name']}/1, "
+            f"models:/{m['name']}/2, ...; models:/{m['name']}@ALIAS for an alias); "
+            "`ltr-bench models` lists the kept models"
+        )
+
+
+def _deleted_note(client, ref: str, run_id: str) -> str | None:
+    """A note when the run behind ``ref`` is deleted in MLflow (soft-deleted: its model can
+    still be read until ``mlflow gc`` removes it)."""
+    try:
+        run = client.get_run(run_id)
+    except Exception:  # noqa: BLE001 - no run to speak of
+        return None
+    if run.info.lifecycle_stage != "deleted":
+        return None
+    return (
+        f"--model {ref}: MLflow run {run_id} is deleted (in MLflow's trash: `mlflow gc` "
+        f"removes it for good, `mlflow runs restore --run-id {run_id}` brings it back); its "
+        "model was read all the same"
+    )
+
+
+def _source_run(client, ref: str) -> str | None:
+    """The run that logged the model ``ref`` names (``models:/<model id>``,
+    ``models:/<name>/<version>``), if MLflow says."""
+    body = ref[len("models:/") :]
+    try:
+        if MODEL_ID.fullmatch(body):
+            return client.get_logged_model(body).source_run_id
+        m = REGISTERED_VERSION.fullmatch(ref)
+        if m is not None:
+            return client.get_model_version(m["name"], m["version"]).run_id
+    except Exception:  # noqa: BLE001 - downloading it says what is wrong
+        return None
+    return None
+
+
+def model_uri_for(
+    ref: str, tracking_uri: str | None = None, notes: list[str] | None = None
+) -> tuple[str, str]:
     """``(model URI, tracking URI)`` that MLflow can download for a ``--model`` reference that
     is not a folder: ``runs:/<fold run>/model`` for a fold run's id, ``runs:/<id>`` or
     ``runs:/<id>/model``; ``models:/<id>`` for a logged model's bare id ``m-...``; other
     ``models:/...`` URIs as given. A parent run raises :class:`ParentRunError` listing its
     fold runs' models; a run that is not in the store, or has no logged model, raises
     :class:`ModelRefError` saying so; a missing store raises :class:`ModelRefError` (it is
-    never created)."""
+    never created); a version numbered below 1 raises :class:`UsageError`. ``notes`` gets
+    what the user should know (the model's run is deleted in MLflow)."""
     uri = resolve_tracking_uri(tracking_uri)
     run = _run_of(ref)
     if MODEL_ID.fullmatch(ref):
         ref = f"models:/{ref}"
+    _check_version(ref)
     problem = store_problem(uri)
     if problem is not None:
         raise ModelRefError(f"--model {ref}: {problem}")
     wait_for_background_logging(uri)
+    notes = notes if notes is not None else []
     if run is None:
+        if ref.startswith("models:/"):
+            client = open_client(uri)
+            source = _source_run(client, ref)
+            note = _deleted_note(client, ref, source) if source else None
+            if note:
+                notes.append(note)
         return ref, uri
     run_id, path = run
     client = open_client(uri)
@@ -195,6 +287,8 @@ def model_uri_for(ref: str, tracking_uri: str | None = None) -> tuple[str, str]:
             f"--model {ref}: no run {run_id} in the MLflow store {uri} ({type(exc).__name__}); "
             "`ltr-bench models` lists the kept models with their run ids and model URIs"
         ) from None
+    if found.info.lifecycle_stage == "deleted":
+        notes.append(_deleted_note(client, ref, run_id) or "")
     tags = found.data.tags
     if tags.get(TAG_ROLE) == "parent":
         raise ParentRunError(_parent_message(client, uri, ref, found))

@@ -11,8 +11,10 @@ MLflow's tables added to it, and a path that does not exist becomes a new, empty
   ltr-bench was not creating (a user's own), is refused and left byte for byte as it was
   (:func:`~ltr_bench.tracking.store.check_not_foreign`: exit 2);
 * a command that only reads (``writes=False``) refuses a store that does not exist (a
-  missing or empty file, a folder, a dangling link): :class:`NoResultsError`, exit 1, and
-  nothing is created -- not the file, not its folder;
+  missing or empty file, a folder, a dangling link), or one that ltr-bench is creating or
+  whose creation was interrupted (its ``<db>.creating`` marker is there: MLflow would run
+  its migrations on it): :class:`NoResultsError`, exit 1, and nothing is created or
+  changed -- not the file, not its folder;
 * a command that writes (``writes=True``: ``run``, ``tune``) needs a writable folder (a new
   store is created later, under the store's lock: :func:`~ltr_bench.tracking.store.
   prepare_sqlite_store`);
@@ -32,6 +34,7 @@ from ltr_bench.tracking.store import (
     _check_sqlite_file,
     _probe_folder,
     check_not_foreign,
+    creation_marker,
     driver_missing,
     probe_server,
     resolve_tracking_uri,
@@ -57,6 +60,7 @@ def check_store(tracking_uri: str | None, *, writes: bool, cwd: str | Path | Non
             _probe_folder(db.parent, uri)
         else:
             _check_exists(db)
+            _check_not_being_created(db)
         _check_sqlite_file(db, uri)
         check_not_foreign(db, uri)
     elif uri.startswith(("http://", "https://")):
@@ -82,6 +86,33 @@ def _check_exists(db: Path) -> None:
             "`ltr-bench run ...` in this folder first, or pass --tracking-uri / set "
             "MLFLOW_TRACKING_URI"
         )
+
+
+def _check_not_being_created(db: Path) -> None:
+    """A store whose ``<db>.creating`` marker is there is being created by ltr-bench, or its
+    creation was interrupted (a half-made schema): a reader must not hand it to MLflow,
+    whose migrations would write into it (and fail, e.g. "table ... already exists"). The
+    writer that made it, re-run, rebuilds it (:func:`~ltr_bench.tracking.store.
+    prepare_sqlite_store`)."""
+    from ltr_bench.environment import process_alive
+
+    marker = creation_marker(db)
+    if not marker.exists():
+        return
+    try:
+        pid = int(marker.read_text(encoding="utf-8").split()[0])
+    except (OSError, ValueError, IndexError):
+        pid = 0
+    if pid and process_alive(pid):
+        raise NoResultsError(
+            f"{db} is being created by ltr-bench (process {pid}): nothing to read yet; "
+            "try again once that run has opened it"
+        )
+    raise NoResultsError(
+        f"{db} is an MLflow store whose creation was interrupted (its marker {marker.name} "
+        "is still there): nothing was read and nothing changed. Re-running the same "
+        "`ltr-bench run` rebuilds it and logs the saved results (nothing is recomputed)"
+    )
 
 
 def _check_database_driver(uri: str) -> None:

@@ -104,7 +104,7 @@ def test_ranker_and_dataset_filter_and_a_filter_that_names_nothing_is_refused(lo
     assert "mslr30k" in result.stderr and "synthetic" in result.stderr
 
 
-def test_ids_held_by_the_records_are_shown_without_opening_a_store(logged_models, tmp_path):
+def test_ids_held_by_the_records_are_shown_only_with_no_mlflow(logged_models, tmp_path):
     root = tmp_path / "results"
     shutil.copytree(logged_models.root, root)
     store = ResultStore(root)
@@ -127,6 +127,12 @@ def test_ids_held_by_the_records_are_shown_without_opening_a_store(logged_models
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)
+    # noted ids the store cannot confirm are not shown (the note may name another cell's run)
+    assert all(r["run_id"] == "" and r["model_uri"] == "" for r in rows)
+    assert "cannot confirm" in result.stderr
+    rows = json.loads(
+        _cli("models", "--results-dir", root, "--no-mlflow", "--format", "json").stdout
+    )
     assert sorted(r["run_id"] for r in rows) == [f"{i:032x}" for i in range(4)]
     assert all(r["model_uri"] == f"models:/m-{r['run_id']}" for r in rows)
     assert not absent.parent.exists()

@@ -205,3 +205,15 @@ def test_a_true_label_row_on_generated_data_options_is_still_on_the_dataset_as_i
     ]
     rep = build_report(records, dataset="synthetic")
     assert rep.baseline == "skyline"  # run later, but the click row is not the dataset as it is
+
+
+def test_two_configurations_of_one_name_run_in_one_minute_name_the_field_that_differs():
+    records = [
+        *_records("cfg", "neural", 0.0, config={"ranker_version": "1.0"}, ck="e"),
+        *_records("cfg", "neural", 0.1, config={"ranker_version": "1.1"}, ck="f"),
+    ]
+    rep = build_report(records, dataset="synthetic")
+    assert sorted(r.label for r in rep.rows) == [
+        "cfg (ranker_version=1.0, run 2025-06-01 10:00)",
+        "cfg (ranker_version=1.1, run 2025-06-01 10:00)",
+    ]

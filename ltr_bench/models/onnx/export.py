@@ -205,11 +205,12 @@ def _metadata(graph, model, n_features: int, nan: str) -> None:
 
 
 def write_onnx(graph, output) -> Path:
-    """Write ``graph`` to ``output`` atomically (temporary sibling, fsync, rename:
-    :func:`ltr_bench.results.atomic_write_bytes`); returns the path. ``OSError`` as is."""
-    from ltr_bench.results import atomic_write_bytes
+    """Write ``graph`` to ``output`` atomically (temporary sibling, fsync, rename), removing
+    the temporary files a killed export of the same file left (:func:`.write.write_locked`);
+    returns the path. ``OSError`` as is."""
+    from ltr_bench.models.onnx.write import write_locked
 
-    return atomic_write_bytes(Path(output), graph.SerializeToString())
+    return write_locked(Path(output), graph.SerializeToString())
 
 
 def onnx_session(model_bytes: bytes, threads: int = 1):
