@@ -85,7 +85,8 @@ def _wilcoxon_pvalue(d: np.ndarray) -> float:
     ranks[d != 0] = stats.rankdata(np.abs(nonzero))
 
     def r_plus(sample: np.ndarray, axis: int = -1) -> np.ndarray:
-        return np.sum((sample > 0) * ranks, axis=axis)
+        total: np.ndarray = np.sum((sample > 0) * ranks, axis=axis)
+        return total
 
     result = stats.permutation_test(
         (d,), r_plus, permutation_type="samples", vectorized=True, alternative="two-sided"
