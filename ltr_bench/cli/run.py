@@ -347,6 +347,7 @@ def _run_logged(
                 report.records,
                 expanded.metrics,
                 convention=plan.conventions[0] if plan.conventions else None,
+                width=options.width(False),
             )
         )
     if mlflow_listener is not None:  # the results are shown; MLflow catches up
