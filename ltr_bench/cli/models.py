@@ -161,12 +161,16 @@ def _best(records, chosen, found: dict, metric: str | None, rankers):
     fold runs of the dataset, the choice is made among the records with a fold run, as
     ``report --register`` reads them; otherwise among every local record."""
     from ltr_bench.report.register import choose_best, headline
+    from ltr_bench.report.tables import ReportError
 
     out, by = [], {}
     for dataset in sorted({r.dataset for r in chosen}):
         pool = [r for r in records if r.dataset == dataset and r.ok]
         logged = [r for r in pool if (r.mlflow or {}).get("run_id") or (r.key, r.finished) in found]
-        report, row = choose_best(logged or pool, dataset, metric=metric, rankers=rankers)
+        try:
+            report, row = choose_best(logged or pool, dataset, metric=metric, rankers=rankers)
+        except ReportError as exc:  # the report names its own option: say ours
+            raise ReportError(str(exc).replace("--metric", "--best"), usage=exc.usage) from None
         by[dataset] = headline(report)  # METRIC in the records' spelling
         models = [r for r in row.runs.values() if r.model_dir]
         if not models:
