@@ -40,7 +40,8 @@ def _run(cli, *extra):
     return cli("run", "--dataset", "synthetic", "--folds", "1,2", "--no-mlflow", *TINY, *extra)
 
 
-def test_run_prints_a_summary_table_on_stdout_and_progress_on_stderr(cli):
+def test_run_prints_a_summary_table_on_stdout_and_progress_on_stderr(cli, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # every column (at 120 the first metrics are left out)
     result = _run(cli, "--ranker", "fake-linear,fake-other")
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
@@ -256,7 +257,7 @@ def test_rankers_lists_name_distribution_version_and_status(cli):
 
 
 def test_datasets_lists_present_missing_and_sources(cli, tmp_path):
-    result = cli("datasets", "--data-dir", str(tmp_path / "home"))
+    result = cli("datasets", "--wide", "--data-dir", str(tmp_path / "home"))
     assert result.exit_code == 0
     rows = {line.split()[0]: line for line in result.stdout.splitlines()[3:]}
     assert "built-in" in rows["synthetic"]

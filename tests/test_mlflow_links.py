@@ -282,3 +282,37 @@ def test_the_docs_snippets_load_a_model_as_written_and_create_no_stray_store(lin
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert not (linked["work"] / "mlflow.db").exists()  # MLflow 3's default store, unmade
+
+
+@pytest.mark.slow
+def test_the_address_ui_prints_lands_on_the_runs_table_not_the_genai_overview(linked, chromium):
+    """A fresh browser at the address `ltr-bench ui` prints: the experiment's runs table in
+    the model-training view; then, as a user clicks, experiments list -> experiment lands
+    on the runs table again (MLflow 3.17 opens an experiment on its GenAI overview unless
+    the browser holds the model-training view)."""
+    from playwright.sync_api import sync_playwright
+
+    from ltr_bench.cli.ui import address_lines
+    from ltr_bench.tracking.lookup import ltr_experiments
+
+    with serve_ui(linked["work"]) as base:
+        (line,) = address_lines(linked["uri"], base, ltr_experiments(linked["uri"]))
+        link = re.search(r"open (\S+)", line).group(1)
+        exp = linked["client"].get_experiment_by_name("ltr-bench/synthetic").experiment_id
+        assert link == f"{base}/ltr-bench/#/experiments/{exp}/runs"
+        runs = re.compile(rf"#/experiments/{exp}/runs\?.*workflowType=machine_learning")
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1500, "height": 1000})
+            page.goto(link)
+            page.wait_for_url(runs, timeout=60_000)
+            page.get_by_role("columnheader", name="ndcg_at_10").first.wait_for(timeout=60_000)
+            page.get_by_text("ridge").first.wait_for(timeout=60_000)  # a configuration's row
+            body = page.inner_text("body")
+            assert "Detect Issues in Your Traces" not in body and "overview" not in page.url
+            page.goto(base + "/#/experiments")
+            page.get_by_role("columnheader", name="Time created").wait_for(timeout=60_000)
+            page.get_by_test_id("experiment-list-item-link").first.click()
+            page.wait_for_url(runs, timeout=60_000)
+            page.get_by_role("columnheader", name="ndcg_at_10").first.wait_for(timeout=60_000)
+            browser.close()

@@ -56,22 +56,27 @@ def rankers_cmd(no_check: bool, recheck: bool) -> None:
             note = runtime_note(e) if statuses[e.name] == "ok" else None
             if note:
                 statuses[e.name] = f"ok ({note})"
-    rows = [["name", "distribution", "version", "status"]]
-    rows += [[e.name, e.distribution, e.version, statuses[e.name]] for e in entries]
-    if len(rows) == 1:
+    rows = [[e.name, e.distribution, e.version, statuses[e.name]] for e in entries]
+    if not rows:
         click.echo("no rankers installed (none registers the 'ltr_bench.rankers' entry point)")
         return
-    click.echo(_table(rows))
+    from ltr_bench.report.fit import fit_table
+
+    # the status (an error, a pip command to copy) is never cut: its line may be long
+    columns = ["name", "distribution", "version", "status"]
+    fitted = fit_table(columns, rows, width=options.width(False))
+    click.echo(fitted.text)
 
 
-def _table(rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    out = []
-    for j, r in enumerate(rows):
-        out.append("  ".join([c.ljust(w) for c, w in zip(r[:-1], widths)] + [r[-1]]).rstrip())
-        if j == 0:
-            out.append("  ".join(["-" * w for w in widths] + ["-" * len(r[-1])]))
-    return "\n".join(out)
+def _home_short(path, shorten: bool) -> str:
+    """``path`` with the user's home folder as ``~`` (a shell reads it back) when
+    ``shorten``, else whole."""
+    from pathlib import Path
+
+    home = Path.home()
+    if shorten and home != Path("/") and home in Path(path).parents:
+        return "~/" + str(Path(path).relative_to(home))
+    return str(path)
 
 
 # ------------------------------------------------------------------------------- datasets
@@ -79,21 +84,28 @@ def _table(rows: list[list[str]]) -> str:
 
 @click.command(cls=options.Command, name="datasets", context_settings=CONTEXT)
 @options.data_dir
-def datasets_cmd(data_dir: str | None) -> None:
-    """List known datasets: kind, folds, present or missing (where), and where to get them."""
+@options.wide
+def datasets_cmd(data_dir: str | None, wide: bool) -> None:
+    """List known datasets: kind, folds, present or missing (where), and where to get them.
+
+    The table fits 120 columns (or $COLUMNS): paths under the home folder are shown as ~/...
+    and the source column is left out where needed (--wide shows it, paths whole)."""
     from ltr_bench.data import dataset_present, list_datasets, resolve_data_dir
+    from ltr_bench.report.fit import Column, fit_table
 
     home = resolve_data_dir(data_dir)
     click.echo(f"data home: {home}")
-    rows = [["name", "kind", "folds", "status", "source"]]
+    rows = []
     for spec in list_datasets():
         present, where = dataset_present(spec, data_dir=data_dir)
+        shown = _home_short(where, not wide)
         if spec.kind != "letor":
             status = "built-in (no download)"
         else:
-            status = f"present at {where}" if present else f"missing: expected at {where}"
+            status = f"present at {shown}" if present else f"missing: expected at {shown}"
         rows.append([spec.name, spec.kind, str(spec.n_folds), status, spec.homepage])
-    click.echo(_table(rows))
+    columns: list[Column | str] = ["name", "kind", "folds", "status", Column("source", drop=1)]
+    options.echo_table(fit_table(columns, rows, width=options.width(wide)))
 
 
 # ------------------------------------------------------------------------------- download

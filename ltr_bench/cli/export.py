@@ -108,7 +108,7 @@ def export_command(
         data = graph.SerializeToString()
         contract = input_contract(model)
         if spec is not None:
-            scorer = OnnxScorer(data, model.manifest, model.folder, contract == ONE_QUERY)
+            scorer = OnnxScorer(data, model.manifest, model.shown, contract == ONE_QUERY)
             console.status(f"checking it on {check_ref} ...", force=True)
             result = check_export(
                 model,

@@ -40,7 +40,7 @@ def load_model_ref(model_ref: str, tracking_uri, tmp: str, console):
     :class:`~ltr_bench.errors.UsageError` (exit 2) for a path that does not exist or a parent
     run, :class:`~ltr_bench.models.ModelLoadError` (exit 1) for a folder that cannot be
     loaded."""
-    from ltr_bench.models import load_model
+    from ltr_bench.models import ModelLoadError, load_model
 
     folder = Path(model_ref).expanduser()
     if is_model_uri(model_ref):
@@ -57,6 +57,13 @@ def load_model_ref(model_ref: str, tracking_uri, tmp: str, console):
             folder = download_model(uri, store, tmp)
         except (LookupError, ModelRefError) as exc:
             raise ModelNotFound(str(exc)) from None
+        # the download is a temporary folder: messages name the model as the user gave it
+        try:
+            model = load_model(folder)
+        except ModelLoadError as exc:
+            raise ModelLoadError(str(exc).replace(str(folder), model_ref)) from None
+        model.name = model_ref
+        return model
     elif not folder.exists():
         raise UsageError(
             f"--model {model_ref}: no such folder (give a kept model's folder, a fold run's id "

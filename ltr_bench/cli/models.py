@@ -54,6 +54,7 @@ CONTEXT = options.CONTEXT
     show_default=True,
     help="table: aligned columns; csv: every field, one line per model; json: a list of objects.",
 )
+@options.wide
 @options.results_dir
 @options.tracking_uri
 @click.option(
@@ -63,17 +64,21 @@ CONTEXT = options.CONTEXT
     "logged, unconfirmed).",
 )
 @click.pass_context
-def models_command(ctx, datasets, rankers, best, fmt, results_dir, tracking_uri, no_mlflow) -> None:
+def models_command(
+    ctx, datasets, rankers, best, fmt, wide, results_dir, tracking_uri, no_mlflow
+) -> None:
     """List the kept models: row name, ranker, dataset, fold, seed, a metric, the model
     folder, and (once logged to MLflow) the fold run id and model URI.
 
     Any of the folder, run id (runs:/<run id>/model) or model URI is what `ltr-bench predict
-    --model` takes. The table goes to stdout, notes to stderr.
+    --model` takes. The table goes to stdout, notes to stderr. The table fits 120 columns
+    (or $COLUMNS): the model URI, the folder, the ranker and the seed are left out in that
+    order where needed (--wide, csv or json show every column).
 
     Exit codes: 0 ok, 1 no kept model / MLflow could not be read, 2 bad invocation (an
     option that names nothing kept).
     """
-    from ltr_bench.report.model_list import format_rows, model_rows, select
+    from ltr_bench.report.model_list import format_rows, format_table, model_rows, select
     from ltr_bench.results import ResultStore
     from ltr_bench.results.labels import split_names
 
@@ -107,7 +112,10 @@ def models_command(ctx, datasets, rankers, best, fmt, results_dir, tracking_uri,
     if best is not None:
         chosen, metric = _best(records, chosen, found, best or None, wanted_rankers, no_mlflow)
     rows = model_rows(chosen, found, metric=metric, confirmed=not no_mlflow)
-    click.echo(format_rows(rows, fmt, cwd=Path.cwd()), nl=False)
+    if fmt == "table":
+        options.echo_table(format_table(rows, cwd=Path.cwd(), width=options.width(wide)))
+    else:
+        click.echo(format_rows(rows, fmt, cwd=Path.cwd()), nl=False)
     ctx.exit(code)
 
 

@@ -47,6 +47,33 @@ data_dir = click.option(
 )
 
 
+wide = click.option(
+    "--wide",
+    is_flag=True,
+    help="Every column whole, however wide (a table otherwise fits $COLUMNS, else 120 "
+    "columns, leaving out the columns it names on stderr).",
+)
+
+
+def width(wide: bool) -> int | None:
+    """The width a table fits (:func:`ltr_bench.report.fit.table_width`); None with
+    ``--wide``."""
+    from ltr_bench.report.fit import table_width
+
+    return None if wide else table_width()
+
+
+def echo_table(fitted, how: str = "--wide") -> None:
+    """A fitted table (:func:`ltr_bench.report.fit.fit_table`) to stdout and, when columns
+    were left out to fit, the note naming them and ``how`` to see them to stderr."""
+    from ltr_bench.report.fit import left_out_note, table_width
+
+    click.echo(fitted.text)
+    note = left_out_note(fitted, table_width(), how)
+    if note:
+        click.echo(note, err=True)
+
+
 @contextlib.contextmanager
 def sigterm_as_interrupt():
     """Inside the block SIGTERM (``kill``, a batch scheduler ending a job) raises

@@ -264,16 +264,21 @@ def _fold_loader(spec, seed: int, opts: dict, data_dir, cache_dir, progress):
 
 
 def _write(output, qrels_out, scores_out, pred, tag: str) -> None:
+    """Write the outputs asked for, each followed by a line on stderr that says where."""
     from ltr_bench.models.predict import scores_text
     from ltr_bench.results import qrels_text, trec_run_text, write_output
 
+    n = pred.scores.size
     if output:
         run = trec_run_text(pred.qid, pred.scores, tag=tag, docid=pred.docid)
         write_output(output, run, what="--output")
+        click.echo(f"wrote {output} (--output: the TREC run, {n} lines)", err=True)
     if scores_out:
         write_output(scores_out, scores_text(pred.scores), what="--scores")
+        click.echo(f"wrote {scores_out} (--scores: one score a line, {n} lines)", err=True)
     if qrels_out and pred.y is None:  # the run and scores above are kept
         raise UsageError(f"--qrels {qrels_out}: {pred.source} has no labels to write")
     if qrels_out:
         qrels = qrels_text(pred.qid, pred.y, docid=pred.docid)
         write_output(qrels_out, qrels, what="--qrels")
+        click.echo(f"wrote {qrels_out} (--qrels: the file's labels as TREC qrels)", err=True)

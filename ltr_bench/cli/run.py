@@ -352,6 +352,7 @@ def _run_logged(
                 report.records,
                 expanded.metrics,
                 convention=plan.conventions[0] if plan.conventions else None,
+                width=options.width(False),
             )
         )
     logging_interrupted = False

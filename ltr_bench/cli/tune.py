@@ -442,7 +442,7 @@ def _tune(
     records.sort(key=lambda r: position.get(r.key, len(position)))  # plan order, not arrival
     output_error = options.write_records_output(output, [*records, *failed], store.root)
     if records:
-        click.echo(summary_table(records, expanded.metrics))
+        click.echo(summary_table(records, expanded.metrics, width=options.width(False)))
         click.echo(tuning_table(records))
     if output_error:
         _err(output_error)

@@ -40,9 +40,10 @@ def ui_cmd(
     """Start the MLflow UI on the results store (foreground; Ctrl-C stops it).
 
     Runs `python -m mlflow ui --app-name ltr-bench` (MLflow's server plus the page
-    /ltr-bench/, which opens the runs tables with the metric columns shown, sorted by NDCG@10)
-    with the store's URI and artifact root. MLflow's background
-    job runner (GenAI scorers, not used by ltr-bench) is off unless
+    /ltr-bench/, which opens the runs tables with the metric columns shown, sorted by NDCG@10,
+    in MLflow's model-training view) with the store's URI and artifact root. Prints the
+    address of each experiment's runs table (/ltr-bench/#/experiments/<id>/runs). MLflow's
+    background job runner (GenAI scorers, not used by ltr-bench) is off unless
     MLFLOW_SERVER_ENABLE_JOB_EXECUTION is set.
 
     Exit codes: 1 no store there (nothing is created: run `ltr-bench run` first), 2 an
@@ -82,7 +83,10 @@ def ui_cmd(
     # them to the headline metrics, sorted by NDCG@10, parents only, then opens the
     # model-training view (MLflow 3 opens in its GenAI view otherwise).
     if served:
-        _err(f"MLflow UI for {uri}: open http://{host}:{port}/ltr-bench/ (Ctrl-C to stop)")
+        from ltr_bench.tracking.lookup import ltr_experiments
+
+        for line in address_lines(uri, f"http://{host}:{port}", ltr_experiments(uri)):
+            _err(line)
     else:  # an install from before the app existed: MLflow's plain UI
         _err(
             f"MLflow UI for {uri}: open http://{host}:{port}/#/experiments?workflowType="
@@ -101,3 +105,22 @@ def ui_cmd(
     except KeyboardInterrupt:
         proc.terminate()
         ctx.exit(proc.wait())
+
+
+def address_lines(uri: str, base: str, experiments: list[tuple[str, str]]) -> list[str]:
+    """What ``ltr-bench ui`` prints: for each ltr-bench experiment (``(name, id)``) the address
+    of its runs table in the model-training view (:func:`ltr_bench.tracking.ui_app.runs_link`),
+    then the experiments list; with one experiment, its runs table alone."""
+    from ltr_bench.tracking.ui_app import PATH, runs_link
+
+    every = base + PATH
+    if len(experiments) == 1:
+        ((name, eid),) = experiments
+        return [f"MLflow UI for {uri}: open {runs_link(base, eid)} ({name}; Ctrl-C to stop)"]
+    if not experiments:
+        return [f"MLflow UI for {uri}: open {every} (Ctrl-C to stop)"]
+    width = max(len(name) for name, _ in experiments)
+    lines = [f"MLflow UI for {uri} (Ctrl-C to stop); open the runs table of"]
+    lines += [f"  {name.ljust(width)}  {runs_link(base, eid)}" for name, eid in experiments]
+    lines.append(f"  {'every experiment'.ljust(width)}  {every}")
+    return lines

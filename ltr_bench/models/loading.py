@@ -49,6 +49,19 @@ class LoadedModel:
     ranker: Any  # a fitted ranker (the contract's duck type)
     manifest: dict
     folder: Path
+    #: what the user called the model (``--model runs:/<id>/model``) when the folder is a
+    #: temporary download; messages name that instead of the folder (:attr:`shown`)
+    name: str = ""
+
+    @property
+    def shown(self) -> str:
+        """How messages name the model: ``name`` when given, else the folder."""
+        return self.name or str(self.folder)
+
+    @property
+    def called(self) -> str:
+        """``the model <name>``, else ``the model in <folder>`` (for messages)."""
+        return f"the model {self.name}" if self.name else f"the model in {self.folder}"
 
     @property
     def n_features(self) -> int | None:
@@ -71,13 +84,12 @@ class LoadedModel:
         n = self.n_features
         if X.ndim == 2 and n is not None and X.shape[1] != n:
             raise RankerInputError(
-                f"the rows have {X.shape[1]} features, but the model in {self.folder} was "
-                f"fitted on {n}"
+                f"the rows have {X.shape[1]} features, but {self.called} was fitted on {n}"
             )
         if self.preprocessing["query_norm"]:
             if qid is None:
                 raise RankerInputError(
-                    f"the model in {self.folder} expects query-normalised features "
+                    f"{self.called} expects query-normalised features "
                     "(query_norm): pass qid so each query can be normalised"
                 )
             from ltr_bench.data.normalise import query_level_norm

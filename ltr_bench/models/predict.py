@@ -267,7 +267,7 @@ def predict_file(
     path = Path(path)
     n = model.n_features
     if n is None:
-        raise ModelInputError(f"{model.folder}: the model does not record its feature count")
+        raise ModelInputError(f"{model.shown}: the model does not record its feature count")
     scores, qids, ys, docids = [], [], [], []
     widest = 0
     chunks = iter_query_chunks(
@@ -290,14 +290,13 @@ def predict_file(
             docids.append(chunk.docid)
     except FeatureIndexError as exc:
         raise ModelInputError(
-            f"{path}:{exc.line}: feature index {exc.index} is beyond the {n} features the "
-            f"model in {model.folder} was fitted on: the file was made for another model "
-            "(or another feature set)"
+            f"{path}:{exc.line}: feature index {exc.index} is beyond the {n} features "
+            f"{model.called} was fitted on: {_same_features(n)}"
         ) from None
     if widest < n:
         raise ModelInputError(
-            f"{path}: the rows have at most {widest} features, but the model in {model.folder} "
-            f"was fitted on {n}"
+            f"{path}: the rows have at most {widest} features, but {model.called} "
+            f"was fitted on {n}: {_same_features(n)}"
         )
     pred = Prediction(source=str(path), scores=np.concatenate(scores), qid=np.concatenate(qids))
     present = [d for d in docids if d is not None]
@@ -315,6 +314,16 @@ def predict_file(
         pred.max_label = top if max_label is None else int(max_label)
         _evaluate(pred, metrics)
     return pred
+
+
+def _same_features(n: int) -> str:
+    """What to do when a file's features are not the model's."""
+    return (
+        f"the file must have the model's {n} features, the feature set of the data it was "
+        "trained on. To rank your own data, train on it first: `ltr-bench run --ranker "
+        "lightgbm --dataset <folder with your train.txt, vali.txt, test.txt>`, then give "
+        "--model one of that run's models (`ltr-bench models`)"
+    )
 
 
 def repeated_docid_notes(pred: Prediction) -> list[str]:

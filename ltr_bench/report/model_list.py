@@ -24,7 +24,15 @@ from typing import Any
 from ltr_bench.results import ResultRecord
 from ltr_bench.results.labels import label_sort_key, row_label, variant_text
 
-__all__ = ["FORMATS", "ModelRow", "format_rows", "headline_metric", "model_rows", "select"]
+__all__ = [
+    "FORMATS",
+    "ModelRow",
+    "format_rows",
+    "format_table",
+    "headline_metric",
+    "model_rows",
+    "select",
+]
 
 FORMATS = ("table", "csv", "json")
 
@@ -171,11 +179,31 @@ def format_rows(rows: Sequence[ModelRow], fmt: str = "table", *, cwd: Path | Non
         return buf.getvalue()
     if fmt != "table":
         raise ValueError(f"format {fmt!r} is not one of {', '.join(FORMATS)}")
+    return format_table(rows, cwd=cwd).text + "\n"
+
+
+def format_table(rows: Sequence[ModelRow], *, cwd: Path | None = None, width: int | None = None):
+    """The ``table`` of :func:`format_rows` fitted to ``width`` (:mod:`ltr_bench.report.fit`;
+    None: every column). The run id is never shortened (``runs:/<run id>/model`` is what a
+    user copies); to fit, what says nothing goes first, then the model URI (the run id loads
+    the same model), the model folder, the ranker (the row's name starts with it) and the
+    seed. Returns a :class:`~ltr_bench.report.fit.Fitted`."""
+    from ltr_bench.report.fit import Column, fit_table
+
     metrics = {r.metric for r in rows}
     single = len(metrics) == 1
-    header = ["label", "ranker", "dataset", "fold", "seed", metrics.pop() if single else "metric"]
-    header += ["model folder", "run id", "model URI"]
-    table = [header]
+    columns = [
+        Column("label", cut=True),  # a last resort: --wide, csv and json have it whole
+        Column("ranker", drop=3),
+        Column("dataset"),
+        Column("fold", right=True),
+        Column("seed", right=True, drop=1),
+        Column(metrics.pop() if single else "metric", right=True),
+        Column("model folder", drop=4),
+        Column("run id"),
+        Column("model URI", drop=5),
+    ]
+    table = []
     for r in rows:
         value = _value_text(r.value) if single else f"{r.metric} {_value_text(r.value)}"
         folder = _shown_path(r.model_dir, cwd) + ("" if r.present else " (missing)")
@@ -183,13 +211,4 @@ def format_rows(rows: Sequence[ModelRow], fmt: str = "table", *, cwd: Path | Non
             [r.label, r.ranker, r.dataset, str(r.fold), str(r.seed), value, folder]
             + [r.run_id or "-", r.model_uri or "-"]
         )
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    right = {3, 4, 5}
-    lines = [
-        "  ".join(
-            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))
-        ).rstrip()
-        for row in table
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines) + "\n"
+    return fit_table(columns, table, width=width)

@@ -98,7 +98,9 @@ def model_description(report: Report, row: Row, metric: str | None = None) -> st
     )
     chosen = (
         f"Best of {len(report.rows)} configuration(s) on {report.dataset} by mean {metric}: "
-        f"{row.label} {_fmt(stat.mean)} ± {_fmt(stat.std)} over {stat.n} fold run(s)"
+        f"{row.label} {_fmt(stat.mean)}"
+        + ("" if math.isnan(stat.std) else f" ± {_fmt(stat.std)}")  # one fold: no spread
+        + f" over {stat.n} fold run(s)"
         + (f" (the others: {others})." if others else ".")
     )
     return f"ltr-bench: {chosen} {_comparison(report, row, metric)}"

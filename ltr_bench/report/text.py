@@ -260,10 +260,16 @@ def format_report(report: Report, fmt: str = "md", *, plots=()) -> str:
         ) from None
 
 
-def summary_table(records, metrics, *, convention: str | None = None) -> str:
+def summary_table(
+    records, metrics, *, convention: str | None = None, width: int | None = None
+) -> str:
     """The CLI's summary of a run: one line per (dataset, configuration), mean ± std over
     its folds and seeds of the main metrics (under ``convention``, a profile of
-    :mod:`ltr_bench.evaluation.conventions`, when given), fit time and scoring time."""
+    :mod:`ltr_bench.evaluation.conventions`, when given), fit time and scoring time.
+
+    ``width``: the table fits it (:func:`ltr_bench.report.fit.fit_table`; None: every
+    column): the first metrics are left out first (the last two, ndcg@10 and map by
+    default, stay), then the scoring time; a note names what was left out."""
     from ltr_bench.results import aggregate, group_flags
 
     wanted = [m for m in ("ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "map") if m in metrics]
@@ -315,15 +321,15 @@ def summary_table(records, metrics, *, convention: str | None = None) -> str:
             + [cell("fit_seconds", 2), cell("score_us_per_doc", 3)]
         )
         notes += [f"(!) {label} on {dataset}: {f}" for f in flags]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = [
-        "  ".join(
-            c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))
-        ).rstrip()
-        for row in rows
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines + notes)
+    from ltr_bench.report.fit import Column, fit_table, left_out_note
+
+    metric_cols = header[3 : 3 + len(wanted)]
+    ranks = {m: 2 + len(metric_cols) - k for k, m in enumerate(metric_cols[:-2])}
+    ranks["us/doc"] = 1
+    columns = [Column(h, right=i >= 3, drop=ranks.get(h, 0)) for i, h in enumerate(header)]
+    fitted = fit_table(columns, rows[1:], width=width)
+    note = left_out_note(fitted, width or 0, "`ltr-bench report`")
+    return "\n".join([fitted.text, *([note] if note else []), *notes])
 
 
 def tuning_table(records) -> str:

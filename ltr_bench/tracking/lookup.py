@@ -13,6 +13,7 @@ Nothing here writes: a store that does not exist is reported, never created.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -23,12 +24,14 @@ from ltr_bench.tracking.layout import MLFLOW_PARENT_RUN_ID, TAG_FINISHED, TAG_KE
 from ltr_bench.tracking.models_index import MODEL_NAME
 from ltr_bench.tracking.reader import _all_runs
 from ltr_bench.tracking.store import (
+    EXPERIMENT_PREFIX,
     NoResultsError,
     TrackingError,
     experiment_name,
     message,
     open_client,
     resolve_tracking_uri,
+    sqlite_path,
 )
 from ltr_bench.tracking.store_check import check_store
 
@@ -37,6 +40,7 @@ __all__ = [
     "ModelRefError",
     "ParentRunError",
     "fold_models",
+    "ltr_experiments",
     "model_uri_for",
     "noted_run_problems",
     "store_problem",
@@ -98,6 +102,34 @@ def store_problem(uri: str) -> str | None:
     except NoResultsError as exc:
         return str(exc)
     return None
+
+
+def ltr_experiments(uri: str) -> list[tuple[str, str]]:
+    """``(name, experiment id)`` of the store's active ltr-bench experiments
+    (``ltr-bench/<dataset>``), by name. An SQLite store is read with ``sqlite3``, read-only
+    and without importing MLflow (``ltr-bench ui`` prints their addresses before its server
+    starts); another store through MLflow. Empty when they cannot be read (the caller then
+    names the experiments list instead)."""
+    db = sqlite_path(uri)
+    try:
+        if db is not None:
+            import sqlite3
+
+            with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+                found = conn.execute(
+                    "SELECT name, experiment_id FROM experiments "
+                    "WHERE lifecycle_stage = 'active' AND substr(name, 1, ?) = ?",
+                    (len(EXPERIMENT_PREFIX), EXPERIMENT_PREFIX),
+                ).fetchall()
+        else:
+            found = [
+                (e.name, e.experiment_id)
+                for e in open_client(uri).search_experiments()
+                if e.name.startswith(EXPERIMENT_PREFIX)
+            ]
+    except Exception:  # noqa: BLE001 - the caller falls back to the experiments list
+        return []
+    return sorted((str(name), str(i)) for name, i in found)
 
 
 def _logged_models(client, experiment_id: str) -> dict[str, str]:

@@ -56,6 +56,7 @@ __all__ = [
     "RankerPyfunc",
     "RegistrationRefused",
     "feature_columns",
+    "request_body",
     "kept_manifest",
     "log_kept_model",
     "register_models",
@@ -124,12 +125,29 @@ class RankerPyfunc(PythonModel):
 
 
 def _signature(n_features: int):
+    """``qid`` (long) and ``f1`` .. ``f<n>`` (double) in, one double out. The columns are
+    optional to MLflow's schema check on purpose: a request that lacks one reaches
+    :meth:`RankerPyfunc.predict`, whose 400 answer starts with the cause ("the input lacks
+    feature column(s) f3, ..."); MLflow's own check answers with a dump of the request and
+    the schema first and the cause at the end."""
     from mlflow.models import ModelSignature
     from mlflow.types import ColSpec, Schema, TensorSpec
 
-    inputs: list[ColSpec | TensorSpec] = [ColSpec("long", "qid")]
-    inputs += [ColSpec("double", c) for c in feature_columns(n_features)]
+    inputs: list[ColSpec | TensorSpec] = [ColSpec("long", "qid", required=False)]
+    inputs += [ColSpec("double", c, required=False) for c in feature_columns(n_features)]
     return ModelSignature(inputs=Schema(inputs), outputs=Schema([ColSpec("double")]))
+
+
+def request_body(X, qid) -> dict[str, Any]:
+    """The JSON body of a scoring request (``mlflow models serve``'s ``/invocations``) for
+    the rows ``X`` (``(n_docs, n_features)``, the model's features in LETOR order) of the
+    queries ``qid`` (``(n_docs,)``, each query's rows together): ``{"dataframe_split":
+    {"columns": ["qid", "f1", ..., "f<n>"], "data": [[qid, x1, ..., xn], ...]}}``."""
+    X = np.asarray(X, dtype=np.float64)
+    qid = np.asarray(qid)
+    rows = [[int(q), *map(float, x)] for q, x in zip(qid, X)]
+    columns = ["qid", *feature_columns(X.shape[1])]
+    return {"dataframe_split": {"columns": columns, "data": rows}}
 
 
 def _example(n_features: int):

@@ -10,9 +10,14 @@ the selected columns (in a fresh browser instead of MLflow's Source / Models / D
 columns, which ltr-bench runs leave empty), sorts by NDCG@10 (best first) and shows the
 configurations' parent runs
 (``tags.ltr_bench_role = 'parent'``: one row per configuration with its fold means), unless
-the user already chose a sort order or a filter; then it closes the MLflow Assistant panel and
-goes to the model-training experiments list. Nothing else changes: the columns stay
-the user's to change, and the plain UI is at ``/``.
+the user already chose a sort order or a filter; then it closes the MLflow Assistant panel,
+switches MLflow to its model-training view (:data:`BROWSER_SETTINGS`: MLflow 3.17 keeps the
+view in the browser and defaults to GenAI, whose experiment page is a traces overview) and
+goes to the route after its ``#``: ``/ltr-bench/#/experiments/<id>/runs`` (what ``ltr-bench
+ui`` prints, :func:`runs_link`) lands on that experiment's runs table, plain ``/ltr-bench/``
+on the experiments list, both with ``workflowType=machine_learning`` in the address. Nothing
+else changes: the columns and the view stay the user's to change, and the plain UI is at
+``/``.
 
 Registered with MLflow as the server app ``ltr-bench`` (entry point group ``mlflow.app``), so
 ``mlflow server --app-name ltr-bench`` (what ``ltr-bench ui`` runs) serves it; MLflow calls
@@ -26,7 +31,15 @@ import json
 
 from ltr_bench.tracking.store import mlflow_metric_key
 
-__all__ = ["COLUMNS", "PATH", "create_app", "page_html"]
+__all__ = [
+    "BROWSER_SETTINGS",
+    "COLUMNS",
+    "PATH",
+    "create_app",
+    "page_html",
+    "runs_link",
+    "runs_route",
+]
 
 #: where the page is served
 PATH = "/ltr-bench/"
@@ -69,6 +82,30 @@ INITIAL_STATE = {
     },
 }
 
+#: MLflow 3.17's own browser settings (``localStorage``, ``<key>_v<version>`` holding JSON)
+#: the page writes: the model-training view (the UI's default is its GenAI view, whose
+#: experiment page is a traces overview) and the GenAI "Detect Issues" and registry promotion
+#: pop-ups, which cover the page until dismissed, marked as seen
+BROWSER_SETTINGS = {
+    "mlflow.workflowType_v1": "machine_learning",
+    "mlflow.detectIssues.guidanceShown_v1": True,
+    "_mlflow_model_registry_promo_modal_dismissed_v1": True,
+}
+
+
+def runs_route(experiment_id: str) -> str:
+    """The UI route (after ``#``) of an experiment's runs table in the model-training view:
+    what :data:`PATH` followed by ``#`` and this route opens, once it has set the columns."""
+    return f"/experiments/{experiment_id}/runs?workflowType=machine_learning"
+
+
+def runs_link(base: str, experiment_id: str) -> str:
+    """The address to print for an experiment: ``<base>/ltr-bench/#/experiments/<id>/runs``
+    (``base`` like ``http://127.0.0.1:5000``), which prepares the runs table's columns and
+    lands on it in the model-training view."""
+    return base.rstrip("/") + PATH + "#" + runs_route(experiment_id).split("?")[0]
+
+
 _PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>ltr-bench: opening MLflow</title></head>
 <body><p id="status">Preparing the MLflow runs tables for the comparison &hellip;</p>
@@ -77,6 +114,7 @@ const COLUMNS = __COLUMNS__;
 const INITIAL = __INITIAL__;
 const SORT_KEY = __SORT_KEY__;
 const PARENTS_ONLY = __PARENTS_ONLY__;
+const SETTINGS = __SETTINGS__;
 const key = id => "MLflowLocalStorage-1.1-ExperimentPage-" + JSON.stringify([String(id)])
   + "-ReactComponentState";
 function prepare(id) {
@@ -108,7 +146,18 @@ fetch("../ajax-api/2.0/mlflow/experiments/search", {
     localStorage.setItem("mlflow.assistant.fab.autoOpenedOnFirstLoad_v1", "true");
   })
   .catch(e => { document.getElementById("status").textContent = "MLflow did not answer: " + e; })
-  .finally(() => location.replace("../#/experiments?workflowType=machine_learning"));
+  .finally(() => location.replace("../" + target(location.hash)));
+// MLflow 3 keeps its view (GenAI by default) in the browser; the model-training view shows
+// an experiment's runs table, the Models tab and the registry without GenAI's pop-ups
+Object.entries(SETTINGS).forEach(([k, v]) => localStorage.setItem(k, JSON.stringify(v)));
+// the route asked for after /ltr-bench/ (#/experiments/<id>/runs), else the experiments list,
+// with workflowType=machine_learning in its query (the address wins over what is stored)
+function target(hash) {
+  const [route, query] = (hash.startsWith("#/") ? hash : "#/experiments").split("?");
+  const params = new URLSearchParams(query || "");
+  params.set("workflowType", "machine_learning");
+  return route + "?" + params.toString();
+}
 </script></body></html>
 """
 
@@ -120,6 +169,7 @@ def page_html() -> str:
         .replace("__INITIAL__", json.dumps(INITIAL_STATE))
         .replace("__SORT_KEY__", json.dumps(SORT_KEY))
         .replace("__PARENTS_ONLY__", json.dumps(PARENTS_ONLY))
+        .replace("__SETTINGS__", json.dumps(BROWSER_SETTINGS))
     )
 
 

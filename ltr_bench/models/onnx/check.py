@@ -178,6 +178,16 @@ class OnnxScorer:
     def n_features(self) -> int | None:
         return self.manifest.get("n_features")
 
+    @property
+    def shown(self) -> str:
+        """How messages name the model (as :attr:`LoadedModel.shown`)."""
+        return str(self.folder)
+
+    @property
+    def called(self) -> str:
+        """``the model in <folder>`` (as :attr:`LoadedModel.called`)."""
+        return f"the model in {self.folder}"
+
     def predict(self, X, qid=None) -> np.ndarray:
         from ltr_bench.models.onnx.export import onnx_scores
         from ltr_bench.ranker import RankerInputError
@@ -185,7 +195,7 @@ class OnnxScorer:
         X = np.asarray(X)
         if X.ndim == 2 and self.n_features is not None and X.shape[1] != self.n_features:
             raise RankerInputError(
-                f"the rows have {X.shape[1]} features, but the model in {self.folder} was "
+                f"the rows have {X.shape[1]} features, but {self.called} was "
                 f"fitted on {self.n_features}"
             )
         if self.one_query and qid is None:
