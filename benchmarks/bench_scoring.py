@@ -12,7 +12,8 @@ informative), about 120 documents per query (query sizes vary as the generator d
 Each model is fitted on fold 1's training split of a ``--train-queries`` pool and scores the
 test split of a separately generated ``--score-queries`` pool. Every ranker's thread
 parameter is 1 and everything runs inside ``ltr_bench.timing.thread_limit(1)``, as the
-harness runs a cell of ``ltr-bench run --threads 1``.
+harness runs a cell of ``ltr-bench run --threads 1``; the split's arrays are read-only, as
+the harness freezes them.
 
 Per ranker:
 
@@ -137,19 +138,15 @@ def _neural_bare(r):
 
     model = r.model_
     param = next(model.parameters())
-    standardised: dict[int, np.ndarray] = {}  # prepared outside the timed call
 
-    def prepare(X):
-        key = id(X)
-        if key not in standardised:
-            Xs = transform_features(X, r.feature_transform)
-            standardised[key] = (Xs - r.feature_mean_) / r.feature_scale_
-        return standardised[key]
+    from ltr_bench_neural.training import torch_threads
 
-    def bare(X, q):
-        Xs = prepare(X)
-        with torch.inference_mode():
+    def bare(Xs, q):
+        with torch_threads(1), torch.inference_mode():
             return score_matrix(model, Xs, q, r, param.device, param.dtype)
+
+    def prepare(X):  # outside the timed call: the rows standardised as predict does it
+        return (transform_features(X, r.feature_transform) - r.feature_mean_) / r.feature_scale_
 
     bare.prepare = prepare  # type: ignore[attr-defined]
     return bare
@@ -193,7 +190,9 @@ def main(argv=None) -> int:
 
     train = _pool(train_q, seed=0).train
     test = _pool(score_q, seed=1).test
-    X, qid = np.ascontiguousarray(test.X, dtype=np.float64), test.qid
+    X = np.ascontiguousarray(test.X, dtype=np.float64)
+    qid = np.array(test.qid, dtype=np.int64)
+    X.flags.writeable = qid.flags.writeable = False  # as the harness freezes its splits
     bounds = query_boundaries(qid)
     n_q = len(bounds) - 1
     picks = np.unique(np.linspace(0, n_q - 1, min(n_q, lat_q)).round().astype(int))
@@ -223,23 +222,21 @@ def main(argv=None) -> int:
         with thread_limit(1):
             ranker.fit(train.X, train.y, qid=train.qid)
             bare = _bare(label, ranker)
-            prepare = getattr(bare, "prepare", None)
-            if prepare is not None:
-                prepare(X)
-            scores, ref = ranker.predict(X, qid=qid), bare(X, qid)
+            prepare = getattr(bare, "prepare", lambda X: X)
+            Xb = prepare(X)
+            scores, ref = ranker.predict(X, qid=qid), bare(Xb, qid)
             # the bare call must be the model predict wraps
             assert np.allclose(scores, ref, rtol=1e-6, atol=1e-6 * np.abs(ref).max()), label
             t_pred = _best(lambda: ranker.predict(X, qid=qid), args.repeats)
-            t_bare = _best(lambda: bare(X, qid), args.repeats)
+            t_bare = _best(lambda: bare(Xb, qid), args.repeats)
             lat, lat_bare = [], []
             for i in picks:
                 a, b = int(bounds[i]), int(bounds[i + 1])
                 Xq, qq = X[a:b], qid[a:b]
-                if prepare is not None:
-                    prepare(Xq)
+                Xqb = prepare(Xq)
                 ranker.predict(Xq, qid=qq)  # warm
                 lat.append(_best(lambda: ranker.predict(Xq, qid=qq), 3))
-                lat_bare.append(_best(lambda: bare(Xq, qq), 3))
+                lat_bare.append(_best(lambda: bare(Xqb, qq), 3))
         n = X.shape[0]
         ratio = t_pred / t_bare
         fixed = statistics.median(p - q for p, q in zip(lat, lat_bare)) * 1e6

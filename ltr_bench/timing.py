@@ -9,7 +9,14 @@ What the numbers mean (they are recorded with every result):
     ``median(t_1..t_R) / n_docs * 1e6``: one untimed warm-up ``predict`` on the test split
     (its scores are the ones evaluated), then ``R`` timed calls (``R = 5`` by default, fewer
     when ``R`` calls would exceed ``max_seconds``; at least one). The median makes a single
-    disturbed call (another process, a GC pause) harmless.
+    disturbed call (another process, a GC pause) harmless. Each call is the ranker's whole
+    ``predict`` on the test split's ``X`` (float64, C-contiguous) and ``qid``: its input
+    checks, any conversion or copy, its thread-pool handling and the model's arithmetic,
+    inside the cell's thread limit (``--threads``: set once around fit and scoring; without
+    it a ranker that limits its BLAS pools in ``predict`` sets them per call, about 25 µs
+    each, see :func:`thread_limit`). The built-in rankers
+    make the first three small beside the model (``ltr_bench.predict_input``;
+    ``benchmarks/bench_scoring.py`` measures each against its bare library call).
 ``query_ms_p50`` / ``query_ms_p99``
     What one query costs: after the bulk timing, the test split is scored again one query
     per ``predict`` call (the rows of one query, a view of the split, and its ``qid``) for
@@ -19,8 +26,11 @@ What the numbers mean (they are recorded with every result):
     percentiles (numpy's linear interpolation, so with fewer than 100 queries the p99 lies
     between the two slowest). It includes everything a caller pays for one query: the input
     checks, any conversion, the model, the thread-pool handling of the ranker's ``predict``
-    (inside the cell's own thread limit, set once around the cell). Its scores are never
-    evaluated. ``query_latency_queries`` is the number of queries timed.
+    (inside the cell's own thread limit, as above), and nothing of the harness. The model
+    is warm (the bulk calls ran just before); each query is called once. Its scores are
+    never evaluated. ``query_latency_queries`` is the number of queries timed (0 in records
+    from before it was measured, or when a one-query call failed: a warning says why). The
+    cell's ``stage_seconds["score"]`` includes these calls.
 ``peak_rss_mb``
     Peak resident set size of the whole process during the measured block (fit + scoring),
     in MiB (2**20 bytes). It includes everything the process holds: the loaded fold, the

@@ -66,8 +66,8 @@ class ResultRecord:
     stage_seconds: wall seconds of the cell's stages: ``load`` (reading or generating the
     fold; in process one load serves every ranker of a fold and each of its records carries
     it), ``setup`` (building the ranker), ``fit``, ``score`` (the warm-up call and the timed
-    repeats of ``predict`` on the test split), ``evaluate`` (the metrics), ``save`` (writing
-    the kept model, :mod:`ltr_bench.run.keep`).
+    repeats of ``predict`` on the test split, then the one-query calls), ``evaluate`` (the
+    metrics), ``save`` (writing the kept model, :mod:`ltr_bench.run.keep`).
     model_info: what the fitted model is (its size, diagnostics): the ranker's
     ``fitted_info()``.
     learning_curves: the ranker's ``learning_curves()``: ``{"train_loss": [...],

@@ -155,3 +155,24 @@ def test_the_folded_weights_are_not_saved_and_a_loaded_model_scores_the_same(tmp
     r.save_native(folder)
     loaded = type(r).load_native(folder, {"params": r.get_params(deep=False)})
     np.testing.assert_array_equal(loaded.predict(X), before)
+
+
+def test_a_frozen_qid_found_valid_is_not_checked_again(monkeypatch):
+    import ltr_bench.predict_input as predict_input
+
+    calls = []
+    real = predict_input.query_boundaries
+    monkeypatch.setattr(predict_input, "query_boundaries", lambda q: calls.append(1) or real(q))
+    X = np.zeros((6000, 2))
+    frozen = np.repeat(np.arange(60), 100)
+    frozen.flags.writeable = False
+    for _ in range(3):
+        predict_matrix(X, frozen, n_features=2)
+    assert len(calls) == 1
+    writable = np.repeat(np.arange(60), 100)
+    for _ in range(2):
+        predict_matrix(X, writable, n_features=2)
+    assert len(calls) == 3  # a qid that may change is checked every call
+    writable[-1] = 0  # rows of query 0 in two blocks: still refused
+    with pytest.raises(RankerInputError, match="query id occurs in separate"):
+        predict_matrix(X, writable, n_features=2)
