@@ -131,3 +131,24 @@ def test_a_tree_ranker_cell_records_the_latency_too(tmp_path, name):
     assert rec.status == "ok", rec.error
     assert rec.query_latency_queries == rec.n_test_queries
     assert math.isfinite(rec.query_ms_p99) and rec.query_ms_p99 > 0
+
+
+def test_the_pareto_plot_can_put_one_querys_latency_on_its_cost_axis(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    from ltr_bench.report import plots
+    from ltr_bench.report.tables import build_report
+
+    report, _ = _run(tmp_path)
+    (rec,) = report.records
+    labels = []
+
+    def keep(fig):
+        ax = fig.axes[0]
+        labels.append(ax.get_xlabel())
+        labels.append([float(x) for line in ax.get_lines() for x in line.get_xdata()])
+        return b"png"
+
+    monkeypatch.setattr(plots, "_png", keep)
+    built = build_report([rec], dataset=rec.dataset)
+    plots.write_pareto_plots(built, tmp_path / "p", score_time_key="query_ms_p99")
+    assert "p99" in labels[0] and labels[1] == [rec.query_ms_p99]
