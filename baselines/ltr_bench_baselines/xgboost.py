@@ -246,11 +246,12 @@ class _XGBoostRanker(GBDTRanker):
         if X.shape[0] == 0:
             return np.zeros(0, dtype=np.float64)
         booster = self.booster_
-        if self.__dict__.get("_threads_set_on") is not booster:
-            # inplace_predict runs on the booster's own nthread; a loaded booster has none
-            # (a runtime parameter, not saved), so it is set once per booster, not per call
+        if self.__dict__.get("_threads_set_on") != id(booster):
+            # inplace_predict runs on the booster's own nthread; a loaded or copied booster
+            # has none (a runtime parameter, not saved), so it is set once per booster, not
+            # per call (an id, not the booster: the ranker stays picklable as it was)
             booster.set_param({"nthread": int(self.n_threads_)})
-            self._threads_set_on = booster
+            self._threads_set_on = id(booster)
         # no DMatrix per call: the same trees read straight from the array (the scores are
         # the DMatrix path's, float32 sums widened to float64)
         scores = booster.inplace_predict(
