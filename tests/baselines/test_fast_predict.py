@@ -176,3 +176,18 @@ def test_a_frozen_qid_found_valid_is_not_checked_again(monkeypatch):
     writable[-1] = 0  # rows of query 0 in two blocks: still refused
     with pytest.raises(RankerInputError, match="query id occurs in separate"):
         predict_matrix(X, writable, n_features=2)
+
+
+@pytest.mark.parametrize("scorer", ["linear", "mlp"])
+def test_neural_predict_is_its_forward_pass_on_the_standardised_rows(scorer):
+    torch = pytest.importorskip("torch")
+    from ltr_bench_neural.features import transform_features
+    from ltr_bench_neural.training import score_matrix
+
+    X, y, qid = _data(d=8)
+    r = _fit("neural", {"scorer": scorer, "epochs": 2, "random_state": 0}, X, y, qid)
+    Xs = (transform_features(X, r.feature_transform) - r.feature_mean_) / r.feature_scale_
+    param = next(r.model_.parameters())
+    with torch.no_grad():
+        ref = score_matrix(r.model_, Xs, qid, r, param.device, param.dtype)
+    np.testing.assert_array_equal(r.predict(X, qid=qid), ref)

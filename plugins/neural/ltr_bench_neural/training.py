@@ -424,7 +424,8 @@ def predict_scores(ranker, X, qid) -> np.ndarray:
         raise ValueError(f"scorer {ranker.scorer!r} scores whole lists: predict needs qid")
     with torch_threads(ranker.n_threads), torch.inference_mode():
         X = transform_features(X, ranker.feature_transform)
-        Xs = (X - ranker.feature_mean_) / ranker.feature_scale_
+        Xs = np.subtract(X, ranker.feature_mean_)
+        np.divide(Xs, ranker.feature_scale_, out=Xs)  # the same numbers, one array fewer
         scores = score_matrix(model, Xs, qid, ranker, device, dtype)
     if not np.isfinite(scores).all():
         raise TrainingDivergedError("neural: the fitted model returned NaN or infinite scores")
