@@ -9,7 +9,28 @@ What the numbers mean (they are recorded with every result):
     ``median(t_1..t_R) / n_docs * 1e6``: one untimed warm-up ``predict`` on the test split
     (its scores are the ones evaluated), then ``R`` timed calls (``R = 5`` by default, fewer
     when ``R`` calls would exceed ``max_seconds``; at least one). The median makes a single
-    disturbed call (another process, a GC pause) harmless.
+    disturbed call (another process, a GC pause) harmless. Each call is the ranker's whole
+    ``predict`` on the test split's ``X`` (float64, C-contiguous) and ``qid``: its input
+    checks, any conversion or copy, its thread-pool handling and the model's arithmetic,
+    inside the cell's thread limit (``--threads``: set once around fit and scoring; without
+    it a ranker that limits its BLAS pools in ``predict`` sets them per call, about 25 µs
+    each, see :func:`thread_limit`). The built-in rankers
+    make the first three small beside the model (``ltr_bench.predict_input``;
+    ``benchmarks/bench_scoring.py`` measures each against its bare library call).
+``query_ms_p50`` / ``query_ms_p99``
+    What one query costs: after the bulk timing, the test split is scored again one query
+    per ``predict`` call (the rows of one query, a view of the split, and its ``qid``) for
+    up to ``max_queries`` queries (200 by default, spread evenly over the split in its
+    order) or until ``max_seconds`` (5 s) of such calls have run, at least one query. Each
+    call's wall time from the call to its return, in milliseconds: the 50th and 99th
+    percentiles (numpy's linear interpolation, so with fewer than 100 queries the p99 lies
+    between the two slowest). It includes everything a caller pays for one query: the input
+    checks, any conversion, the model, the thread-pool handling of the ranker's ``predict``
+    (inside the cell's own thread limit, as above), and nothing of the harness. The model
+    is warm (the bulk calls ran just before); each query is called once. Its scores are
+    never evaluated. ``query_latency_queries`` is the number of queries timed (0 in records
+    from before it was measured, or when a one-query call failed: a warning says why). The
+    cell's ``stage_seconds["score"]`` includes these calls.
 ``peak_rss_mb``
     Peak resident set size of the whole process during the measured block (fit + scoring),
     in MiB (2**20 bytes). It includes everything the process holds: the loaded fold, the
@@ -43,10 +64,12 @@ import numpy as np
 
 __all__ = [
     "PeakMemory",
+    "QueryLatency",
     "load_average",
     "ScoreTiming",
     "Stopwatch",
     "thread_limit",
+    "time_queries",
     "time_scoring",
 ]
 
@@ -114,6 +137,51 @@ def time_scoring(
     return ScoreTiming(
         scores=scores, warmup_seconds=warm, seconds=seconds, median_seconds=med, us_per_doc=per_doc
     )
+
+
+@dataclass
+class QueryLatency:
+    """Result of :func:`time_queries`: ``seconds`` of each timed one-query call (in the
+    order called), their 50th / 99th percentiles in milliseconds (NaN when none)."""
+
+    seconds: list[float]
+    p50_ms: float
+    p99_ms: float
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.seconds)
+
+
+def time_queries(
+    predict: Callable[[int, int], object],
+    bounds: np.ndarray,
+    *,
+    max_queries: int = 200,
+    max_seconds: float = 5.0,
+) -> QueryLatency:
+    """Time ``predict(a, b)`` (scoring rows ``a:b``, one query) for up to ``max_queries``
+    queries of the split whose query blocks start at ``bounds[:-1]`` (``bounds`` from
+    :func:`ltr_bench.ranker.query_boundaries`), chosen evenly over the split, stopping once
+    the timed calls add up to ``max_seconds`` (at least one call). See the module for what
+    the numbers include."""
+    n_q = len(bounds) - 1
+    if n_q < 1 or max_queries < 1:
+        return QueryLatency([], float("nan"), float("nan"))
+    picks = np.unique(np.linspace(0, n_q - 1, min(n_q, max_queries)).round().astype(np.int64))
+    seconds: list[float] = []
+    total = 0.0
+    for i in picks:
+        a, b = int(bounds[i]), int(bounds[i + 1])
+        t0 = time.perf_counter()
+        predict(a, b)
+        dt = time.perf_counter() - t0
+        seconds.append(dt)
+        total += dt
+        if total >= max_seconds:
+            break
+    p50, p99 = np.percentile(np.asarray(seconds) * 1e3, [50, 99])
+    return QueryLatency(seconds, float(p50), float(p99))
 
 
 def _read_vm_hwm() -> int | None:
@@ -216,16 +284,40 @@ def thread_limit(n_threads: int | None) -> Iterator[None]:
     ``None`` changes nothing. A ranker's own thread parameter (``RankerTags.thread_param``)
     is set separately by the harness; this catches numpy/scipy BLAS calls and OpenMP pools
     that a ranker does not expose as a parameter.
+
+    Inside a block of the same limit (the harness limits a whole cell; a ranker's
+    ``predict`` limits each call) nothing is done: setting and restoring every pool costs
+    about 25 µs, more than a linear model's arithmetic for one query.
     """
     if n_threads is None:
+        yield
+        return
+    n = int(n_threads)
+    active = _active_limits()
+    if active and active[-1] == n:
         yield
         return
     controller = _controller()
     if controller is None:  # pragma: no cover - threadpoolctl is a dependency
         yield
         return
-    with controller.limit(limits=int(n_threads)):
-        yield
+    with controller.limit(limits=n):
+        active.append(n)
+        try:
+            yield
+        finally:
+            active.pop()
+
+
+#: per thread: the limits of the enclosing ``thread_limit`` blocks, innermost last
+_local = threading.local()
+
+
+def _active_limits() -> list[int]:
+    stack = getattr(_local, "limits", None)
+    if stack is None:
+        stack = _local.limits = []
+    return stack
 
 
 #: (number of loaded modules when it was made, the ThreadpoolController)

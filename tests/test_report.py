@@ -264,7 +264,7 @@ def test_every_format_parses(ctx, fmt):
     out = result.stdout
     if fmt == "csv":
         rows = list(csv.DictReader(io.StringIO(out)))
-        assert len(rows) == 3 * 4  # 3 rankers x (2 metrics + 2 timings)
+        assert len(rows) == 3 * 6  # 3 rankers x (2 metrics + 4 timings)
         got = {(r["ranker"], r["quantity"]) for r in rows}
         assert ("fake-other", "ndcg@10") in got and ("fake-linear[scale=2]", "fit_seconds") in got
         tested = [r for r in rows if r["quantity"] == "ndcg@10" and r["baseline"] == "0"]

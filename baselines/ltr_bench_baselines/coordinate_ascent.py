@@ -59,8 +59,9 @@ from __future__ import annotations
 import numpy as np
 
 from ltr_bench.model_state import load_fitted_state, save_fitted_state
+from ltr_bench.predict_input import LinearScorer
 from ltr_bench.progress import report_progress
-from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input, query_boundaries
+from ltr_bench.ranker import BaseRanker, RankerTags, query_boundaries
 from ltr_bench.timing import thread_limit
 
 from .classical_common import (
@@ -411,11 +412,11 @@ class CoordinateAscentRanker(BaseRanker):
     def predict(self, X, *, qid=None):
         """``X @ coef_``: float64 (n_docs,) in row order."""
         self._check_fitted("coef_")
-        X, _, _ = check_ranking_input(
-            X, None, qid, n_features=self.n_features_in_, require_qid=False
-        )
+        scorer = self.__dict__.get("_linear_scorer")
+        if scorer is None or not scorer.of(self.coef_):  # made once per fitted model
+            scorer = self._linear_scorer = LinearScorer(self.coef_, sources=(self.coef_,))
         with thread_limit(1):
-            return X @ self.coef_
+            return scorer(X, qid, n_features=self.n_features_in_)
 
     def fitted_info(self) -> dict[str, int | float | str]:
         """Training and validation NDCG of the model, the restart chosen, passes in all,

@@ -28,8 +28,8 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ltr_bench.model_state import load_fitted_state, save_fitted_state
+from ltr_bench.predict_input import predict_matrix
 from ltr_bench.progress import report_progress
-from ltr_bench.ranker import check_ranking_input
 
 from .gbdt_common import (
     _COMMON_CONSTRAINTS,
@@ -373,9 +373,7 @@ class LightGBMRanker(GBDTRanker):
 
     def predict(self, X, *, qid=None):
         self._check_fitted("booster_")
-        X, _, _ = check_ranking_input(
-            X, None, qid, n_features=self.n_features_in_, require_qid=False
-        )
+        X, _ = predict_matrix(X, qid, n_features=self.n_features_in_)
         return self._library_scores(X)
 
     def _library_scores(self, X) -> np.ndarray:

@@ -62,10 +62,10 @@ from ltr_bench.model_state import (
     load_fitted_state,
     save_fitted_state,
 )
+from ltr_bench.predict_input import LinearScorer, fold_standardisation, predict_matrix
 from ltr_bench.ranker import (
     BaseRanker,
     RankerTags,
-    check_ranking_input,
     query_boundaries,
     split_query_document,
 )
@@ -149,13 +149,29 @@ class _LinearRanker(BaseRanker):
 
     def predict(self, X, *, qid=None):
         """``z . coef_ + intercept_`` with ``z`` the training-split standardisation of ``X``;
-        float64 ``(n_docs,)`` in row order."""
+        float64 ``(n_docs,)`` in row order.
+
+        Computed as ``f . w + c`` with the standardisation folded into the weights
+        (:func:`fold_standardisation`), so no standardised copy of ``X`` is made; the sum is
+        rearranged, so a score may differ from the unfolded formula in its last bits."""
         self._check_fitted("coef_")
-        X, _, _ = check_ranking_input(
-            X, None, qid, n_features=self.n_features_in_, require_qid=False
-        )
+        scorer = self._scorer()
         with thread_limit(self.n_threads_):
-            return self.scaler_.transform(self._features(X)) @ self.coef_ + self.intercept_
+            if self.query_dim is None:
+                return scorer(X, qid, n_features=self.n_features_in_)
+            X, _ = predict_matrix(X, qid, n_features=self.n_features_in_)
+            return self._features(X) @ scorer.w + scorer.b
+
+    def _scorer(self) -> LinearScorer:
+        """The folded model (:func:`fold_standardisation`) as a :class:`LinearScorer`, made
+        once per fitted or loaded model (again when ``coef_``, ``scaler_`` or
+        ``intercept_`` is replaced)."""
+        scorer = self.__dict__.get("_linear_scorer")
+        parts = (self.coef_, self.scaler_, self.intercept_)
+        if scorer is None or not scorer.of(*parts):
+            w, c = fold_standardisation(self.scaler_, self.coef_, self.intercept_)
+            scorer = self._linear_scorer = LinearScorer(w, c, sources=parts)
+        return scorer
 
 
 class RidgeRanker(_LinearRanker):

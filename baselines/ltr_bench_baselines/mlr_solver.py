@@ -96,6 +96,21 @@ def row_scores(D: np.ndarray, L: np.ndarray) -> np.ndarray:
     return out
 
 
+def folded_row_scores(X: np.ndarray, A: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """s_r = -||X_r A - c||^2, chunked over rows: :func:`row_scores` of ``D = (X - m) / s - z``
+    with the standardisation and ``z`` folded into ``A = L / s`` (per row of ``L``) and
+    ``c = (m / s + z) L``, so no standardised copy of ``X`` is made."""
+    out = np.empty(X.shape[0])
+    if A.shape[1] == 0:
+        out[:] = 0.0
+        return out
+    for start in range(0, X.shape[0], _CHUNK):
+        P = X[start : start + _CHUNK] @ A
+        P -= c
+        out[start : start + _CHUNK] = -np.einsum("ij,ij->i", P, P)
+    return out
+
+
 def _weighted_gram(D: np.ndarray, w: np.ndarray) -> np.ndarray:
     """D^T diag(w) D, chunked, symmetrised."""
     d = D.shape[1]

@@ -57,8 +57,9 @@ from ltr_bench.model_state import (
     load_fitted_state,
     save_fitted_state,
 )
+from ltr_bench.predict_input import LinearScorer, fold_standardisation
 from ltr_bench.progress import report_progress
-from ltr_bench.ranker import BaseRanker, RankerTags, check_ranking_input, query_boundaries
+from ltr_bench.ranker import BaseRanker, RankerTags, query_boundaries
 from ltr_bench.timing import thread_limit
 
 from .classical_common import (
@@ -350,11 +351,18 @@ class RankSVMRanker(BaseRanker):
         """``z(X) . coef_`` (``X . coef_`` when ``standardize=False``): float64 (n_docs,) in
         row order (``qid`` not needed)."""
         self._check_fitted("coef_")
-        X, _, _ = check_ranking_input(
-            X, None, qid, n_features=self.n_features_in_, require_qid=False
-        )
+        # the standardisation folded into the weights: no standardised copy of X (the sum
+        # is rearranged, so a score may differ from z(X) . coef_ in its last bits)
+        scorer = self.__dict__.get("_linear_scorer")
+        if scorer is None or not scorer.of(self.coef_, self.scaler_):
+            w, c = (
+                (self.coef_, 0.0)
+                if self.scaler_ is None
+                else fold_standardisation(self.scaler_, self.coef_)
+            )
+            scorer = self._linear_scorer = LinearScorer(w, c, sources=(self.coef_, self.scaler_))
         with thread_limit(1):
-            return (self.scaler_.transform(X) if self.scaler_ is not None else X) @ self.coef_
+            return scorer(X, qid, n_features=self.n_features_in_)
 
     def fitted_info(self) -> dict[str, int | float | str]:
         """Pairs used and available, the per-query cap (0: all pairs), queries used and

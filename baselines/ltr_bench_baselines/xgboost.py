@@ -15,6 +15,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ltr_bench.model_state import load_fitted_state, save_fitted_state
+from ltr_bench.predict_input import predict_matrix
 from ltr_bench.progress import report_progress
 from ltr_bench.ranker import check_ranking_input
 
@@ -242,18 +243,24 @@ class _XGBoostRanker(GBDTRanker):
 
     def predict(self, X, *, qid=None):
         self._check_fitted("booster_")
-        X, _, _ = check_ranking_input(
-            X, None, qid, n_features=self.n_features_in_, require_qid=False
-        )
+        X, _ = predict_matrix(X, qid, n_features=self.n_features_in_)
         return self._library_scores(X)
 
     def _library_scores(self, X) -> np.ndarray:
-        import xgboost as xgb
-
         if X.shape[0] == 0:
             return np.zeros(0, dtype=np.float64)
-        data = xgb.DMatrix(_tree_features(X, self.query_dim), nthread=self.n_threads_)
-        scores = self.booster_.predict(data, iteration_range=(0, self.best_iteration_))
+        booster = self.booster_
+        if self.__dict__.get("_threads_set_on") != id(booster):
+            # inplace_predict runs on the booster's own nthread; a loaded or copied booster
+            # has none (a runtime parameter, not saved), so it is set once per booster, not
+            # per call (an id, not the booster: the ranker stays picklable as it was)
+            booster.set_param({"nthread": int(self.n_threads_)})
+            self._threads_set_on = id(booster)
+        # no DMatrix per call: the same trees read straight from the array (the scores are
+        # the DMatrix path's, float32 sums widened to float64)
+        scores = booster.inplace_predict(
+            _tree_features(X, self.query_dim), iteration_range=(0, self.best_iteration_)
+        )
         return np.asarray(scores, dtype=np.float64)
 
     def fitted_info(self) -> dict[str, int | float | str]:

@@ -18,6 +18,12 @@ from ltr_bench.errors import EXIT_FAILED, EXIT_OK
 from ltr_bench.evaluation.metric_keys import METRICS_HELP
 
 CONTEXT = options.CONTEXT
+#: --pareto-time -> the record's field on the plot's cost axis
+PARETO_TIME = {
+    "us-per-doc": "score_us_per_doc",
+    "query-p50": "query_ms_p50",
+    "query-p99": "query_ms_p99",
+}
 
 
 def _records(
@@ -143,6 +149,15 @@ def _records(
     "too) to the parent MLflow runs under report/.",
 )
 @click.option(
+    "--pareto-time",
+    type=click.Choice(["us-per-doc", "query-p50", "query-p99"]),
+    default="us-per-doc",
+    show_default=True,
+    help="The cost axis of the quality-against-scoring-cost plot (with --plots): "
+    "microseconds per document in bulk, or the 50th / 99th percentile of one query's "
+    "predict call (ms).",
+)
+@click.option(
     "--no-log-plots",
     is_flag=True,
     help="With --plots: do not attach the figures (and with --format html the page) to "
@@ -199,6 +214,7 @@ def report_command(
     fmt,
     output,
     plots_dir,
+    pareto_time,
     no_log_plots,
     alpha,
     test,
@@ -301,6 +317,7 @@ def report_command(
                         report,
                         plots_dir,
                         metric=("ndcg@10" if "ndcg@10" in report.metrics else report.metrics[0]),
+                        score_time_key=PARETO_TIME[pareto_time],
                     )
             except (OSError, ValueError) as exc:
                 reason = reason_of(exc) if isinstance(exc, OSError) else exc

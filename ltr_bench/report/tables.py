@@ -29,8 +29,10 @@ Units
 
 Cells
     mean and sample standard deviation (``ddof=1``; none with one unit) over those units of
-    the unit-level metric (the mean over the test queries), of ``fit_seconds`` and of
-    ``score_us_per_doc``. ``Stat.seed_std`` is the standard deviation over seeds of the
+    the unit-level metric (the mean over the test queries), of ``fit_seconds``, of
+    ``score_us_per_doc`` and of the per-query latency ``query_ms_p50`` / ``query_ms_p99``
+    (a record without it, from before it was measured, is left out of those two: shown as
+    missing). ``Stat.seed_std`` is the standard deviation over seeds of the
     per-seed means (NaN with one seed): the variance due to the seed alone.
 
 Significance
@@ -73,8 +75,13 @@ __all__ = ["Comparison", "Report", "ReportError", "Row", "Stat", "build_report",
 
 WIN, LOSS = "\u25b2", "\u25bc"  # ▲ ▼
 TESTS = ("both", "ttest", "wilcoxon")
-TIMING_KEYS = ("fit_seconds", "score_us_per_doc")
-TIMING_LABELS = {"fit_seconds": "fit time (s)", "score_us_per_doc": "scoring (µs/doc)"}
+TIMING_KEYS = ("fit_seconds", "score_us_per_doc", "query_ms_p50", "query_ms_p99")
+TIMING_LABELS = {
+    "fit_seconds": "fit time (s)",
+    "score_us_per_doc": "scoring (µs/doc)",
+    "query_ms_p50": "query p50 (ms)",
+    "query_ms_p99": "query p99 (ms)",
+}
 
 
 def normalise_metric(name: str) -> str:
@@ -175,8 +182,9 @@ class Report:
 
 
 def _value(run: ResultRecord, key: str) -> float:
-    if key in TIMING_KEYS:
-        return float(getattr(run, key))
+    if key in TIMING_KEYS:  # None: a record read back with the value unset (or older)
+        v = getattr(run, key, None)
+        return float("nan") if v is None else float(v)
     v = run.all_metrics().get(key)
     return float("nan") if v is None else float(v)
 

@@ -60,13 +60,14 @@ class ResultRecord:
     query-by-example data).
     per_query: ``{"qid": [...], "<metric>": [...], ...}``, queries in order of first
     appearance in the test split (for paired significance tests).
-    fit_seconds / score_us_per_doc / peak_rss_mb / ranker_peak_mb / load_avg: see
-    :mod:`ltr_bench.timing`.
+    fit_seconds / score_us_per_doc / query_ms_p50 / query_ms_p99 / query_latency_queries /
+    peak_rss_mb / ranker_peak_mb / load_avg: see :mod:`ltr_bench.timing` (records written
+    before the per-query latency existed have NaN and 0 there: shown as missing).
     stage_seconds: wall seconds of the cell's stages: ``load`` (reading or generating the
     fold; in process one load serves every ranker of a fold and each of its records carries
     it), ``setup`` (building the ranker), ``fit``, ``score`` (the warm-up call and the timed
-    repeats of ``predict`` on the test split), ``evaluate`` (the metrics), ``save`` (writing
-    the kept model, :mod:`ltr_bench.run.keep`).
+    repeats of ``predict`` on the test split, then the one-query calls), ``evaluate`` (the
+    metrics), ``save`` (writing the kept model, :mod:`ltr_bench.run.keep`).
     model_info: what the fitted model is (its size, diagnostics): the ranker's
     ``fitted_info()``.
     learning_curves: the ranker's ``learning_curves()``: ``{"train_loss": [...],
@@ -119,6 +120,9 @@ class ResultRecord:
     fit_seconds: float = float("nan")
     score_us_per_doc: float = float("nan")
     score_repeats: int = 0
+    query_ms_p50: float = float("nan")
+    query_ms_p99: float = float("nan")
+    query_latency_queries: int = 0
     peak_rss_mb: float = float("nan")
     ranker_peak_mb: float = float("nan")
     peak_rss_method: str = ""
@@ -231,12 +235,14 @@ FIELD_KINDS: dict[str, str] = {
     **dict.fromkeys(("run_file", "model_dir", "error", "error_stage", "traceback"), "str?"),
     **dict.fromkeys(
         ("fold", "seed", "n_train_docs", "n_test_docs", "n_test_queries", "score_repeats",
-         "format"),
+         "query_latency_queries", "format"),
         "int",
     ),
     "n_threads": "int?",
     **dict.fromkeys(
-        ("fit_seconds", "score_us_per_doc", "peak_rss_mb", "ranker_peak_mb"), "number?"
+        ("fit_seconds", "score_us_per_doc", "query_ms_p50", "query_ms_p99", "peak_rss_mb",
+         "ranker_peak_mb"),
+        "number?",
     ),
     **dict.fromkeys(
         ("params", "user_params", "dataset_options", "dataset_identity", "fingerprints",
@@ -281,7 +287,8 @@ def _kind(value: Any) -> str:
 
 
 def aggregate(records: list[ResultRecord]) -> dict[str, tuple[float, float, int]]:
-    """Per key of ``metrics`` plus fit_seconds / score_us_per_doc / peak_rss_mb and extra
+    """Per key of ``metrics`` plus fit_seconds / score_us_per_doc / query_ms_p50 /
+    query_ms_p99 / peak_rss_mb and extra
     metrics: ``(mean, std, n)`` over the records (folds). ``std`` is the sample standard
     deviation (ddof=1), NaN for a single fold."""
     values: dict[str, list[float]] = {}
@@ -291,6 +298,8 @@ def aggregate(records: list[ResultRecord]) -> dict[str, tuple[float, float, int]
         items.update(
             fit_seconds=r.fit_seconds,
             score_us_per_doc=r.score_us_per_doc,
+            query_ms_p50=r.query_ms_p50,
+            query_ms_p99=r.query_ms_p99,
             peak_rss_mb=r.peak_rss_mb,
             ranker_peak_mb=r.ranker_peak_mb,
         )

@@ -43,7 +43,15 @@ from ltr_bench.results import ResultRecord, jsonable, now, trec_run_text
 from ltr_bench.run.cells import Cell, build_ranker, ranker_tags
 from ltr_bench.run.keep import keep_model
 from ltr_bench.run.param_files import check_unchanged
-from ltr_bench.timing import PeakMemory, Stopwatch, load_average, thread_limit, time_scoring
+from ltr_bench.timing import (
+    PeakMemory,
+    QueryLatency,
+    Stopwatch,
+    load_average,
+    thread_limit,
+    time_queries,
+    time_scoring,
+)
 
 __all__ = [
     "KNN_K",
@@ -208,6 +216,22 @@ def _learning_curves(ranker) -> dict[str, list[float]]:
     return out
 
 
+def _time_queries(ranker, split) -> tuple[QueryLatency, str]:
+    """The split scored one query per ``predict`` call (:func:`ltr_bench.timing.time_queries`),
+    and ``""`` -- or no latency and a warning's text when a one-query call failed: the bulk
+    scores (the quality numbers) stand either way."""
+    from ltr_bench.ranker import query_boundaries
+
+    X, qid = split.X, split.qid
+    try:
+        return time_queries(
+            lambda a, b: ranker.predict(X[a:b], qid=qid[a:b]), query_boundaries(qid)
+        ), ""
+    except Exception as exc:  # a ranker's error on one query must not lose the cell
+        text = f"per-query latency not measured: predict on one query failed: {exc}"
+        return QueryLatency([], float("nan"), float("nan")), text
+
+
 def _warning_text(w: warnings.WarningMessage) -> str:
     return f"{w.category.__name__}: {w.message}"
 
@@ -289,6 +313,8 @@ def run_cell(
                 test.n_docs,
                 repeats=cell.score_repeats,
             )
+            stage = "query_latency"
+            latency, latency_error = _time_queries(ranker, test)
         for w in caught:
             text = _warning_text(w)
             if text not in rec.warnings:
@@ -297,6 +323,11 @@ def run_cell(
         rec.stage_seconds["score"] = timing.warmup_seconds + sum(timing.seconds)
         rec.score_us_per_doc = timing.us_per_doc
         rec.score_repeats = timing.repeats
+        rec.stage_seconds["score"] += sum(latency.seconds)
+        rec.query_ms_p50, rec.query_ms_p99 = latency.p50_ms, latency.p99_ms
+        rec.query_latency_queries = latency.n_queries
+        if latency_error:
+            rec.warnings.append(latency_error)
         rec.peak_rss_mb = mem.peak_mb
         rec.ranker_peak_mb = mem.above_entry_mb
         rec.peak_rss_method = mem.method

@@ -85,6 +85,8 @@ def record_values(record: ResultRecord) -> dict[str, float]:
         peak_rss_mb=record.peak_rss_mb,
         ranker_peak_mb=record.ranker_peak_mb,
     )
+    if record.query_latency_queries:  # absent from records made before it was measured
+        values.update(query_ms_p50=record.query_ms_p50, query_ms_p99=record.query_ms_p99)
     for k, v in record.stage_seconds.items():
         values[f"stage_seconds.{k}"] = float(v)
     for k, v in record.model_info.items():
@@ -178,6 +180,8 @@ def fold_tags(parent: str, record: ResultRecord) -> dict[str, str]:
         "hostname": str(env.get("hostname")),
         "convention.score_us_per_doc": "median of timed predict calls after one warm-up, "
         "divided by the test documents, microseconds",
+        "convention.query_ms_p50": "50th / 99th percentile (query_ms_p99) of predict calls "
+        "of one test query each, after the bulk timing, milliseconds",
         "convention.peak_rss_mb": "peak resident memory of the process during fit and "
         "scoring, MiB, including the loaded data",
         "convention.ranker_peak_mb": "peak_rss_mb minus the resident memory when the cell "

@@ -20,7 +20,8 @@ Owners
 
 Nested run content
     metrics: every metric of the record under its MLflow key (``ndcg_at_10``, ...), extra
-    metrics, ``fit_seconds``, ``score_us_per_doc``, ``peak_rss_mb``, the stage times
+    metrics, ``fit_seconds``, ``score_us_per_doc``, ``query_ms_p50`` and ``query_ms_p99``
+    (when measured), ``peak_rss_mb``, the stage times
     ``stage_seconds.<load|setup|fit|score|evaluate>``, the numeric entries of ``model_info``
     as ``model.<name>``, and the ranker's learning curves as step metrics
     ``curve.<quantity>`` (step = iteration or epoch, so the UI draws them). params: every

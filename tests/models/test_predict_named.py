@@ -42,7 +42,9 @@ def from_mlflow(ridge_model, monkeypatch):
     folder, as a real download does."""
     from ltr_bench.tracking import lookup, models
 
-    monkeypatch.setattr(lookup, "model_uri_for", lambda ref, uri, notes=None: (REF, "sqlite:///x.db"))
+    monkeypatch.setattr(
+        lookup, "model_uri_for", lambda ref, uri, notes=None: (REF, "sqlite:///x.db")
+    )
 
     def download(uri, tracking_uri, dst):
         return Path(shutil.copytree(ridge_model, Path(dst) / "model"))

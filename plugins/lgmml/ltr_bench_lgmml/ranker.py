@@ -123,6 +123,7 @@ from collections.abc import Iterable
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ltr_bench.predict_input import predict_matrix
 from ltr_bench.progress import report_progress
 from ltr_bench.ranker import (
     EvalSet,
@@ -472,9 +473,7 @@ class LGMMLRanker(SavedLGMML):
     ) -> np.ndarray:
         """``out[rows] = reduce(h(p) of rows)`` (:func:`~.scoring.score_rows`)."""
         self._check_fitted("metric_bank_", "weights_", "scaler_")
-        X, _, _ = check_ranking_input(
-            X, None, qid, n_features=self.n_features_in_, require_qid=False
-        )
+        X, _ = predict_matrix(X, qid, n_features=self.n_features_in_)
         Xq, Xd = split_query_document(X, self.query_dim)
         bank = self.metric_bank_
         step = min(self._chunk_rows(bank), SCORE_CHUNK_ROWS)

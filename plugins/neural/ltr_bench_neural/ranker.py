@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ltr_bench.predict_input import predict_matrix
 from ltr_bench.ranker import BaseRanker, EvalSet, RankerTags, check_ranking_input
 from ltr_bench_neural import design
 from ltr_bench_neural.features import FEATURE_TRANSFORMS
@@ -385,9 +386,7 @@ class NeuralRanker(BaseRanker):
 
     def predict(self, X: ArrayLike, *, qid: ArrayLike | None = None) -> np.ndarray:
         self._check_fitted("model_")
-        X, _, qid = check_ranking_input(
-            X, None, qid, n_features=self.n_features_in_, require_qid=False
-        )
+        X, qid = predict_matrix(X, qid, n_features=self.n_features_in_)
         from ltr_bench_neural.training import predict_scores
 
         return np.asarray(predict_scores(getattr(self, "effective_", self), X, qid))

@@ -59,8 +59,8 @@ class FitResult:
 @contextmanager
 def torch_threads(n: int | None):
     """``torch.set_num_threads(n)`` for the block (restored after); None leaves torch's."""
-    if n is None:
-        yield
+    if n is None or torch.get_num_threads() == int(n):
+        yield  # already so: no call into torch's pools (a one-query predict pays each)
         return
     previous = torch.get_num_threads()
     torch.set_num_threads(int(n))
@@ -422,9 +422,10 @@ def predict_scores(ranker, X, qid) -> np.ndarray:
     dtype = param.dtype if param is not None else torch.float32
     if SCORERS[ranker.scorer].listwise and qid is None:
         raise ValueError(f"scorer {ranker.scorer!r} scores whole lists: predict needs qid")
-    with torch_threads(ranker.n_threads), torch.no_grad():
+    with torch_threads(ranker.n_threads), torch.inference_mode():
         X = transform_features(X, ranker.feature_transform)
-        Xs = (X - ranker.feature_mean_) / ranker.feature_scale_
+        Xs = np.subtract(X, ranker.feature_mean_)
+        np.divide(Xs, ranker.feature_scale_, out=Xs)  # the same numbers, one array fewer
         scores = score_matrix(model, Xs, qid, ranker, device, dtype)
     if not np.isfinite(scores).all():
         raise TrainingDivergedError("neural: the fitted model returned NaN or infinite scores")
