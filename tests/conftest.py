@@ -15,6 +15,20 @@ import pytest
 os.environ.setdefault("LTR_BENCH_MLFLOW_WAIT", "inf")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _close_dask_rankers_clusters():
+    """After each test file, close the local Dask clusters the ``lightgbm-dask`` and
+    ``xgboost-dask`` rankers keep for the process's later fits (closed at exit in a user's
+    process): in a test worker that lives for the whole suite their idle processes would
+    take a third of a core until the end. A later file's fit starts its own."""
+    import sys
+
+    yield
+    module = sys.modules.get("ltr_bench_baselines.dask_gbdt")
+    if module is not None and module._LOCAL:
+        module._close_local_clusters()
+
+
 @pytest.fixture
 def fake_rankers(tmp_path, monkeypatch):
     """Fake rankers registered through a fake distribution's entry points (see

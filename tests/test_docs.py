@@ -10,7 +10,6 @@ against the rankers' real parameters.
 from __future__ import annotations
 
 import importlib.util
-import os
 import re
 import subprocess
 import sys
@@ -18,6 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from ltrb_processes import untraced_env
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -33,7 +33,7 @@ needs_mkdocs = pytest.mark.skipif(
 
 
 def _mkdocs_build(config: Path, site: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    env = untraced_env(NO_MKDOCS_2_WARNING="1")
     return subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site)],
         cwd=config.parent,

@@ -13,6 +13,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from ltrb_processes import untraced_env
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -23,6 +24,7 @@ def _build(project: Path, out: Path) -> tuple[Path, str]:
         capture_output=True,
         text=True,
         timeout=600,
+        env=untraced_env(),
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     wheels = sorted(out.glob("*.whl"))
