@@ -318,7 +318,13 @@ def _run_logged(
     console.line(
         f"{len(expanded.cells)} cell(s) ({len(plan.datasets)} dataset(s) x folds x "
         f"{len(plan.rankers)} ranker(s) x {len(plan.all_seeds())} seed(s)); results in "
-        f"{store.root}" + (f"; MLflow {mlflow_listener.uri}" if mlflow_listener else "")
+        f"{store.root}"
+        + (f"; MLflow {mlflow_listener.uri}" if mlflow_listener else "")
+        + (
+            f"; MLflow {mlflow_start.uri} has every one (not opened)"
+            if mlflow_start is not None and mlflow_process is None
+            else ""
+        )
     )
 
     interrupted, write_error = False, None

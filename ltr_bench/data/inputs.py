@@ -22,7 +22,7 @@ from typing import Any
 
 from ltr_bench.data.cache import CACHE_VERSION, source_signature
 from ltr_bench.data.layout import as_path, generic_files, named_files
-from ltr_bench.data.specs import get_spec
+from ltr_bench.data.specs import get_spec, resolve_cache_dir
 
 __all__ = ["fold_inputs"]
 
@@ -31,11 +31,17 @@ __all__ = ["fold_inputs"]
 INPUTS_VERSION = 1
 
 
-def fold_inputs(dataset, fold: int, *, data_dir=None) -> dict[str, Any]:
+def fold_inputs(dataset, fold: int, *, data_dir=None, cache_dir=None) -> dict[str, Any]:
     """The signature of fold ``fold`` of ``dataset`` (a registered name or a folder path):
-    ``{"v": ..., "cache": ..., "files": {split: [data signature, query signature or None]}}``
-    (``files`` empty for generated and query-by-example data). The options and seed that
-    also shape the fold are not in it: the caller keys on them."""
+    ``{"v": ..., "cache": ..., "files": {split: [data signature, query signature or None]},
+    "entries": ...}`` (``files`` empty for generated and query-by-example data). The options
+    and seed that also shape the fold are not in it: the caller keys on them.
+
+    ``entries`` (file data only): the inode and ``st_mtime_ns`` of the parsed-data cache's
+    LETOR folder (None without one). Adding or removing an entry changes it, so an entry
+    discarded since (``ltr-bench cache verify`` found its source changed in a way the file
+    signature misses, or a load found it damaged), or a cache removed by hand, changes the
+    signature and the fold is loaded again."""
     out: dict[str, Any] = {"v": INPUTS_VERSION, "cache": CACHE_VERSION, "files": {}}
     path = as_path(dataset)
     if path is not None:
@@ -52,4 +58,9 @@ def fold_inputs(dataset, fold: int, *, data_dir=None) -> dict[str, Any]:
         split: [source_signature(data), None if query is None else source_signature(query)]
         for split, (data, query) in sorted(files.items())
     }
+    try:
+        st = (resolve_cache_dir(cache_dir) / "letor").stat()
+        out["entries"] = [st.st_ino, st.st_mtime_ns]
+    except OSError:
+        out["entries"] = None
     return out

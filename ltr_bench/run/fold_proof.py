@@ -60,7 +60,9 @@ def fold_inputs_of(cell: Cell) -> dict[str, Any] | None:
     from ltr_bench.data.inputs import fold_inputs
 
     try:
-        return fold_inputs(cell.dataset_source, cell.fold, data_dir=cell.data_dir)
+        return fold_inputs(
+            cell.dataset_source, cell.fold, data_dir=cell.data_dir, cache_dir=cell.cache_dir
+        )
     except Exception:  # noqa: BLE001 - no proof; the load that follows says what is wrong
         return None
 
@@ -84,12 +86,16 @@ def proven_fingerprints(root: Path, cell: Cell) -> dict[str, str] | None:
 
 
 def remember(root: Path, cell: Cell, inputs_before: dict[str, Any] | None, fold) -> None:
-    """Note the fold loaded for ``cell`` with its inputs, when they read the same before the
-    load (``inputs_before``) and now; a note that cannot be written is no loss (the next
-    run loads the fold)."""
-    if inputs_before is None or fold_inputs_of(cell) != inputs_before:
+    """Note the fold loaded for ``cell`` with its inputs, when its files read the same before
+    the load (``inputs_before``) and now (the cache folder's state is the one after the load,
+    which may have written entries); a note that cannot be written is no loss (the next run
+    loads the fold)."""
+    inputs = fold_inputs_of(cell)
+    if inputs is None or inputs_before is None:
         return
-    doc = {"inputs": inputs_before, "fingerprints": dict(fold.fingerprints())}
+    if {**inputs, "entries": None} != {**inputs_before, "entries": None}:
+        return
+    doc = {"inputs": inputs, "fingerprints": dict(fold.fingerprints())}
     with contextlib.suppress(ResultsWriteError, OSError):
         atomic_write_bytes(
             _note_path(root, cell), (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode()
