@@ -7,8 +7,10 @@ data proven unchanged (:func:`ltr_bench.run.fold_proof.all_proven`) and whose re
 noted as logged to this very MLflow store (``<results>/.mlflow/<key>.json`` bound to the
 record's ``finished`` stamp, :meth:`ltr_bench.results.ResultStore.note_mlflow`), needs no
 logging: the process is then never started. One record without such a note (never logged, an
-interrupted logging, another store, a note of an earlier computation), ``--force`` or
-``--attach-report`` and it is started as before, and logs what MLflow lacks.
+interrupted logging, another store, a note of an earlier computation), a logging process that
+did not end its parent runs cleanly (a kill, an interruption: its mark
+``<results>/.mlflow/logging-<pid>.open`` is left), ``--force`` or ``--attach-report`` and it
+is started as before, and logs what MLflow lacks and ends or resumes those parents.
 
 Whether to wait: before the plan is known, only file names are looked at
 (:func:`may_have_nothing_to_log`): a results folder with a record that has no note at all
@@ -42,9 +44,13 @@ def may_have_nothing_to_log(results_root: Path) -> bool:
 
 
 def nothing_to_log(cells, store, uri: str) -> bool:
-    """Every cell of ``cells`` is finished on data proven unchanged without loading it and its
-    record is noted as logged to the MLflow store ``uri``."""
+    """Every cell of ``cells`` is finished on data proven unchanged without loading it, its
+    record is noted as logged to the MLflow store ``uri``, and no logging process left its
+    parent runs unended (:meth:`~ltr_bench.results.ResultStore.logging_unfinished`)."""
     from ltr_bench.run.fold_proof import all_proven
+
+    if store.logging_unfinished():
+        return False
 
     for c in cells:
         rec = store.get(c.key)

@@ -188,3 +188,24 @@ def test_a_note_of_an_earlier_computation_does_not_count(work, starts):
     again = _synthetic("--tracking-uri", uri_arg)
     assert again.exit_code == 0, again.output
     assert len(starts) == 1
+
+
+def test_a_logging_process_that_did_not_end_its_parents_means_logging_again(work, starts):
+    uri_arg = f"sqlite:///{work}/m.db"
+    assert _synthetic("--no-mlflow").exit_code == 0
+    store = _note_all(work, resolve_tracking_uri(uri_arg))
+    (store.root / ".mlflow" / "logging-999999999.open").touch()  # what a kill leaves
+    again = _synthetic("--tracking-uri", uri_arg)
+    assert again.exit_code == 0, again.output
+    assert len(starts) == 1
+
+
+def test_a_clean_logging_end_removes_its_mark_and_those_of_gone_processes(tmp_path):
+    store = ResultStore(tmp_path)
+    (tmp_path / ".mlflow").mkdir()
+    (tmp_path / ".mlflow" / "logging-999999999.open").touch()  # gone
+    (tmp_path / ".mlflow" / "logging-1.open").touch()  # init: alive, another run's
+    mark = store.logging_mark()
+    assert store.logging_unfinished()
+    store.logging_done(mark)
+    assert sorted(p.name for p in (tmp_path / ".mlflow").iterdir()) == ["logging-1.open"]
