@@ -33,14 +33,16 @@ _RECORD = re.compile(r"[0-9a-f]{64}")
 
 
 def may_have_nothing_to_log(results_root: Path) -> bool:
-    """The results folder holds records and every one has an MLflow note (by name only:
-    whether each note is the record's own is checked once the cells are known)."""
+    """The results folder holds records, every one has an MLflow note (by name only:
+    whether each note is the record's own is checked once the cells are known) and no
+    logging process left its mark."""
     try:
         records = {p.stem for p in results_root.glob("*.json") if _RECORD.fullmatch(p.stem)}
         notes = {p.stem for p in (results_root / ".mlflow").glob("*.json")}
+        marks = list((results_root / ".mlflow").glob("logging-*.open"))
     except OSError:
         return False
-    return bool(records) and records <= notes
+    return bool(records) and records <= notes and not marks
 
 
 def nothing_to_log(cells, store, uri: str) -> bool:
