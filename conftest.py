@@ -33,4 +33,9 @@ def shared_data() -> Path:
 def _isolated_cache(tmp_path_factory, monkeypatch):
     """Keep every test's parsed-data cache and MLflow store out of the user's folders."""
     monkeypatch.setenv("LTR_BENCH_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+    # one MLflow schema template for the whole session, also where a test sets a cache folder
+    # of its own (ltr_bench/tracking/store_template.py): each would build it again (seconds)
+    monkeypatch.setenv(
+        "LTR_BENCH_MLFLOW_SCHEMA_DIR", str(tmp_path_factory.getbasetemp() / "mlflow-schema")
+    )
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)

@@ -6,7 +6,8 @@ step per schema change since MLflow 1): 3-5 s of CPU on a quiet 2-core machine, 
 a small plan takes to fit, paid by every new folder a user runs in (and by every test that
 makes a store). The schema it ends with is the same for every store of one MLflow version,
 so ltr-bench builds it once, into ``mlflow-schema-<version>.db`` in its cache folder
-(``$LTR_BENCH_CACHE``, else ``$XDG_CACHE_HOME/ltr_bench``, else ``~/.cache/ltr_bench``),
+(``$LTR_BENCH_CACHE``, else ``$XDG_CACHE_HOME/ltr_bench``, else ``~/.cache/ltr_bench``; or
+``$LTR_BENCH_MLFLOW_SCHEMA_DIR``),
 and a new store is a copy of that file. MLflow then finds every table at the newest
 revision (it checks: :func:`mlflow.store.db.utils._verify_schema`), and creates its
 ``Default`` experiment itself with the new store's own artifact location, as it does in a
@@ -37,13 +38,19 @@ from ltr_bench.registry_status import status_cache_path
 
 __all__ = ["discard_template", "seed_new_store", "template_path"]
 
+#: where the template is kept when not in the cache folder (a test suite whose tests each
+#: have a cache folder of their own shares one template through it)
+SCHEMA_DIR_VARIABLE = "LTR_BENCH_MLFLOW_SCHEMA_DIR"
+
 #: tables whose presence makes an SQLite file an MLflow tracking schema
 _REQUIRED = frozenset({"alembic_version", "experiments", "runs"})
 
 
 def template_path() -> Path | None:
-    """``<cache>/mlflow-schema-<MLflow version>.db``, or None when MLflow's version cannot
-    be read (the installed distribution's metadata, without importing MLflow)."""
+    """``<folder>/mlflow-schema-<MLflow version>.db``, the folder being
+    ``$LTR_BENCH_MLFLOW_SCHEMA_DIR`` if set, else ltr-bench's cache folder; None when
+    MLflow's version cannot be read (the installed distribution's metadata, without
+    importing MLflow)."""
     from importlib import metadata
 
     try:
@@ -54,7 +61,9 @@ def template_path() -> Path | None:
         except metadata.PackageNotFoundError:
             return None
     safe = "".join(c if c.isalnum() or c in "._+-" else "_" for c in version)
-    return status_cache_path().parent / f"mlflow-schema-{safe}.db"
+    folder = os.environ.get(SCHEMA_DIR_VARIABLE)
+    root = Path(folder).expanduser() if folder else status_cache_path().parent
+    return root / f"mlflow-schema-{safe}.db"
 
 
 def _is_schema(path: Path) -> bool:

@@ -34,10 +34,12 @@ def test_sigint_while_mlflow_catches_up_exits_130_and_ends_the_parents(tmp_path)
     db = tmp_path / "ml" / "mlflow.db"
     tiny = ["n_queries=12", "docs_per_query=4", "n_features=3", "n_informative=2"]
     cmd = [sys.executable, "-m", "ltr_bench.cli", "run", "--ranker"]
-    cmd += ["ltrb_fake_rankers:LinearRanker", "--dataset", "synthetic", "--seeds", "8"]
+    cmd += ["ltrb_fake_rankers:LinearRanker", "--dataset", "synthetic", "--seeds", "16"]
     cmd += [x for o in tiny for x in ("--dataset-option", o)]
     cmd += ["--metrics", "ndcg@10", "--results-dir", str(tmp_path / "res")]
-    cmd += ["--tracking-uri", f"sqlite:///{db}"]  # 40 cells: MLflow lags behind the fits
+    # 80 cells: MLflow lags behind the fits long enough to be interrupted, even now that a
+    # new store is opened in well under a second
+    cmd += ["--tracking-uri", f"sqlite:///{db}"]
     log = tmp_path / "stderr.txt"  # a file: the progress lines never fill a pipe
     with log.open("w") as stderr:
         proc = subprocess.Popen(
