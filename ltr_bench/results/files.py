@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import errno
+import fcntl
 import io
 import json
 import os
@@ -150,13 +151,16 @@ def file_kind(mode: int) -> str:
     return next((words for test, words in _KINDS if test(mode)), "not a regular file")
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> Path:
+def atomic_write_bytes(path: Path, data: bytes, *, locked: bool = False) -> Path:
     """Write ``data`` to ``path`` so that readers see the old file or the whole new one: a
-    temporary file in the target's folder, fsync, then ``os.replace`` (the one writer of
-    every file ltr-bench produces). Through a symbolic link the target is written; a
-    character device is written directly and stays a device; see :func:`write_target`. An
-    existing file keeps its permission bits; a new one gets the umask's. Returns the file
-    written; raises ``OSError``."""
+    temporary file ``.<name>.<random>.tmp`` in the target's folder, fsync, then ``os.replace``
+    (the one writer of every file ltr-bench produces). Through a symbolic link the target is
+    written; a character device is written directly and stays a device; see
+    :func:`write_target`. An existing file keeps its permission bits; a new one gets the
+    umask's. ``locked``: the temporary file is ``flock``-ed until it is renamed, so a writer's
+    live temporary file is told from one a killed writer left
+    (:func:`ltr_bench.models.onnx.write.remove_stale_temps`). Returns the file written;
+    raises ``OSError``."""
     target, direct = write_target(Path(path))
     if direct:
         with open(target, "wb") as fh:
@@ -170,12 +174,14 @@ def atomic_write_bytes(path: Path, data: bytes) -> Path:
         mode = _default_mode()
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
+        if locked:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # held until this process closes it, or dies
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fchmod(fh.fileno(), mode)  # mkstemp makes 0600
             os.fsync(fh.fileno())
-        os.replace(tmp, target)
+            os.replace(tmp, target)  # before the close: a locked file is never taken as stale
     except BaseException:
         try:
             os.unlink(tmp)

@@ -15,7 +15,6 @@ import fcntl
 import os
 import re
 import stat
-import tempfile
 from pathlib import Path
 
 __all__ = ["remove_stale_temps", "write_locked"]
@@ -61,37 +60,14 @@ def remove_stale_temps(target: Path) -> list[Path]:
 
 
 def write_locked(path: Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (see the module), as
-    :func:`~ltr_bench.results.atomic_write_bytes` would (a link's target is written, a
-    character device directly, a missing folder is created; an existing file keeps its
-    permission bits, a new one gets the umask's). Stale temporary siblings of ``path`` are
-    removed first. Returns the path written; raises ``OSError``."""
+    """Write ``data`` to ``path`` atomically with a locked temporary file
+    (:func:`~ltr_bench.results.atomic_write_bytes` with ``locked=True``: a link's target is
+    written, a character device directly, a missing folder is created; an existing file
+    keeps its permission bits, a new one gets the umask's), after removing the stale
+    temporary siblings of ``path``. Returns the path written; raises ``OSError``."""
     from ltr_bench.results.files import atomic_write_bytes, write_target
 
     target, direct = write_target(Path(path))  # through a link: its target
-    if direct:  # a character device (/dev/stdout): written as it is, no temporary file
-        return atomic_write_bytes(target, data)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temps(target)
-    try:
-        mode = stat.S_IMODE(target.stat().st_mode)
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # held until this process closes it, or dies
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fchmod(fh.fileno(), mode)  # mkstemp makes 0600
-            os.fsync(fh.fileno())
-            os.replace(tmp, target)  # still locked: never taken for a stale file
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return target
+    if not direct:  # a character device (/dev/stdout) is written as it is
+        remove_stale_temps(target)
+    return atomic_write_bytes(target, data, locked=True)
