@@ -30,7 +30,7 @@ def shared_data() -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory, monkeypatch):
+def _isolated_cache(tmp_path_factory, monkeypatch, request):
     """Keep every test's parsed-data cache and MLflow store out of the user's folders."""
     monkeypatch.setenv("LTR_BENCH_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
     # one MLflow schema template for the whole session, also where a test sets a cache folder
@@ -39,3 +39,28 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
         "LTR_BENCH_MLFLOW_SCHEMA_DIR", str(tmp_path_factory.getbasetemp() / "mlflow-schema")
     )
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    if request.node.get_closest_marker("mlflow_process") is not None:
+        monkeypatch.setattr("ltr_bench.cli.mlflow_process.ON_A_THREAD", False)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _mlflow_logging_on_a_thread(tmp_path_factory):
+    """``ltr-bench run`` called in this process (click's CliRunner, module fixtures included)
+    logs to MLflow on a thread (:data:`ltr_bench.cli.mlflow_process.ON_A_THREAD`): a logging
+    process per run would import MLflow again, 4-9 s of CPU a run, once most of the suite's
+    time. A test of that process itself (signals, kills, the background wait) is marked
+    ``mlflow_process``; a real ``ltr-bench`` subprocess always logs in its own process."""
+    from ltr_bench.cli import mlflow_process
+
+    # the schema template of _isolated_cache, for the module fixtures too (they come first)
+    schema = os.environ.get("LTR_BENCH_MLFLOW_SCHEMA_DIR")
+    os.environ["LTR_BENCH_MLFLOW_SCHEMA_DIR"] = str(
+        tmp_path_factory.getbasetemp() / "mlflow-schema"
+    )
+    mlflow_process.ON_A_THREAD = True
+    yield
+    mlflow_process.ON_A_THREAD = False
+    if schema is None:
+        os.environ.pop("LTR_BENCH_MLFLOW_SCHEMA_DIR", None)
+    else:
+        os.environ["LTR_BENCH_MLFLOW_SCHEMA_DIR"] = schema

@@ -62,6 +62,24 @@ def _cmd(tmp_path: Path, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
+def _run_here(tmp_path: Path, monkeypatch, *extra: str) -> tuple[int, str]:
+    """The same command in this process (click's CliRunner): the run a test kills or keeps
+    waiting is a real process; the later runs, which only end or resume its parent, need
+    not be. Returns the exit code and the output (stdout and stderr)."""
+    from click.testing import CliRunner
+
+    from ltr_bench.cli import main
+
+    monkeypatch.setenv("LTRB_DIR", str(tmp_path))
+    for name in ("LTRB_KILL_AT", "LTRB_WAIT_AT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.syspath_prepend(str(tmp_path / "mods"))
+    result = CliRunner().invoke(main, _cmd(tmp_path, *extra)[3:])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.output
+
+
 def _wait_for(path: Path, proc: subprocess.Popen) -> None:
     t0 = time.monotonic()
     while not path.exists():
@@ -133,7 +151,7 @@ def _fits(tmp_path: Path) -> int:
 
 @pytest.mark.slow
 def test_a_parent_left_running_by_sigkill_is_ended_killed_by_the_next_run_and_resumed_by_its_own(
-    tmp_path,
+    tmp_path, monkeypatch
 ):
     killed = subprocess.Popen(
         _cmd(tmp_path),
@@ -151,11 +169,9 @@ def test_a_parent_left_running_by_sigkill_is_ended_killed_by_the_next_run_and_re
     assert orphan["tags"]["ltr_bench_owner_host"] == socket.gethostname()
 
     # any invocation on the store (here another seed: another parent) ends it
-    other = subprocess.run(
-        _cmd(tmp_path, "--seed", "1"), env=_env(tmp_path), capture_output=True, text=True
-    )
-    assert other.returncode == 0, other.stderr
-    assert f"MLflow parent run {orphan['id']}" in other.stdout + other.stderr
+    code, out = _run_here(tmp_path, monkeypatch, "--seed", "1")
+    assert code == 0, out
+    assert f"MLflow parent run {orphan['id']}" in out
     parents = _parents(tmp_path)
     assert parents["0"]["status"] == "KILLED"
     assert "ended without ending it" in parents["0"]["tags"]["ltr_bench_end_reason"]
@@ -163,8 +179,8 @@ def test_a_parent_left_running_by_sigkill_is_ended_killed_by_the_next_run_and_re
 
     # the killed command again: its parent resumed, completed, FINISHED; fold 1 not refitted
     fits = _fits(tmp_path)
-    again = subprocess.run(_cmd(tmp_path), env=_env(tmp_path), capture_output=True, text=True)
-    assert again.returncode == 0, again.stderr
+    code, out = _run_here(tmp_path, monkeypatch)
+    assert code == 0, out
     assert _fits(tmp_path) == fits + 2  # folds 2 and 3 only
     resumed = _parents(tmp_path)["0"]
     assert resumed["id"] == orphan["id"] and resumed["status"] == "FINISHED"
@@ -179,7 +195,7 @@ def _pid_of_fit(tmp_path: Path) -> str:
 
 
 @pytest.mark.slow
-def test_a_parent_whose_owner_is_alive_is_not_touched_by_another_run(tmp_path):
+def test_a_parent_whose_owner_is_alive_is_not_touched_by_another_run(tmp_path, monkeypatch):
     waiting = subprocess.Popen(
         _cmd(tmp_path),
         env=_env(tmp_path, LTRB_WAIT_AT="2"),
@@ -191,14 +207,8 @@ def test_a_parent_whose_owner_is_alive_is_not_touched_by_another_run(tmp_path):
         _wait_for(tmp_path / "fit2", waiting)
         db = tmp_path / "ml" / "mlflow.db"  # fold 1 logged: its parent RUNNING, owner alive
         _until(lambda: _finished_fold_runs(db) == 1, waiting, "fold 1 in MLflow")
-        other = subprocess.run(
-            _cmd(tmp_path, "--seed", "1", "--folds", "1"),
-            env=_env(tmp_path),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert other.returncode == 0, other.stderr
+        code, out = _run_here(tmp_path, monkeypatch, "--seed", "1", "--folds", "1")
+        assert code == 0, out
         live = _parents(tmp_path)["0"]
         assert live["status"] == "RUNNING" and "ltr_bench_end_reason" not in live["tags"]
         assert live["tags"]["ltr_bench_owner_pid"] == str(waiting.pid)
@@ -211,7 +221,7 @@ def test_a_parent_whose_owner_is_alive_is_not_touched_by_another_run(tmp_path):
 
 @pytest.mark.slow
 def test_a_store_locked_mid_run_gets_its_parent_ended_failed_at_the_end_and_a_rerun_completes_it(
-    tmp_path,
+    tmp_path, monkeypatch
 ):
     """Fold 1 is logged; another process then locks the SQLite store while fold 2 is logged
     (logging stops, the run goes on locally); the lock is gone before the run ends, so the
@@ -261,8 +271,8 @@ def test_a_store_locked_mid_run_gets_its_parent_ended_failed_at_the_end_and_a_re
     assert "MLflow logging stopped during the run" in parent["tags"]["ltr_bench_end_reason"]
     assert _fold_runs(tmp_path, parent["id"]) == ["FINISHED"]
 
-    again = subprocess.run(_cmd(tmp_path), env=_env(tmp_path), capture_output=True, text=True)
-    assert again.returncode == 0, again.stderr
+    code, out = _run_here(tmp_path, monkeypatch)
+    assert code == 0, out
     assert _fits(tmp_path) == 3  # nothing computed again
     (parent,) = _parents(tmp_path).values()
     assert parent["status"] == "FINISHED" and "ltr_bench_end_reason" not in parent["tags"]

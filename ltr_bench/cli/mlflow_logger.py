@@ -19,13 +19,16 @@ from pathlib import Path
 __all__ = ["serve"]
 
 
-def serve(conn, uri: str, results_root: str, run_pid: int) -> None:
+def serve(conn, uri: str, results_root: str, run_pid: int, on_a_thread: bool = False) -> None:
     """The logging process: open the store, then log what the run ``run_pid`` sends until
-    ``close``."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle
-    # it may outlive the run (and its terminal); a hang-up mid-run ends the run, and the
-    # closed pipe then stops this process
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    ``close``. ``on_a_thread``: the same work on a thread of the run's own process
+    (:data:`ltr_bench.cli.mlflow_process.ON_A_THREAD`): signals, the terminal and the exit
+    are the run's, not touched here."""
+    if not on_a_thread:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the run's to handle
+        # it may outlive the run (and its terminal); a hang-up mid-run ends the run, and the
+        # closed pipe then stops this process
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
     inbox: queue.SimpleQueue = queue.SimpleQueue()
     run_gone = threading.Event()
     hurry = threading.Event()  # the run was interrupted: log no more, end the parents
@@ -42,7 +45,8 @@ def serve(conn, uri: str, results_root: str, run_pid: int) -> None:
                 message = conn.recv()
             except (EOFError, OSError):
                 if closing.is_set():  # the run did not wait for the end: log it all
-                    _let_go_of_the_terminal()
+                    if not on_a_thread:
+                        _let_go_of_the_terminal()
                     detached.set()
                     return
                 run_gone.set()  # the run's process is gone mid-run: stop, log no more
@@ -137,9 +141,13 @@ def serve(conn, uri: str, results_root: str, run_pid: int) -> None:
                 send(("done", listener.error))
                 for fd, path in unlock:
                     release_lock(fd, path)
-                _exit_now()
+                if not on_a_thread:
+                    _exit_now()
+                return
             elif kind == "quit":
-                _exit_now()
+                if not on_a_thread:
+                    _exit_now()
+                return
         except Exception as exc:  # noqa: BLE001 - a bug here must not lose the run's results
             text = f"MLflow logging failed: {type(exc).__name__}: {exc}"
             send(("warning", text))

@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import socket
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -77,6 +78,14 @@ __all__ = ["MlflowProcess"]
 NICE = 10
 #: how long an interrupted run waits for the logging process to end its parent runs
 HURRY_SECONDS = 30.0
+#: log on a thread of the run's own process instead of a logging process. For a caller that
+#: runs the command inside a process of its own that has MLflow imported already (the test
+#: suite's in-process runs: each logging process would import MLflow again, ~2 s of CPU,
+#: and its packages' map, ~2 s more). The logging is the same code, but it shares the GIL
+#: with the fits (their timings suffer), the run always waits for it to end
+#: (``LTR_BENCH_MLFLOW_WAIT`` is not read), and a run killed mid-way loses its logging with
+#: it (a re-run logs what MLflow lacks, as after any kill).
+ON_A_THREAD = False
 
 
 class MlflowProcess:
@@ -101,15 +110,20 @@ class MlflowProcess:
         self.on_note: Callable[[str], None] | None = None
         ctx = multiprocessing.get_context("spawn")
         self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(
-            target=serve,
-            args=(child, self.uri, str(results_root), os.getpid()),
-            name="ltr-bench-mlflow",
-            daemon=True,  # never outlives the run's process
-        )
-        with relayed_output():  # its stdout/stderr: a pipe of ours (child_output.py)
+        self.on_a_thread = ON_A_THREAD
+        if self.on_a_thread:
+            self._proc: Any = _LoggingThread(child, self.uri, str(results_root), self._conn)
             self._proc.start()
-        child.close()
+        else:
+            self._proc = ctx.Process(
+                target=serve,
+                args=(child, self.uri, str(results_root), os.getpid()),
+                name="ltr-bench-mlflow",
+                daemon=True,  # never outlives the run's process
+            )
+            with relayed_output():  # its stdout/stderr: a pipe of ours (child_output.py)
+                self._proc.start()
+            child.close()
         self._lock = threading.Lock()
         self._send_lock = threading.Lock()
         self._held: dict[str, Callable[[], None]] = {}
@@ -149,6 +163,8 @@ class MlflowProcess:
     def yield_to_fits(self, threads: int) -> None:
         """Lower the logging process's priority when fits of ``threads`` threads leave no
         core free for it (see the module)."""
+        if self.on_a_thread:  # its priority is the run's own
+            return
         if threads + 1 > (os.cpu_count() or 1) and self._proc.pid is not None:
             try:
                 os.setpriority(os.PRIO_PROCESS, self._proc.pid, NICE)
@@ -199,7 +215,8 @@ class MlflowProcess:
         self._hand_over_lock()
         if self._send(("close", interrupted, report_units)):
             try:
-                if not self._done.wait(wait_seconds()):  # background.py
+                wait = None if self.on_a_thread else wait_seconds()  # background.py
+                if not self._done.wait(wait):
                     self._detach()
                     return
             except KeyboardInterrupt:  # Ctrl-C or SIGINT while MLflow catches up
@@ -378,3 +395,43 @@ class MlflowProcess:
         except OSError:
             pass
         self._reader.join(timeout=5)
+
+
+class _LoggingThread(threading.Thread):
+    """:func:`~ltr_bench.cli.mlflow_logger.serve` on a thread (:data:`ON_A_THREAD`), with
+    the few calls of :class:`multiprocessing.Process` that :class:`MlflowProcess` makes."""
+
+    def __init__(self, conn, uri: str, results_root: str, peer):
+        super().__init__(name="ltr-bench-mlflow", daemon=True)
+        self._conn = conn
+        self._peer = peer  # the run's end of the pipe
+        self._args = (uri, results_root)
+
+    def run(self) -> None:
+        try:
+            serve(self._conn, *self._args, os.getpid(), on_a_thread=True)
+        finally:
+            self._conn.close()
+
+    @property
+    def pid(self) -> int:
+        return os.getpid()
+
+    @property
+    def exitcode(self) -> int | None:
+        return None if self.is_alive() else 0
+
+    def terminate(self) -> None:
+        """Shut the pipe down from the run's end: the thread's inbox reader sees the run
+        gone, and the thread stops after the MLflow call under way (a thread cannot be
+        killed)."""
+        try:
+            end = socket.socket(fileno=os.dup(self._peer.fileno()))
+        except OSError:  # closed already
+            return
+        try:
+            end.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        finally:
+            end.close()
