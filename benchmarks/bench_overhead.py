@@ -33,6 +33,11 @@ exists (made by a first, untimed run). Measured, each from one run unless said o
    (bit for bit) and prints the machine's parallel capacity now (2.0 on an idle 2-core
    machine: no executor can beat it). The same pair again with ``--no-mlflow``; each run's
    CPU seconds (all its processes: client, forkserver, workers) beside its wall time.
+5. **finished re-run** (``--parts rerun``): the main command once into a results folder
+   (untimed, MLflow on: every record logged and noted), then ``--repeat N`` rounds (at least
+   3) alternating the same command again (all 10 cells finished: no fold loaded, no MLflow
+   logging process started) and a bare ``python -c "import lightgbm, mlflow"``; the ratio
+   of the medians is printed (target <= 1.1) with the load before and after.
 
 Dask at the size of real cells (ten OHSUMED cells of seconds, issue 35.3) is measured by
 ``bench_dask_cells.py``, which uses the same timers (``command_timing.py``).
@@ -42,6 +47,7 @@ move with it, so compare ratios within one run.
 
     python benchmarks/bench_overhead.py                  # all parts
     python benchmarks/bench_overhead.py --parts main,startup
+    python benchmarks/bench_overhead.py --parts rerun --repeat 5      # finished re-run
     python benchmarks/bench_overhead.py --parts main,fold --repeat 5   # medians of 5 rounds
     git worktree add /tmp/before 85fff15      # then, for a before/after at the same load:
     python benchmarks/bench_overhead.py --parts main,fold --reference /tmp/before
@@ -57,6 +63,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -208,6 +215,29 @@ def part_one_fold(work: Path, env: dict, data: Path, repeat: int = 1, threads: i
             f"<= 2.0; {beyond - ref:+.2f} s against --no-mlflow), after the summary table "
             f"{after:.2f} s, of {repeat} round(s)"
         )
+
+
+def part_rerun(work: Path, env: dict, repeat: int = 3) -> None:
+    """The main command again when all its cells are finished and logged, against a bare
+    ``import lightgbm, mlflow``, alternating, ``max(repeat, 3)`` rounds; medians and ratio."""
+    args = ["run", "--ranker", "lightgbm,xgboost-gbrt", "--dataset", "synthetic"]
+    args += ["--results-dir", str(work / "rerun")]
+    timed(args, work, env)  # computes and logs the 10 cells (untimed)
+    bare = [sys.executable, "-c", "import lightgbm, mlflow"]
+    before = load()
+    reruns, imports = [], []
+    for _ in range(max(repeat, 3)):
+        reruns.append(timed(args, work, env))
+        t = time.perf_counter()
+        subprocess.run(bare, cwd=work, env=env, check=True)
+        imports.append(time.perf_counter() - t)
+    rerun, bare_s = _median(reruns), _median(imports)
+    print(
+        f"finished re-run of the main command: median {rerun:.2f} s "
+        f"({', '.join(f'{x:.2f}' for x in reruns)}); bare import lightgbm, mlflow: median "
+        f"{bare_s:.2f} s ({', '.join(f'{x:.2f}' for x in imports)}); ratio "
+        f"{rerun / bare_s:.2f} (target <= 1.1), {len(reruns)} rounds   [{before} -> {load()}]"
+    )
 
 
 def part_startup(work: Path, env: dict) -> None:
@@ -366,7 +396,7 @@ def checkouts(work: Path, env: dict, reference: Path | None) -> list[tuple[str, 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--parts", default="main,fold,startup,dask")
+    ap.add_argument("--parts", default="main,fold,startup,dask,rerun")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument(
         "--threads", type=int, default=1, help="main and fold: --threads of every run (default 1)"
@@ -411,6 +441,8 @@ def main() -> None:
             print(f"-- {name}")
             if "startup" in parts:
                 part_startup(folder, run_env)
+            if "rerun" in parts:
+                part_rerun(folder, run_env, args.repeat)
             if "main" in parts:
                 part_main(folder, run_env, args.repeat, args.threads)
             if "fold" in parts:

@@ -111,6 +111,7 @@ def serve(conn, uri: str, results_root: str, run_pid: int) -> None:
         on_note=lambda text: send(("note", f"note: {text}")),
         claim_found=True,  # a concurrent run may be logging a record found finished
     )
+    mark = store.logging_mark()  # removed once the parent runs are ended cleanly
     adopted = False
     while True:
         message = inbox.get()
@@ -132,6 +133,8 @@ def serve(conn, uri: str, results_root: str, run_pid: int) -> None:
             elif kind == "close":
                 _, interrupted, report_units = message
                 listener.close(interrupted=interrupted or hurry.is_set())
+                if not (interrupted or hurry.is_set()) and listener.error is None:
+                    store.logging_done(mark)
                 if report_units and listener.tracker is not None and not hurry.is_set():
                     attach_html_reports(store, report_units, listener, lambda t: send(("note", t)))
                 send(("done", listener.error))

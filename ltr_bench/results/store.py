@@ -107,6 +107,42 @@ class ResultStore:
             return None
         return ids
 
+    def logging_mark(self) -> Path | None:
+        """Mark ``<root>/.mlflow/logging-<pid>.open``: a logging process works on this
+        folder's records. It is removed (:meth:`logging_done`) only once that process ended
+        its parent runs cleanly; one left behind (a kill, an interruption, a store that
+        stopped answering) tells the next run that MLflow may hold parents to end or resume,
+        so it starts its logging process even when every record has its note. None when
+        the mark cannot be written (then logging goes on; a re-run finds no mark)."""
+        path = self.root / ".mlflow" / f"logging-{os.getpid()}.open"
+        try:
+            atomic_write_bytes(path, b"")
+        except OSError:
+            return None
+        return path
+
+    def logging_done(self, mark: Path | None) -> None:
+        """Remove ``mark`` and the marks of processes that are gone (the logging process that
+        opened the store ended their orphaned parent runs: ``ltr_bench.tracking.owners``)."""
+        from ltr_bench.environment import process_alive
+
+        for path in self._logging_marks():
+            pid = path.stem.removeprefix("logging-")
+            if path == mark or not (pid.isdigit() and process_alive(int(pid))):
+                with contextlib.suppress(OSError):
+                    path.unlink()
+
+    def logging_unfinished(self) -> bool:
+        """Some logging process on this folder's records did not end its parent runs cleanly,
+        or is at work now (:meth:`logging_mark`)."""
+        return bool(self._logging_marks())
+
+    def _logging_marks(self) -> list[Path]:
+        try:
+            return sorted((self.root / ".mlflow").glob("logging-*.open"))
+        except OSError:
+            return []
+
     def claim(self, key: str, *, wait: bool = False) -> CellClaim | None:
         """Claim cell ``key`` for this process (an exclusive ``flock`` on
         ``<root>/.claims/<key>.lock``, released by :meth:`CellClaim.release` or when the

@@ -1,0 +1,86 @@
+"""When ``ltr-bench run`` starts its MLflow logging process: :class:`LoggingStart`.
+
+The logging process (:class:`~ltr_bench.cli.mlflow_process.MlflowProcess`) imports MLflow
+(seconds of CPU) on another core while the run imports its rankers, so it is started first
+thing - unless the run may well have nothing to log. A run whose cells are all finished, on
+data proven unchanged (:func:`ltr_bench.run.fold_proof.all_proven`) and whose records are all
+noted as logged to this very MLflow store (``<results>/.mlflow/<key>.json`` bound to the
+record's ``finished`` stamp, :meth:`ltr_bench.results.ResultStore.note_mlflow`), needs no
+logging: the process is then never started. One record without such a note (never logged, an
+interrupted logging, another store, a note of an earlier computation), a logging process that
+did not end its parent runs cleanly (a kill, an interruption: its mark
+``<results>/.mlflow/logging-<pid>.open`` is left), ``--force`` or ``--attach-report`` and it
+is started as before, and logs what MLflow lacks and ends or resumes those parents.
+
+Whether to wait: before the plan is known, only file names are looked at
+(:func:`may_have_nothing_to_log`): a results folder with a record that has no note at all
+starts the process at once (the usual first or interrupted run keeps its head start); a
+folder whose every record has a note defers the decision until the cells are known.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ltr_bench.cli.mlflow_process import MlflowProcess
+
+__all__ = ["LoggingStart", "may_have_nothing_to_log", "nothing_to_log"]
+
+_RECORD = re.compile(r"[0-9a-f]{64}")
+
+
+def may_have_nothing_to_log(results_root: Path) -> bool:
+    """The results folder holds records, every one has an MLflow note (by name only:
+    whether each note is the record's own is checked once the cells are known) and no
+    logging process left its mark."""
+    try:
+        records = {p.stem for p in results_root.glob("*.json") if _RECORD.fullmatch(p.stem)}
+        notes = {p.stem for p in (results_root / ".mlflow").glob("*.json")}
+        marks = list((results_root / ".mlflow").glob("logging-*.open"))
+    except OSError:
+        return False
+    return bool(records) and records <= notes and not marks
+
+
+def nothing_to_log(cells, store, uri: str) -> bool:
+    """Every cell of ``cells`` is finished on data proven unchanged without loading it, its
+    record is noted as logged to the MLflow store ``uri``, and no logging process left its
+    parent runs unended (:meth:`~ltr_bench.results.ResultStore.logging_unfinished`)."""
+    from ltr_bench.run.fold_proof import all_proven
+
+    if store.logging_unfinished():
+        return False
+
+    for c in cells:
+        rec = store.get(c.key)
+        if rec is None or not rec.mlflow or rec.mlflow.get("tracking_uri") != uri:
+            return False
+    return all_proven(store.root, cells, store)
+
+
+class LoggingStart:
+    """The run's MLflow logging process, started now (:meth:`start`) or never.
+
+    ``uri`` is resolved at once, so a bad ``--tracking-uri`` is refused whether the process
+    starts or not. :attr:`process` is None until :meth:`start`."""
+
+    def __init__(self, tracking_uri: str | None, results_root: Path):
+        from ltr_bench.tracking.store import resolve_tracking_uri
+
+        self.tracking_uri = tracking_uri
+        self.uri = resolve_tracking_uri(tracking_uri)
+        self.results_root = results_root
+        self.process: MlflowProcess | None = None
+        if not may_have_nothing_to_log(results_root):
+            self.start()
+
+    def start(self) -> MlflowProcess:
+        """The logging process, started if it was not."""
+        if self.process is None:
+            from ltr_bench.cli.mlflow_process import MlflowProcess
+
+            self.process = MlflowProcess(self.tracking_uri, self.results_root)
+        return self.process
