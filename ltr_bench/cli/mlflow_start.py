@@ -5,12 +5,17 @@ The logging process (:class:`~ltr_bench.cli.mlflow_process.MlflowProcess`) impor
 thing - unless the run may well have nothing to log. A run whose cells are all finished, on
 data proven unchanged (:func:`ltr_bench.run.fold_proof.all_proven`) and whose records are all
 noted as logged to this very MLflow store (``<results>/.mlflow/<key>.json`` bound to the
-record's ``finished`` stamp, :meth:`ltr_bench.results.ResultStore.note_mlflow`), needs no
-logging: the process is then never started. One record without such a note (never logged, an
-interrupted logging, another store, a note of an earlier computation), a logging process that
-did not end its parent runs cleanly (a kill, an interruption: its mark
-``<results>/.mlflow/logging-<pid>.open`` is left), ``--force`` or ``--attach-report`` and it
-is started as before, and logs what MLflow lacks and ends or resumes those parents.
+record's ``finished`` stamp, :meth:`ltr_bench.results.ResultStore.note_mlflow`) and whose
+copies in that store are exactly as logged (:mod:`ltr_bench.tracking.as_logged`: fold and
+parent runs FINISHED, the ``record.json`` and per-query artifacts byte for byte as noted, read
+from the SQLite file and the local artifact folder without MLflow), needs no logging: the
+process is then never started. One record without such a note (never logged, an interrupted
+logging, another store, a note of an earlier computation or without the artifacts' binding),
+an artifact edited, damaged or deleted, a run deleted or not FINISHED, a store that is not an
+``sqlite:///`` file with local artifacts, a logging process that did not end its parent runs
+cleanly (a kill, an interruption: its mark ``<results>/.mlflow/logging-<pid>.open`` is
+left), ``--force`` or ``--attach-report`` and it is started as before, and logs what MLflow
+lacks or holds damaged, and ends or resumes those parents.
 
 Whether to wait: before the plan is known, only file names are looked at
 (:func:`may_have_nothing_to_log`): a results folder with a record that has no note at all
@@ -47,18 +52,23 @@ def may_have_nothing_to_log(results_root: Path) -> bool:
 
 def nothing_to_log(cells, store, uri: str) -> bool:
     """Every cell of ``cells`` is finished on data proven unchanged without loading it, its
-    record is noted as logged to the MLflow store ``uri``, and no logging process left its
-    parent runs unended (:meth:`~ltr_bench.results.ResultStore.logging_unfinished`)."""
+    record is noted as logged to the MLflow store ``uri``, MLflow's copy of it is exactly as
+    logged (:func:`~ltr_bench.tracking.as_logged.unchanged_since_logged`: nothing for a
+    re-run to repair) and no logging process left its parent runs unended
+    (:meth:`~ltr_bench.results.ResultStore.logging_unfinished`)."""
     from ltr_bench.run.fold_proof import all_proven
+    from ltr_bench.tracking.as_logged import unchanged_since_logged
 
     if store.logging_unfinished():
         return False
-
+    notes = {}
     for c in cells:
         rec = store.get(c.key)
-        if rec is None or not rec.mlflow or rec.mlflow.get("tracking_uri") != uri:
+        note = store.mlflow_note(rec) if rec is not None else None
+        if note is None or note["mlflow"].get("tracking_uri") != uri:
             return False
-    return all_proven(store.root, cells, store)
+        notes[rec.key] = (rec.key, rec.finished, note["mlflow"], note.get("artifacts"))
+    return all_proven(store.root, cells, store) and unchanged_since_logged(uri, notes.values())
 
 
 class LoggingStart:

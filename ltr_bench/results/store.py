@@ -73,13 +73,19 @@ class ResultStore:
     def mlflow_note_path(self, key: str) -> Path:
         return self.root / ".mlflow" / f"{key}.json"
 
-    def note_mlflow(self, record: ResultRecord, ids: dict[str, str]) -> None:
+    def note_mlflow(
+        self, record: ResultRecord, ids: dict[str, str], artifacts: dict | None = None
+    ) -> None:
         """Note where ``record`` was logged (``ids``: ``tracking_uri``, ``experiment_id``,
         ``parent_run_id``, ``run_id``, and ``model_id`` / ``model_uri`` when a model was
-        logged) beside it, bound to its ``finished`` stamp (see the module); atomic. Raises
-        :class:`ResultsWriteError`."""
+        logged) beside it, bound to its ``finished`` stamp (see the module); atomic.
+        ``artifacts``: the fold run's artifacts as logged (name -> ``[size, sha256]``:
+        :func:`ltr_bench.tracking.as_logged.artifact_binding`), kept for a re-run to prove
+        MLflow's copy unchanged without opening it. Raises :class:`ResultsWriteError`."""
         path = self.mlflow_note_path(record.key)
-        doc = {"key": record.key, "finished": record.finished, "mlflow": dict(ids)}
+        doc: dict = {"key": record.key, "finished": record.finished, "mlflow": dict(ids)}
+        if artifacts is not None:
+            doc["artifacts"] = artifacts
         try:
             atomic_write_bytes(path, (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode())
         except OSError as exc:
@@ -88,9 +94,11 @@ class ResultStore:
         if cached is not None and cached.finished == record.finished:
             cached.mlflow = dict(ids)
 
-    def _mlflow_ids(self, record: ResultRecord) -> dict[str, str] | None:
-        """The ids of the note that carries ``record``'s own stamp; None without one (never
-        logged, logged before notes existed, a note of an earlier computation, unreadable)."""
+    def mlflow_note(self, record: ResultRecord) -> dict | None:
+        """The MLflow note that carries ``record``'s own stamp, checked (``mlflow``: string
+        ids; ``artifacts``: as given to :meth:`note_mlflow`, or absent); None without one
+        (never logged, logged before notes existed, a note of an earlier computation,
+        unreadable)."""
         try:
             doc = json.loads(self.mlflow_note_path(record.key).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError):
@@ -105,7 +113,12 @@ class ResultStore:
             or not all(isinstance(v, str) for v in ids.values())
         ):
             return None
-        return ids
+        return doc
+
+    def _mlflow_ids(self, record: ResultRecord) -> dict[str, str] | None:
+        """The ids of :meth:`mlflow_note`."""
+        doc = self.mlflow_note(record)
+        return None if doc is None else doc["mlflow"]
 
     def logging_mark(self) -> Path | None:
         """Mark ``<root>/.mlflow/logging-<pid>.open``: a logging process works on this

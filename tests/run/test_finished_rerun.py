@@ -3,7 +3,10 @@ and still no old number for changed data and no record left out of MLflow."""
 
 from __future__ import annotations
 
+import json
 import random
+import sqlite3
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -13,7 +16,8 @@ from ltr_bench.cli import mlflow_start as mlflow_start_module
 from ltr_bench.results import ResultStore
 from ltr_bench.run import harness
 from ltr_bench.run.listener import Listener
-from ltr_bench.tracking.store import resolve_tracking_uri
+from ltr_bench.tracking.as_logged import artifact_binding
+from ltr_bench.tracking.store import resolve_tracking_uri, sqlite_path
 
 TINY = ["--dataset-option", "n_queries=30", "--dataset-option", "docs_per_query=6"]
 TINY += ["--dataset-option", "n_features=5", "--dataset-option", "n_informative=3"]
@@ -142,22 +146,64 @@ def starts(monkeypatch):
     return started
 
 
-def _note_all(work, uri: str) -> ResultStore:
+def _artifacts(folder: Path) -> Path:
+    return folder / "artifacts"
+
+
+def _mlflow_copy(work: Path, uri: str) -> ResultStore:
+    """What a logging process leaves, made by hand: an SQLite file with MLflow's tables (the
+    columns ltr-bench reads), one FINISHED parent run, a FINISHED fold run per record with its
+    artifacts in a local folder, and each record's note with the artifacts' binding."""
     store = ResultStore(work / "mlflow_runs" / "results")
-    for rec in store.records():
-        store.note_mlflow(rec, {"tracking_uri": uri, "experiment_id": "1", "run_id": "r"})
+    db = sqlite_path(uri)
+    con = sqlite3.connect(db)
+    con.executescript(
+        "create table alembic_version (version_num text);"
+        "create table experiments (experiment_id integer, name text, lifecycle_stage text);"
+        "create table runs (run_uuid text, status text, lifecycle_stage text,"
+        " artifact_uri text, experiment_id integer);"
+        "create table tags (key text, value text, run_uuid text);"
+        "create table logged_models (model_id text, lifecycle_stage text);"
+        "insert into experiments values (1, 'ltr-bench/synthetic', 'active');"
+        "insert into runs values ('p', 'FINISHED', 'active', 'file:///nowhere', 1);"
+    )
+    for i, rec in enumerate(store.records()):
+        run_id = f"f{i}"
+        folder = work / "art" / run_id / "artifacts"
+        folder.mkdir(parents=True)
+        (folder / "record.json").write_text(json.dumps(rec.to_dict()))
+        (folder / "per_query_metrics.csv").write_text("qid,ndcg@10\n1,0.5\n")
+        con.execute(
+            "insert into runs values (?, 'FINISHED', 'active', ?, 1)", (run_id, folder.as_uri())
+        )
+        for key, value in (
+            ("ltr_bench_key", rec.key),
+            ("ltr_bench_finished", rec.finished),
+            ("mlflow.parentRunId", "p"),
+        ):
+            con.execute("insert into tags values (?, ?, ?)", (key, value, run_id))
+        con.commit()
+        ids = {"tracking_uri": uri, "experiment_id": "1", "parent_run_id": "p", "run_id": run_id}
+        store.note_mlflow(rec, ids, artifact_binding(uri, run_id))
+    con.commit()
+    con.close()
     return store
 
 
-def test_no_logging_process_when_every_record_is_noted_in_this_store(work, starts, loads):
+@pytest.fixture
+def copied(work):
+    """A finished run's results and their copy in (a hand-made) MLflow: ``(uri argument,
+    resolved uri, store)``."""
     uri_arg = f"sqlite:///{work}/m.db"
     uri = resolve_tracking_uri(uri_arg)
     assert _synthetic("--no-mlflow").exit_code == 0
-    found = _synthetic("--tracking-uri", uri_arg)  # records never logged: logging starts
-    assert found.exit_code == 0, found.output
-    assert starts == [uri]
-    _note_all(work, uri)
-    starts.clear()
+    return uri_arg, uri, _mlflow_copy(work, uri)
+
+
+def test_no_logging_process_when_every_record_is_in_this_store_as_logged(
+    work, starts, loads, copied
+):
+    uri_arg, uri, _ = copied
     loads.clear()
     again = _synthetic("--tracking-uri", uri_arg)
     assert again.exit_code == 0, again.output
@@ -169,35 +215,108 @@ def test_no_logging_process_when_every_record_is_noted_in_this_store(work, start
     assert len(starts) == 1
 
 
-def test_one_record_without_its_note_starts_the_logging_process(work, starts):
-    uri_arg = f"sqlite:///{work}/m.db"
-    assert _synthetic("--no-mlflow").exit_code == 0
-    store = _note_all(work, resolve_tracking_uri(uri_arg))
-    store.mlflow_note_path(store.records()[0].key).unlink()
+def _sql(uri: str, statement: str) -> None:
+    con = sqlite3.connect(sqlite_path(uri))
+    con.execute(statement)
+    con.commit()
+    con.close()
+
+
+def _first_note(store: ResultStore) -> Path:
+    return store.mlflow_note_path(store.records()[0].key)
+
+
+def _edit_note(store: ResultStore, edit) -> None:
+    doc = json.loads(_first_note(store).read_text())
+    edit(doc)
+    _first_note(store).write_text(json.dumps(doc))
+
+
+#: what a re-run would repair in MLflow (or cannot prove it need not): each starts logging
+DAMAGES = {
+    "an edited record.json": lambda w, u, s: next((w / "art").rglob("record.json")).write_text(
+        "{}"
+    ),
+    "a per-query artifact deleted": lambda w, u, s: next(
+        (w / "art").rglob("per_query_metrics.csv")
+    ).unlink(),
+    "an artifact that was not there when logged": lambda w, u, s: _edit_note(
+        s, lambda doc: doc["artifacts"].pop("per_query_metrics.csv")
+    ),
+    "a fold run deleted": lambda w, u, s: _sql(
+        u, "update runs set lifecycle_stage = 'deleted' where run_uuid = 'f0'"
+    ),
+    "a fold run gone": lambda w, u, s: _sql(u, "delete from runs where run_uuid = 'f1'"),
+    "a parent run left RUNNING": lambda w, u, s: _sql(
+        u, "update runs set status = 'RUNNING' where run_uuid = 'p'"
+    ),
+    "the experiment deleted": lambda w, u, s: _sql(
+        u, "update experiments set lifecycle_stage = 'deleted'"
+    ),
+    "a fold run of another computation": lambda w, u, s: _sql(
+        u, "update tags set value = '1999' where key = 'ltr_bench_finished' and run_uuid = 'f0'"
+    ),
+    "a noted model gone": lambda w, u, s: _edit_note(
+        s, lambda doc: doc["mlflow"].update(model_id="m-1")
+    ),
+    "the store file gone": lambda w, u, s: sqlite_path(u).unlink(),
+    "artifacts away from this machine": lambda w, u, s: _sql(
+        u, "update runs set artifact_uri = 'mlflow-artifacts:/1/f0/artifacts'"
+    ),
+    "a note without the artifacts' binding": lambda w, u, s: _edit_note(
+        s, lambda doc: doc.pop("artifacts")
+    ),
+    "one record without its note": lambda w, u, s: _first_note(s).unlink(),
+    "a note of an earlier computation": lambda w, u, s: _first_note(s).write_text(
+        _first_note(s).read_text().replace('"finished": "', '"finished": "1999')
+    ),
+    "a logging process that did not end its parents": lambda w, u, s: (
+        s.root / ".mlflow" / "logging-999999999.open"
+    ).touch(),  # what a kill leaves
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+def test_anything_a_rerun_would_repair_starts_the_logging_process(work, starts, copied, damage):
+    uri_arg, uri, store = copied
+    DAMAGES[damage](work, uri, store)
     again = _synthetic("--tracking-uri", uri_arg)
     assert again.exit_code == 0, again.output
-    assert len(starts) == 1
+    assert starts == [uri]
 
 
-def test_a_note_of_an_earlier_computation_does_not_count(work, starts):
+def test_real_mlflow_a_finished_rerun_opens_nothing_and_an_edited_artifact_is_repaired(
+    work, monkeypatch
+):
+    """Against MLflow itself: the notes written by the logging process prove the copy
+    unchanged (no process started), and an artifact edited since sends the next run through
+    MLflow, which logs the local record again."""
+    real_start = mlflow_start_module.LoggingStart.start
+    started: list[str] = []
+
+    def start(self):
+        started.append(self.uri)
+        return real_start(self)
+
+    monkeypatch.setattr(mlflow_start_module.LoggingStart, "start", start)
     uri_arg = f"sqlite:///{work}/m.db"
-    assert _synthetic("--no-mlflow").exit_code == 0
-    store = _note_all(work, resolve_tracking_uri(uri_arg))
-    path = store.mlflow_note_path(store.records()[0].key)
-    path.write_text(path.read_text().replace('"finished": "', '"finished": "1999'))
+    first = _synthetic("--tracking-uri", uri_arg)
+    assert first.exit_code == 0, first.output
+    assert len(started) == 1
     again = _synthetic("--tracking-uri", uri_arg)
     assert again.exit_code == 0, again.output
-    assert len(starts) == 1
-
-
-def test_a_logging_process_that_did_not_end_its_parents_means_logging_again(work, starts):
-    uri_arg = f"sqlite:///{work}/m.db"
-    assert _synthetic("--no-mlflow").exit_code == 0
-    store = _note_all(work, resolve_tracking_uri(uri_arg))
-    (store.root / ".mlflow" / "logging-999999999.open").touch()  # what a kill leaves
-    again = _synthetic("--tracking-uri", uri_arg)
-    assert again.exit_code == 0, again.output
-    assert len(starts) == 1
+    assert len(started) == 1 and "has every one (not opened)" in again.output
+    path = next((work / "artifacts").rglob("record.json"))
+    doc = json.loads(path.read_text())
+    doc["metrics"]["ndcg@10"] = 0.999
+    path.write_text(json.dumps(doc))
+    repaired = _synthetic("--tracking-uri", uri_arg)
+    assert repaired.exit_code == 0, repaired.output
+    assert len(started) == 2
+    assert "differs from the local record; logged again" in repaired.output
+    last = _synthetic("--tracking-uri", uri_arg)  # intact again: proven without MLflow
+    assert last.exit_code == 0, last.output
+    assert len(started) == 2 and "has every one (not opened)" in last.output
 
 
 def test_a_clean_logging_end_removes_its_mark_and_those_of_gone_processes(tmp_path):
