@@ -14,6 +14,8 @@ the ids of the note that carries its own stamp. The record file itself is never 
 for it (so the logging process never races the run's own write of the record, and nothing
 else in a record can change), and a note of an earlier computation of the cell (``--force``)
 is removed when the new record is saved and ignored should it be written late.
+The note may also bind MLflow's copy of the fold run's artifacts (``artifacts``: their size
+and SHA-256 as logged), so that a re-run can prove that copy unchanged without MLflow.
 """
 
 from __future__ import annotations
