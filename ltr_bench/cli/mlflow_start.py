@@ -52,7 +52,8 @@ def may_have_nothing_to_log(results_root: Path) -> bool:
 
 def nothing_to_log(cells, store, uri: str) -> bool:
     """Every cell of ``cells`` is finished on data proven unchanged without loading it, its
-    record is noted as logged to the MLflow store ``uri``, MLflow's copy of it is exactly as
+    record (and every other local record of its parent run's group) is noted as logged to
+    the MLflow store ``uri``, MLflow's copy of it is exactly as
     logged (:func:`~ltr_bench.tracking.as_logged.unchanged_since_logged`: nothing for a
     re-run to repair) and no logging process left its parent runs unended
     (:meth:`~ltr_bench.results.ResultStore.logging_unfinished`)."""
@@ -61,14 +62,24 @@ def nothing_to_log(cells, store, uri: str) -> bool:
 
     if store.logging_unfinished():
         return False
-    notes = {}
+    records = {}
     for c in cells:
         rec = store.get(c.key)
-        note = store.mlflow_note(rec) if rec is not None else None
+        if rec is None:
+            return False
+        records[rec.key] = rec
+    # a parent run's aggregates cover every local record of its group, other folds included
+    # (a re-run ends it with them): those must be in MLflow as logged too
+    for plan_key in {rec.plan_key for rec in records.values()}:
+        for rec in store.records(plan_key=plan_key):
+            records.setdefault(rec.key, rec)
+    notes = []
+    for rec in records.values():
+        note = store.mlflow_note(rec)
         if note is None or note["mlflow"].get("tracking_uri") != uri:
             return False
-        notes[rec.key] = (rec.key, rec.finished, note["mlflow"], note.get("artifacts"))
-    return all_proven(store.root, cells, store) and unchanged_since_logged(uri, notes.values())
+        notes.append((rec.key, rec.finished, note["mlflow"], note.get("artifacts")))
+    return all_proven(store.root, cells, store) and unchanged_since_logged(uri, notes)
 
 
 class LoggingStart:

@@ -285,6 +285,21 @@ def test_anything_a_rerun_would_repair_starts_the_logging_process(work, starts, 
     assert starts == [uri]
 
 
+def test_a_fold_of_the_group_not_in_mlflow_starts_the_logging_process(work, starts, copied):
+    """The parent run's aggregates cover every local fold of its group: a re-run of fold 1
+    alone ends it with fold 2 too, so fold 2's record must be in MLflow as logged as well."""
+    uri_arg, uri, store = copied
+    one = _run("--dataset", "synthetic", "--folds", "1", *TINY, "--tracking-uri", uri_arg)
+    assert one.exit_code == 0, one.output
+    assert starts == []
+    fold2 = next(r for r in store.records() if r.fold == 2)
+    note = store.mlflow_note_path(fold2.key)  # fold 2 logged to another store since
+    note.write_text(note.read_text().replace(str(work / "m.db"), str(work / "other.db")))
+    again = _run("--dataset", "synthetic", "--folds", "1", *TINY, "--tracking-uri", uri_arg)
+    assert again.exit_code == 0, again.output
+    assert starts == [uri]
+
+
 def test_real_mlflow_a_finished_rerun_opens_nothing_and_an_edited_artifact_is_repaired(
     work, monkeypatch
 ):
