@@ -97,9 +97,7 @@ def serve(conn, uri: str, results_root: str, run_pid: int) -> None:
         send(("warning", text if text.startswith("MLflow") else f"MLflow at {uri}: {text}"))
         _answer_close(inbox, send, text)
         return
-    if inbox.empty():  # idle while the run computes: ready what logging a model needs
-        _warm_up_models()
-    if message[3] and inbox.empty():  # ... and the report
+    if message[3] and inbox.empty():  # idle while the run computes: ready the report
         warm_up_report()
     store = ResultStore(Path(results_root))
     listener = MlflowListener(
@@ -151,18 +149,6 @@ def serve(conn, uri: str, results_root: str, run_pid: int) -> None:
             if kind == "close":
                 send(("done", text))
                 return
-
-
-def _warm_up_models() -> None:
-    """Ready what logging the first kept model costs once per process
-    (:func:`ltr_bench.tracking.models.warm_up`, ~2 s) while the run fits its first cell, not
-    after its last: the run waits for MLflow at its end."""
-    try:
-        from ltr_bench.tracking.models import warm_up
-
-        warm_up()
-    except Exception:  # noqa: BLE001, S110 - logging the model says it, if it still fails
-        pass
 
 
 def _let_go_of_the_terminal() -> None:
