@@ -54,14 +54,18 @@ def fake_serve(conn, uri: str, results_root: str, run_pid: int) -> None:
 
 @pytest.fixture
 def fake_logger(monkeypatch, tmp_path):
-    """The fake logging process in place of the real one; the (bounded) wait for it."""
+    """The fake logging process in place of the real one, a bounded wait for it, and SIGINT
+    raising KeyboardInterrupt."""
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("signals are handled on the main thread only")
     from ltr_bench.cli import mlflow_process
 
     monkeypatch.setattr(mlflow_process, "serve", fake_serve)
     monkeypatch.setenv("LTR_BENCH_MLFLOW_WAIT", "30")  # a regression detaches, never hangs
-    return mlflow_process
+    # Ctrl-C's KeyboardInterrupt, even where the tests run with SIGINT ignored (`&`, nohup)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield mlflow_process
+    signal.signal(signal.SIGINT, previous)
 
 
 def _seen(results: Path) -> list[str]:

@@ -57,7 +57,14 @@ def _interrupted_while_held(tmp_path, where: str) -> tuple[int, str]:
     log = tmp_path / "stderr.txt"  # a file: the progress lines never fill a pipe
     with log.open("w") as stderr:
         proc = subprocess.Popen(
-            _command(tmp_path), env=env, stdout=subprocess.PIPE, stderr=stderr, text=True
+            _command(tmp_path),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            # SIGINT as a terminal's foreground job has it, even where this test runs with
+            # it ignored (a job started with `&` or nohup passes SIG_IGN on)
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
     try:
         assert proc.stdout is not None
