@@ -4,6 +4,13 @@ guarantees and which messages cross the pipe. It imports MLflow while the run pl
 the store once the run says the invocation is valid, logs each record it is sent through a
 :class:`~ltr_bench.tracking.MlflowListener` over the run's results folder, and ends the
 parent runs (and attaches the HTML reports, if asked) at ``close``.
+
+For tests only: ``LTR_BENCH_TEST_HOLD_LOGGING=WHERE:PATH`` holds this process at ``WHERE``
+(``before-open``: the store untouched; ``after-first-cell``: one fold run logged, so the parent
+runs exist) until the run interrupts it (at most :data:`TEST_HOLD_SECONDS`), having written
+``PATH`` to say that it holds: a test then knows that MLflow has not caught up when it
+interrupts the run (``tests/cli/test_run_sigint.py``). Read nowhere else; unset, it costs
+nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +24,11 @@ import threading
 from pathlib import Path
 
 __all__ = ["serve"]
+
+#: the variable of the test-only hold (see the module)
+TEST_HOLD_ENV = "LTR_BENCH_TEST_HOLD_LOGGING"
+#: the longest a test-only hold lasts without an interrupt
+TEST_HOLD_SECONDS = 60.0
 
 
 def serve(conn, uri: str, results_root: str, run_pid: int) -> None:
@@ -89,6 +101,10 @@ def serve(conn, uri: str, results_root: str, run_pid: int) -> None:
     message = inbox.get()  # nothing is touched before the invocation is known to be valid
     if message is None or message[0] != "open" or run_gone.is_set():
         return  # (a run killed meanwhile: its re-run opens the store)
+    _hold_for_test("before-open", hurry)
+    if hurry.is_set():  # interrupted before any logging: the store stays untouched
+        _answer_close(inbox, send, None)
+        return
     tracker = Tracker(uri, owner_pid=run_pid)  # the parent runs belong to the run
     try:
         tracker.check()
@@ -110,7 +126,7 @@ def serve(conn, uri: str, results_root: str, run_pid: int) -> None:
         claim_found=True,  # a concurrent run may be logging a record found finished
     )
     mark = store.logging_mark()  # removed once the parent runs are ended cleanly
-    adopted = False
+    adopted = first_logged = False
     while True:
         message = inbox.get()
         if message is None or run_gone.is_set():  # the run is gone: a re-run logs the rest
@@ -128,6 +144,9 @@ def serve(conn, uri: str, results_root: str, run_pid: int) -> None:
                 if held and not detached.is_set():  # else the listener claims it itself
                     listener.hold_claim(record, functools.partial(send, ("released", record.key)))
                 listener.cell_finished(record, index, total, skipped=skipped)
+                if not first_logged:
+                    first_logged = True
+                    _hold_for_test("after-first-cell", hurry)
             elif kind == "close":
                 _, interrupted, report_units = message
                 listener.close(interrupted=interrupted or hurry.is_set())
@@ -151,6 +170,17 @@ def serve(conn, uri: str, results_root: str, run_pid: int) -> None:
                 return
 
 
+def _hold_for_test(where: str, hurry: threading.Event) -> None:
+    """The test-only hold at ``where`` (see the module): write its file, then wait for the
+    run's interrupt."""
+    spec = os.environ.get(TEST_HOLD_ENV, "")
+    at, _, path = spec.partition(":")
+    if at != where or not path:
+        return
+    Path(path).write_text(str(os.getpid()), encoding="utf-8")
+    hurry.wait(TEST_HOLD_SECONDS)
+
+
 def _let_go_of_the_terminal() -> None:
     """The run exited before the end of the logging (``LTR_BENCH_MLFLOW_WAIT``): print
     nothing more (from the inbox thread the moment the run is gone). Our stdout and stderr
@@ -172,8 +202,9 @@ def _exit_now() -> None:
     os._exit(0)
 
 
-def _answer_close(inbox, send, error: str) -> None:
-    """After a failure to open the store: answer the run's ``close`` (nothing is logged)."""
+def _answer_close(inbox, send, error: str | None) -> None:
+    """After a failure to open the store, or an interrupt before it was opened: answer the
+    run's ``close`` (nothing is logged)."""
     while True:
         message = inbox.get()
         if message is None or message[0] == "quit":

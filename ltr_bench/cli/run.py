@@ -375,10 +375,13 @@ def _run_logged(
         if attach_report and not interrupted and write_error is None:
             for r in report.records:
                 units.setdefault(r.dataset, []).append((r.fold, r.seed))
-        console.status("logging to MLflow ...", force=True)
-        mlflow_listener.close(
-            interrupted=interrupted or write_error is not None, report_units=units
-        )
+        try:
+            console.status("logging to MLflow ...", force=True)
+            mlflow_listener.close(
+                interrupted=interrupted or write_error is not None, report_units=units
+            )
+        except KeyboardInterrupt:  # just before the wait (close() handles one during it)
+            mlflow_listener.interrupt()
         console.clear()
         tracking_error = mlflow_listener.error or tracking_error
         logging_interrupted = mlflow_listener.interrupted
