@@ -19,7 +19,10 @@ exists (made by a first, untimed run). Measured, each from one run unless said o
    1`` (MLflow on, parsed-data cache warm, existing store): start to exit - stages = the
    wait beyond the stage time, in seconds (target <= 2.0 s), and the part of it after the
    summary table was printed (the wait at exit: the user has the numbers, the command has
-   not ended), ended the same three ways in each round. The folder is
+   not ended), ended the same three ways in each round. Each round also times a bare
+   ``python -c "import lightgbm, mlflow"`` just before the three endings, and prints the
+   wait beyond the stages / that bare import (target <= 1.2; at the end the median wait
+   beyond the stages / the median bare import). The folder is
    generated here (:func:`write_letor`: 1,000 queries, ~15,000 documents, 46 features, 5
    folds in MQ2008's layout), so no download is needed.
 3. **start-up**: ``ltr-bench --help`` and ``ltr-bench rankers``, median wall of 5 runs.
@@ -33,6 +36,11 @@ exists (made by a first, untimed run). Measured, each from one run unless said o
    (bit for bit) and prints the machine's parallel capacity now (2.0 on an idle 2-core
    machine: no executor can beat it). The same pair again with ``--no-mlflow``; each run's
    CPU seconds (all its processes: client, forkserver, workers) beside its wall time.
+5. **finished re-run** (``--parts rerun``): the main command once into a results folder
+   (untimed, MLflow on: every record logged and noted), then ``--repeat N`` rounds (at least
+   3) alternating the same command again (all 10 cells finished: no fold loaded, no MLflow
+   logging process started) and a bare ``python -c "import lightgbm, mlflow"``; the ratio
+   of the medians is printed (target <= 1.1) with the load before and after.
 
 Dask at the size of real cells (ten OHSUMED cells of seconds, issue 35.3) is measured by
 ``bench_dask_cells.py``, which uses the same timers (``command_timing.py``).
@@ -42,6 +50,7 @@ move with it, so compare ratios within one run.
 
     python benchmarks/bench_overhead.py                  # all parts
     python benchmarks/bench_overhead.py --parts main,startup
+    python benchmarks/bench_overhead.py --parts rerun --repeat 5      # finished re-run
     python benchmarks/bench_overhead.py --parts main,fold --repeat 5   # medians of 5 rounds
     git worktree add /tmp/before 85fff15      # then, for a before/after at the same load:
     python benchmarks/bench_overhead.py --parts main,fold --reference /tmp/before
@@ -57,6 +66,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -150,19 +160,27 @@ def _endings(args: list[str], out: str, work: Path, env: dict, r: int) -> dict:
     return rows
 
 
-def _rounds(title: str, args, out: str, work: Path, env: dict, repeat: int, figure) -> list:
+def _rounds(
+    title: str, args, out: str, work: Path, env: dict, repeat: int, figure, with_bare=False
+) -> list:
     """``repeat`` rounds of :func:`_endings`, each printed with the load before and after and
-    ``figure(wall, stages)``, the part's own measure; returns the rounds' rows."""
+    ``figure(wall, stages, bare)``, the part's own measure (``bare``: with ``with_bare``, a
+    :func:`bare_import` timed just before the round's endings, else None); returns the
+    rounds' ``(rows, bare)``."""
     rounds = []
     for r in range(repeat):
         before = load()
+        bare = bare_import(work, env) if with_bare else None
         rows = _endings(args, out, work, env, r)
-        rounds.append(rows)
+        rounds.append((rows, bare))
         print(f"{title}, round {r + 1}   [{before} -> {load()}]")
+        if bare is not None:
+            print(f"  bare import lightgbm, mlflow {bare:.2f} s")
         for name, (wall, stages, wait, cpu) in rows.items():
             print(
                 f"  {name:15} start to exit {wall:.2f} s, stages {stages:.2f} s, "
-                f"{figure(wall, stages)}, {wait:.2f} s after the summary table; CPU {cpu:.2f} s"
+                f"{figure(wall, stages, bare)}, {wait:.2f} s after the summary table; "
+                f"CPU {cpu:.2f} s"
             )
     return rounds
 
@@ -176,11 +194,11 @@ def part_main(work: Path, env: dict, repeat: int = 1, threads: int = 1) -> None:
     timed([*args, "--folds", "1", "--results-dir", str(work / "warm-main")], work, env)
     rounds = _rounds(
         "main command", args, "main", work, env, repeat,
-        lambda wall, stages: f"ratio {wall / stages:.2f} (target <= 1.15)",
+        lambda wall, stages, _: f"ratio {wall / stages:.2f} (target <= 1.15)",
     )  # fmt: skip
     for name, _, _ in ENDINGS:
-        ratio = _median(x[name][0] / x[name][1] for x in rounds)
-        after = _median(x[name][2] for x in rounds)
+        ratio = _median(x[name][0] / x[name][1] for x, _ in rounds)
+        after = _median(x[name][2] for x, _ in rounds)
         print(
             f"main command, {name}: median ratio {ratio:.2f} (target <= 1.15), median "
             f"{after:.2f} s after the summary table, of {repeat} round(s)"
@@ -197,17 +215,54 @@ def part_one_fold(work: Path, env: dict, data: Path, repeat: int = 1, threads: i
     timed([*args, "--results-dir", str(work / "warm-fold")], work, env)  # cache + store
     rounds = _rounds(
         "one MQ2008-sized fold", args, "fold", work, env, repeat,
-        lambda wall, stages: f"beyond the stages {wall - stages:.2f} s (target <= 2.0)",
+        lambda wall, stages, bare: f"beyond the stages {wall - stages:.2f} s (target <= 2.0), "
+        f"{(wall - stages) / bare:.2f}x the bare import (target <= 1.2)",
+        with_bare=True,
     )  # fmt: skip
-    ref = _median(x["--no-mlflow"][0] - x["--no-mlflow"][1] for x in rounds)
+    ref = _median(x["--no-mlflow"][0] - x["--no-mlflow"][1] for x, _ in rounds)
+    bare = _median(b for _, b in rounds)
+    print(
+        f"one MQ2008-sized fold: bare import lightgbm, mlflow median {bare:.2f} s "
+        f"({', '.join(f'{b:.2f}' for _, b in rounds)})"
+    )
     for name, _, _ in ENDINGS:
-        beyond = _median(x[name][0] - x[name][1] for x in rounds)
-        after = _median(x[name][2] for x in rounds)
+        beyond = _median(x[name][0] - x[name][1] for x, _ in rounds)
+        ratio = beyond / bare  # the medians' ratio, as the finished re-run part's
+        after = _median(x[name][2] for x, _ in rounds)
         print(
             f"one MQ2008-sized fold, {name}: median beyond the stages {beyond:.2f} s (target "
-            f"<= 2.0; {beyond - ref:+.2f} s against --no-mlflow), after the summary table "
-            f"{after:.2f} s, of {repeat} round(s)"
+            f"<= 2.0; {beyond - ref:+.2f} s against --no-mlflow), {ratio:.2f}x the median bare "
+            f"import (target <= 1.2), after the summary table {after:.2f} s, of {repeat} "
+            "round(s)"
         )
+
+
+def bare_import(work: Path, env: dict) -> float:
+    """Wall seconds of a bare ``python -c "import lightgbm, mlflow"`` (interpreter start
+    included), the yardstick of the one-fold and finished re-run parts."""
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import lightgbm, mlflow"], cwd=work, env=env, check=True)
+    return time.perf_counter() - t
+
+
+def part_rerun(work: Path, env: dict, repeat: int = 3) -> None:
+    """The main command again when all its cells are finished and logged, against a bare
+    ``import lightgbm, mlflow``, alternating, ``max(repeat, 3)`` rounds; medians and ratio."""
+    args = ["run", "--ranker", "lightgbm,xgboost-gbrt", "--dataset", "synthetic"]
+    args += ["--results-dir", str(work / "rerun")]
+    timed(args, work, env)  # computes and logs the 10 cells (untimed)
+    before = load()
+    reruns, imports = [], []
+    for _ in range(max(repeat, 3)):
+        reruns.append(timed(args, work, env))
+        imports.append(bare_import(work, env))
+    rerun, bare_s = _median(reruns), _median(imports)
+    print(
+        f"finished re-run of the main command: median {rerun:.2f} s "
+        f"({', '.join(f'{x:.2f}' for x in reruns)}); bare import lightgbm, mlflow: median "
+        f"{bare_s:.2f} s ({', '.join(f'{x:.2f}' for x in imports)}); ratio "
+        f"{rerun / bare_s:.2f} (target <= 1.1), {len(reruns)} rounds   [{before} -> {load()}]"
+    )
 
 
 def part_startup(work: Path, env: dict) -> None:
@@ -366,7 +421,7 @@ def checkouts(work: Path, env: dict, reference: Path | None) -> list[tuple[str, 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--parts", default="main,fold,startup,dask")
+    ap.add_argument("--parts", default="main,fold,startup,dask,rerun")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument(
         "--threads", type=int, default=1, help="main and fold: --threads of every run (default 1)"
@@ -411,6 +466,8 @@ def main() -> None:
             print(f"-- {name}")
             if "startup" in parts:
                 part_startup(folder, run_env)
+            if "rerun" in parts:
+                part_rerun(folder, run_env, args.repeat)
             if "main" in parts:
                 part_main(folder, run_env, args.repeat, args.threads)
             if "fold" in parts:

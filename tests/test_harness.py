@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import ltrb_fake_rankers as fakes
 import numpy as np
@@ -140,20 +141,23 @@ def test_results_are_saved_as_json_before_the_listener_hears_of_them(fake_ranker
     run_plan(expand_plan(_plan()), store, listener=Check())
 
 
-def test_rerun_skips_finished_cells_without_fitting_but_loads_to_check_the_data(
-    fake_rankers, tmp_path
-):
+def test_rerun_skips_finished_cells_without_fitting_or_loading(fake_rankers, tmp_path):
     plan = _plan(folds=(1, 2))
     first = run_plan(expand_plan(plan), ResultStore(tmp_path / "r"))
     assert len(fakes.FITS) == 4
     fakes.FITS.clear()
     rec = Recorder()
     again = run_plan(expand_plan(plan), ResultStore(tmp_path / "r"), listener=rec)
-    # each fold is loaded once, only to compare its fingerprints with the saved ones
-    assert fakes.FITS == [] and rec.loaded == [("synthetic", 1), ("synthetic", 2)]
+    # the fold notes (run.fold_proof) prove the data unchanged: nothing is loaded
+    assert fakes.FITS == [] and rec.loaded == []
     assert again.n_skipped == 4 and again.n_run == 0
     assert [r.metrics for r in again.records] == [r.metrics for r in first.records]
     assert all(skipped for *_, skipped in rec.finished)
+    shutil.rmtree(tmp_path / "r" / ".folds")  # no proof: each fold is loaded to compare
+    rec = Recorder()
+    again = run_plan(expand_plan(plan), ResultStore(tmp_path / "r"), listener=rec)
+    assert fakes.FITS == [] and rec.loaded == [("synthetic", 1), ("synthetic", 2)]
+    assert again.n_skipped == 4 and again.n_run == 0
 
 
 def test_force_reruns_finished_cells(fake_rankers, tmp_path):

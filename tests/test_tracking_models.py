@@ -113,3 +113,29 @@ def test_a_replaced_fold_run_takes_its_logged_model_with_it(tmp_path):
     client = mlflow.MlflowClient(uri)
     exp = client.get_run(new).info.experiment_id
     assert [m.source_run_id for m in client.search_logged_models(experiment_ids=[exp])] == [new]
+
+
+def test_saving_a_model_skips_mlflows_scan_of_every_installed_distribution(tmp_path, monkeypatch):
+    """MLflow's check of the pip requirements (pinned to the installed versions) would build
+    a map of every installed distribution's files on the first save of a process (~2 s at
+    the end of a short run); the saved model still pins the requirements."""
+    import mlflow.utils.environment
+    import mlflow.utils.requirements_utils as requirements_utils
+
+    from ltr_bench.tracking import models
+
+    scans = []
+    monkeypatch.setattr(requirements_utils, "_PACKAGES_TO_MODULES", None)
+    monkeypatch.setattr(
+        requirements_utils, "_init_packages_to_modules_map", lambda: scans.append(1)
+    )
+    check = mlflow.utils.environment.warn_dependency_requirement_mismatches
+    folder = tmp_path / "kept"
+    folder.mkdir()
+    (folder / "manifest.json").write_text('{"ranker": "ridge", "n_features": 3}')
+    models._save(tmp_path / "model", "run", "m-1", folder, {"ranker": "ridge"}, 3)
+    assert scans == []
+    assert mlflow.utils.environment.warn_dependency_requirement_mismatches is check  # restored
+    pins = (tmp_path / "model" / "requirements.txt").read_text().split()
+    assert any(p.startswith("ltr-bench==") for p in pins)
+    assert any(p.startswith("mlflow==") for p in pins)

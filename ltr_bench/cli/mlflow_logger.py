@@ -4,6 +4,13 @@ guarantees and which messages cross the pipe. It imports MLflow while the run pl
 the store once the run says the invocation is valid, logs each record it is sent through a
 :class:`~ltr_bench.tracking.MlflowListener` over the run's results folder, and ends the
 parent runs (and attaches the HTML reports, if asked) at ``close``.
+
+For tests only: ``LTR_BENCH_TEST_HOLD_LOGGING=WHERE:PATH`` holds this process at ``WHERE``
+(``before-open``: the store untouched; ``after-first-cell``: one fold run logged, so the parent
+runs exist) until the run interrupts it (at most :data:`TEST_HOLD_SECONDS`), having written
+``PATH`` to say that it holds: a test then knows that MLflow has not caught up when it
+interrupts the run (``tests/cli/test_run_sigint.py``). Read nowhere else; unset, it costs
+nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +24,11 @@ import threading
 from pathlib import Path
 
 __all__ = ["serve"]
+
+#: the variable of the test-only hold (see the module)
+TEST_HOLD_ENV = "LTR_BENCH_TEST_HOLD_LOGGING"
+#: the longest a test-only hold lasts without an interrupt
+TEST_HOLD_SECONDS = 60.0
 
 
 def serve(conn, uri: str, results_root: str, run_pid: int, on_a_thread: bool = False) -> None:
@@ -93,6 +105,10 @@ def serve(conn, uri: str, results_root: str, run_pid: int, on_a_thread: bool = F
     message = inbox.get()  # nothing is touched before the invocation is known to be valid
     if message is None or message[0] != "open" or run_gone.is_set():
         return  # (a run killed meanwhile: its re-run opens the store)
+    _hold_for_test("before-open", hurry)
+    if hurry.is_set():  # interrupted before any logging: the store stays untouched
+        _answer_close(inbox, send, None)
+        return
     tracker = Tracker(uri, owner_pid=run_pid)  # the parent runs belong to the run
     try:
         tracker.check()
@@ -101,9 +117,7 @@ def serve(conn, uri: str, results_root: str, run_pid: int, on_a_thread: bool = F
         send(("warning", text if text.startswith("MLflow") else f"MLflow at {uri}: {text}"))
         _answer_close(inbox, send, text)
         return
-    if inbox.empty():  # idle while the run computes: ready what logging a model needs
-        _warm_up_models()
-    if message[3] and inbox.empty():  # ... and the report
+    if message[3] and inbox.empty():  # idle while the run computes: ready the report
         warm_up_report()
     store = ResultStore(Path(results_root))
     listener = MlflowListener(
@@ -115,7 +129,8 @@ def serve(conn, uri: str, results_root: str, run_pid: int, on_a_thread: bool = F
         on_note=lambda text: send(("note", f"note: {text}")),
         claim_found=True,  # a concurrent run may be logging a record found finished
     )
-    adopted = False
+    mark = store.logging_mark()  # removed once the parent runs are ended cleanly
+    adopted = first_logged = False
     while True:
         message = inbox.get()
         if message is None or run_gone.is_set():  # the run is gone: a re-run logs the rest
@@ -133,9 +148,14 @@ def serve(conn, uri: str, results_root: str, run_pid: int, on_a_thread: bool = F
                 if held and not detached.is_set():  # else the listener claims it itself
                     listener.hold_claim(record, functools.partial(send, ("released", record.key)))
                 listener.cell_finished(record, index, total, skipped=skipped)
+                if not first_logged:
+                    first_logged = True
+                    _hold_for_test("after-first-cell", hurry)
             elif kind == "close":
                 _, interrupted, report_units = message
                 listener.close(interrupted=interrupted or hurry.is_set())
+                if not (interrupted or hurry.is_set()) and listener.error is None:
+                    store.logging_done(mark)
                 if report_units and listener.tracker is not None and not hurry.is_set():
                     attach_html_reports(store, report_units, listener, lambda t: send(("note", t)))
                 send(("done", listener.error))
@@ -158,16 +178,15 @@ def serve(conn, uri: str, results_root: str, run_pid: int, on_a_thread: bool = F
                 return
 
 
-def _warm_up_models() -> None:
-    """Ready what logging the first kept model costs once per process
-    (:func:`ltr_bench.tracking.models.warm_up`, ~2 s) while the run fits its first cell, not
-    after its last: the run waits for MLflow at its end."""
-    try:
-        from ltr_bench.tracking.models import warm_up
-
-        warm_up()
-    except Exception:  # noqa: BLE001, S110 - logging the model says it, if it still fails
-        pass
+def _hold_for_test(where: str, hurry: threading.Event) -> None:
+    """The test-only hold at ``where`` (see the module): write its file, then wait for the
+    run's interrupt."""
+    spec = os.environ.get(TEST_HOLD_ENV, "")
+    at, _, path = spec.partition(":")
+    if at != where or not path:
+        return
+    Path(path).write_text(str(os.getpid()), encoding="utf-8")
+    hurry.wait(TEST_HOLD_SECONDS)
 
 
 def _let_go_of_the_terminal() -> None:
@@ -191,8 +210,9 @@ def _exit_now() -> None:
     os._exit(0)
 
 
-def _answer_close(inbox, send, error: str) -> None:
-    """After a failure to open the store: answer the run's ``close`` (nothing is logged)."""
+def _answer_close(inbox, send, error: str | None) -> None:
+    """After a failure to open the store, or an interrupt before it was opened: answer the
+    run's ``close`` (nothing is logged)."""
     while True:
         message = inbox.get()
         if message is None or message[0] == "quit":

@@ -42,9 +42,13 @@ Guarantees kept:
   while it computes, the run sends ``close`` (interrupted): what is sent is logged, the
   parent runs end KILLED. Interrupted while it waits for MLflow at its end (after the
   summary), it sends ``("interrupt",)``, which the logging process reads at once: it logs no
-  more fold runs and ends the parent runs KILLED; the run exits 130 and a re-run logs the
-  rest (:meth:`MlflowProcess._hurry`). If the run's process dies, the pipe closes and the
-  logging process stops at once (a re-run repairs what is left).
+  more fold runs and ends the parent runs KILLED (none made yet: it leaves the store
+  untouched); the run exits 130 and a re-run logs the rest (:meth:`MlflowProcess._hurry`).
+  The same holds for an interrupt that lands as the wait begins: the lock and ``close`` are
+  sent with the signals held (:func:`_signals_held`), so an interrupt comes before them
+  (``interrupt`` then ``close``) or after (``close`` then ``interrupt``), never between.
+  If the run's process dies, the pipe closes and the logging process stops at once (a
+  re-run repairs what is left).
 
 Messages (tuples, pickled): to the logging process ``("open", plan, plan_toml, report)``,
 ``("cell", record, index, total, skipped, held)``, ``("close", interrupted, report_units)``,
@@ -58,11 +62,13 @@ logging's, :mod:`ltr_bench.tracking.background`); back ``("released", key)``,
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import signal
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -73,6 +79,9 @@ if TYPE_CHECKING:  # the module is imported before anything heavy: the process s
     from ltr_bench.results import ResultRecord
 
 __all__ = ["MlflowProcess"]
+
+#: the signals that end a command as Ctrl-C does (``options.sigterm_as_interrupt``)
+_INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
 
 #: niceness of the logging process when the fits use every core (they get them first)
 NICE = 10
@@ -211,17 +220,24 @@ class MlflowProcess:
         it. Errors end up in :attr:`error`."""
         from ltr_bench.tracking.background import wait_seconds
 
-        self._closed = True
-        self._hand_over_lock()
-        if self._send(("close", interrupted, report_units)):
-            try:
-                wait = None if self.on_a_thread else wait_seconds()  # background.py
-                if not self._done.wait(wait):
-                    self._detach()
-                    return
-            except KeyboardInterrupt:  # Ctrl-C or SIGINT while MLflow catches up
-                self._hurry()
-        self._stop()
+        close_sent = False
+        try:
+            self._closed = True  # (an interrupt before this line: interrupt() closes)
+            with _signals_held():  # the lock and "close" go out whole
+                self._hand_over_lock()
+                close_sent = self._send(("close", interrupted, report_units))
+            wait = None if self.on_a_thread else wait_seconds()  # background.py
+            if close_sent and not self._done.wait(wait):
+                self._detach()
+                return
+        except KeyboardInterrupt:  # Ctrl-C, SIGINT or SIGTERM while MLflow catches up
+            if close_sent or not self._dead:  # (or just before "close" went out)
+                self._hurry(send_close=not close_sent)
+        try:
+            self._stop()
+        except KeyboardInterrupt:  # MLflow has its answer already: only the process is left
+            self._stopping = True
+            self._proc.terminate()
         self._release_all()
         self._flush()
 
@@ -234,16 +250,20 @@ class MlflowProcess:
             self._send(("interrupt",))  # read at once: what waits in its inbox is dropped
             self.close(interrupted=True)
 
-    def _hurry(self) -> None:
+    def _hurry(self, *, send_close: bool = False) -> None:
         """An interrupt while the run waits for MLflow: the logging process (which ignores
         SIGINT) is told to log no more fold runs and end the parent runs KILLED, which takes
         the one MLflow call under way and one transaction; :attr:`interrupted` says so (the
-        run exits 130, not as for a failed store). A second interrupt, or no answer within
-        :data:`HURRY_SECONDS`, stops it where it is: a parent left RUNNING is ended by the
-        next invocation on the store, the re-run logs the rest."""
+        run exits 130, not as for a failed store). ``send_close``: the interrupt came before
+        ``close`` went out, which is sent now (interrupted). A second interrupt, or no
+        answer within :data:`HURRY_SECONDS`, stops it where it is: a parent left RUNNING is
+        ended by the next invocation on the store, the re-run logs the rest."""
         self.interrupted = True
-        self._send(("interrupt",))
         try:
+            with _signals_held():
+                self._send(("interrupt",))
+                if send_close:
+                    self._send(("close", True, None))
             if self._done.wait(HURRY_SECONDS):
                 return
         except KeyboardInterrupt:
@@ -395,6 +415,30 @@ class MlflowProcess:
         except OSError:
             pass
         self._reader.join(timeout=5)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Inside the block SIGINT and SIGTERM are noted, not acted on: what is sent to the
+    logging process goes out whole (a lock's descriptor after its message, then ``close``),
+    never cut by a ``KeyboardInterrupt`` between two sends. On leaving, a signal noted is
+    raised again, to the handler it would have met (``KeyboardInterrupt`` for a command).
+    Outside the main thread, where no handler can be set, a no-op."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    noted: list[int] = []
+    previous = {}
+    for signum in _INTERRUPTS:
+        if signal.getsignal(signum) is not None:  # None: set outside Python, left alone
+            previous[signum] = signal.signal(signum, lambda n, frame: noted.append(n))
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if noted:
+        signal.raise_signal(noted[0])
 
 
 class _LoggingThread(threading.Thread):

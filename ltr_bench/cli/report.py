@@ -184,6 +184,12 @@ def _records(
     help="Show the metrics under a convention profile recorded with `run "
     "--convention` (letor4, letor3, trec, nonempty).",
 )
+@click.option(
+    "--wide",
+    is_flag=True,
+    help="Each Markdown table whole, however wide (otherwise a table wider than $COLUMNS, "
+    "else 120 columns, is split into tables of the same rows, each repeating the rows' names).",
+)
 @options.tracking_uri
 @click.option(
     "--results-dir",
@@ -219,12 +225,16 @@ def report_command(
     alpha,
     test,
     convention,
+    wide,
     tracking_uri,
     results_dir,
     register_name,
 ) -> None:
     """Rankers x metrics table (mean ± std over folds and seeds, fit and scoring time) with
     paired significance tests against a baseline, from finished results.
+
+    Markdown tables wider than $COLUMNS (else 120) are split into tables of the same rows,
+    each repeating the row's name (--wide: one table each, however wide).
 
     Per-query values are paired by (fold, seed, query id) over the units every ranker has;
     the paired t-test and Wilcoxon signed-rank test are Holm-corrected over all rankers x
@@ -277,6 +287,7 @@ def report_command(
                 alpha,
                 tracking_uri,
                 results_dir,
+                options.width(wide),
             )
         )
     set_aside: list[str] = []
@@ -323,13 +334,13 @@ def report_command(
                 reason = reason_of(exc) if isinstance(exc, OSError) else exc
                 click.echo(f"Error: --plots {plots_dir}: {reason}", err=True)
                 ctx.exit(EXIT_FAILED)
-        text = format_report(report, fmt, plots=paths)
+        text = format_report(report, fmt, plots=paths, width=options.width(wide))
     if fmt == "md":  # rows trained on click logs of several sizes: the curve's numbers
         from ltr_bench.report.clicks_curve import clicks_curve, curve_markdown
 
         curve = clicks_curve(report)
         if curve is not None:
-            text += "\n" + curve_markdown(curve)
+            text += "\n" + curve_markdown(curve, options.width(wide))
     if output:
         write_output(output, text, what="--output")
         click.echo(f"report written to {output}", err=True)
@@ -395,10 +406,20 @@ def _register(report, name: str, tracking_uri) -> None:
 
 
 def _multi(
-    names, all_datasets, wanted, rankers, output, plots_dir, alpha, tracking_uri, results_dir
+    names,
+    all_datasets,
+    wanted,
+    rankers,
+    output,
+    plots_dir,
+    alpha,
+    tracking_uri,
+    results_dir,
+    width=None,
 ) -> int:
     """``report --dataset a,b,...`` / ``--all-datasets``: :mod:`ltr_bench.report.multi`.
-    ``wanted`` and ``rankers``: the split ``--metric`` and ``--ranker`` names (or None)."""
+    ``wanted`` and ``rankers``: the split ``--metric`` and ``--ranker`` names (or None);
+    ``width``: the table's (None: whole)."""
     from ltr_bench.report.multi import build_multi_report, format_multi, plot_cd_diagram
     from ltr_bench.report.tables import ReportError, build_report
     from ltr_bench.results import write_output
@@ -425,7 +446,7 @@ def _multi(
             records, dataset=dataset, metrics=[metric], rankers=rankers, alpha=alpha
         )
     multi = build_multi_report(reports, metric=reports[next(iter(reports))].metrics[0], alpha=alpha)
-    text = format_multi(multi)
+    text = format_multi(multi, width)
     if plots_dir:
         path = plot_cd_diagram(multi, Path(plots_dir) / "critical_difference.png")
         text += f"\n![critical-difference diagram]({path})\n"

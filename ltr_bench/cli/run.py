@@ -197,32 +197,33 @@ def run_cmd(
 
 
 def _run(ctx, *, tracking_uri, no_mlflow, results_dir, **options) -> None:
-    """Start the MLflow logging process (it imports MLflow while the plan is built), then
-    run; ``options`` are :func:`_run_logged`'s."""
+    """Start the MLflow logging process (it imports MLflow while the plan is built) unless
+    the run may have nothing to log (:mod:`ltr_bench.cli.mlflow_start`), then run;
+    ``options`` are :func:`_run_logged`'s."""
     from ltr_bench.cli.console import Console
 
     console = Console()
     results_root = Path(results_dir) if results_dir else Path.cwd() / "mlflow_runs" / "results"
-    mlflow_process = None
+    mlflow_start = None
     if not no_mlflow:  # MLflow is imported meanwhile, on another core
-        from ltr_bench.cli.mlflow_process import MlflowProcess
+        from ltr_bench.cli.mlflow_start import LoggingStart
 
-        mlflow_process = MlflowProcess(tracking_uri, results_root)
+        mlflow_start = LoggingStart(tracking_uri, results_root)
     try:
-        _run_logged(ctx, console, mlflow_process, results_root, **options)
+        _run_logged(ctx, console, mlflow_start, results_root, **options)
     except KeyboardInterrupt:  # after the cells, before MLflow's end: its parents end KILLED
-        if mlflow_process is not None:
-            mlflow_process.interrupt()
+        if mlflow_start is not None and mlflow_start.process is not None:
+            mlflow_start.process.interrupt()
         raise
     finally:
-        if mlflow_process is not None:
-            mlflow_process.close_now()  # a no-op after close(); else nothing more is logged
+        if mlflow_start is not None and mlflow_start.process is not None:
+            mlflow_start.process.close_now()  # no-op after close(); else nothing more is logged
 
 
 def _run_logged(
     ctx,
     console,
-    mlflow_process,
+    mlflow_start,
     results_root,
     *,
     output,
@@ -267,9 +268,14 @@ def _run_logged(
             keep_models=options.kept_models_root(keep_models, results_root),
         )
         store = ResultStore(results_root)
-        uri = mlflow_process.uri if mlflow_process is not None else None
+        uri = mlflow_start.uri if mlflow_start is not None else None
         inputs = options.run_inputs(expanded, store.root, uri)
         options.check_outputs(store.root, output, plan.cache_dir, inputs)
+        mlflow_process = None
+        if mlflow_start is not None:
+            mlflow_process = mlflow_start.process or _start_logging(
+                mlflow_start, expanded, store, force=force, attach_report=attach_report
+            )
     except BaseException:
         executor.close()  # a cluster started for nothing
         raise
@@ -312,7 +318,13 @@ def _run_logged(
     console.line(
         f"{len(expanded.cells)} cell(s) ({len(plan.datasets)} dataset(s) x folds x "
         f"{len(plan.rankers)} ranker(s) x {len(plan.all_seeds())} seed(s)); results in "
-        f"{store.root}" + (f"; MLflow {mlflow_listener.uri}" if mlflow_listener else "")
+        f"{store.root}"
+        + (f"; MLflow {mlflow_listener.uri}" if mlflow_listener else "")
+        + (
+            f"; MLflow {mlflow_start.uri} has every one (not opened)"
+            if mlflow_start is not None and mlflow_process is None
+            else ""
+        )
     )
 
     interrupted, write_error = False, None
@@ -363,10 +375,13 @@ def _run_logged(
         if attach_report and not interrupted and write_error is None:
             for r in report.records:
                 units.setdefault(r.dataset, []).append((r.fold, r.seed))
-        console.status("logging to MLflow ...", force=True)
-        mlflow_listener.close(
-            interrupted=interrupted or write_error is not None, report_units=units
-        )
+        try:
+            console.status("logging to MLflow ...", force=True)
+            mlflow_listener.close(
+                interrupted=interrupted or write_error is not None, report_units=units
+            )
+        except KeyboardInterrupt:  # just before the wait (close() handles one during it)
+            mlflow_listener.interrupt()
         console.clear()
         tracking_error = mlflow_listener.error or tracking_error
         logging_interrupted = mlflow_listener.interrupted
@@ -420,6 +435,17 @@ def _run_logged(
         )
         code = EXIT_FAILED
     ctx.exit(code)
+
+
+def _start_logging(mlflow_start, expanded, store, *, force: bool, attach_report: bool):
+    """The logging process, started now; None when every cell is finished, on data proven
+    unchanged, and logged to this store already
+    (:func:`~ltr_bench.cli.mlflow_start.nothing_to_log`)."""
+    from ltr_bench.cli.mlflow_start import nothing_to_log
+
+    if force or attach_report or not nothing_to_log(expanded.cells, store, mlflow_start.uri):
+        return mlflow_start.start()
+    return None
 
 
 def _say_kept_labels(cells, records) -> None:

@@ -262,28 +262,26 @@ def _about(report) -> list[str]:
     ]
 
 
-def pivot_markdown(report) -> str:
-    """The pivots as Markdown (the headline metric; every metric's tests below), or ""."""
+def pivot_markdown(report, width: int | None = None) -> str:
+    """The pivots as Markdown (the headline metric; every metric's tests below), or "";
+    ``width``: each table no wider (:func:`ltr_bench.report.fit.markdown_table`)."""
     if not report.pivots:
         return ""
+    from ltr_bench.report.fit import markdown_table
+
     metric = _pivot_metric(report)
 
-    def table(header, body) -> list[str]:
-        esc = [[c.replace("|", "\\|") for c in r] for r in [header, *body]]
-        return [
-            "| " + " | ".join(esc[0]) + " |",
-            "|" + "|".join("---" if i < 3 else "---:" for i in range(len(header))) + "|",
-            *("| " + " | ".join(r) + " |" for r in esc[1:]),
-        ]
+    def table(header, body, keep) -> list[str]:  # split tables repeat what names a row
+        return markdown_table(header, body, right_from=3, keep=keep, width=width)
 
     parts = [f"### Learning from clicks: each learner against its own naive row ({metric})", ""]
-    parts += table(_header(metric), _lines(report, metric))
+    parts += table(_header(metric), _lines(report, metric), 2)
     parts += [""] + [f"- {s}" for s in _about(report)]
     others = [m for m in report.metrics if m != metric]
     if others:
         body = [line for m in others for line in _tests(report, m)]
         parts += ["", "#### Every metric against its own naive row", ""]
-        parts += table(["row", "its naive", "metric", *_header(metric)[4:]], body)
+        parts += table(["row", "its naive", "metric", *_header(metric)[4:]], body, 3)
     return "\n".join(parts) + "\n"
 
 

@@ -135,9 +135,11 @@ def _cell(stat) -> str:
     return f"{mean:.4f}" + ("" if math.isnan(sd) else f" ± {sd:.4f}")
 
 
-def curve_markdown(curve: ClicksCurve) -> str:
+def curve_markdown(curve: ClicksCurve, width: int | None = None) -> str:
     """The curve's numbers as a Markdown section: one row per line, one column per x value
-    and one for the skylines (true labels)."""
+    and one for the skylines (true labels); ``width``: the table no wider
+    (:func:`ltr_bench.report.fit.markdown_table`)."""
+    from ltr_bench.report.fit import markdown_table
     from ltr_bench.report.plots import pretty
 
     head = ["line", *(value_text(x) for x in curve.xs), "true labels"]
@@ -148,13 +150,13 @@ def curve_markdown(curve: ClicksCurve) -> str:
         "on the true test labels; columns: the click log's "
         f"`{curve.axis}`; skylines trained on the true labels.",
         "",
-        "| " + " | ".join(head) + " |",
-        "|---|" + "---:|" * (len(head) - 1),
     ]
+    body = []
     for line in curve.lines:
         cells = [_cell(line.points[x]) if x in line.points else "" for x in curve.xs]
         cells.append(_cell(line.points[None]) if line.skyline else "")
-        out.append("| " + " | ".join([line.label, *cells]) + " |")
+        body.append([line.label, *cells])
+    out += markdown_table(head, body, width=width)
     return "\n".join(out) + "\n"
 
 

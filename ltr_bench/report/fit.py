@@ -12,6 +12,12 @@ the columns marked ``cut`` (descriptive text, never an id or a path: what a user
 shown whole or not at all) are cut to what fits, ending in ``…``. A row's cells are joined
 by two spaces; the header is underlined by dashes; trailing blanks are stripped. The
 columns left out are named in :attr:`Fitted.dropped` for the caller's note.
+
+Markdown tables (:func:`markdown_table`, the tables of ``report``) lose no column instead: a
+pipe table wider than the width is split into consecutive tables of the same rows, each
+repeating the first ``keep`` columns (the row's name) before as many of the other columns as
+fit, in order, separated by a blank line. Cells are not padded (the Markdown stays as
+written, ``|`` in a cell escaped as ``\\|``); a line's width is its length.
 """
 
 from __future__ import annotations
@@ -20,7 +26,15 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["DEFAULT_WIDTH", "Column", "Fitted", "fit_table", "left_out_note", "table_width"]
+__all__ = [
+    "DEFAULT_WIDTH",
+    "Column",
+    "Fitted",
+    "fit_table",
+    "left_out_note",
+    "markdown_table",
+    "table_width",
+]
 
 DEFAULT_WIDTH = 120
 _MIN_WIDTH = 40  # a COLUMNS below this is taken for a mistake
@@ -129,3 +143,52 @@ def left_out_note(fitted: Fitted, width: int, how: str) -> str | None:
         f"note: left out to fit {width} columns: {', '.join(fitted.dropped)} "
         f"({how} shows every column)"
     )
+
+
+def _md_lines(header: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]):
+    lines = ["| " + " | ".join(header) + " |"]
+    lines.append("|" + "|".join("---:" if r else "---" for r in right) + "|")
+    return lines + ["| " + " | ".join(row) + " |" for row in rows]
+
+
+def markdown_table(
+    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    right_from: int = 1,
+    keep: int = 1,
+    width: int | None = None,
+) -> list[str]:
+    """``rows`` under ``header`` as Markdown pipe-table lines, columns from ``right_from`` on
+    right-aligned; with ``width``, split (see the module) so that every line is at most
+    ``width`` long where one column beside the first ``keep`` allows it (a column wider than
+    that alone still gets a table of its own, whole)."""
+
+    def esc(c) -> str:
+        return str(c).replace("|", "\\|")
+
+    head = [esc(h) for h in header]
+    body = [[esc(c) for c in row] for row in rows]
+    right = [i >= right_from for i in range(len(head))]
+
+    def lines(cols: list[int]) -> list[str]:
+        return _md_lines(
+            [head[i] for i in cols], [[r[i] for i in cols] for r in body], [right[i] for i in cols]
+        )
+
+    def wide(cols: list[int]) -> int:
+        return max(len(line) for line in lines(cols))
+
+    fixed = list(range(min(keep, len(head))))
+    rest = list(range(len(fixed), len(head)))
+    if width is None or not rest or wide(fixed + rest) <= width:
+        return lines(fixed + rest)
+    groups: list[list[int]] = [[]]
+    for i in rest:
+        if groups[-1] and wide(fixed + groups[-1] + [i]) > width:
+            groups.append([])
+        groups[-1].append(i)
+    out: list[str] = []
+    for g in groups:
+        out += ([""] if out else []) + lines(fixed + g)
+    return out

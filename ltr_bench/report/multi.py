@@ -136,22 +136,20 @@ def build_multi_report(
     )
 
 
-def format_multi(mr: MultiReport) -> str:
-    """Markdown: values and ranks per dataset, average ranks, the tests and the CD."""
-    head = "| configuration | " + " | ".join(mr.datasets) + " | average rank |"
-    lines = [
-        f"## {mr.metric} across {len(mr.datasets)} datasets",
-        "",
-        head,
-        "|---|" + "---:|" * (len(mr.datasets) + 1),
-    ]
+def format_multi(mr: MultiReport, width: int | None = None) -> str:
+    """Markdown: values and ranks per dataset, average ranks, the tests and the CD;
+    ``width``: the table no wider (:func:`ltr_bench.report.fit.markdown_table`)."""
+    from ltr_bench.report.fit import markdown_table
+
+    head = ["configuration", *mr.datasets, "average rank"]
+    lines = [f"## {mr.metric} across {len(mr.datasets)} datasets", ""]
     # best average rank first; ties keep the natural label order (mr.labels, a stable sort)
     order = sorted(range(len(mr.labels)), key=lambda j: mr.avg_ranks[mr.labels[j]])
+    body = []
     for j in order:
         cells = [f"{mr.values[i, j]:.4f} ({mr.ranks[i, j]:g})" for i in range(len(mr.datasets))]
-        lines.append(
-            f"| {mr.labels[j]} | " + " | ".join(cells) + f" | {mr.avg_ranks[mr.labels[j]]:.2f} |"
-        )
+        body.append([mr.labels[j], *cells, f"{mr.avg_ranks[mr.labels[j]]:.2f}"])
+    lines += markdown_table(head, body, width=width)
     sig = [
         f"{a} vs {b} (p = {mr.nemenyi_p.loc[a, b]:.3g})"
         for ai, a in enumerate(mr.labels)

@@ -106,31 +106,29 @@ def _test_rows(report: Report) -> list[list[str]]:
     return out
 
 
-def _md_table(header: list[str], rows: list[list[str]]) -> str:
-    def esc(s: str) -> str:
-        return s.replace("|", "\\|")
+def _md_table(
+    header: list[str], rows: list[list[str]], width: int | None = None, keep: int = 1
+) -> str:
+    from ltr_bench.report.fit import markdown_table
 
-    lines = [
-        "| " + " | ".join(map(esc, header)) + " |",
-        "|" + "|".join("---" if i < 1 else "---:" for i in range(len(header))) + "|",
-    ]
-    lines += ["| " + " | ".join(map(esc, r)) + " |" for r in rows]
-    return "\n".join(lines)
+    return "\n".join(markdown_table(header, rows, keep=keep, width=width))
 
 
-def to_markdown(report: Report) -> str:
+def to_markdown(report: Report, width: int | None = None) -> str:
+    """The report as Markdown; ``width``: each table no wider (split into tables of the
+    same rows where needed, :func:`ltr_bench.report.fit.markdown_table`), None: whole."""
     header, body = _table(report)
     parts = [
         f"## {report.dataset}: {len(report.rows)} ranker(s), baseline {report.baseline}",
         "",
-        _md_table(header, body),
+        _md_table(header, body, width),
         "",
     ]
     parts += [f"- {s}" for s in legend(report)]
-    pivots = pivot_markdown(report)
+    pivots = pivot_markdown(report, width)
     if pivots:
         parts += ["", pivots.rstrip("\n")]
-    published = _published_markdown(report)
+    published = _published_markdown(report, width)
     if published:
         parts += ["", published.rstrip("\n")]
     if report.comparisons:
@@ -138,17 +136,17 @@ def to_markdown(report: Report) -> str:
             "",
             f"### Paired tests against {report.baseline}",
             "",
-            _md_table(_test_header(report), _test_rows(report)),
+            _md_table(_test_header(report), _test_rows(report), width, keep=2),
         ]
     return "\n".join(parts) + "\n"
 
 
-def _published_markdown(report: Report) -> str:
+def _published_markdown(report: Report, width: int | None = None) -> str:
     """The published rows for the report's dataset beside ours (:mod:`.published`)."""
     from ltr_bench.report.published import published_section
     from ltr_bench.report.published.render import section_markdown
 
-    return section_markdown(published_section(report))
+    return section_markdown(published_section(report), width)
 
 
 def to_csv(report: Report) -> str:
@@ -247,11 +245,14 @@ def to_html(report: Report, *, plots=()) -> str:
     return render(report, plots=plots)
 
 
-def format_report(report: Report, fmt: str = "md", *, plots=()) -> str:
-    """The report as ``md`` (Markdown), ``csv`` (tidy, one line per ranker and quantity)
-    or ``html`` (one self-contained page, ``plots`` embedded)."""
+def format_report(report: Report, fmt: str = "md", *, plots=(), width: int | None = None) -> str:
+    """The report as ``md`` (Markdown; ``width``: see :func:`to_markdown`), ``csv`` (tidy,
+    one line per ranker and quantity) or ``html`` (one self-contained page, ``plots``
+    embedded)."""
     if fmt == "html":
         return to_html(report, plots=plots)
+    if fmt == "md":
+        return to_markdown(report, width)
     try:
         return {"md": to_markdown, "csv": to_csv, "html": to_html}[fmt](report)
     except KeyError:

@@ -6,7 +6,8 @@ identifies it is its finished records: ``<key>.json``, ``key`` the cell's SHA-25
 lower-case hex digits), a JSON object with the record's required fields
 (:data:`~ltr_bench.results.record.REQUIRED_FIELDS`) whose ``key`` is the file's name. Beside
 them the store keeps ``<key>.per_query.csv``, ``<key>.run.txt``, ``<key>.model.<token>/``,
-``failures.log``, ``.mlflow/<key>.json`` (where a record is in MLflow) and ``.claims/``.
+``failures.log``, ``.mlflow/<key>.json`` (where a record is in MLflow), ``.folds/`` (what
+each fold was loaded from: :mod:`ltr_bench.run.fold_proof`) and ``.claims/``.
 The output rule (:func:`ltr_bench.cli.outputs.check_output_paths`) refuses to write any of
 these, or anything else into such a folder, so that no command replaces another results
 folder's record.
@@ -30,7 +31,7 @@ MAX_RECORD_BYTES = 16 * 1024 * 1024
 #: record-named files read, at most, to decide whether a folder holds records
 MAX_PROBES = 16
 #: the store's own subfolders (notes and claims), whose parent is the results folder
-STORE_SUBFOLDERS = (".mlflow", ".claims")
+STORE_SUBFOLDERS = (".mlflow", ".claims", ".folds")
 
 
 def is_record_file(path: str | Path) -> bool:

@@ -14,6 +14,8 @@ the ids of the note that carries its own stamp. The record file itself is never 
 for it (so the logging process never races the run's own write of the record, and nothing
 else in a record can change), and a note of an earlier computation of the cell (``--force``)
 is removed when the new record is saved and ignored should it be written late.
+The note may also bind MLflow's copy of the fold run's artifacts (``artifacts``: their size
+and SHA-256 as logged), so that a re-run can prove that copy unchanged without MLflow.
 """
 
 from __future__ import annotations
@@ -73,13 +75,19 @@ class ResultStore:
     def mlflow_note_path(self, key: str) -> Path:
         return self.root / ".mlflow" / f"{key}.json"
 
-    def note_mlflow(self, record: ResultRecord, ids: dict[str, str]) -> None:
+    def note_mlflow(
+        self, record: ResultRecord, ids: dict[str, str], artifacts: dict | None = None
+    ) -> None:
         """Note where ``record`` was logged (``ids``: ``tracking_uri``, ``experiment_id``,
         ``parent_run_id``, ``run_id``, and ``model_id`` / ``model_uri`` when a model was
-        logged) beside it, bound to its ``finished`` stamp (see the module); atomic. Raises
-        :class:`ResultsWriteError`."""
+        logged) beside it, bound to its ``finished`` stamp (see the module); atomic.
+        ``artifacts``: the fold run's artifacts as logged (name -> ``[size, sha256]``:
+        :func:`ltr_bench.tracking.as_logged.artifact_binding`), kept for a re-run to prove
+        MLflow's copy unchanged without opening it. Raises :class:`ResultsWriteError`."""
         path = self.mlflow_note_path(record.key)
-        doc = {"key": record.key, "finished": record.finished, "mlflow": dict(ids)}
+        doc: dict = {"key": record.key, "finished": record.finished, "mlflow": dict(ids)}
+        if artifacts is not None:
+            doc["artifacts"] = artifacts
         try:
             atomic_write_bytes(path, (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode())
         except OSError as exc:
@@ -88,9 +96,11 @@ class ResultStore:
         if cached is not None and cached.finished == record.finished:
             cached.mlflow = dict(ids)
 
-    def _mlflow_ids(self, record: ResultRecord) -> dict[str, str] | None:
-        """The ids of the note that carries ``record``'s own stamp; None without one (never
-        logged, logged before notes existed, a note of an earlier computation, unreadable)."""
+    def mlflow_note(self, record: ResultRecord) -> dict | None:
+        """The MLflow note that carries ``record``'s own stamp, checked (``mlflow``: string
+        ids; ``artifacts``: as given to :meth:`note_mlflow`, or absent); None without one
+        (never logged, logged before notes existed, a note of an earlier computation,
+        unreadable)."""
         try:
             doc = json.loads(self.mlflow_note_path(record.key).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError):
@@ -105,7 +115,48 @@ class ResultStore:
             or not all(isinstance(v, str) for v in ids.values())
         ):
             return None
-        return ids
+        return doc
+
+    def _mlflow_ids(self, record: ResultRecord) -> dict[str, str] | None:
+        """The ids of :meth:`mlflow_note`."""
+        doc = self.mlflow_note(record)
+        return None if doc is None else doc["mlflow"]
+
+    def logging_mark(self) -> Path | None:
+        """Mark ``<root>/.mlflow/logging-<pid>.open``: a logging process works on this
+        folder's records. It is removed (:meth:`logging_done`) only once that process ended
+        its parent runs cleanly; one left behind (a kill, an interruption, a store that
+        stopped answering) tells the next run that MLflow may hold parents to end or resume,
+        so it starts its logging process even when every record has its note. None when
+        the mark cannot be written (then logging goes on; a re-run finds no mark)."""
+        path = self.root / ".mlflow" / f"logging-{os.getpid()}.open"
+        try:
+            atomic_write_bytes(path, b"")
+        except OSError:
+            return None
+        return path
+
+    def logging_done(self, mark: Path | None) -> None:
+        """Remove ``mark`` and the marks of processes that are gone (the logging process that
+        opened the store ended their orphaned parent runs: ``ltr_bench.tracking.owners``)."""
+        from ltr_bench.environment import process_alive
+
+        for path in self._logging_marks():
+            pid = path.stem.removeprefix("logging-")
+            if path == mark or not (pid.isdigit() and process_alive(int(pid))):
+                with contextlib.suppress(OSError):
+                    path.unlink()
+
+    def logging_unfinished(self) -> bool:
+        """Some logging process on this folder's records did not end its parent runs cleanly,
+        or is at work now (:meth:`logging_mark`)."""
+        return bool(self._logging_marks())
+
+    def _logging_marks(self) -> list[Path]:
+        try:
+            return sorted((self.root / ".mlflow").glob("logging-*.open"))
+        except OSError:
+            return []
 
     def claim(self, key: str, *, wait: bool = False) -> CellClaim | None:
         """Claim cell ``key`` for this process (an exclusive ``flock`` on

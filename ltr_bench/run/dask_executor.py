@@ -29,8 +29,8 @@ not queued ahead on the cluster: a worker that dies counts against every task it
 share the blame for a neighbour that kills its worker. A local cluster's workers are
 forked from a forkserver that imported Dask and the rankers' modules once
 (:mod:`ltr_bench.run.dask_workers`); :meth:`DaskExecutor.warm_up` imports what a worker
-still lacks (spawned, restarted, external). Workers of a local cluster run without Dask's
-statistical profiler (a thread sampling the task's stack every 10 ms, in a timed fit).
+still lacks (spawned, restarted, external), also on each that joins later. Workers of a
+local cluster run without Dask's profiler (a thread sampling every 10 ms, in a timed fit).
 
 Progress
 --------
@@ -51,16 +51,19 @@ costs that cell only: the scheduler reruns it on another worker up to
 ``distributed.scheduler.allowed-failures`` times (``retries`` of a local cluster; the
 scheduler's own configuration on an external one), then gives up with ``KilledWorker`` and
 the cell gets a ``status="failed"`` record with stage ``"worker"`` saying so; the other cells
-go on. An exception inside the ranker is already a failed record made by ``run_cell`` on the
-worker. Ctrl-C (or a listener's exception) cancels every cell not yet returned and frees the
-workers fitting them (:func:`~.dask_workers.cancel_and_free`); records returned are saved.
+go on. A local cluster keeps a worker whose nanny restarts it slowly (Dask drops one for good
+after 15 s, ``distributed.deploy.lost-worker-timeout``: raised to 600 s); a result lost with
+a worker after it was done is computed again and waited for. An exception inside the ranker
+is already a failed record made by ``run_cell`` on the worker. Ctrl-C (or a listener's
+exception) cancels every cell not yet returned and frees the workers fitting them
+(:func:`~.dask_workers.cancel_and_free`); records returned are saved.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
-import socket
 import threading
 import time
 import uuid
@@ -74,8 +77,8 @@ from ltr_bench.run.dask_workers import (
     THREAD_ENV,
     WORKER_IMPORTS,
     cancel_and_free,
-    import_modules,
     ranker_modules,
+    said_where,
     start_forkserver,
 )
 from ltr_bench.run.executors import (
@@ -149,7 +152,8 @@ class DaskExecutor(Executor):
         self._lock = threading.RLock()  # one start of the cluster, whichever thread asks
         self._starter: threading.Thread | None = None
         self._start_error: BaseException | None = None
-        self._warmed: dict[str, set[str]] = {}  # worker address -> modules imported
+        self._warmed: set[str] = set()  # modules of the registered warm-up plugin
+        self._plugin = f"ltr-bench-imports-{uuid.uuid4().hex[:8]}"  # its name, ours alone
         self._preload: set[str] = {"ltr_bench.run.unit"}  # for the workers' forkserver
 
     # ---------------------------------------------------------------------------- cluster
@@ -201,6 +205,7 @@ class DaskExecutor(Executor):
                 }
                 # first: the forkserver imports the workers' modules while Dask loads here
                 forked = start_forkserver(self.threads, env)
+            from dask.utils import parse_timedelta
             from distributed import Client, LocalCluster
         except ImportError as exc:  # pragma: no cover - a declared dependency
             raise ExecutorError(
@@ -217,6 +222,10 @@ class DaskExecutor(Executor):
                 ) from None
             return self._client
         # allowed-failures is read by the scheduler when it starts, here in this process
+        # a worker a nanny restarts slowly (a loaded machine) is not dropped from the
+        # cluster for good after Dask's 15 s (read when a worker leaves: set for good)
+        if parse_timedelta(dask.config.get("distributed.deploy.lost-worker-timeout")) < 600:
+            dask.config.set({"distributed.deploy.lost-worker-timeout": "600s"})
         settings = {
             "distributed.scheduler.allowed-failures": self.retries,
             "distributed.nanny.pre-spawn-environ": env,
@@ -248,6 +257,10 @@ class DaskExecutor(Executor):
             self._starter = None
         client, cluster = self._client, self._cluster
         self._client = self._cluster = None
+        if client is not None and cluster is None and self._warmed:
+            # an external cluster outlives us: its future workers need not import
+            with contextlib.suppress(Exception):  # a lost scheduler: nothing to remove
+                client.unregister_worker_plugin(self._plugin)
         if client is not None:
             client.close()
         if cluster is not None:
@@ -274,29 +287,22 @@ class DaskExecutor(Executor):
     # ---------------------------------------------------------------------------- running
 
     def warm_up(self, cells: Sequence[Cell]) -> None:
-        """Import the unit of work and the modules of ``cells``' rankers on every worker now.
-
-        A fresh worker process otherwise pays these imports (about a second for LightGBM,
-        XGBoost and scikit-learn) inside its first cell; done here, once per worker and in
-        parallel, they are part of starting the cluster. Workers that join later import on
-        first use. An import that fails is left to the cell, which records the error.
-        A worker that imported them already (an earlier call, :meth:`start`) is not asked again."""
+        """Import the unit of work and the modules of ``cells``' rankers on every worker: a
+        fresh worker otherwise pays them (~1 s for LightGBM, XGBoost, scikit-learn) in its
+        first cell. Done on the workers there now, in parallel, and on each that joins later
+        (restarted after a death, added to an external cluster) before it takes a cell: a
+        worker plugin (:mod:`~ltr_bench.run.worker_plugin`, removed from an external cluster
+        at :meth:`close`). A failed import is left to the cell, which records the error."""
         self._warm(ranker_modules({cell.ranker for cell in cells}))
 
-    def _warm(self, modules: set[str], *, wait: bool = True) -> None:
-        client = self.client()
-        if wait and self.workers is not None:  # a local cluster: all its workers
-            try:
-                client.wait_for_workers(self.workers, timeout=30)
-            except Exception:  # noqa: BLE001 - warm those that are there; the rest on first use
-                pass
-        workers = client.scheduler_info(n_workers=-1).get("workers", {})
-        # a restarted worker is a new process at a new address: it imports again
-        todo = [w for w in workers if modules - self._warmed.get(w, set())]
-        if todo:
-            client.run(import_modules, sorted(modules), workers=todo)
-            for w in todo:
-                self._warmed.setdefault(w, set()).update(modules)
+    def _warm(self, modules: set[str]) -> None:
+        if modules <= self._warmed:  # an earlier call, start()
+            return
+        from ltr_bench.run.worker_plugin import ImportModules
+
+        # every module so far, under the same name: it replaces the previous registration
+        self.client().register_plugin(ImportModules(self._warmed | modules), name=self._plugin)
+        self._warmed |= modules
 
     def map_cells(self, cells, *, started=None, fn=None, on_failure=None, progress=None, cost=None):
         from distributed import as_completed
@@ -306,8 +312,8 @@ class DaskExecutor(Executor):
         check_records = fn is None  # run_cell's results are checked; a caller's fn's are its own
         given, (fn, on_failure) = fn, _defaults(fn, on_failure)
         client = self.client()
-        try:  # workers that are up now; one that is restarting imports on first use
-            self._warm(ranker_modules({cell.ranker for cell in cells}), wait=False)
+        try:  # every worker, now or as it joins (a no-op after warm_up or start)
+            self._warm(ranker_modules({cell.ranker for cell in cells}))
         except Exception:  # noqa: BLE001 - an optimisation; the cells report real problems
             pass
         waiting = deque(range(len(cells)))
@@ -392,6 +398,11 @@ class DaskExecutor(Executor):
     def _result(self, future, cell: Cell, on_failure, check_record: bool):
         from distributed import KilledWorker
 
+        if future.status not in ("finished", "cancelled", "error"):
+            # done when yielded, then its result was lost with its worker (a nanny closed):
+            # Dask computes it again, which this waits for
+            with contextlib.suppress(Exception):
+                future.exception()
         if future.status == "finished":
             result = future.result()
             if check_record and not isinstance(result, ResultRecord):
@@ -416,6 +427,8 @@ class DaskExecutor(Executor):
                 "memory limit), a crash in native code, or the process was killed"
             )
             return on_failure(cell, reason, "worker")
+        if exc is None:  # (not expected: a status Dask did not have before)
+            exc = WorkerDied(f"the cell ended on the cluster as {future.status!r}, no result")
         return on_failure(cell, exc, "executor")
 
 
@@ -430,30 +443,9 @@ class _WithProgress:
     def __call__(self, cell: Cell) -> Any:
         publisher = _Publisher(self.topic, self.position)
         try:
-            return _said_where(_call_reporting(self.fn, cell, publisher))
+            return said_where(_call_reporting(self.fn, cell, publisher))
         finally:
             publisher.flush()  # the last report held back by the throttle
-
-
-def _said_where(record: Any) -> Any:
-    """A cell that failed to load its data on a worker says so: the worker saw the data
-    home, ``--dataset PATH`` and the cache as that worker sees them, not as the client
-    does (``docs/dask.md``, "What must be where")."""
-    if getattr(record, "status", None) != "failed" or record.error_stage != "load":
-        return record
-    try:
-        from distributed import get_worker
-
-        worker = get_worker()
-    except (ImportError, ValueError):  # not on a worker
-        return record
-    record.error = (
-        f"on the Dask worker {worker.address} (host {socket.gethostname()}), which loads "
-        f"the data itself: {record.error} (the data home, --dataset PATH and the parsed-data "
-        "cache are the worker's: give every worker the same data at the same path, or set "
-        "LTR_BENCH_DATA in the workers' environment; see docs/dask.md)"
-    )
-    return record
 
 
 class _Publisher:

@@ -13,10 +13,14 @@ The thread-pool sizes (:data:`THREAD_ENV`) go into the client's own environment 
 forkserver starts (a nanny does the same before it spawns a worker): the client computes no
 cell, so its own pools are then that size too.
 
-Light on purpose: the client imports it before anything heavy.
+Also what a worker adds to a record of a cell that could not load its data there
+(:func:`said_where`). Light on purpose: the client imports it before anything heavy.
 """
 
 from __future__ import annotations
+
+import socket
+from typing import Any
 
 #: environment variables that size the BLAS/OpenMP thread pools of a local worker
 THREAD_ENV = (
@@ -138,3 +142,24 @@ def cancel_and_free(client, futures, *, restart: bool) -> None:
             client.restart_workers(alone, timeout=120, raise_for_error=False)
         except Exception as exc:  # noqa: BLE001 - the run is over; say what was left
             log.warning("could not restart them (%s: %s)", type(exc).__name__, exc)
+
+
+def said_where(record: Any) -> Any:
+    """A cell that failed to load its data on a worker says so: the worker saw the data
+    home, ``--dataset PATH`` and the cache as that worker sees them, not as the client
+    does (``docs/dask.md``, "What must be where")."""
+    if getattr(record, "status", None) != "failed" or record.error_stage != "load":
+        return record
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):  # not on a worker
+        return record
+    record.error = (
+        f"on the Dask worker {worker.address} (host {socket.gethostname()}), which loads "
+        f"the data itself: {record.error} (the data home, --dataset PATH and the parsed-data "
+        "cache are the worker's: give every worker the same data at the same path, or set "
+        "LTR_BENCH_DATA in the workers' environment; see docs/dask.md)"
+    )
+    return record

@@ -19,8 +19,9 @@ Guarantees
   cell run on its own reproduces the same number.
 * Resume: a finished ``Cell.key`` found in the store is reused unless ``force`` (see
   :mod:`ltr_bench.run.cells` for what the key covers), and only if its recorded split
-  fingerprints equal those of the fold loaded now: changed data is recomputed, never
-  reported with old numbers.
+  fingerprints equal those of the fold loaded now, or, for a fold whose cells are all
+  finished, those noted with the fold's unchanged inputs (:mod:`.fold_proof`: then the
+  fold is not loaded): changed data is recomputed, never reported with old numbers.
 * One cell, one computation, one log: a cell is claimed (a lock file per key in the
   results folder, :mod:`ltr_bench.results.claims`) while it is computed and until every
   listener is done with its record (MLflow has the run: :meth:`Listener.hold_claim`);
@@ -44,6 +45,7 @@ import functools
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import cast
 
 from ltr_bench.errors import LtrBenchError
 from ltr_bench.results import (
@@ -56,6 +58,7 @@ from ltr_bench.results import (
 )
 from ltr_bench.run.cells import Cell, ExpandedPlan
 from ltr_bench.run.cost import CellCosts
+from ltr_bench.run.fold_proof import fold_inputs_of, proven_same, remember
 from ltr_bench.run.listener import Listener, Listeners
 from ltr_bench.run.plan import canonical_json
 from ltr_bench.run.unit import (
@@ -67,8 +70,7 @@ from ltr_bench.run.unit import (
     run_cell,
 )
 
-# The unit of work and the listeners live in their own modules; their names stay importable
-# from here for callers that used them through the harness.
+# names of the unit of work and the listeners, importable from here for earlier callers
 
 __all__ = [
     "KNN_K",
@@ -157,14 +159,14 @@ def run_plan(
 
     Each fold is loaded once and shared by all rankers. A finished record is reused only
     when its split fingerprints equal those of the fold as loaded now (a fold whose cells
-    are all finished is still loaded, from the parsed-data cache, to check this); otherwise
-    the cell is recomputed and ``warn`` says why. Each cell is claimed
-    (:meth:`ResultStore.claim`) before it is computed: a cell another process is computing
-    is left to it and picked up as finished when its claim is released (or computed here if
-    that process died). Each ok record is saved to ``store`` before ``listener`` hears of
-    it. Ctrl-C raises :class:`HarnessInterrupted` with the report so far; a result that
-    cannot be written (full disk) raises :class:`HarnessWriteError` with the report of what
-    was saved.
+    are all finished is not loaded when its note proves the data unchanged:
+    :mod:`.fold_proof`); otherwise the cell is recomputed and ``warn`` says why. Each cell
+    is claimed (:meth:`ResultStore.claim`) before it is computed: a cell another process is
+    computing is left to it and picked up as finished when its claim is released (or
+    computed here if that process died). Each ok record is saved to ``store`` before
+    ``listener`` hears of it. Ctrl-C raises :class:`HarnessInterrupted` with the report so
+    far; a result that cannot be written (full disk) raises :class:`HarnessWriteError` with
+    the report of what was saved.
     """
     listener = listener or Listener()
     warn = warn or (lambda message: None)
@@ -184,6 +186,11 @@ def run_plan(
             if remote and all(previous is None for _, _, previous in entries):
                 to_ship.extend((i, cell) for i, cell, _ in entries)  # workers load the fold
                 continue
+            if not force and proven_same(store.root, first, [p for _, _, p in entries]):
+                for i, _, previous in entries:  # finished on data proven unchanged, unloaded
+                    _reuse(report, store, listener, cast(ResultRecord, previous), i, len(cells))
+                continue
+            inputs = fold_inputs_of(first)  # read before the load: see fold_proof.remember
             listener.fold_loading(first.dataset, first.fold)
             fold = None
             load_error: Exception | None = None
@@ -207,6 +214,8 @@ def run_plan(
                     load_error = exc
             for text in dict.fromkeys(str(w.message) for w in caught):
                 warn(text)
+            if fold is not None:
+                remember(store.root, first, inputs, fold)
             pending: list[tuple[int, Cell]] = []
             for i, cell, previous in entries:
                 if previous is not None and fold is not None and _same_data(previous, fold):

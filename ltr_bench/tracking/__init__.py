@@ -9,6 +9,8 @@
   listener).
 * :mod:`.reader`: :func:`fetch_fold_results` reads records back for the report.
 * :mod:`.integrity`: does a fold run still hold the local record (a re-run replaces it if not).
+* :mod:`.as_logged`: is MLflow's copy still as logged, read without MLflow (a finished
+  re-run opens MLflow to repair it if not).
 * :mod:`.owners`: who owns a RUNNING parent run; ending those whose owner is gone.
 * :mod:`.lookup`: read-only: a record's fold run and logged model, what a ``--model`` run id
   or URI names (``ltr-bench models``, ``predict``).

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ltr_bench.results import ResultRecord
+from ltr_bench.tracking.as_logged import artifact_binding
 from ltr_bench.tracking.store import TrackingError, message
 from ltr_bench.tracking.writer import Tracker
 
@@ -142,12 +143,17 @@ class MlflowListener:
     def _note_ids(self, record: ResultRecord) -> None:
         """Note beside the local record where it is in MLflow
         (:meth:`~ltr_bench.results.ResultStore.note_mlflow`: a file of its own, never the
-        record's), under the cell's claim; a note that cannot be written is said."""
+        record's), under the cell's claim, with its fold run's artifacts as they are now
+        (:func:`~ltr_bench.tracking.as_logged.artifact_binding`: a re-run proves them
+        unchanged without opening MLflow); a note that cannot be written is said."""
         ids = self.tracker.logged.get(record.key) if self.tracker is not None else None
         if ids is None:
             return
+        binding = None
+        if self.tracker is not None:  # the artifacts just checked or logged, as they are
+            binding = artifact_binding(self.tracker.uri, ids["run_id"])
         try:
-            self.store.note_mlflow(record, ids)
+            self.store.note_mlflow(record, ids, binding)
         except Exception as exc:  # noqa: BLE001 - the results and MLflow's copy stand
             if self.on_note is not None:
                 self.on_note(f"the MLflow ids of {record.summary_line()} are not noted: {exc}")

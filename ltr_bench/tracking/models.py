@@ -60,7 +60,6 @@ __all__ = [
     "kept_manifest",
     "log_kept_model",
     "register_models",
-    "warm_up",
 ]
 
 
@@ -172,15 +171,26 @@ def _requirements() -> list[str]:
     return out
 
 
-def warm_up() -> None:
-    """Do once, ahead, what logging the first model of a process costs besides the model:
-    MLflow checks a model's pip requirements against the installed distributions, whose map
-    it builds from every installed distribution's file list on first use (~1.9 s here;
-    nothing is found to warn about: the requirements are the installed versions)."""
-    from mlflow.utils.requirements_utils import warn_dependency_requirement_mismatches
+@contextlib.contextmanager
+def _requirements_unchecked():
+    """Saving a model, MLflow checks its pip requirements against the installed
+    distributions, building on first use in a process a map from every installed
+    distribution's file list (~2 s, on the critical path of a short run's end: its logging
+    process saves the first model after the run's last cell). The requirements here are the
+    installed versions (:func:`_requirements`): the check finds nothing, and what it would
+    say is silenced by :func:`_quiet` anyway. So it is skipped while saving."""
+    import mlflow.utils.environment as environment
 
-    with _quiet():
-        warn_dependency_requirement_mismatches(_requirements())
+    name = "warn_dependency_requirement_mismatches"
+    check = getattr(environment, name, None)
+    if check is None:  # another MLflow: nothing to skip
+        yield
+        return
+    setattr(environment, name, lambda *args, **kwargs: None)
+    try:
+        yield
+    finally:
+        setattr(environment, name, check)
 
 
 def kept_manifest(folder: str | Path) -> dict[str, Any]:
@@ -258,16 +268,17 @@ def _save(path: Path, run_id: str, model_id: str, folder, manifest: dict[str, An
     logged model with ``mlflow.pyfunc`` and scores a frame."""
     from mlflow.models import Model
 
-    mlflow.pyfunc.save_model(
-        path=str(path),
-        python_model=RankerPyfunc(),
-        artifacts={MODEL_ARTIFACT: str(folder)},
-        signature=_signature(n) if n else None,
-        input_example=_example(n) if n else None,
-        pip_requirements=_requirements(),
-        metadata={"ltr_bench_ranker": manifest.get("ranker"), "n_features": n or None},
-        mlflow_model=Model(run_id=run_id, model_id=model_id, artifact_path=MODEL_NAME),
-    )
+    with _requirements_unchecked():
+        mlflow.pyfunc.save_model(
+            path=str(path),
+            python_model=RankerPyfunc(),
+            artifacts={MODEL_ARTIFACT: str(folder)},
+            signature=_signature(n) if n else None,
+            input_example=_example(n) if n else None,
+            pip_requirements=_requirements(),
+            metadata={"ltr_bench_ranker": manifest.get("ranker"), "n_features": n or None},
+            mlflow_model=Model(run_id=run_id, model_id=model_id, artifact_path=MODEL_NAME),
+        )
 
 
 class RegistrationRefused(TrackingError, UsageError):

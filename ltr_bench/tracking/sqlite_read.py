@@ -19,9 +19,9 @@ class Unreadable(Exception):
     """An SQLite file could not be read (locked, damaged); ``str`` is the reason."""
 
 
-def read_sqlite(db: Path, query: str, *, recovered: bool = False):
-    """Rows of ``query`` on ``db`` opened read-only (raises :class:`Unreadable`: a file that
-    cannot be read is never taken for an empty one).
+def read_sqlite(db: Path, query: str, *, params: tuple = (), recovered: bool = False):
+    """Rows of ``query`` (its ``?`` bound to ``params``) on ``db`` opened read-only (raises
+    :class:`Unreadable`: a file that cannot be read is never taken for an empty one).
 
     A hot journal (a writer killed mid-transaction, e.g. a SIGKILLed MLflow logging process)
     cannot be rolled back by a read-only connection (SQLITE_READONLY_ROLLBACK, "attempt to
@@ -30,7 +30,7 @@ def read_sqlite(db: Path, query: str, *, recovered: bool = False):
     try:
         con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
         try:
-            return con.execute(query).fetchall()
+            return con.execute(query, params).fetchall()
         finally:
             con.close()
     except sqlite3.Error as exc:
@@ -43,7 +43,7 @@ def read_sqlite(db: Path, query: str, *, recovered: bool = False):
                     rw.close()
             except sqlite3.Error:
                 pass  # the read below says what is wrong
-            return read_sqlite(db, query, recovered=True)
+            return read_sqlite(db, query, params=params, recovered=True)
         reason = str(exc)
         if "locked" in reason or "busy" in reason:
             reason = "it is locked by another process"

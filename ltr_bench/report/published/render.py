@@ -147,8 +147,11 @@ _SECTION_HEADER = [
 ]
 
 
-def section_markdown(section: PublishedSection) -> str:
-    """The Markdown a report prints under its table (empty string when nothing to say)."""
+def section_markdown(section: PublishedSection, width: int | None = None) -> str:
+    """The Markdown a report prints under its table (empty string when nothing to say);
+    ``width``: the table no wider (:func:`ltr_bench.report.fit.markdown_table`)."""
+    from ltr_bench.report.fit import markdown_table
+
     if not section.lines and not section.notes:
         return ""
     parts = [f"### Published results for {section.dataset}", ""]
@@ -156,7 +159,9 @@ def section_markdown(section: PublishedSection) -> str:
         sources = _note_numbers([ln.published.source for ln in section.lines])
         # reference-style links keep the table narrow; the definitions follow the list
         body = [[*_section_cells(ln), f"[S{sources[ln.published.source]}]"] for ln in section.lines]
-        parts += _md_table([*_SECTION_HEADER, "source"], body, right=4)
+        parts += markdown_table(
+            [*_SECTION_HEADER, "source"], body, right_from=4, keep=2, width=width
+        )
         parts += [""]
         parts += [f"- [S{i}]: {source_name(s)}" for s, i in sources.items()]
         convs = ", ".join(section.conventions)
