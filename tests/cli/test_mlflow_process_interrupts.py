@@ -21,6 +21,9 @@ import pytest
 #: the messages the fake logging process read, one per line, in its results folder
 SEEN = "fake-logger-seen.txt"
 
+# the logging process itself is the subject: spawned, not a thread of this process
+pytestmark = pytest.mark.mlflow_process
+
 
 def fake_serve(conn, uri: str, results_root: str, run_pid: int) -> None:
     """A logging process that logs nothing: it answers held cells (``released``) and
