@@ -89,8 +89,8 @@ NICE = 10
 HURRY_SECONDS = 30.0
 #: log on a thread of the run's own process instead of a logging process. For a caller that
 #: runs the command inside a process of its own that has MLflow imported already (the test
-#: suite's in-process runs: each logging process would import MLflow again, ~2 s of CPU,
-#: and its packages' map, ~2 s more). The logging is the same code, but it shares the GIL
+#: suite's in-process runs: each logging process would import MLflow and ready its SQL store
+#: again, seconds of CPU). The logging is the same code, but it shares the GIL
 #: with the fits (their timings suffer), the run always waits for it to end
 #: (``LTR_BENCH_MLFLOW_WAIT`` is not read), and a run killed mid-way loses its logging with
 #: it (a re-run logs what MLflow lacks, as after any kill).
