@@ -178,7 +178,9 @@ def test_the_curve_plan_runs_at_a_tiny_size_and_report_draws_it(tmp_path):
     assert "does not run on synthetic (true labels)" in run.output
     report = CliRunner().invoke(
         main,
-        ["report", "--results-dir", str(results), "--dataset", "synthetic", "--plots", str(plots)],
+        # --wide: each table whole, its rows read as one line (the split: test_report_width)
+        ["report", "--results-dir", str(results), "--dataset", "synthetic", "--plots", str(plots)]
+        + ["--wide"],
         catch_exceptions=False,
     )
     assert report.exit_code == 0, report.output

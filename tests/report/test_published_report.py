@@ -233,6 +233,7 @@ def test_cli_report_with_convention_letor3_prints_published_rows_beside_ours(tmp
             "letor3",
             "--metric",
             "ndcg@10",
+            "--wide",  # one table per section: its rows read whole (the split: test_report_width)
         ],
     )
     assert result.exit_code == 0, result.output
