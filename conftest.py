@@ -48,8 +48,9 @@ def _mlflow_logging_on_a_thread(tmp_path_factory):
     """``ltr-bench run`` called in this process (click's CliRunner, module fixtures included)
     logs to MLflow on a thread (:data:`ltr_bench.cli.mlflow_process.ON_A_THREAD`): a logging
     process per run would import MLflow again (7-9 s of CPU a run, measured with MLflow's
-    requirement check, since skipped), once most of the suite's time. A test of that process itself (signals, kills, the background wait) is marked
-    ``mlflow_process``; a real ``ltr-bench`` subprocess always logs in its own process."""
+    requirement check, since skipped), once most of the suite's time. A test of that
+    process itself (signals, kills, the background wait) is marked ``mlflow_process``; a
+    real ``ltr-bench`` subprocess always logs in its own process."""
     from ltr_bench.cli import mlflow_process
 
     # the schema template of _isolated_cache, for the module fixtures too (they come first)
