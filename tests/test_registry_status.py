@@ -156,10 +156,13 @@ def test_a_damaged_cache_is_ignored_and_rebuilt(plugin):
 def fake_site(tmp_path, monkeypatch):
     monkeypatch.setenv("LTR_BENCH_CACHE", str(tmp_path / "cache"))
     # the mtime of every sys.path folder is in the key, and the suite's other processes write
-    # into the checkout's root (coverage's data files): left off the path here, so that only
-    # what the test does changes the key
+    # into the checkout's folders (coverage's data files in its root, __pycache__ folders in
+    # the test folders): they are left off the path here, so that only what the test does
+    # changes the key
     root = Path.cwd().resolve()
-    monkeypatch.setattr(sys, "path", [p for p in sys.path if Path(p or ".").resolve() != root])
+    monkeypatch.setattr(
+        sys, "path", [p for p in sys.path if not Path(p or ".").resolve().is_relative_to(root)]
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     pkg = tmp_path / "fake_status_pkg"
     pkg.mkdir()
