@@ -409,6 +409,12 @@ class MlflowProcess:
         if self._proc.is_alive():
             self._proc.terminate()
             self._proc.join(timeout=5)
+        elif self.on_a_thread:
+            # a process's exit closes its end of the pipe and wakes the reader below; a
+            # thread's end stays open while its inbox reader is blocked on it, and closing
+            # a descriptor wakes no reader: only shutting the pipe down does (5 s a run,
+            # waited on the join below, before)
+            self._proc.terminate()
         self._dead = True
         try:
             self._conn.close()
