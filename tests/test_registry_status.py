@@ -8,6 +8,7 @@ this process the modules other tests imported would hide what an import costs or
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -154,23 +155,41 @@ def test_a_damaged_cache_is_ignored_and_rebuilt(plugin):
 
 @pytest.fixture
 def fake_site(tmp_path, monkeypatch):
+    yield _fake_site(tmp_path, monkeypatch)
+    sys.modules.pop("fake_status_pkg", None)
+
+
+def _fake_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cache folder and an importable package ``fake_status_pkg`` of ``tmp_path`` on a
+    path without the checkout's folders, all undone by ``monkeypatch``."""
     monkeypatch.setenv("LTR_BENCH_CACHE", str(tmp_path / "cache"))
     # the mtime of every sys.path folder is in the key, and the suite's other processes write
     # into the checkout's folders (coverage's data files in its root, __pycache__ folders in
     # the test folders): they are left off the path here, so that only what the test does
     # changes the key
+    # (a new list in place of sys.path, restored whole at the end: syspath_prepend on top of
+    # it would write this filtered path back into the suite's own list when undone, and the
+    # test folders' modules could then no longer be imported by spawned processes)
     root = Path.cwd().resolve()
-    monkeypatch.setattr(
-        sys, "path", [p for p in sys.path if not Path(p or ".").resolve().is_relative_to(root)]
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
+    kept = [p for p in sys.path if not Path(p or ".").resolve().is_relative_to(root)]
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *kept])
+    importlib.invalidate_caches()
     pkg = tmp_path / "fake_status_pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text(
         "class R:\n    def fit(self): ...\n    def predict(self): ...\n"
     )
-    yield tmp_path
-    sys.modules.pop("fake_status_pkg", None)
+    return tmp_path
+
+
+def test_the_fake_site_gives_the_suite_its_whole_path_back(tmp_path):
+    """What spawned processes of later tests import from (the test folders) stays on the
+    path: the checkout's folders are left off only while a test of this module runs."""
+    before = list(sys.path)
+    with pytest.MonkeyPatch.context() as mp:
+        _fake_site(tmp_path, mp)
+        assert str(tmp_path) in sys.path and sys.path != before
+    assert sys.path == before
 
 
 def test_the_key_changes_with_the_plugin_files_and_the_distribution(fake_site):
