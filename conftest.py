@@ -14,6 +14,13 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent
 
+# One thread per OpenMP/BLAS pool (torch's too) in the test processes and the processes they
+# start: the suite's workers share the cores (-n auto), and pools sized for the whole machine
+# in each worker had threads waiting on each other (a third less CPU time for the ranker
+# tests with one). A test of threads sets its count itself; a developer's own setting stays.
+for _pool in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_pool, "1")
+
 
 def shared_data_dir() -> Path | None:
     env = os.environ.get("LTR_BENCH_SHARED_DATA")
@@ -65,3 +72,12 @@ def _mlflow_logging_on_a_thread(tmp_path_factory):
         os.environ.pop("LTR_BENCH_MLFLOW_SCHEMA_DIR", None)
     else:
         os.environ["LTR_BENCH_MLFLOW_SCHEMA_DIR"] = schema
+
+
+def pytest_collection_modifyitems(config, items):
+    """Files with a test marked ``slow`` come first. pytest-xdist deals out whole files in
+    this order (``--dist loadfile``), so a long file dealt last would keep one worker busy
+    while the others had nothing left; dealt first, the short files fill in around it (the
+    longest-first rule of thumb for scheduling). The order within a file is kept."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow_files)

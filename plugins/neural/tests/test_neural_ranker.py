@@ -96,12 +96,16 @@ def test_threads_parameter_sets_torch_threads_during_fit_and_restores_them(monke
         seen.append(n)
         real(n)
 
+    original = torch.get_num_threads()
+    real(2)  # not n_threads' count below, whatever this process's own (the suite's: one)
     monkeypatch.setattr(torch, "set_num_threads", spy)
-    before = torch.get_num_threads()
-    X, y, q = make_check_data()
-    NeuralRanker(n_threads=1, epochs=3).fit(X, y, qid=q)
-    assert seen[0] == 1
-    assert torch.get_num_threads() == before
+    try:
+        X, y, q = make_check_data()
+        NeuralRanker(n_threads=1, epochs=3).fit(X, y, qid=q)
+        assert seen[0] == 1
+        assert torch.get_num_threads() == 2
+    finally:
+        real(original)
 
 
 def test_same_seed_gives_identical_scores_for_a_random_start_scorer():
