@@ -86,7 +86,11 @@ def test_speed_params_name_registered_rankers():
     assert set(SPEED_PARAMS) <= set(RANKERS) | {"lgmml"}
 
 
-@pytest.mark.parametrize("name", RANKERS)
+@pytest.mark.parametrize(
+    "name",
+    # a Dask ranker starts a local cluster in the test's process (5-15 s)
+    [pytest.param(n, marks=pytest.mark.slow) if n.endswith("-dask") else n for n in RANKERS],
+)
 def test_registered_ranker_runs_through_the_harness_on_letor_style_data(name, tmp_path):
     report = _run(name, DatasetChoice("synthetic", dict(TINY)), [1, 2], tmp_path)
     _assert_ok(report, name, 2)

@@ -30,6 +30,7 @@ def _write_letor(path: Path, n_queries: int, seed: int) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["quickstart.toml", "compare_settings.toml"])
 def test_generated_data_examples_run_and_report(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

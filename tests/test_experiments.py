@@ -149,9 +149,18 @@ def _check_plan(path: Path, data_dir):
     "ranker",
     [
         EuclideanRanker(),
-        MLRWithCV(C_grid=[1.0, 10.0], max_iter=15, admm_max_iter=15),
-        MLRWithCV(C_grid=[1.0, 10.0], lam_ratios=[0.1, 1.0], max_iter=15, admm_max_iter=15),
-        MLRWithValidation(C_grid=[1.0, 10.0], max_iter=15, admm_max_iter=15),
+        # each fit below fits every grid point on every fold: 6-15 s with coverage
+        pytest.param(
+            MLRWithCV(C_grid=[1.0, 10.0], max_iter=15, admm_max_iter=15), marks=pytest.mark.slow
+        ),
+        pytest.param(
+            MLRWithCV(C_grid=[1.0, 10.0], lam_ratios=[0.1, 1.0], max_iter=15, admm_max_iter=15),
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(
+            MLRWithValidation(C_grid=[1.0, 10.0], max_iter=15, admm_max_iter=15),
+            marks=pytest.mark.slow,
+        ),
     ],
     ids=["euclidean", "mlr-cv", "rmlr-cv", "mlr-validation"],
 )

@@ -8,6 +8,7 @@ browser fails the test instead of hiding it.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from ltr_bench.report import plots
 from ltr_bench.report.html import to_html
@@ -62,6 +63,7 @@ def test_the_page_is_self_contained_with_the_best_values_marked(tmp_path):
     assert f"<td class=best>{best:.4f}" in page
 
 
+@pytest.mark.slow
 def test_a_person_sees_the_table_the_marks_and_the_figures_in_chromium(tmp_path, chromium):
     from playwright.sync_api import sync_playwright
 

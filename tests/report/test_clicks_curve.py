@@ -165,6 +165,7 @@ def _tiny_plan(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_the_curve_plan_runs_at_a_tiny_size_and_report_draws_it(tmp_path):
     from ltr_bench.cli import main
 

@@ -29,6 +29,7 @@ def test_follows_the_ranker_contract(params):
     check_ranker(NeuralRanker(**params, **FAST))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scorer", ["bilinear", "distance"])
 def test_query_block_scorers_follow_the_ranker_contract(scorer):
     # quick=False: 10 features, read as [query (5), document (5)]

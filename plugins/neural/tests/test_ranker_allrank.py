@@ -16,7 +16,12 @@ from ltr_bench_neural.scorers import transformer as transformer_module  # noqa: 
     ("scorer", "loss", "args"),
     [
         ("mlp", "neuralndcg", {"sizes": [8]}),
-        ("transformer", "lambdaloss", {"sizes": [8], "h": 2, "d_ff": 16}),
+        pytest.param(
+            "transformer",
+            "lambdaloss",
+            {"sizes": [8], "h": 2, "d_ff": 16},
+            marks=pytest.mark.slow,  # 10-20 s of checks with coverage
+        ),
     ],
 )
 def test_neural_with_allrank_scorers_passes_check_ranker(scorer, loss, args):

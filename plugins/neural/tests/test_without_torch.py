@@ -11,6 +11,8 @@ import sys
 import textwrap
 from importlib import metadata
 
+import pytest
+
 #: the plugin's torch requirement as its metadata declares it (a range: a user's own CUDA torch
 #: in it is kept)
 TORCH_REQUIREMENT = next(
@@ -48,6 +50,7 @@ def _run(code: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_rankers_lists_neural_unavailable_with_the_install_command_and_imports_no_torch():
     result = _run("""
         from click.testing import CliRunner
@@ -80,6 +83,7 @@ def test_loading_neural_without_torch_fails_with_the_install_command():
     assert not result["torch"]
 
 
+@pytest.mark.slow
 def test_the_plugin_and_its_ranker_module_import_without_torch():
     # validating parameters before any data is loaded must not need torch either
     result = _run("""
