@@ -161,46 +161,56 @@ def test_register_with_two_datasets_is_refused_before_anything_is_read(tmp_path)
     assert not (tmp_path / "no.db").exists()
 
 
+@pytest.fixture(scope="module")
+def ui(linked):
+    """``ltr-bench ui`` on ``linked``'s store, one for the module's browser tests (they only
+    read it, and starting the UI takes seconds): its base URL."""
+    with serve_ui(linked["work"]) as base:
+        yield base
+
+
 def _get(base: str, path: str) -> dict:
     with urllib.request.urlopen(base + path, timeout=10) as resp:
         return json.load(resp)
 
 
 @pytest.mark.slow
-def test_the_rest_api_shows_the_links_and_the_ui_shows_them_in_chromium(linked, chromium, tmp_path):
+def test_the_rest_api_shows_the_links_and_the_ui_shows_them_in_chromium(
+    linked, ui, chromium, tmp_path
+):
     from playwright.sync_api import sync_playwright
 
     record = next(r for r in linked["records"] if r.label == "ridge" and r.fold == 1)
     ids = record.mlflow
-    with serve_ui(linked["work"]) as base:
-        run = _get(base, f"/api/2.0/mlflow/runs/get?run_id={ids['run_id']}")["run"]
-        assert run["outputs"]["model_outputs"] == [{"model_id": ids["model_id"], "step": 0}]
-        version = _get(base, "/api/2.0/mlflow/model-versions/get?name=best&version=1")
-        registered_run = version["model_version"]["run_id"]
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1500, "height": 1000})
-            page.goto(base + "/ltr-bench/")
-            page.wait_for_url("**/#/experiments?workflowType=machine_learning", timeout=60_000)
-            # the fold run's page: its logged model, and the registered version made from it
-            exp = ids["experiment_id"]
-            page.goto(f"{base}/#/experiments/{exp}/runs/{registered_run}")
-            heading = page.get_by_text("Logged models (1)")
-            heading.wait_for(timeout=60_000)
-            heading.scroll_into_view_if_needed()
-            page.screenshot(path=str(tmp_path / "fold-run.png"))
-            body = page.inner_text("body")
-            assert "Registered models" in body and "best" in body, body[-1500:]
-            # the experiment's Models tab: four logged models, two of them registered
-            page.goto(f"{base}/#/experiments/{exp}/models")
-            page.get_by_text("Registered models").first.wait_for(timeout=60_000)
-            page.get_by_text("v2").first.wait_for(timeout=60_000)
-            page.screenshot(path=str(tmp_path / "models-tab.png"))
-            table = page.inner_text("body")
-            # each registered version once, in its logged model's row; the other two: "-"
-            assert len(re.findall(r"\bbest\s+v1\b", table)) == 1, table[-2000:]
-            assert len(re.findall(r"\bbest\s+v2\b", table)) == 1, table[-2000:]
-            browser.close()
+    base = ui
+    run = _get(base, f"/api/2.0/mlflow/runs/get?run_id={ids['run_id']}")["run"]
+    assert run["outputs"]["model_outputs"] == [{"model_id": ids["model_id"], "step": 0}]
+    version = _get(base, "/api/2.0/mlflow/model-versions/get?name=best&version=1")
+    registered_run = version["model_version"]["run_id"]
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        page.goto(base + "/ltr-bench/")
+        page.wait_for_url("**/#/experiments?workflowType=machine_learning", timeout=60_000)
+        # the fold run's page: its logged model, and the registered version made from it
+        exp = ids["experiment_id"]
+        page.goto(f"{base}/#/experiments/{exp}/runs/{registered_run}")
+        heading = page.get_by_text("Logged models (1)")
+        heading.wait_for(timeout=60_000)
+        heading.scroll_into_view_if_needed()
+        page.screenshot(path=str(tmp_path / "fold-run.png"))
+        body = page.inner_text("body")
+        assert "Registered models" in body and "best" in body, body[-1500:]
+        # the experiment's Models tab: four logged models, two of them registered
+        page.goto(f"{base}/#/experiments/{exp}/models")
+        page.get_by_text("Registered models").first.wait_for(timeout=60_000)
+        page.get_by_text("v2").first.wait_for(timeout=60_000)
+        page.screenshot(path=str(tmp_path / "models-tab.png"))
+        table = page.inner_text("body")
+        # each registered version once, in its logged model's row; the other two: "-"
+        assert len(re.findall(r"\bbest\s+v1\b", table)) == 1, table[-2000:]
+        assert len(re.findall(r"\bbest\s+v2\b", table)) == 1, table[-2000:]
+        browser.close()
 
 
 @pytest.mark.slow
@@ -255,25 +265,56 @@ def _snippets(page: str) -> list[str]:
     return [b for b in blocks if "mlflow.pyfunc.load_model" in b]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("page", ["mlflow.md", "models.md"])
-def test_the_docs_snippets_load_a_model_as_written_and_create_no_stray_store(linked, page):
+#: Runs each snippet (argv[1]: JSON, page -> code) in a child forked from one process that
+#: imported NumPy, pandas and MLflow and set no tracking URI: each snippet meets MLflow as a
+#: fresh process would, without a Python start and MLflow import of its own (seconds each).
+#: Prints, per page, the child's exit status, its error and whether MLflow's default store
+#: (``mlflow.db`` in the working directory) exists after it.
+_FORKED_SNIPPETS = """
+import json, os, sys, traceback
+import numpy, pandas, mlflow
+done = {}
+for page, code in json.loads(sys.argv[1]).items():
+    err = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(err[0])
+        try:
+            exec(compile(code, page, "exec"), {"__name__": "__main__"})
+        except BaseException:
+            os.write(err[1], traceback.format_exc()[-2000:].encode())
+            os._exit(1)
+        os._exit(0)
+    os.close(err[1])
+    with os.fdopen(err[0]) as fh:
+        error = fh.read()
+    status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    done[page] = {"status": status, "error": error, "stray": os.path.exists("mlflow.db")}
+print(json.dumps(done))
+"""
+
+
+@pytest.fixture(scope="module")
+def snippet_runs(linked) -> dict:
+    """Each docs page's model-loading snippet, as written but for the ids filled in, run in
+    ``linked``'s folder with a frame of two rows (``_FORKED_SNIPPETS``): page -> result."""
     import subprocess
     import sys
 
     ids = next(r for r in linked["records"] if r.label == "ridge").mlflow
-    (snippet,) = _snippets(page)
-    assert "mlflow.set_tracking_uri(" in snippet
-    code = (
-        "import numpy as np, pandas as pd\n"
-        "frame = pd.DataFrame(np.zeros((2, 5)), columns=[f'f{j}' for j in range(1, 6)])\n"
-        "frame.insert(0, 'qid', 1)\n"
-        + snippet.replace("<model id>", ids["model_id"]).replace("<fold run id>", ids["run_id"])
-        + "assert len(scores) == 2, scores\n"
-    )
+    codes = {}
+    for page in ("mlflow.md", "models.md"):
+        (snippet,) = _snippets(page)
+        codes[page] = (
+            "import numpy as np, pandas as pd\n"
+            "frame = pd.DataFrame(np.zeros((2, 5)), columns=[f'f{j}' for j in range(1, 6)])\n"
+            "frame.insert(0, 'qid', 1)\n"
+            + snippet.replace("<model id>", ids["model_id"]).replace("<fold run id>", ids["run_id"])
+            + "assert len(scores) == 2, scores\n"
+        )
     env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
     done = subprocess.run(
-        [sys.executable, "-c", code],
+        [sys.executable, "-c", _FORKED_SNIPPETS, json.dumps(codes)],
         cwd=linked["work"],
         env=env,
         capture_output=True,
@@ -281,11 +322,21 @@ def test_the_docs_snippets_load_a_model_as_written_and_create_no_stray_store(lin
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert not (linked["work"] / "mlflow.db").exists()  # MLflow 3's default store, unmade
+    return json.loads(done.stdout.splitlines()[-1])
 
 
 @pytest.mark.slow
-def test_the_address_ui_prints_lands_on_the_runs_table_not_the_genai_overview(linked, chromium):
+@pytest.mark.parametrize("page", ["mlflow.md", "models.md"])
+def test_the_docs_snippets_load_a_model_as_written_and_create_no_stray_store(snippet_runs, page):
+    (snippet,) = _snippets(page)
+    assert "mlflow.set_tracking_uri(" in snippet
+    ran = snippet_runs[page]
+    assert ran["status"] == 0, ran["error"]
+    assert not ran["stray"]  # MLflow 3's default store, unmade
+
+
+@pytest.mark.slow
+def test_the_address_ui_prints_lands_on_the_runs_table_not_the_genai_overview(linked, ui, chromium):
     """A fresh browser at the address `ltr-bench ui` prints: the experiment's runs table in
     the model-training view; then, as a user clicks, experiments list -> experiment lands
     on the runs table again (MLflow 3.17 opens an experiment on its GenAI overview unless
@@ -295,24 +346,24 @@ def test_the_address_ui_prints_lands_on_the_runs_table_not_the_genai_overview(li
     from ltr_bench.cli.ui import address_lines
     from ltr_bench.tracking.lookup import ltr_experiments
 
-    with serve_ui(linked["work"]) as base:
-        (line,) = address_lines(linked["uri"], base, ltr_experiments(linked["uri"]))
-        link = re.search(r"open (\S+)", line).group(1)
-        exp = linked["client"].get_experiment_by_name("ltr-bench/synthetic").experiment_id
-        assert link == f"{base}/ltr-bench/#/experiments/{exp}/runs"
-        runs = re.compile(rf"#/experiments/{exp}/runs\?.*workflowType=machine_learning")
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1500, "height": 1000})
-            page.goto(link)
-            page.wait_for_url(runs, timeout=60_000)
-            page.get_by_role("columnheader", name="ndcg_at_10").first.wait_for(timeout=60_000)
-            page.get_by_text("ridge").first.wait_for(timeout=60_000)  # a configuration's row
-            body = page.inner_text("body")
-            assert "Detect Issues in Your Traces" not in body and "overview" not in page.url
-            page.goto(base + "/#/experiments")
-            page.get_by_role("columnheader", name="Time created").wait_for(timeout=60_000)
-            page.get_by_test_id("experiment-list-item-link").first.click()
-            page.wait_for_url(runs, timeout=60_000)
-            page.get_by_role("columnheader", name="ndcg_at_10").first.wait_for(timeout=60_000)
-            browser.close()
+    base = ui
+    (line,) = address_lines(linked["uri"], base, ltr_experiments(linked["uri"]))
+    link = re.search(r"open (\S+)", line).group(1)
+    exp = linked["client"].get_experiment_by_name("ltr-bench/synthetic").experiment_id
+    assert link == f"{base}/ltr-bench/#/experiments/{exp}/runs"
+    runs = re.compile(rf"#/experiments/{exp}/runs\?.*workflowType=machine_learning")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+        page.goto(link)
+        page.wait_for_url(runs, timeout=60_000)
+        page.get_by_role("columnheader", name="ndcg_at_10").first.wait_for(timeout=60_000)
+        page.get_by_text("ridge").first.wait_for(timeout=60_000)  # a configuration's row
+        body = page.inner_text("body")
+        assert "Detect Issues in Your Traces" not in body and "overview" not in page.url
+        page.goto(base + "/#/experiments")
+        page.get_by_role("columnheader", name="Time created").wait_for(timeout=60_000)
+        page.get_by_test_id("experiment-list-item-link").first.click()
+        page.wait_for_url(runs, timeout=60_000)
+        page.get_by_role("columnheader", name="ndcg_at_10").first.wait_for(timeout=60_000)
+        browser.close()

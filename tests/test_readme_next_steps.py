@@ -1,8 +1,10 @@
 """The README's "Next steps" 2, 6, 7 and 8 work as written for a new user, in an empty folder,
 after the README's main command: the commands are read from README.md itself (so the README
-cannot drift from what works) and run with the installed ``ltr-bench``; the things filled in
-are the ``<run id>`` of steps 7 and 8, taken from the table step 7's own ``ltr-bench models``
-prints, and step 7's query file, which a user brings."""
+cannot drift from what works); the main command runs with the installed ``ltr-bench`` console
+script, the steps after it in this process through the same ``main`` (click's runner, split as
+a shell would), sparing each its own MLflow import; the things filled in are the ``<run id>``
+of steps 7 and 8, taken from the table step 7's own ``ltr-bench models`` prints, and step 7's
+query file, which a user brings."""
 
 from __future__ import annotations
 
@@ -13,8 +15,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from ltrb_processes import untraced_env
 from test_docs import README, _fenced_blocks, _section
+
+from ltr_bench.cli import main
 
 RUN_ID = "<run id>"
 
@@ -55,6 +60,19 @@ def _run(command: str, cwd: Path) -> subprocess.CompletedProcess:
     return done
 
 
+def _step(command: str) -> tuple[str, str]:
+    """A step's ``ltr-bench ...`` command in this process, in the working directory (the
+    main command's folder): its stdout and stderr. What a step proves is that it works as
+    typed after the main command; the console script itself is proved by the main command."""
+    args = shlex.split(command)
+    assert args[0] == "ltr-bench", command
+    result = CliRunner().invoke(main, args[1:])
+    assert result.exit_code == 0 and result.exception is None, (
+        f"{command}\n{result.output}\n{result.exception!r}"
+    )
+    return result.stdout, result.stderr
+
+
 def _first_run_id(table: str) -> str:
     """The "run id" column of the first row of ``ltr-bench models``' table."""
     header, rule, first, *_ = table.splitlines()
@@ -79,27 +97,28 @@ def _query_file(path: Path) -> int:
 
 
 @pytest.mark.slow
-def test_readme_next_steps_2_6_7_and_8_run_as_written_in_an_empty_folder(tmp_path):
+def test_readme_next_steps_2_6_7_and_8_run_as_written_in_an_empty_folder(tmp_path, monkeypatch):
     text = README.read_text(encoding="utf-8")
     (main_block,) = _fenced_blocks(_section(text, "Main command"), "bash")
     steps = _steps(text)
     _run(main_block.strip(), tmp_path)
+    monkeypatch.chdir(tmp_path)
 
     (report,) = _commands(steps[2])
-    assert "lightgbm" in _run(report, tmp_path).stdout
+    assert "lightgbm" in _step(report)[0]
 
     for command in _commands(steps[6]):
-        _run(command, tmp_path)
+        _step(command)
 
     step7 = _commands(steps[7])
     (models,) = [c for c in step7 if c.startswith("ltr-bench models")]
     (predict,) = [c for c in step7 if c.startswith("ltr-bench predict")]
-    run_id = _first_run_id(_run(models, tmp_path).stdout)
+    run_id = _first_run_id(_step(models)[0])
     args = shlex.split(predict)
     data = tmp_path / args[args.index("--data") + 1]
     rows = _query_file(data)
-    done = _run(predict.replace(RUN_ID, run_id), tmp_path)
-    assert "ndcg@10" in done.stdout
+    stdout, _ = _step(predict.replace(RUN_ID, run_id))
+    assert "ndcg@10" in stdout
     ranking = (tmp_path / args[args.index("--output") + 1]).read_text().splitlines()
     assert len(ranking) == rows
     assert {line.split()[2] for line in ranking} == {f"doc-{i}" for i in range(rows)}
@@ -107,7 +126,7 @@ def test_readme_next_steps_2_6_7_and_8_run_as_written_in_an_empty_folder(tmp_pat
     pytest.importorskip("onnxruntime")  # step 8 says to install the onnx extra first
     (export,) = _commands(steps[8])
     assert RUN_ID in export
-    done = _run(export.replace(RUN_ID, run_id), tmp_path)
-    assert "holds" in done.stdout + done.stderr
+    stdout, stderr = _step(export.replace(RUN_ID, run_id))
+    assert "holds" in stdout + stderr
     args = shlex.split(export)
     assert (tmp_path / args[args.index("--output") + 1]).stat().st_size > 0

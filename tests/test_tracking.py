@@ -19,7 +19,7 @@ import ltrb_fake_rankers as fakes
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from ltrb_processes import CHROMIUM_ARGS, serve_ui
+from ltrb_processes import CHROMIUM_ARGS, serve_ui, untraced_env
 
 from ltr_bench.cli import main
 from ltr_bench.tracking import (
@@ -313,10 +313,11 @@ def test_metric_keys_have_no_at_sign():
     assert mlflow_metric_key("p@5") == "p_at_5"
 
 
-@pytest.fixture
-def ui_server(ctx):
-    """``ltr-bench ui`` on the shared store; yields its base URL once the REST API answers."""
-    with serve_ui(ctx["work"]) as base:
+@pytest.fixture(scope="module")
+def ui_server(store):
+    """``ltr-bench ui`` on the shared store, one for the module's UI tests (they only read
+    it, and starting the UI takes seconds); yields its base URL once the REST API answers."""
+    with serve_ui(store["work"]) as base:
         yield base
 
 
@@ -494,6 +495,7 @@ def test_a_store_left_with_a_hot_journal_by_a_killed_writer_is_read_after_sqlite
         ],
         stdout=subprocess.PIPE,
         text=True,
+        env=untraced_env(),  # an SQLite writer: none of our code to measure
     )
     assert writer.stdout.readline().strip() == "in the middle"
     writer.send_signal(signal.SIGKILL)
