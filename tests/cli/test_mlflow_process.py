@@ -18,7 +18,10 @@ from test_reliability import _folds, _slow_cmd, _subprocess_env, _wait_for_resul
 
 
 def _run_args(data: Path, tmp_path: Path) -> list[str]:
-    return _slow_cmd(data, tmp_path)[3:]  # after "python -m ltr_bench.cli"
+    """The arguments of a run of the fast fake ranker (after ``python -m ltr_bench.cli``)."""
+    args = _slow_cmd(data, tmp_path)[3:]
+    args[args.index("ltrb_slow:SlowRanker")] = "ltrb_fake_rankers:LinearRanker"
+    return args
 
 
 def _until(predicate, what: str, timeout: float = 30.0) -> None:
