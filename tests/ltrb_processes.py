@@ -162,3 +162,31 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+
+def run_here(cmd: list[str], tmp_path: Path, monkeypatch, **extra: str) -> tuple[int, str]:
+    """The ``python -m ltr_bench.cli`` command ``cmd`` of a test's real subprocess, run in
+    this process with click's CliRunner instead: for the re-run or check after the real
+    process was killed or stopped (that process is the subject; a second start-up, MLflow
+    imported again and traced by coverage, is not). As :func:`subprocess_env` has it: the
+    modules under ``tmp_path/mods`` importable, the data cache ``tmp_path/cache``, no
+    ``MLFLOW_TRACKING_URI``, and ``extra`` variables; MLflow logs on a thread of this
+    process (root ``conftest.py``). Returns the exit code and the output (stdout and
+    stderr, as click 8.2+ gives them together); an uncaught exception is raised."""
+    import sys
+
+    from click.testing import CliRunner
+
+    from ltr_bench.cli import main
+
+    assert cmd[:3] == [sys.executable, "-m", "ltr_bench.cli"], cmd[:3]
+    monkeypatch.setenv("LTR_BENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    for name, value in extra.items():
+        monkeypatch.setenv(name, value)
+    if (tmp_path / "mods").is_dir():
+        monkeypatch.syspath_prepend(str(tmp_path / "mods"))
+    result = CliRunner().invoke(main, cmd[3:])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.output

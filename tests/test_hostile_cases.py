@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from ltrb_processes import run_here, untraced_env
 from test_reliability import FAKE, make_folder
 
 from ltr_bench.cli import main
@@ -883,6 +884,7 @@ def test_a_locked_store_is_refused_and_not_deleted(env, tmp_path):
         ],
         stdout=subprocess.PIPE,
         text=True,
+        env=untraced_env(),  # runs none of our code
     )
     try:
         assert holder.stdout.readline().strip() == "locked"
@@ -1038,7 +1040,7 @@ def _journal_trials(journal: Path) -> int:
 
 
 @pytest.mark.slow
-def test_sigkill_right_after_saving_a_tuned_record_loses_no_trial_in_mlflow(tmp_path):
+def test_sigkill_right_after_saving_a_tuned_record_loses_no_trial_in_mlflow(tmp_path, monkeypatch):
     data = make_folder(tmp_path / "data")
     cmd, env = _tune_subprocess(tmp_path, data)
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -1049,25 +1051,31 @@ def test_sigkill_right_after_saving_a_tuned_record_loses_no_trial_in_mlflow(tmp_
         time.sleep(0.005)
     proc.send_signal(9)  # ... and the process is killed at once, before or while logging
     proc.wait()
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, done.stderr
-    assert "Traceback" not in done.stderr + done.stdout
+    # the re-run in this process: the kill is the subject, not the second start-up
+    code, out = run_here(cmd, tmp_path, monkeypatch)
+    assert code == 0, out
+    assert "Traceback" not in out
     runs = _mlflow_trial_runs(tmp_path / "m.db")
     assert len(runs) == 6, runs  # every trial of the study, each once
     assert "RUNNING" not in _statuses(tmp_path / "m.db")
 
 
 @pytest.mark.slow
-def test_a_second_tune_of_one_study_waits_for_the_first_and_reuses_its_result(tmp_path):
+def test_a_second_tune_of_one_study_waits_for_the_first_and_reuses_its_result(
+    tmp_path, monkeypatch
+):
+    from ltr_bench.tune import storage
+
     data = make_folder(tmp_path / "data")
     cmd, env = _tune_subprocess(tmp_path, data, trials=8)
     gate = tmp_path / "gate"
-    # the first takes the study, but its fits wait at the gate until the second has
-    # started; then each takes 1 s, so the second reaches the study while the first holds
-    # it, however slowly a loaded machine starts Python. Same parameters: the same study.
+    # the first (a real process) takes the study, but its fits wait at the gate until the
+    # second (this process: another process all the same, another flock) has found the
+    # study held: the second meets the first on the study however slowly either starts.
+    # Same parameters: the same study.
     first = subprocess.Popen(
         cmd,
-        env={**env, "LTRB_FIT_GATE": str(gate), "LTRB_FIT_SECONDS": "1"},
+        env={**env, "LTRB_FIT_GATE": str(gate)},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -1077,20 +1085,22 @@ def test_a_second_tune_of_one_study_waits_for_the_first_and_reuses_its_result(tm
         assert first.poll() is None, first.communicate()  # the first holds the study now
         assert time.monotonic() - t0 < 120
         time.sleep(0.05)
-    second = subprocess.Popen(
-        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    early = []
-    for line in second.stderr:  # up to the point where it goes for the study
-        early.append(line)
-        if line.startswith("tuning 1 cell(s)"):
-            break
-    gate.touch()
-    out2, err2 = second.communicate(timeout=300)
-    out1, err1 = first.communicate(timeout=300)
+    try_lock = storage._try_lock
+
+    def try_lock_then_open_the_gate(fd: int) -> bool:
+        taken = try_lock(fd)
+        if not taken:  # held by the first: the second waits for it from now on
+            gate.touch()
+        return taken
+
+    monkeypatch.setattr(storage, "_try_lock", try_lock_then_open_the_gate)
+    try:
+        code, text = run_here(cmd, tmp_path, monkeypatch)
+    finally:
+        gate.touch()
+        out1, err1 = first.communicate(timeout=300)
     assert first.returncode == 0, err1
-    assert second.returncode == 0, "".join(early) + err2
-    text = "".join(early) + out2 + err2
+    assert code == 0, text
     assert f"another process (pid {first.pid}) is tuning" in text, text
     assert "finished earlier" in text, text  # its record reused, not computed again
     assert "Traceback" not in text and b"Traceback" not in err1

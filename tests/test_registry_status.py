@@ -141,13 +141,15 @@ def test_a_plugin_broken_after_it_was_cached_ok_shows_unavailable_at_once(plugin
 
 
 def test_a_damaged_cache_is_ignored_and_rebuilt(plugin):
-    plugin()
+    # a cache cut off mid-write (a file's history does not change what is in it: no run
+    # needs to write a good one first)
+    plugin.cache.parent.mkdir(parents=True)
     plugin.cache.write_text('{"format": 1, "environments": {"x": ')
     rows, probe, imports = plugin()
-    assert _status(rows["fake-status"]) == "ok" and imports == 2 and probe["sklearn"]
+    assert _status(rows["fake-status"]) == "ok" and imports == 1 and probe["sklearn"]
     json.loads(plugin.cache.read_text())  # rewritten whole
     rows, probe, imports = plugin()
-    assert imports == 2 and not probe["sklearn"]
+    assert imports == 1 and not probe["sklearn"]
 
 
 # ------------------------------------------------------------------- in process, no imports

@@ -28,7 +28,7 @@ import ltrb_fake_rankers as fakes
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from ltrb_processes import SLOW_RANKER, subprocess_env
+from ltrb_processes import SLOW_RANKER, run_here, subprocess_env
 
 from ltr_bench.cli import main
 from ltr_bench.ranker import RankerInputError, check_ranking_input
@@ -789,7 +789,9 @@ def _wait_for_results(folder: Path, n: int, proc, timeout=90.0):
 
 
 @pytest.mark.slow
-def test_sigkill_mid_run_then_resume_keeps_finished_cells_and_closes_the_parent(tmp_path):
+def test_sigkill_mid_run_then_resume_keeps_finished_cells_and_closes_the_parent(
+    tmp_path, monkeypatch
+):
     data = _folds(tmp_path / "data", 4)
     env = _subprocess_env(tmp_path)
     proc = subprocess.Popen(
@@ -804,12 +806,11 @@ def test_sigkill_mid_run_then_resume_keeps_finished_cells_and_closes_the_parent(
     proc.communicate()
     saved = {p.name for p in (tmp_path / "res").glob("*.json")}
     assert 2 <= len(saved) < 4
-    done = subprocess.run(
-        _slow_cmd(data, tmp_path), env=env, capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr
-    assert "most recent call" not in done.stderr + done.stdout
-    assert done.stderr.count("finished earlier, skipped") == len(saved)
+    # the resume in this process: the kill is the subject, not the second start-up
+    code, out = run_here(_slow_cmd(data, tmp_path), tmp_path, monkeypatch)
+    assert code == 0, out
+    assert "most recent call" not in out
+    assert out.count("finished earlier, skipped") == len(saved)
     assert len(list((tmp_path / "res").glob("*.json"))) == 4
     con = sqlite3.connect(tmp_path / "ml" / "mlflow.db")
     statuses = con.execute(

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from ltrb_processes import run_here
 from test_reliability import _folds, _slow_cmd, _subprocess_env
 
 from ltr_bench.tracking.background import lock_dir, wait_for_background_logging
@@ -88,7 +89,9 @@ def test_a_run_that_does_not_wait_for_mlflow_is_read_complete_by_the_next_comman
 
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs Linux /proc")
-def test_a_killed_background_logger_loses_nothing_and_the_rerun_logs_the_rest(tmp_path):
+def test_a_killed_background_logger_loses_nothing_and_the_rerun_logs_the_rest(
+    tmp_path, monkeypatch
+):
     data, env, _, run, pid = _run_naming_its_logger(tmp_path, folds=3, stop=False)
     assert run.wait(timeout=60) == 0
     # the background logger lets go of the run's stdout and stderr once the run is gone, so
@@ -103,10 +106,11 @@ def test_a_killed_background_logger_loses_nothing_and_the_rerun_logs_the_rest(tm
     except ProcessLookupError:  # already done: the re-run must find everything all the same
         pass
     assert len(list((tmp_path / "res").glob("*.json"))) == 3
-    env["LTR_BENCH_MLFLOW_WAIT"] = "inf"
-    again = subprocess.run(_slow_cmd(data, tmp_path), env=env, capture_output=True, text=True)
-    assert again.returncode == 0, again.stderr
-    assert again.stderr.count("finished earlier, skipped") == 3  # nothing recomputed
+    # the re-run in this process: the killed background logger is the subject, not its start-up
+    cmd = _slow_cmd(data, tmp_path)
+    code, again = run_here(cmd, tmp_path, monkeypatch, LTR_BENCH_MLFLOW_WAIT="inf")
+    assert code == 0, again
+    assert again.count("finished earlier, skipped") == 3  # nothing recomputed
     db = tmp_path / "ml" / "mlflow.db"
     assert _status(db, "fold") == ["FINISHED"] * 3  # each fold once
     assert _status(db, "parent") == ["FINISHED"]

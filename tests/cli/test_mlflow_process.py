@@ -13,11 +13,15 @@ import time
 from pathlib import Path
 
 import pytest
+from ltrb_processes import run_here
 from test_reliability import _folds, _slow_cmd, _subprocess_env, _wait_for_results
 
 
 def _run_args(data: Path, tmp_path: Path) -> list[str]:
-    return _slow_cmd(data, tmp_path)[3:]  # after "python -m ltr_bench.cli"
+    """The arguments of a run of the fast fake ranker (after ``python -m ltr_bench.cli``)."""
+    args = _slow_cmd(data, tmp_path)[3:]
+    args[args.index("ltrb_slow:SlowRanker")] = "ltrb_fake_rankers:LinearRanker"
+    return args
 
 
 def _until(predicate, what: str, timeout: float = 30.0) -> None:
@@ -112,7 +116,9 @@ def test_a_killed_run_leaves_no_logging_process_behind(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
-def test_a_logging_process_that_dies_costs_no_result_and_a_rerun_logs_every_fold(tmp_path):
+def test_a_logging_process_that_dies_costs_no_result_and_a_rerun_logs_every_fold(
+    tmp_path, monkeypatch
+):
     data = _folds(tmp_path / "data", 4)
     env = _subprocess_env(tmp_path)
     proc = subprocess.Popen(
@@ -129,9 +135,10 @@ def test_a_logging_process_that_dies_costs_no_result_and_a_rerun_logs_every_fold
     assert "MLflow logging failed: the MLflow logging process ended unexpectedly" in err
     assert "most recent call" not in out + err
     assert len(list((tmp_path / "res").glob("*.json"))) == 4  # every cell computed and saved
-    again = subprocess.run(_slow_cmd(data, tmp_path), env=env, capture_output=True, text=True)
-    assert again.returncode == 0, again.stderr
-    assert again.stderr.count("finished earlier, skipped") == 4  # logged, not recomputed
+    # the re-run in this process: the killed logging process is the subject, not its start-up
+    code, again = run_here(_slow_cmd(data, tmp_path), tmp_path, monkeypatch)
+    assert code == 0, again
+    assert again.count("finished earlier, skipped") == 4  # logged, not recomputed
     runs = [r for r in _fold_runs(tmp_path / "ml" / "mlflow.db") if r[1] == "active"]
     assert runs == [("FINISHED", "active")] * 4
 

@@ -13,6 +13,8 @@ from test_reliability import _folds, _slow_cmd, _subprocess_env
 
 from ltr_bench.tracking.background import wait_seconds
 
+FAST = "ltrb_fake_rankers:LinearRanker"
+
 
 def test_the_default_is_to_wait_for_the_end_and_zero_is_the_background_exit(monkeypatch):
     monkeypatch.delenv("LTR_BENCH_MLFLOW_WAIT", raising=False)
@@ -30,7 +32,11 @@ def test_right_after_run_exits_mlflow_has_every_fold_run_finished(tmp_path):
     data = _folds(tmp_path / "data", 3)
     env = _subprocess_env(tmp_path)
     env.pop("LTR_BENCH_MLFLOW_WAIT", None)  # the default, as a user has it
-    done = subprocess.run(_slow_cmd(data, tmp_path), env=env, capture_output=True, text=True)
+    # a fast ranker: the fits leave MLflow no time to catch up before the run's end, which
+    # is what the wait must cover
+    cmd = [FAST if a == "ltrb_slow:SlowRanker" else a for a in _slow_cmd(data, tmp_path)]
+    assert FAST in cmd
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "in the background" not in done.stderr, done.stderr
     # read at once, through MLflow's own client, as a script or CI job would
