@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -229,16 +230,18 @@ def _fits(log: Path) -> list[tuple[str, int, str]]:
     return [(lines[i], int(lines[i + 1]), lines[i + 2]) for i in range(0, len(lines), 3)]
 
 
-def _wait_for_first_fit(log: Path, proc, timeout=START_TIMEOUT) -> int:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        starts = [pid for what, pid, _ in _fits(log) if what == "start"]
+def _kill_the_first_fit(log: Path, after: int, done: threading.Event, killed: list) -> None:
+    """SIGKILL the process of the first fit logged in ``log`` after its first ``after``
+    entries (appended to ``killed``), or give up when ``done`` is set (the run ended) or
+    after ``START_TIMEOUT``."""
+    end = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < end and not done.is_set():
+        starts = [pid for what, pid, _ in _fits(log)[after:] if what == "start"]
         if starts:
-            return starts[0]
-        if proc.poll() is not None:
-            raise AssertionError(proc.communicate())
+            os.kill(starts[0], signal.SIGKILL)  # mid-fit (the fit sleeps 2 s after its start)
+            killed.append(starts[0])
+            return
         time.sleep(0.05)
-    raise AssertionError("no fit started on the cluster")
 
 
 def test_run_on_a_cluster_survives_a_killed_worker_fits_each_cell_once_equals_in_process(
@@ -246,15 +249,23 @@ def test_run_on_a_cluster_survives_a_killed_worker_fits_each_cell_once_equals_in
 ):
     args = ("run", "--ranker", RANKERS, "--dataset", "mq2008", "--folds", "1,2", "--no-mlflow")
     work = cluster.tmp / "run"
-    on_cluster = cluster.ltr_bench(work, *args, "--scheduler", cluster.address)
-    victim = _wait_for_first_fit(cluster.log, on_cluster)
-    assert victim != on_cluster.pid  # a worker's process computes the cell, not the client
-    os.kill(victim, signal.SIGKILL)  # mid-fit (the fit sleeps 2 s after logging its start)
-    out, err = on_cluster.communicate(timeout=600)
-    assert on_cluster.returncode == 0, err
+    # the client in this process; a thread kills the worker of the first fit meanwhile
+    # (the module's other tests' fits may come before in the log: any order)
+    before, done, killed = len(_fits(cluster.log)), threading.Event(), []
+    killer = threading.Thread(target=_kill_the_first_fit, args=(cluster.log, before, done, killed))
+    killer.start()
+    try:
+        code, err = cluster.in_process(monkeypatch, work, *args, "--scheduler", cluster.address)
+    finally:
+        done.set()
+        killer.join()
+    assert killed, f"no fit started on the cluster: {err}"
+    [victim] = killed
+    assert victim != os.getpid()  # a worker's process computes the cell, not the client
+    assert code == 0, err
     got = _metrics(work / "mlflow_runs" / "results")
     assert len(got) == 4  # 2 rankers x 2 folds, each saved once
-    fits = _fits(cluster.log)
+    fits = _fits(cluster.log)[before:]
     ends = [(pid, fold) for what, pid, fold in fits if what == "end"]
     assert len(ends) == 2 and len({fold for _, fold in ends}) == 2  # each fold's fit once
     assert victim not in {pid for pid, _ in ends}  # the killed attempt never finished
@@ -265,7 +276,7 @@ def test_run_on_a_cluster_survives_a_killed_worker_fits_each_cell_once_equals_in
     code, err2 = cluster.in_process(monkeypatch, work, *args, "--scheduler", cluster.address)
     assert code == 0, err2
     assert err2.count("finished earlier, skipped") == 4
-    assert _fits(cluster.log) == fits
+    assert _fits(cluster.log)[before:] == fits
 
     # in process (a fit log of its own, no sleep): the same numbers, to the last digit
     local = cluster.tmp / "local"
