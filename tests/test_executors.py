@@ -607,7 +607,9 @@ def _cancel_a_tuning_task(client, job, tcell) -> None:
 
 
 @pytest.mark.slow
-def test_tune_on_dask_interrupted_keeps_finished_cells_and_the_rerun_resumes(tmp_path, monkeypatch):
+def test_tune_on_dask_interrupted_keeps_finished_cells_and_the_rerun_resumes(
+    dask_executor, tmp_path, monkeypatch
+):
     from ltr_bench.cli.tune import _tune
     from ltr_bench.errors import EXIT_INTERRUPTED, EXIT_OK
     from ltr_bench.tune.study import Budget
@@ -630,13 +632,14 @@ def test_tune_on_dask_interrupted_keeps_finished_cells_and_the_rerun_resumes(tmp
         raise KeyboardInterrupt  # Ctrl-C on the client right after the first save
 
     monkeypatch.setattr(ResultStore, "save", save_then_interrupt)
-    with _own_cluster() as executor:  # the interrupted command's cluster, then the re-run's
+    with _own_cluster() as executor:  # the interrupted command's own cluster (it cancels)
         assert _tune(plan, executor=executor, **kwargs) == EXIT_INTERRUPTED
     monkeypatch.setattr(ResultStore, "save", save)
     saved = {p.stem for p in (tmp_path / "results").glob("*.json")}
     assert len(saved) == 1
-    with _own_cluster() as executor:
-        assert _tune(plan, executor=executor, **kwargs) == EXIT_OK
+    # the re-run on the module's cluster, whose workers never saw this study: what it resumes
+    # from is on disk only (the results and the Optuna journal), as for a new command
+    assert _tune(plan, executor=dask_executor, **kwargs) == EXIT_OK
     store = ResultStore(tmp_path / "results")
     records = [r for r in store.records() if "tuning" in r.config]
     assert len(records) == 4 and saved < {r.key for r in records}

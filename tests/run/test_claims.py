@@ -65,7 +65,13 @@ def _fits(tmp_path: Path) -> list[str]:
 
 
 @pytest.mark.slow
-def test_a_run_waiting_on_a_stopped_process_names_it_and_gives_up_in_bounded_time(tmp_path):
+def test_a_run_waiting_on_a_stopped_process_names_it_and_gives_up_in_bounded_time(
+    tmp_path, monkeypatch
+):
+    from click.testing import CliRunner
+
+    from ltr_bench.cli import main
+
     env = _env(tmp_path, LTR_BENCH_STOPPED_WAIT="2", LTRB_PAUSE="60")
     cmd = _cmd(tmp_path, "--folds", "1", "--no-mlflow")
     holder = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -76,15 +82,22 @@ def test_a_run_waiting_on_a_stopped_process_names_it_and_gives_up_in_bounded_tim
             assert time.monotonic() - t0 < 120, "the first run never started fitting"
             time.sleep(0.1)
         holder.send_signal(signal.SIGSTOP)  # what Ctrl-Z does
+        # the waiting run in this process (the holder is the real process it waits on)
+        monkeypatch.syspath_prepend(str(tmp_path / "mods"))
         t0 = time.monotonic()
-        waiter = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        waiter = CliRunner().invoke(
+            main,
+            cmd[3:],
+            env={k: env[k] for k in ("LTR_BENCH_STOPPED_WAIT", "LTRB_PAUSE", "LTRB_FITS")},
+        )
         waited = time.monotonic() - t0
     finally:
         holder.send_signal(signal.SIGCONT)
         holder.kill()
         holder.communicate()
-    assert waiter.returncode == 1, waiter.stderr
     err = waiter.stderr
+    assert waiter.exit_code == 1, err
+    assert isinstance(waiter.exception, (SystemExit, type(None))), waiter.exception
     assert f"another process is computing this cell (process {holder.pid})" in err
     assert f"process {holder.pid} is stopped (Ctrl-Z or SIGSTOP)" in err
     assert f"kill -CONT {holder.pid}" in err and "most recent call" not in err + waiter.stdout

@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -171,6 +172,27 @@ class Cluster:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait(timeout=10)
 
+    def in_process(self, monkeypatch, cwd: Path, *args: str, home: Path | None = None, **env):
+        """``ltr-bench *args`` in this process (click's CliRunner) from ``cwd``, as
+        :meth:`ltr_bench` would run it: where the cluster's workers or the client's own
+        results are what is tested, not a process of the client (a re-run, the in-process
+        reference). Returns (exit code, stderr)."""
+        from click.testing import CliRunner
+
+        from ltr_bench.cli import main
+
+        monkeypatch.syspath_prepend(str(self.tmp / "mods"))  # ltrb_sleepy, as the workers
+        monkeypatch.chdir(_mkdir(cwd))
+        variables = {
+            "LTR_BENCH_DATA": str(home or self.worker_home),
+            "LTRB_SLEEPY_LOG": str(self.log),
+            **env,
+        }
+        result = CliRunner().invoke(main, list(args), env=variables)
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            raise result.exception
+        return result.exit_code, result.stderr
+
     def ltr_bench(self, cwd: Path, *args: str, home: Path | None = None, **kw):
         cwd.mkdir(parents=True, exist_ok=True)
         env = {**self.env, "LTR_BENCH_DATA": str(home or self.worker_home)}
@@ -208,59 +230,65 @@ def _fits(log: Path) -> list[tuple[str, int, str]]:
     return [(lines[i], int(lines[i + 1]), lines[i + 2]) for i in range(0, len(lines), 3)]
 
 
-def _wait_for_first_fit(log: Path, proc, timeout=START_TIMEOUT) -> int:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        starts = [pid for what, pid, _ in _fits(log) if what == "start"]
+def _kill_the_first_fit(log: Path, after: int, done: threading.Event, killed: list) -> None:
+    """SIGKILL the process of the first fit logged in ``log`` after its first ``after``
+    entries (appended to ``killed``), or give up when ``done`` is set (the run ended) or
+    after ``START_TIMEOUT``."""
+    end = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < end and not done.is_set():
+        starts = [pid for what, pid, _ in _fits(log)[after:] if what == "start"]
         if starts:
-            return starts[0]
-        if proc.poll() is not None:
-            raise AssertionError(proc.communicate())
+            os.kill(starts[0], signal.SIGKILL)  # mid-fit (the fit sleeps 2 s after its start)
+            killed.append(starts[0])
+            return
         time.sleep(0.05)
-    raise AssertionError("no fit started on the cluster")
 
 
 def test_run_on_a_cluster_survives_a_killed_worker_fits_each_cell_once_equals_in_process(
-    cluster,
+    cluster, monkeypatch
 ):
     args = ("run", "--ranker", RANKERS, "--dataset", "mq2008", "--folds", "1,2", "--no-mlflow")
     work = cluster.tmp / "run"
-    on_cluster = cluster.ltr_bench(work, *args, "--scheduler", cluster.address)
-    victim = _wait_for_first_fit(cluster.log, on_cluster)
-    assert victim != on_cluster.pid  # a worker's process computes the cell, not the client
-    os.kill(victim, signal.SIGKILL)  # mid-fit (the fit sleeps 2 s after logging its start)
-    out, err = on_cluster.communicate(timeout=600)
-    assert on_cluster.returncode == 0, err
+    # the client in this process; a thread kills the worker of the first fit meanwhile
+    # (the module's other tests' fits may come before in the log: any order)
+    before, done, killed = len(_fits(cluster.log)), threading.Event(), []
+    killer = threading.Thread(target=_kill_the_first_fit, args=(cluster.log, before, done, killed))
+    killer.start()
+    try:
+        code, err = cluster.in_process(monkeypatch, work, *args, "--scheduler", cluster.address)
+    finally:
+        done.set()
+        killer.join()
+    assert killed, f"no fit started on the cluster: {err}"
+    [victim] = killed
+    assert victim != os.getpid()  # a worker's process computes the cell, not the client
+    assert code == 0, err
     got = _metrics(work / "mlflow_runs" / "results")
     assert len(got) == 4  # 2 rankers x 2 folds, each saved once
-    fits = _fits(cluster.log)
+    fits = _fits(cluster.log)[before:]
     ends = [(pid, fold) for what, pid, fold in fits if what == "end"]
     assert len(ends) == 2 and len({fold for _, fold in ends}) == 2  # each fold's fit once
     assert victim not in {pid for pid, _ in ends}  # the killed attempt never finished
     assert len(fits) == 5  # 2 finished fits, their 2 starts, and the killed attempt's start
 
-    # the same command again: every cell finished earlier, nothing reaches the workers
-    again = cluster.ltr_bench(work, *args, "--scheduler", cluster.address)
-    _, err2 = again.communicate(timeout=600)
-    assert again.returncode == 0, err2
+    # the same command again: every cell finished earlier, nothing reaches the workers (a
+    # client in this process: the workers' fit log is what is read)
+    code, err2 = cluster.in_process(monkeypatch, work, *args, "--scheduler", cluster.address)
+    assert code == 0, err2
     assert err2.count("finished earlier, skipped") == 4
-    assert _fits(cluster.log) == fits
+    assert _fits(cluster.log)[before:] == fits
 
     # in process (a fit log of its own, no sleep): the same numbers, to the last digit
-    here = subprocess.run(
-        [sys.executable, "-m", "ltr_bench.cli", *args],
-        cwd=_mkdir(cluster.tmp / "local"),
-        env={
-            **cluster.env,
-            "LTRB_SLEEPY_LOG": str(cluster.tmp / "fits-local.log"),
-            "LTRB_SLEEPY_SECONDS": "0",
-        },
-        capture_output=True,
-        text=True,
-        timeout=600,
+    local = cluster.tmp / "local"
+    code, err3 = cluster.in_process(
+        monkeypatch,
+        local,
+        *args,
+        LTRB_SLEEPY_LOG=str(cluster.tmp / "fits-local.log"),
+        LTRB_SLEEPY_SECONDS="0",
     )
-    assert here.returncode == 0, here.stderr
-    assert _metrics(cluster.tmp / "local" / "mlflow_runs" / "results") == got
+    assert code == 0, err3
+    assert _metrics(local / "mlflow_runs" / "results") == got
 
 
 def _mkdir(path: Path) -> Path:
@@ -268,38 +296,40 @@ def _mkdir(path: Path) -> Path:
     return path
 
 
-def test_tune_on_a_real_cluster_equals_in_process(cluster):
+def test_tune_on_a_real_cluster_equals_in_process(cluster, monkeypatch):
+    # both clients in this process: the tuning on the cluster's workers is what is tested
     args = ("tune", "--ranker", "ridge", "--dataset", "mq2008", "--folds", "1,2")
     args += ("--trials", "3", "--no-mlflow")
-    on_cluster = cluster.ltr_bench(cluster.tmp / "tune", *args, "--scheduler", cluster.address)
-    _, err = on_cluster.communicate(timeout=600)
-    assert on_cluster.returncode == 0, err
-    here = cluster.ltr_bench(cluster.tmp / "tune-local", *args)
-    _, err = here.communicate(timeout=600)
-    assert here.returncode == 0, err
-    got = _metrics(cluster.tmp / "tune" / "mlflow_runs" / "results")
+    on_cluster = cluster.tmp / "tune"
+    code, err = cluster.in_process(monkeypatch, on_cluster, *args, "--scheduler", cluster.address)
+    assert code == 0, err
+    here = cluster.tmp / "tune-local"
+    code, err = cluster.in_process(monkeypatch, here, *args)
+    assert code == 0, err
+    got = _metrics(on_cluster / "mlflow_runs" / "results")
     assert len(got) == 2
-    assert got == _metrics(cluster.tmp / "tune-local" / "mlflow_runs" / "results")
+    assert got == _metrics(here / "mlflow_runs" / "results")
 
 
-def test_a_worker_that_does_not_see_the_data_home_fails_the_cell_saying_so(cluster):
+def test_a_worker_that_does_not_see_the_data_home_fails_the_cell_saying_so(cluster, monkeypatch):
     # MQ2007 is in the client's data home only: the client's check passes, the workers'
-    # load fails, and the message names the worker and the data home it saw
-    proc = cluster.ltr_bench(
+    # load fails, and the message names the worker and the data home it saw (the client in
+    # this process: the message comes from the worker)
+    code, err = cluster.in_process(
+        monkeypatch,
         cluster.tmp / "nodata",
         *("run", "--ranker", "ridge", "--dataset", "mq2007", "--folds", "1", "--no-mlflow"),
         "--scheduler",
         cluster.address,
         home=cluster.client_home,
     )
-    _, err = proc.communicate(timeout=600)
-    assert proc.returncode == 1, err
+    assert code == 1, err
     assert "1 of 1 cell(s) failed" in err and "on the Dask worker tcp://127.0.0.1:" in err
     assert f"The data home is {cluster.worker_home}" in err  # the worker's, not the client's
     assert "most recent call" not in err
 
 
-def test_ctrl_c_on_a_cluster_frees_its_workers_and_the_next_run_finishes(cluster):
+def test_ctrl_c_on_a_cluster_frees_its_workers_and_the_next_run_finishes(cluster, monkeypatch):
     # each worker fits a cell that would sleep an hour; Dask cannot stop a task in a
     # worker's thread, so without freeing them the next run would wait for both fits
     sleepy = "ltrb_sleepy:SleepyRanker"
@@ -325,14 +355,15 @@ def test_ctrl_c_on_a_cluster_frees_its_workers_and_the_next_run_finishes(cluster
     for pid in fitting:  # the abandoned fits' processes are gone, not sleeping on
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
-    second = cluster.ltr_bench(
+    # the next run, a client in this process: what is tested is that the workers are free
+    code, err = cluster.in_process(
+        monkeypatch,
         cluster.tmp / "after",
         *("run", "--ranker", "ridge", "--dataset", "mq2008", "--folds", "1", "--no-mlflow"),
         "--scheduler",
         cluster.address,
-    )
-    _, err = second.communicate(timeout=600)  # well before an hour
-    assert second.returncode == 0, err
+    )  # well before an hour
+    assert code == 0, err
     assert len(_metrics(cluster.tmp / "after" / "mlflow_runs" / "results")) == 1
     assert not [f for f in _fits(cluster.log)[before:] if f[0] == "end"]
     cluster._until(lambda: cluster.n_workers() == 2, "both workers back after the restart")
