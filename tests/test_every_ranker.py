@@ -102,7 +102,10 @@ def test_registered_ranker_runs_through_the_harness_on_letor_style_data(name, tm
             assert rec.params[tags.query_dim_param] is None
 
 
-@pytest.mark.parametrize("name", RANKERS)
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=pytest.mark.slow) if n.endswith("-dask") else n for n in RANKERS],
+)
 def test_registered_ranker_runs_through_the_harness_on_query_by_example_data(name, tmp_path):
     report = _run(name, DatasetChoice("wine", {}), [1], tmp_path)
     _assert_ok(report, name, 1)

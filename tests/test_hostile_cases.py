@@ -865,6 +865,7 @@ def test_hostile_case_exits_with_its_code_and_message_and_keeps_what_it_must(
 # ------------------------------------------------------------ stores held by other processes
 
 
+@pytest.mark.slow  # another process holds the store locked
 def test_a_locked_store_is_refused_and_not_deleted(env, tmp_path):
     """Another process holds an exclusive lock on a real store for 30 s: the run neither
     deletes nor rebuilds it; once the lock is gone the store has its runs and opens."""

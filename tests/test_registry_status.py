@@ -108,6 +108,7 @@ def _status(row: str) -> str:
     return row.split(None, 3)[3]
 
 
+@pytest.mark.slow  # real `ltr-bench rankers` processes, cold and warm
 def test_a_cached_ok_spares_every_import_and_a_cpu_torch_is_never_imported(plugin):
     rows, probe, imports = plugin()  # cold: every ranker imported, the answers stored
     assert _status(rows["fake-status"]) == "ok" and _status(rows["ridge"]) == "ok"
@@ -122,6 +123,7 @@ def test_a_cached_ok_spares_every_import_and_a_cpu_torch_is_never_imported(plugi
     assert _status(rows["fake-status"]) == "ok" and imports == 2 and probe["sklearn"]
 
 
+@pytest.mark.slow  # real `ltr-bench rankers` processes, cold and warm
 def test_a_plugin_broken_after_it_was_cached_ok_shows_unavailable_at_once(plugin):
     rows, _, _ = plugin()
     rows, probe, imports = plugin()

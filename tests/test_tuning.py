@@ -561,6 +561,7 @@ def test_tune_with_workers_runs_on_a_local_cluster_and_a_rerun_skips_without_one
 SIGTERM_SYNTH = {"n_queries": 30, "docs_per_query": 10, "n_features": 5, "n_informative": 3}
 
 
+@pytest.mark.slow  # a real tune process and a signal
 def test_sigterm_stops_tune_with_exit_130_and_keeps_finished_cells(tmp_path):
     (tmp_path / "slowmod.py").write_text(
         textwrap.dedent('''

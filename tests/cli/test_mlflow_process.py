@@ -74,6 +74,7 @@ def _fold_runs(db: Path) -> list[tuple[str, str]]:
         con.close()
 
 
+@pytest.mark.slow  # a real ltr-bench process and its logging process
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
 def test_the_run_process_never_imports_mlflow_and_every_fold_is_logged(tmp_path):
     data = _folds(tmp_path / "data", 2)
