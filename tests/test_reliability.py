@@ -758,14 +758,16 @@ def _folds(root: Path, n: int) -> Path:
     return root
 
 
-def _slow_cmd(data, tmp_path):
+def _slow_cmd(data, tmp_path, ranker="ltrb_slow:SlowRanker"):
+    """``python -m ltr_bench.cli run`` of ``ranker`` (the slow fake by default) on ``data``,
+    its results in ``tmp_path/res`` and its MLflow store in ``tmp_path/ml``."""
     return [
         sys.executable,
         "-m",
         "ltr_bench.cli",
         "run",
         "--ranker",
-        "ltrb_slow:SlowRanker",
+        ranker,
         "--dataset",
         str(data),
         "--results-dir",

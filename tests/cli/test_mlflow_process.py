@@ -19,9 +19,7 @@ from test_reliability import _folds, _slow_cmd, _subprocess_env, _wait_for_resul
 
 def _run_args(data: Path, tmp_path: Path) -> list[str]:
     """The arguments of a run of the fast fake ranker (after ``python -m ltr_bench.cli``)."""
-    args = _slow_cmd(data, tmp_path)[3:]
-    args[args.index("ltrb_slow:SlowRanker")] = "ltrb_fake_rankers:LinearRanker"
-    return args
+    return _slow_cmd(data, tmp_path, ranker="ltrb_fake_rankers:LinearRanker")[3:]
 
 
 def _until(predicate, what: str, timeout: float = 30.0) -> None:
