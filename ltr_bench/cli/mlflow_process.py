@@ -40,7 +40,9 @@ Guarantees kept:
 * Ctrl-C reaches the whole foreground process group, ``kill -INT`` only the run's process:
   either way the logging process ignores it and the run tells it what to do. Interrupted
   while it computes, the run sends ``close`` (interrupted): what is sent is logged, the
-  parent runs end KILLED. Interrupted while it waits for MLflow at its end (after the
+  parent runs end KILLED; the run waits for that at most :data:`HURRY_SECONDS`, then exits
+  130 and leaves the logging process to finish in the background (as after
+  ``LTR_BENCH_MLFLOW_WAIT``). Interrupted while it waits for MLflow at its end (after the
   summary), it sends ``("interrupt",)``, which the logging process reads at once: it logs no
   more fold runs and ends the parent runs KILLED (none made yet: it leaves the store
   untouched); the run exits 130 and a re-run logs the rest (:meth:`MlflowProcess._hurry`).
@@ -216,8 +218,8 @@ class MlflowProcess:
         """End the parent runs (KILLED if ``interrupted``), attach the HTML report of each
         dataset in ``report_units`` (only with ``run --attach-report``: it costs ~1 s at the
         end) (dataset -> its (fold, seed) pairs of this run), wait for the logging process
-        (until it ends, or ``LTR_BENCH_MLFLOW_WAIT`` seconds: then :attr:`detached`) and stop
-        it. Errors end up in :attr:`error`."""
+        (until it ends, or ``LTR_BENCH_MLFLOW_WAIT`` seconds, at most :data:`HURRY_SECONDS`
+        if ``interrupted``: then :attr:`detached`) and stop it. Errors end up in :attr:`error`."""
         from ltr_bench.tracking.background import wait_seconds
 
         close_sent = False
@@ -227,6 +229,10 @@ class MlflowProcess:
                 self._hand_over_lock()
                 close_sent = self._send(("close", interrupted, report_units))
             wait = None if self.on_a_thread else wait_seconds()  # background.py
+            if interrupted and not self.on_a_thread:
+                # a stopped run does not wait long on its logging: one still importing MLflow
+                # on a loaded machine kept a SIGTERMed run waiting for over a minute
+                wait = HURRY_SECONDS if wait is None else min(wait, HURRY_SECONDS)
             if close_sent and not self._done.wait(wait):
                 self._detach()
                 return

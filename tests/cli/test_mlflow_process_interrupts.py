@@ -153,3 +153,46 @@ def test_run_interrupted_as_it_starts_waiting_says_so_and_exits_130(fake_logger,
     seen = _seen(results)  # (the lock goes out with close, after the interrupt)
     assert seen[0] == "open" and seen[-1] == "close:True" and "interrupt" in seen, seen
     assert seen.index("interrupt") > seen.index("cell"), seen
+
+
+def silent_serve(conn, uri: str, results_root: str, run_pid: int) -> None:
+    """A logging process still catching up: it reads (and records, in :data:`SEEN`) what it
+    is sent but never answers ``close``; it ends when the run's end of the pipe closes, or
+    after 20 s without a message."""
+    import os
+    from multiprocessing import reduction
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    seen: list[str] = []
+    try:
+        while conn.poll(20):
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                break
+            kind = message[0]
+            seen.append(f"close:{message[1]}" if kind == "close" else kind)
+            if kind == "lock":
+                os.close(reduction.recv_handle(conn))
+    finally:
+        (Path(results_root) / SEEN).write_text("\n".join(seen), encoding="utf-8")
+
+
+def test_a_run_interrupted_while_it_computed_leaves_a_slow_logging_to_the_background(
+    fake_logger, monkeypatch, tmp_path
+):
+    """No cap set (``LTR_BENCH_MLFLOW_WAIT`` unset: the run waits for MLflow's end), yet an
+    interrupted run waits at most ``HURRY_SECONDS`` for a logging process that has not
+    answered, then leaves it to finish in the background (it had waited for it to the end:
+    a SIGTERMed run on a loaded machine stayed over a minute)."""
+    monkeypatch.setattr(fake_logger, "serve", silent_serve)
+    monkeypatch.delenv("LTR_BENCH_MLFLOW_WAIT")
+    monkeypatch.setattr(fake_logger, "HURRY_SECONDS", 0.2)
+    process = _opened(fake_logger, tmp_path)
+    try:
+        process.close(interrupted=True)
+        assert process.detached and not process.interrupted
+    finally:
+        process._conn.close()  # as the run's exit would: the logging process then ends
+        process._proc.join(timeout=30)
+    assert _seen(tmp_path) == ["open", "lock", "close:True"]
