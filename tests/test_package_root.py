@@ -24,6 +24,7 @@ def test_an_unknown_root_name_is_an_attribute_error_naming_it():
         _ = ltr_bench.nope
 
 
+@pytest.mark.subprocess_coverage  # ltr_bench/__main__.py runs in that process only
 def test_python_dash_m_ltr_bench_is_the_cli():
     out = subprocess.run(
         [sys.executable, "-m", "ltr_bench", "--version"],

@@ -824,6 +824,7 @@ def test_sigkill_mid_run_then_resume_keeps_finished_cells_and_closes_the_parent(
 
 
 @pytest.mark.slow
+@pytest.mark.subprocess_coverage  # the SIGTERM handler runs in the real process only
 def test_sigterm_stops_like_ctrl_c_and_keeps_finished_cells(tmp_path):
     data = _folds(tmp_path / "data", 4)
     env = _subprocess_env(tmp_path)

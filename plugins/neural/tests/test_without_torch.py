@@ -13,6 +13,9 @@ from importlib import metadata
 
 import pytest
 
+# the plugin's code without torch runs in those interpreters only
+pytestmark = pytest.mark.subprocess_coverage
+
 #: the plugin's torch requirement as its metadata declares it (a range: a user's own CUDA torch
 #: in it is kept)
 TORCH_REQUIREMENT = next(
