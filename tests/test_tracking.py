@@ -1,5 +1,6 @@
-"""MLflow tracking: store location, experiment/parent/nested layout, keys, no duplicates,
-the UI. Runs are tiny fake rankers.
+"""MLflow tracking: store location, experiment/parent/nested layout, keys, no duplicates.
+Runs are tiny fake rankers. (``ltr-bench ui`` and the MLflow UI in Chromium are in
+``test_mlflow_links.py``: one UI server and one browser on one store for all of them.)
 
 Isolation: tests that only read share one store per module (``ctx``; MLflow takes seconds to
 create one), and no test may change it. Every test that runs more work or edits records gets
@@ -12,14 +13,13 @@ import json
 import socket
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 
 import ltrb_fake_rankers as fakes
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from ltrb_processes import CHROMIUM_ARGS, serve_ui, untraced_env
+from ltrb_processes import untraced_env
 
 from ltr_bench.cli import main
 from ltr_bench.tracking import (
@@ -311,59 +311,6 @@ def test_metric_keys_have_no_at_sign():
     assert mlflow_metric_key("ndcg@10_empty0") == "ndcg_at_10_empty0"
     assert mlflow_metric_key("err@10") == "err_at_10" and mlflow_metric_key("map") == "map"
     assert mlflow_metric_key("p@5") == "p_at_5"
-
-
-@pytest.fixture(scope="module")
-def ui_server(store):
-    """``ltr-bench ui`` on the shared store, one for the module's UI tests (they only read
-    it, and starting the UI takes seconds); yields its base URL once the REST API answers."""
-    with serve_ui(store["work"]) as base:
-        yield base
-
-
-@pytest.mark.slow
-def test_ui_serves_the_store_and_its_rest_api_finds_the_experiment(ui_server):
-    url = ui_server + "/api/2.0/mlflow/experiments/search?max_results=100"
-    with urllib.request.urlopen(url, timeout=10) as resp:
-        names = [e["name"] for e in json.load(resp).get("experiments", [])]
-    assert "ltr-bench/synthetic" in names
-    with urllib.request.urlopen(ui_server + "/ltr-bench/", timeout=10) as resp:
-        page = resp.read().decode()
-    assert "metrics.`ndcg_at_10`" in page and "<script" in page
-
-
-@pytest.mark.slow
-def test_ui_opens_the_runs_table_with_metric_columns_sorted_by_ndcg_in_chromium(
-    ui_server, chromium
-):
-    # MLflow keeps a runs table's columns in the browser: without /ltr-bench/ a fresh
-    # browser shows no metric column at all
-    from playwright.sync_api import sync_playwright
-
-    url = (
-        ui_server + "/api/2.0/mlflow/experiments/get-by-name?experiment_name=ltr-bench%2Fsynthetic"
-    )
-    with urllib.request.urlopen(url, timeout=10) as resp:
-        experiment = json.load(resp)["experiment"]["experiment_id"]
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1600, "height": 900})
-        page.goto(ui_server + "/ltr-bench/")
-        page.wait_for_url("**/#/experiments?workflowType=machine_learning", timeout=60_000)
-        page.goto(f"{ui_server}/#/experiments/{experiment}/runs")
-        header = page.get_by_role("columnheader", name="ndcg_at_10")
-        header.first.wait_for(timeout=60_000)
-        for name in ("map", "fit_seconds", "score_us_per_doc"):
-            assert page.get_by_role("columnheader", name=name).count() >= 1, name
-        # one row per configuration (parent runs only), best NDCG@10 first: the UI puts the
-        # state it loaded into its address
-        from urllib.parse import parse_qs, urlsplit
-
-        state = parse_qs(urlsplit(page.url).fragment.partition("?")[2])
-        assert state["searchFilter"] == ["tags.ltr_bench_role = 'parent'"]
-        assert state["orderByKey"] == ["metrics.`ndcg_at_10`"]
-        assert state["orderByAsc"] == ["false"]
-        browser.close()
 
 
 def test_a_config_file_is_stored_with_its_parent_run(own_ctx, tmp_path):
