@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import urllib.request
 from collections.abc import Iterator
@@ -26,7 +25,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from ltrb_processes import CHROMIUM_ARGS, serve_ui
+from ltrb_processes import CHROMIUM_ARGS, serve_ui, untraced_env
 
 from ltr_bench.cli import main
 from ltr_bench.results import ResultStore
@@ -220,11 +219,19 @@ def _snippets(page: str) -> list[str]:
 #: Runs each snippet (argv[1]: JSON, page -> code) in a child forked from one process that
 #: imported NumPy, pandas and MLflow and set no tracking URI: each snippet meets MLflow as a
 #: fresh process would, without a Python start and MLflow import of its own (seconds each).
+#: The parent also does once what each load would otherwise do again in its child: import
+#: the model's code (scikit-learn under it) and MLflow's map of the installed distributions
+#: for its check of the model's requirements (a scan of every distribution's files; seconds).
+#: Neither touches a tracking store: what is checked, no stray store, is the children's.
 #: Prints, per page, the child's exit status, its error and whether MLflow's default store
 #: (``mlflow.db`` in the working directory) exists after it.
 _FORKED_SNIPPETS = """
 import json, os, sys, traceback
 import numpy, pandas, mlflow
+import ltr_bench.models, ltr_bench.tracking.models
+from mlflow.utils.requirements_utils import warn_dependency_requirement_mismatches
+warn_dependency_requirement_mismatches(["mlflow"])
+assert not os.path.exists("mlflow.db")
 done = {}
 for page, code in json.loads(sys.argv[1]).items():
     err = os.pipe()
@@ -264,7 +271,10 @@ def snippet_runs(linked) -> dict:
             + snippet.replace("<model id>", ids["model_id"]).replace("<fold run id>", ids["run_id"])
             + "assert len(scores) == 2, scores\n"
         )
-    env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
+    # untraced: this process stands for a user's fresh one; the code of ours it runs (the
+    # pyfunc's load_context and predict) is measured in process by test_tracking_models
+    env = untraced_env()
+    env.pop("MLFLOW_TRACKING_URI", None)
     done = subprocess.run(
         [sys.executable, "-c", _FORKED_SNIPPETS, json.dumps(codes)],
         cwd=linked["work"],
