@@ -6,23 +6,26 @@ registered version is made from the logged model (the version's source is
 ``models:/<model_id>``, and the logged model names its versions, which the UI shows);
 registering the same runs again adds no version; the registered model's description holds
 the comparison; ``run --force`` never leaves a registered version pointing at nothing.
+``ltr-bench ui`` serves the store, and its page /ltr-bench/ opens the runs tables with the
+metric columns, sorted by NDCG@10, in MLflow's model-training view.
 
 Isolation: the read-only tests share one store (``linked``); the tests that change a store
 make their own."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
 import re
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from ltrb_processes import CHROMIUM_ARGS, serve_ui
+from ltrb_processes import CHROMIUM_ARGS, serve_ui, untraced_env
 
 from ltr_bench.cli import main
 from ltr_bench.results import ResultStore
@@ -161,58 +164,6 @@ def test_register_with_two_datasets_is_refused_before_anything_is_read(tmp_path)
     assert not (tmp_path / "no.db").exists()
 
 
-@pytest.fixture(scope="module")
-def ui(linked):
-    """``ltr-bench ui`` on ``linked``'s store, one for the module's browser tests (they only
-    read it, and starting the UI takes seconds): its base URL."""
-    with serve_ui(linked["work"]) as base:
-        yield base
-
-
-def _get(base: str, path: str) -> dict:
-    with urllib.request.urlopen(base + path, timeout=10) as resp:
-        return json.load(resp)
-
-
-@pytest.mark.slow
-def test_the_rest_api_shows_the_links_and_the_ui_shows_them_in_chromium(
-    linked, ui, chromium, tmp_path
-):
-    from playwright.sync_api import sync_playwright
-
-    record = next(r for r in linked["records"] if r.label == "ridge" and r.fold == 1)
-    ids = record.mlflow
-    base = ui
-    run = _get(base, f"/api/2.0/mlflow/runs/get?run_id={ids['run_id']}")["run"]
-    assert run["outputs"]["model_outputs"] == [{"model_id": ids["model_id"], "step": 0}]
-    version = _get(base, "/api/2.0/mlflow/model-versions/get?name=best&version=1")
-    registered_run = version["model_version"]["run_id"]
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1500, "height": 1000})
-        page.goto(base + "/ltr-bench/")
-        page.wait_for_url("**/#/experiments?workflowType=machine_learning", timeout=60_000)
-        # the fold run's page: its logged model, and the registered version made from it
-        exp = ids["experiment_id"]
-        page.goto(f"{base}/#/experiments/{exp}/runs/{registered_run}")
-        heading = page.get_by_text("Logged models (1)")
-        heading.wait_for(timeout=60_000)
-        heading.scroll_into_view_if_needed()
-        page.screenshot(path=str(tmp_path / "fold-run.png"))
-        body = page.inner_text("body")
-        assert "Registered models" in body and "best" in body, body[-1500:]
-        # the experiment's Models tab: four logged models, two of them registered
-        page.goto(f"{base}/#/experiments/{exp}/models")
-        page.get_by_text("Registered models").first.wait_for(timeout=60_000)
-        page.get_by_text("v2").first.wait_for(timeout=60_000)
-        page.screenshot(path=str(tmp_path / "models-tab.png"))
-        table = page.inner_text("body")
-        # each registered version once, in its logged model's row; the other two: "-"
-        assert len(re.findall(r"\bbest\s+v1\b", table)) == 1, table[-2000:]
-        assert len(re.findall(r"\bbest\s+v2\b", table)) == 1, table[-2000:]
-        browser.close()
-
-
 @pytest.mark.slow
 def test_run_force_keeps_a_registered_model_loadable_and_its_old_run_out_of_the_results(
     tmp_path, monkeypatch
@@ -268,11 +219,19 @@ def _snippets(page: str) -> list[str]:
 #: Runs each snippet (argv[1]: JSON, page -> code) in a child forked from one process that
 #: imported NumPy, pandas and MLflow and set no tracking URI: each snippet meets MLflow as a
 #: fresh process would, without a Python start and MLflow import of its own (seconds each).
+#: The parent also does once what each load would otherwise do again in its child: import
+#: the model's code (scikit-learn under it) and MLflow's map of the installed distributions
+#: for its check of the model's requirements (a scan of every distribution's files; seconds).
+#: Neither touches a tracking store: what is checked, no stray store, is the children's.
 #: Prints, per page, the child's exit status, its error and whether MLflow's default store
 #: (``mlflow.db`` in the working directory) exists after it.
 _FORKED_SNIPPETS = """
 import json, os, sys, traceback
 import numpy, pandas, mlflow
+import ltr_bench.models, ltr_bench.tracking.models
+from mlflow.utils.requirements_utils import warn_dependency_requirement_mismatches
+warn_dependency_requirement_mismatches(["mlflow"])
+assert not os.path.exists("mlflow.db")
 done = {}
 for page, code in json.loads(sys.argv[1]).items():
     err = os.pipe()
@@ -312,7 +271,10 @@ def snippet_runs(linked) -> dict:
             + snippet.replace("<model id>", ids["model_id"]).replace("<fold run id>", ids["run_id"])
             + "assert len(scores) == 2, scores\n"
         )
-    env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
+    # untraced: this process stands for a user's fresh one; the code of ours it runs (the
+    # pyfunc's load_context and predict) is measured in process by test_tracking_models
+    env = untraced_env()
+    env.pop("MLFLOW_TRACKING_URI", None)
     done = subprocess.run(
         [sys.executable, "-c", _FORKED_SNIPPETS, json.dumps(codes)],
         cwd=linked["work"],
@@ -335,14 +297,130 @@ def test_the_docs_snippets_load_a_model_as_written_and_create_no_stray_store(sni
     assert not ran["stray"]  # MLflow 3's default store, unmade
 
 
+# ------------------------------------------------------------------ ltr-bench ui and Chromium
+# One `ltr-bench ui` (seconds of CPU to start: two Python processes importing MLflow's server)
+# and one Chromium for the module; each browser test opens a fresh context (its own
+# localStorage: a fresh browser as far as MLflow's page can tell). Every full load of MLflow's
+# React app costs seconds of CPU, so each test loads it once and moves on inside the page.
+
+
+@pytest.fixture(scope="module")
+def ui(linked):
+    """``ltr-bench ui`` on ``linked``'s store, one for the module's UI tests (they only
+    read it, and starting the UI takes seconds): its base URL."""
+    with serve_ui(linked["work"]) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def _launched() -> Iterator[dict]:
+    """The module's Chromium once a test has launched it (``browser``), closed at the end."""
+    opened: dict = {}
+    yield opened
+    if opened:
+        opened["browser"].close()
+        opened["playwright"].stop()
+
+
+@pytest.fixture
+def browser(chromium, _launched):
+    """The module's one Chromium (``chromium``: the path, or the skip where there is none),
+    launched by the first test that asks for it."""
+    if not _launched:
+        from playwright.sync_api import sync_playwright
+
+        playwright = sync_playwright().start()
+        _launched["playwright"] = playwright
+        _launched["browser"] = playwright.chromium.launch(
+            executable_path=chromium, args=CHROMIUM_ARGS
+        )
+    return _launched["browser"]
+
+
+@contextlib.contextmanager
+def _fresh_page(browser, width: int = 1500, height: int = 1000):
+    """A page in a new browser context: no cookies, cache or localStorage of another test."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+def _get(base: str, path: str) -> dict:
+    with urllib.request.urlopen(base + path, timeout=10) as resp:
+        return json.load(resp)
+
+
 @pytest.mark.slow
-def test_the_address_ui_prints_lands_on_the_runs_table_not_the_genai_overview(linked, ui, chromium):
+def test_ui_serves_the_store_and_its_rest_api_finds_the_experiment(ui):
+    found = _get(ui, "/api/2.0/mlflow/experiments/search?max_results=100")
+    names = [e["name"] for e in found.get("experiments", [])]
+    assert "ltr-bench/synthetic" in names
+    with urllib.request.urlopen(ui + "/ltr-bench/", timeout=10) as resp:
+        page = resp.read().decode()
+    assert "metrics.`ndcg_at_10`" in page and "<script" in page
+
+
+@pytest.mark.slow
+def test_the_rest_api_shows_the_links_and_the_ui_shows_them_in_chromium(
+    linked, ui, browser, tmp_path
+):
+    """A fresh browser at /ltr-bench/ lands on the experiments list in the model-training
+    view; the runs table it set up shows the metric columns, one row per configuration, best
+    NDCG@10 first (MLflow keeps a runs table's columns in the browser: without /ltr-bench/ a
+    fresh browser shows no metric column at all); a fold run's page shows its logged model
+    and the registered version made from it; the Models tab shows each version once."""
+    from urllib.parse import parse_qs, urlsplit
+
+    record = next(r for r in linked["records"] if r.label == "ridge" and r.fold == 1)
+    ids = record.mlflow
+    base = ui
+    run = _get(base, f"/api/2.0/mlflow/runs/get?run_id={ids['run_id']}")["run"]
+    assert run["outputs"]["model_outputs"] == [{"model_id": ids["model_id"], "step": 0}]
+    version = _get(base, "/api/2.0/mlflow/model-versions/get?name=best&version=1")
+    registered_run = version["model_version"]["run_id"]
+    exp = ids["experiment_id"]
+    # 1600 wide: the runs table draws only the columns in view, and the four checked below
+    # are in view at that width
+    with _fresh_page(browser, width=1600) as page:
+        page.goto(base + "/ltr-bench/")
+        page.wait_for_url("**/#/experiments?workflowType=machine_learning", timeout=60_000)
+        # the runs table, as /ltr-bench/ left it: the UI puts the state it loaded into its
+        # address
+        page.goto(f"{base}/#/experiments/{exp}/runs")
+        page.get_by_role("columnheader", name="ndcg_at_10").first.wait_for(timeout=60_000)
+        for name in ("map", "fit_seconds", "score_us_per_doc"):
+            assert page.get_by_role("columnheader", name=name).count() >= 1, name
+        state = parse_qs(urlsplit(page.url).fragment.partition("?")[2])
+        assert state["searchFilter"] == ["tags.ltr_bench_role = 'parent'"]
+        assert state["orderByKey"] == ["metrics.`ndcg_at_10`"]
+        assert state["orderByAsc"] == ["false"]
+        # the fold run's page: its logged model, and the registered version made from it
+        page.goto(f"{base}/#/experiments/{exp}/runs/{registered_run}")
+        heading = page.get_by_text("Logged models (1)")
+        heading.wait_for(timeout=60_000)
+        heading.scroll_into_view_if_needed()
+        page.screenshot(path=str(tmp_path / "fold-run.png"))
+        body = page.inner_text("body")
+        assert "Registered models" in body and "best" in body, body[-1500:]
+        # the experiment's Models tab: four logged models, two of them registered
+        page.goto(f"{base}/#/experiments/{exp}/models")
+        page.get_by_text("Registered models").first.wait_for(timeout=60_000)
+        page.get_by_text("v2").first.wait_for(timeout=60_000)
+        page.screenshot(path=str(tmp_path / "models-tab.png"))
+        table = page.inner_text("body")
+        # each registered version once, in its logged model's row; the other two: "-"
+        assert len(re.findall(r"\bbest\s+v1\b", table)) == 1, table[-2000:]
+        assert len(re.findall(r"\bbest\s+v2\b", table)) == 1, table[-2000:]
+
+
+@pytest.mark.slow
+def test_the_address_ui_prints_lands_on_the_runs_table_not_the_genai_overview(linked, ui, browser):
     """A fresh browser at the address `ltr-bench ui` prints: the experiment's runs table in
     the model-training view; then, as a user clicks, experiments list -> experiment lands
     on the runs table again (MLflow 3.17 opens an experiment on its GenAI overview unless
     the browser holds the model-training view)."""
-    from playwright.sync_api import sync_playwright
-
     from ltr_bench.cli.ui import address_lines
     from ltr_bench.tracking.lookup import ltr_experiments
 
@@ -352,9 +430,7 @@ def test_the_address_ui_prints_lands_on_the_runs_table_not_the_genai_overview(li
     exp = linked["client"].get_experiment_by_name("ltr-bench/synthetic").experiment_id
     assert link == f"{base}/ltr-bench/#/experiments/{exp}/runs"
     runs = re.compile(rf"#/experiments/{exp}/runs\?.*workflowType=machine_learning")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1500, "height": 1000})
+    with _fresh_page(browser) as page:
         page.goto(link)
         page.wait_for_url(runs, timeout=60_000)
         page.get_by_role("columnheader", name="ndcg_at_10").first.wait_for(timeout=60_000)
@@ -366,4 +442,3 @@ def test_the_address_ui_prints_lands_on_the_runs_table_not_the_genai_overview(li
         page.get_by_test_id("experiment-list-item-link").first.click()
         page.wait_for_url(runs, timeout=60_000)
         page.get_by_role("columnheader", name="ndcg_at_10").first.wait_for(timeout=60_000)
-        browser.close()

@@ -17,6 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from ltrb_processes import untraced_env
 
 from ltr_bench import registry, registry_status
 from ltr_bench.registry import RankerEntry
@@ -76,12 +77,16 @@ def plugin(tmp_path):
     marker = tmp_path / "imports.txt"
     work = tmp_path / "work"
     work.mkdir()
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
-        "LTR_BENCH_CACHE": str(tmp_path / "cache"),
-        "STATUS_TEST_MARKER": str(marker),
-    }
+    # untraced by coverage: a traced process writes its data file into its working folder,
+    # which `python -c` puts on sys.path, and every folder's mtime is in the cache's key: the
+    # next process found no cached ok and imported every ranker again (each of these tests
+    # failed under `pytest --cov`). What the processes run is measured in process: the
+    # command by test_cli and test_registry, the cache by the tests below.
+    env = untraced_env(
+        PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+        LTR_BENCH_CACHE=str(tmp_path / "cache"),
+        STATUS_TEST_MARKER=str(marker),
+    )
 
     def run(*flags):
         out = subprocess.run(

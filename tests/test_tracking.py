@@ -1,9 +1,11 @@
-"""MLflow tracking: store location, experiment/parent/nested layout, keys, no duplicates,
-the UI. Runs are tiny fake rankers.
+"""MLflow tracking: store location, experiment/parent/nested layout, keys, no duplicates.
+Runs are tiny fake rankers. (``ltr-bench ui`` and the MLflow UI in Chromium are in
+``test_mlflow_links.py``: one UI server and one browser on one store for all of them.)
 
 Isolation: tests that only read share one store per module (``ctx``; MLflow takes seconds to
 create one), and no test may change it. Every test that runs more work or edits records gets
-a store of its own (``own_ctx``), so the tests pass in any order."""
+a store of its own (``own_ctx``; ``new_ctx``, with nothing logged, where a test's own runs
+stand alone), so the tests pass in any order."""
 
 from __future__ import annotations
 
@@ -12,14 +14,13 @@ import json
 import socket
 import subprocess
 import sys
-import urllib.request
 from pathlib import Path
 
 import ltrb_fake_rankers as fakes
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from ltrb_processes import CHROMIUM_ARGS, serve_ui, untraced_env
+from ltrb_processes import untraced_env
 
 from ltr_bench.cli import main
 from ltr_bench.tracking import (
@@ -61,21 +62,30 @@ METRIC_KEYS = {
 }
 
 
-def _logged_store(work: Path, mp: pytest.MonkeyPatch) -> dict:
+def _logged_store(work: Path, mp: pytest.MonkeyPatch, *, logged: bool = True) -> dict:
     """In ``work`` (made the working directory through ``mp``): the fake rankers installed
-    and one CLI run (:data:`RUN`) logged to the default store."""
+    and, if ``logged``, one CLI run (:data:`RUN`) logged to the default store."""
     fakes.use_workdir(work, mp)
 
     def invoke(*args):
         return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
-    first = invoke(*RUN)
-    assert first.exit_code == 0, first.output
+    ctx = {"work": work, "invoke": invoke, "mp": mp}
+    if logged:
+        first = invoke(*RUN)
+        assert first.exit_code == 0, first.output
+        ctx["client"] = _client(work)
+    fakes.reset()
+    return ctx
+
+
+def _client(work: Path):
+    """An MLflow client of ``work``'s default store. Made once the store exists: a client of
+    a missing SQLite store creates it with MLflow's own migrations (seconds), not as
+    ``ltr-bench run`` does."""
     from mlflow.tracking import MlflowClient
 
-    client = MlflowClient(default_tracking_uri(work))
-    fakes.reset()
-    return {"work": work, "invoke": invoke, "client": client, "mp": mp}
+    return MlflowClient(default_tracking_uri(work))
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +111,16 @@ def own_ctx(tmp_path, monkeypatch):
     work = tmp_path / "tracking"
     work.mkdir()
     yield _logged_store(work, monkeypatch)
+    fakes.reset()
+
+
+@pytest.fixture
+def new_ctx(tmp_path, monkeypatch):
+    """As ``own_ctx``, with nothing logged yet (no store until a test's first run makes it):
+    for a test whose runs stand alone, which a logged run first would only make longer."""
+    work = tmp_path / "tracking"
+    work.mkdir()
+    yield _logged_store(work, monkeypatch, logged=False)
     fakes.reset()
 
 
@@ -251,10 +271,8 @@ def test_a_later_fold_joins_the_existing_parent(own_ctx):
     assert len(parents) == 1 and parents[0].data.metrics["n_folds"] == 3
 
 
-def test_results_kept_locally_while_mlflow_was_unreachable_are_logged_on_rerun(own_ctx):
-    ctx = own_ctx
-    client = ctx["client"]
-    exp = _experiment(client)
+def test_results_kept_locally_while_mlflow_was_unreachable_are_logged_on_rerun(new_ctx):
+    ctx = new_ctx
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # nothing listens here once the socket is closed
@@ -269,6 +287,8 @@ def test_results_kept_locally_while_mlflow_was_unreachable_are_logged_on_rerun(o
     fakes.FITS.clear()
     result = ctx["invoke"](*RUN, "--seed", "9")
     assert result.exit_code == 0 and fakes.FITS == []
+    client = _client(ctx["work"])  # the store, made by this re-run: nothing logged before
+    exp = _experiment(client)
     logged = [r for r in _runs(client, exp, "fold") if r.data.params["seed"] == "9"]
     assert len(logged) == 4
 
@@ -313,61 +333,8 @@ def test_metric_keys_have_no_at_sign():
     assert mlflow_metric_key("p@5") == "p_at_5"
 
 
-@pytest.fixture(scope="module")
-def ui_server(store):
-    """``ltr-bench ui`` on the shared store, one for the module's UI tests (they only read
-    it, and starting the UI takes seconds); yields its base URL once the REST API answers."""
-    with serve_ui(store["work"]) as base:
-        yield base
-
-
-@pytest.mark.slow
-def test_ui_serves_the_store_and_its_rest_api_finds_the_experiment(ui_server):
-    url = ui_server + "/api/2.0/mlflow/experiments/search?max_results=100"
-    with urllib.request.urlopen(url, timeout=10) as resp:
-        names = [e["name"] for e in json.load(resp).get("experiments", [])]
-    assert "ltr-bench/synthetic" in names
-    with urllib.request.urlopen(ui_server + "/ltr-bench/", timeout=10) as resp:
-        page = resp.read().decode()
-    assert "metrics.`ndcg_at_10`" in page and "<script" in page
-
-
-@pytest.mark.slow
-def test_ui_opens_the_runs_table_with_metric_columns_sorted_by_ndcg_in_chromium(
-    ui_server, chromium
-):
-    # MLflow keeps a runs table's columns in the browser: without /ltr-bench/ a fresh
-    # browser shows no metric column at all
-    from playwright.sync_api import sync_playwright
-
-    url = (
-        ui_server + "/api/2.0/mlflow/experiments/get-by-name?experiment_name=ltr-bench%2Fsynthetic"
-    )
-    with urllib.request.urlopen(url, timeout=10) as resp:
-        experiment = json.load(resp)["experiment"]["experiment_id"]
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1600, "height": 900})
-        page.goto(ui_server + "/ltr-bench/")
-        page.wait_for_url("**/#/experiments?workflowType=machine_learning", timeout=60_000)
-        page.goto(f"{ui_server}/#/experiments/{experiment}/runs")
-        header = page.get_by_role("columnheader", name="ndcg_at_10")
-        header.first.wait_for(timeout=60_000)
-        for name in ("map", "fit_seconds", "score_us_per_doc"):
-            assert page.get_by_role("columnheader", name=name).count() >= 1, name
-        # one row per configuration (parent runs only), best NDCG@10 first: the UI puts the
-        # state it loaded into its address
-        from urllib.parse import parse_qs, urlsplit
-
-        state = parse_qs(urlsplit(page.url).fragment.partition("?")[2])
-        assert state["searchFilter"] == ["tags.ltr_bench_role = 'parent'"]
-        assert state["orderByKey"] == ["metrics.`ndcg_at_10`"]
-        assert state["orderByAsc"] == ["false"]
-        browser.close()
-
-
-def test_a_config_file_is_stored_with_its_parent_run(own_ctx, tmp_path):
-    ctx = own_ctx
+def test_a_config_file_is_stored_with_its_parent_run(new_ctx, tmp_path):
+    ctx = new_ctx
     plan = ctx["work"] / "plan.toml"
     plan.write_text(
         "seed = 21\nfolds = [1]\n[rankers.fake-linear]\nscale = 3.0\n"
@@ -376,7 +343,7 @@ def test_a_config_file_is_stored_with_its_parent_run(own_ctx, tmp_path):
     )
     result = ctx["invoke"]("run", "--config", str(plan))
     assert result.exit_code == 0, result.output
-    client = ctx["client"]
+    client = _client(ctx["work"])
     (parent,) = [
         p for p in _runs(client, _experiment(client), "parent") if p.data.params["seed"] == "21"
     ]
@@ -443,14 +410,14 @@ def test_report_plots_in_html_attaches_the_page_beside_the_figures(own_ctx, tmp_
         assert names == figures | {"report/report.html"}
 
 
-def test_learning_curves_are_step_metrics_of_the_fold_run(own_ctx):
-    ctx = own_ctx
-    client = ctx["client"]
+def test_learning_curves_are_step_metrics_of_the_fold_run(new_ctx):
+    ctx = new_ctx
     # 2 curves x 600 iterations: more points than an MLflow server takes in one log_batch
     result = ctx["invoke"](
         *BASE, "--ranker", "fake-curves", "--folds", "1", "--param", "fake-curves.n_iter=600"
     )
     assert result.exit_code == 0, result.output
+    client = _client(ctx["work"])
     exp = _experiment(client)
     (run,) = [r for r in _runs(client, exp, "fold") if r.data.tags["ranker"] == "fake-curves"]
     (record,) = [r for r in _local_records(ctx["work"]).values() if r["ranker"] == "fake-curves"]
