@@ -31,6 +31,10 @@ from ltr_bench.cli import main
 from ltr_bench.results import ResultStore
 from ltr_bench.tracking import default_tracking_uri
 
+# the `ltr-bench ui` server's own code (its app, the exec of MLflow's server) runs only in that
+# process; the docs snippets' process is untraced all the same (untraced_env)
+pytestmark = pytest.mark.subprocess_coverage
+
 TINY = {"n_queries": 30, "docs_per_query": 8, "n_features": 5, "n_informative": 3}
 DATA = ["--dataset", "synthetic"] + [
     x for k, v in TINY.items() for x in ("--dataset-option", f"{k}={v}")
