@@ -1,6 +1,7 @@
 """MLflow logging of ``ltr-bench run`` in its own process (:mod:`ltr_bench.cli.mlflow_process`):
-the run's process never imports MLflow, a killed run leaves no logging process behind, and a
-logging process that dies costs no result (real processes and signals throughout)."""
+a killed run leaves no logging process behind, and a logging process that dies costs no
+result (real processes and signals throughout). That the run's own process never imports
+MLflow is shown by the real run of ``tests/cli/test_mlflow_wait.py``."""
 
 from __future__ import annotations
 
@@ -15,11 +16,6 @@ from pathlib import Path
 import pytest
 from ltrb_processes import run_here
 from test_reliability import _folds, _slow_cmd, _subprocess_env, _wait_for_results
-
-
-def _run_args(data: Path, tmp_path: Path) -> list[str]:
-    """The arguments of a run of the fast fake ranker (after ``python -m ltr_bench.cli``)."""
-    return _slow_cmd(data, tmp_path, ranker="ltrb_fake_rankers:LinearRanker")[3:]
 
 
 def _until(predicate, what: str, timeout: float = 30.0) -> None:
@@ -70,26 +66,6 @@ def _fold_runs(db: Path) -> list[tuple[str, str]]:
         ).fetchall()
     finally:
         con.close()
-
-
-@pytest.mark.slow  # a real ltr-bench process and its logging process
-@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
-def test_the_run_process_never_imports_mlflow_and_every_fold_is_logged(tmp_path):
-    data = _folds(tmp_path / "data", 2)
-    code = (
-        "import sys\n"
-        "from ltr_bench.cli import main\n"
-        "try:\n"
-        f"    main({_run_args(data, tmp_path)!r})\n"
-        "except SystemExit as exc:\n"
-        "    code = exc.code\n"
-        "print('EXIT', code, 'mlflow' in sys.modules)\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=_subprocess_env(tmp_path), capture_output=True, text=True
-    )
-    assert out.stdout.splitlines()[-1] == "EXIT 0 False", out.stderr
-    assert _fold_runs(tmp_path / "ml" / "mlflow.db") == [("FINISHED", "active")] * 2
 
 
 @pytest.mark.slow
