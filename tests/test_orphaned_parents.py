@@ -195,39 +195,16 @@ def _pid_of_fit(tmp_path: Path) -> str:
 
 
 @pytest.mark.slow
-def test_a_parent_whose_owner_is_alive_is_not_touched_by_another_run(tmp_path, monkeypatch):
-    waiting = subprocess.Popen(
-        _cmd(tmp_path),
-        env=_env(tmp_path, LTRB_WAIT_AT="2"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        _wait_for(tmp_path / "fit2", waiting)
-        db = tmp_path / "ml" / "mlflow.db"  # fold 1 logged: its parent RUNNING, owner alive
-        _until(lambda: _finished_fold_runs(db) == 1, waiting, "fold 1 in MLflow")
-        code, out = _run_here(tmp_path, monkeypatch, "--seed", "1", "--folds", "1")
-        assert code == 0, out
-        live = _parents(tmp_path)["0"]
-        assert live["status"] == "RUNNING" and "ltr_bench_end_reason" not in live["tags"]
-        assert live["tags"]["ltr_bench_owner_pid"] == str(waiting.pid)
-    finally:
-        (tmp_path / "go2").touch()
-        out, err = waiting.communicate(timeout=300)
-    assert waiting.returncode == 0, err
-    assert _parents(tmp_path)["0"]["status"] == "FINISHED"
-
-
-@pytest.mark.slow
-def test_a_store_locked_mid_run_gets_its_parent_ended_failed_at_the_end_and_a_rerun_completes_it(
+def test_a_live_owners_parent_is_left_alone_and_if_the_store_locks_mid_run_it_ends_failed_and_a_rerun_completes_it(  # noqa: E501
     tmp_path, monkeypatch
 ):
-    """Fold 1 is logged; another process then locks the SQLite store while fold 2 is logged
-    (logging stops, the run goes on locally); the lock is gone before the run ends, so the
-    run's last try ends its parent FAILED with the reason. The same command again logs the
-    two missing folds without fitting and ends the parent FINISHED. (Logging runs in a
-    process of its own, beside the fits: the test watches the store and the run's warning.)"""
+    """Fold 1 is logged; while the run waits to fit fold 2, another run on the store (here
+    another seed: another parent) leaves the live owner's parent alone. Another process
+    then locks the SQLite store while fold 2 is logged (logging stops, the run goes on
+    locally); the lock is gone before the run ends, so the run's last try ends its parent
+    FAILED with the reason. The same command again logs the two missing folds without
+    fitting and ends the parent FINISHED. (Logging runs in a process of its own, beside the
+    fits: the test watches the store and the run's warning.)"""
     db = tmp_path / "ml" / "mlflow.db"
     run = subprocess.Popen(
         _cmd(tmp_path),
@@ -243,6 +220,12 @@ def test_a_store_locked_mid_run_gets_its_parent_ended_failed_at_the_end_and_a_re
     try:
         _wait_for(tmp_path / "fit2", run)
         _until(lambda: _finished_fold_runs(db) == 1, run, "fold 1 in MLflow")
+        # its parent RUNNING, its owner alive: another invocation on the store leaves it be
+        code, out = _run_here(tmp_path, monkeypatch, "--seed", "1", "--folds", "1")
+        assert code == 0, out
+        live = _parents(tmp_path)["0"]
+        assert live["status"] == "RUNNING" and "ltr_bench_end_reason" not in live["tags"]
+        assert live["tags"]["ltr_bench_owner_pid"] == str(run.pid)
         locker = sqlite3.connect(db, isolation_level=None)
         locker.execute("begin exclusive")
         (tmp_path / "go2").touch()  # fold 2 finishes, its logging meets the lock and fails
@@ -265,16 +248,18 @@ def test_a_store_locked_mid_run_gets_its_parent_ended_failed_at_the_end_and_a_re
             run.communicate()
     assert run.returncode == 1, err  # MLflow logging failed: said, results kept locally
     assert "MLflow logging failed" in err and "Traceback" not in out + err
-    assert len(list((tmp_path / "res").glob("*.json"))) == 3
-    (parent,) = _parents(tmp_path).values()
+    assert len(list((tmp_path / "res").glob("*.json"))) == 3 + 1  # and seed 1's fold
+    fits = _fits(tmp_path)
+    assert fits == 3 + 1  # the run's three folds and the other run's one
+    parent = _parents(tmp_path)["0"]  # ended by its owner, the live run: never by the other
     assert parent["status"] == "FAILED"
     assert "MLflow logging stopped during the run" in parent["tags"]["ltr_bench_end_reason"]
     assert _fold_runs(tmp_path, parent["id"]) == ["FINISHED"]
 
     code, out = _run_here(tmp_path, monkeypatch)
     assert code == 0, out
-    assert _fits(tmp_path) == 3  # nothing computed again
-    (parent,) = _parents(tmp_path).values()
+    assert _fits(tmp_path) == fits  # nothing computed again
+    parent = _parents(tmp_path)["0"]
     assert parent["status"] == "FINISHED" and "ltr_bench_end_reason" not in parent["tags"]
     assert _fold_runs(tmp_path, parent["id"]) == ["FINISHED"] * 3
 
