@@ -144,6 +144,37 @@ def _fold_runs(tmp_path: Path, parent: str) -> list[str]:
         con.close()
 
 
+def _children(pid: int) -> list[int]:
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text().split()
+        out += [int(x) for x in text]
+    return out
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie left for init to reap counts as gone)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except FileNotFoundError:
+        return ""
+
+
+def _logging_process(pid: int) -> int:
+    """The spawned child of ``pid`` that logs to MLflow (not multiprocessing's tracker)."""
+    found = [c for c in _children(pid) if "spawn_main" in _cmdline(c)]
+    assert len(found) == 1, [(c, _cmdline(c)) for c in _children(pid)]
+    return found[0]
+
+
 def _fits(tmp_path: Path) -> int:
     path = tmp_path / "fits"
     return len(path.read_text().splitlines()) if path.exists() else 0
@@ -161,8 +192,14 @@ def test_a_parent_left_running_by_sigkill_is_ended_killed_by_the_next_run_and_re
     )
     _wait_for(tmp_path / "fit2", killed)
     _until(lambda: _finished_fold_runs(tmp_path / "ml" / "mlflow.db") == 1, killed, "fold 1")
+    on_linux = Path("/proc/self/task").exists()  # where a process's children can be read
+    logger = _logging_process(killed.pid) if on_linux else None
     killed.kill()  # fold 1 logged, killed fitting fold 2
     assert killed.wait(timeout=60) == -9
+    t0 = time.monotonic()  # a killed run leaves no logging process behind
+    while logger is not None and _alive(logger):
+        assert time.monotonic() - t0 < 30, "the logging process did not stop"
+        time.sleep(0.05)
     (orphan,) = _parents(tmp_path).values()
     assert orphan["status"] == "RUNNING"
     assert orphan["tags"]["ltr_bench_owner_pid"] == _pid_of_fit(tmp_path)

@@ -1,7 +1,8 @@
 """MLflow logging of ``ltr-bench run`` in its own process (:mod:`ltr_bench.cli.mlflow_process`):
-a killed run leaves no logging process behind, and a logging process that dies costs no
-result (real processes and signals throughout). That the run's own process never imports
-MLflow is shown by the real run of ``tests/cli/test_mlflow_wait.py``."""
+a logging process that dies costs no result (real processes and signals throughout). That
+the run's own process never imports MLflow is shown by the real run of
+``tests/cli/test_mlflow_wait.py``, that a killed run leaves no logging process behind by the
+SIGKILLed run of ``tests/test_orphaned_parents.py``."""
 
 from __future__ import annotations
 
@@ -10,51 +11,12 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from ltrb_processes import run_here
+from test_orphaned_parents import _logging_process
 from test_reliability import _folds, _slow_cmd, _subprocess_env, _wait_for_results
-
-
-def _until(predicate, what: str, timeout: float = 30.0) -> None:
-    t0 = time.monotonic()
-    while not predicate():
-        if time.monotonic() - t0 > timeout:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
-def _children(pid: int) -> list[int]:
-    out = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        text = (task / "children").read_text().split()
-        out += [int(x) for x in text]
-    return out
-
-
-def _alive(pid: int) -> bool:
-    """Running (a zombie left for init to reap counts as gone)."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return False
-    return "\nState:\tZ" not in status
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except FileNotFoundError:
-        return ""
-
-
-def _logging_process(pid: int) -> int:
-    """The spawned child of ``pid`` that logs to MLflow (not multiprocessing's tracker)."""
-    found = [c for c in _children(pid) if "spawn_main" in _cmdline(c)]
-    assert len(found) == 1, [(c, _cmdline(c)) for c in _children(pid)]
-    return found[0]
 
 
 def _fold_runs(db: Path) -> list[tuple[str, str]]:
@@ -66,27 +28,6 @@ def _fold_runs(db: Path) -> list[tuple[str, str]]:
         ).fetchall()
     finally:
         con.close()
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
-def test_a_killed_run_leaves_no_logging_process_behind(tmp_path):
-    data = _folds(tmp_path / "data", 4)
-    proc = subprocess.Popen(
-        _slow_cmd(data, tmp_path),
-        env=_subprocess_env(tmp_path),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        _wait_for_results(tmp_path / "res", 1, proc)
-        child = _logging_process(proc.pid)
-        proc.kill()
-        proc.communicate()
-        _until(lambda: not _alive(child), "the logging process to stop")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
 
 
 @pytest.mark.slow
