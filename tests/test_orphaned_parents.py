@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from ltrb_processes import subprocess_env
+from ltrb_processes import subprocess_env, untraced_env
 from test_reliability import make_folder
 
 HOOK_RANKER = """
@@ -144,6 +144,37 @@ def _fold_runs(tmp_path: Path, parent: str) -> list[str]:
         con.close()
 
 
+def _children(pid: int) -> list[int]:
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text().split()
+        out += [int(x) for x in text]
+    return out
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie left for init to reap counts as gone)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except FileNotFoundError:
+        return ""
+
+
+def _logging_process(pid: int) -> int:
+    """The spawned child of ``pid`` that logs to MLflow (not multiprocessing's tracker)."""
+    found = [c for c in _children(pid) if "spawn_main" in _cmdline(c)]
+    assert len(found) == 1, [(c, _cmdline(c)) for c in _children(pid)]
+    return found[0]
+
+
 def _fits(tmp_path: Path) -> int:
     path = tmp_path / "fits"
     return len(path.read_text().splitlines()) if path.exists() else 0
@@ -161,8 +192,14 @@ def test_a_parent_left_running_by_sigkill_is_ended_killed_by_the_next_run_and_re
     )
     _wait_for(tmp_path / "fit2", killed)
     _until(lambda: _finished_fold_runs(tmp_path / "ml" / "mlflow.db") == 1, killed, "fold 1")
+    on_linux = Path("/proc/self/task").exists()  # where a process's children can be read
+    logger = _logging_process(killed.pid) if on_linux else None
     killed.kill()  # fold 1 logged, killed fitting fold 2
     assert killed.wait(timeout=60) == -9
+    t0 = time.monotonic()  # a killed run leaves no logging process behind
+    while logger is not None and _alive(logger):
+        assert time.monotonic() - t0 < 30, "the logging process did not stop"
+        time.sleep(0.05)
     (orphan,) = _parents(tmp_path).values()
     assert orphan["status"] == "RUNNING"
     assert orphan["tags"]["ltr_bench_owner_pid"] == _pid_of_fit(tmp_path)
@@ -195,39 +232,16 @@ def _pid_of_fit(tmp_path: Path) -> str:
 
 
 @pytest.mark.slow
-def test_a_parent_whose_owner_is_alive_is_not_touched_by_another_run(tmp_path, monkeypatch):
-    waiting = subprocess.Popen(
-        _cmd(tmp_path),
-        env=_env(tmp_path, LTRB_WAIT_AT="2"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        _wait_for(tmp_path / "fit2", waiting)
-        db = tmp_path / "ml" / "mlflow.db"  # fold 1 logged: its parent RUNNING, owner alive
-        _until(lambda: _finished_fold_runs(db) == 1, waiting, "fold 1 in MLflow")
-        code, out = _run_here(tmp_path, monkeypatch, "--seed", "1", "--folds", "1")
-        assert code == 0, out
-        live = _parents(tmp_path)["0"]
-        assert live["status"] == "RUNNING" and "ltr_bench_end_reason" not in live["tags"]
-        assert live["tags"]["ltr_bench_owner_pid"] == str(waiting.pid)
-    finally:
-        (tmp_path / "go2").touch()
-        out, err = waiting.communicate(timeout=300)
-    assert waiting.returncode == 0, err
-    assert _parents(tmp_path)["0"]["status"] == "FINISHED"
-
-
-@pytest.mark.slow
-def test_a_store_locked_mid_run_gets_its_parent_ended_failed_at_the_end_and_a_rerun_completes_it(
+def test_a_live_owners_parent_is_left_alone_and_if_the_store_locks_mid_run_it_ends_failed_and_a_rerun_completes_it(  # noqa: E501
     tmp_path, monkeypatch
 ):
-    """Fold 1 is logged; another process then locks the SQLite store while fold 2 is logged
-    (logging stops, the run goes on locally); the lock is gone before the run ends, so the
-    run's last try ends its parent FAILED with the reason. The same command again logs the
-    two missing folds without fitting and ends the parent FINISHED. (Logging runs in a
-    process of its own, beside the fits: the test watches the store and the run's warning.)"""
+    """Fold 1 is logged; while the run waits to fit fold 2, another run on the store (here
+    another seed: another parent) leaves the live owner's parent alone. Another process
+    then locks the SQLite store while fold 2 is logged (logging stops, the run goes on
+    locally); the lock is gone before the run ends, so the run's last try ends its parent
+    FAILED with the reason. The same command again logs the two missing folds without
+    fitting and ends the parent FINISHED. (Logging runs in a process of its own, beside the
+    fits: the test watches the store and the run's warning.)"""
     db = tmp_path / "ml" / "mlflow.db"
     run = subprocess.Popen(
         _cmd(tmp_path),
@@ -243,6 +257,12 @@ def test_a_store_locked_mid_run_gets_its_parent_ended_failed_at_the_end_and_a_re
     try:
         _wait_for(tmp_path / "fit2", run)
         _until(lambda: _finished_fold_runs(db) == 1, run, "fold 1 in MLflow")
+        # its parent RUNNING, its owner alive: another invocation on the store leaves it be
+        code, out = _run_here(tmp_path, monkeypatch, "--seed", "1", "--folds", "1")
+        assert code == 0, out
+        live = _parents(tmp_path)["0"]
+        assert live["status"] == "RUNNING" and "ltr_bench_end_reason" not in live["tags"]
+        assert live["tags"]["ltr_bench_owner_pid"] == str(run.pid)
         locker = sqlite3.connect(db, isolation_level=None)
         locker.execute("begin exclusive")
         (tmp_path / "go2").touch()  # fold 2 finishes, its logging meets the lock and fails
@@ -265,16 +285,18 @@ def test_a_store_locked_mid_run_gets_its_parent_ended_failed_at_the_end_and_a_re
             run.communicate()
     assert run.returncode == 1, err  # MLflow logging failed: said, results kept locally
     assert "MLflow logging failed" in err and "Traceback" not in out + err
-    assert len(list((tmp_path / "res").glob("*.json"))) == 3
-    (parent,) = _parents(tmp_path).values()
+    assert len(list((tmp_path / "res").glob("*.json"))) == 3 + 1  # and seed 1's fold
+    fits = _fits(tmp_path)
+    assert fits == 3 + 1  # the run's three folds and the other run's one
+    parent = _parents(tmp_path)["0"]  # ended by its owner, the live run: never by the other
     assert parent["status"] == "FAILED"
     assert "MLflow logging stopped during the run" in parent["tags"]["ltr_bench_end_reason"]
     assert _fold_runs(tmp_path, parent["id"]) == ["FINISHED"]
 
     code, out = _run_here(tmp_path, monkeypatch)
     assert code == 0, out
-    assert _fits(tmp_path) == 3  # nothing computed again
-    (parent,) = _parents(tmp_path).values()
+    assert _fits(tmp_path) == fits  # nothing computed again
+    parent = _parents(tmp_path)["0"]
     assert parent["status"] == "FINISHED" and "ltr_bench_end_reason" not in parent["tags"]
     assert _fold_runs(tmp_path, parent["id"]) == ["FINISHED"] * 3
 
@@ -282,7 +304,9 @@ def test_a_store_locked_mid_run_gets_its_parent_ended_failed_at_the_end_and_a_re
 def test_an_owner_is_gone_when_killed_even_unreaped_and_a_reused_pid_is_not_the_owner():
     from ltr_bench.tracking.owners import TAG_OWNER_STARTED, owner_gone, owner_tags
 
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    # a process that runs none of our code: not traced by coverage
+    sleeper = [sys.executable, "-c", "import time; time.sleep(600)"]
+    proc = subprocess.Popen(sleeper, env=untraced_env())
     try:
         tags = owner_tags(proc.pid)
         assert owner_gone(tags) is None  # alive: never touched

@@ -1,7 +1,8 @@
 """A run that does not wait for the end of its MLflow logging (``LTR_BENCH_MLFLOW_WAIT``,
 :mod:`ltr_bench.tracking.background`): the logging finishes after the run exits, a reader of
 the store waits for it, and a background logger that is killed costs nothing (the next run
-of the same command logs the rest). Real processes and signals."""
+of the same command logs the rest). Real processes and signals; the two tests that watch a
+run whose logger is held still share that run (a module fixture)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import signal
 import sqlite3
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -69,22 +71,75 @@ def _run_naming_its_logger(tmp_path, folds=2, stop=True):
     raise AssertionError(proc.communicate())
 
 
-@pytest.mark.slow
-def test_a_run_that_does_not_wait_for_mlflow_is_read_complete_by_the_next_command(tmp_path):
-    data, env, uri, proc, pid = _run_naming_its_logger(tmp_path)
-    try:
-        assert proc.wait(timeout=60) == 0  # the run exited before the logging ended
-        assert not wait_for_background_logging(uri, timeout=0.5)  # a reader waits for it
-    finally:
-        os.kill(pid, signal.SIGCONT)
+@dataclass
+class StoppedLogger:
+    """What one run that does not wait for MLflow showed while its background logger was
+    held still by SIGSTOP, and what the store held once the logger was let go again."""
+
+    output_ended: bool  # the run's stdout and stderr reached their end within 60 s
+    exit_code: int
+    ours: set[str]  # the run's stdout and stderr pipes, as /proc names them
+    held: set[str]  # what the stopped logger's stdout and stderr were
+    read_while_stopped: bool  # wait_for_background_logging(uri, timeout=0.5) then
+    folds_read: list[int]  # fetch_fold_results after SIGCONT (it waits for the logger)
+    fold_status: list[str]
+    parent_status: list[str]
+    locks_left: list[Path]
+
+
+@pytest.fixture(scope="module")
+def stopped_logger(tmp_path_factory) -> StoppedLogger:
+    """One run (two folds) with its background logger stopped, for the two tests below
+    that watch it: its output and exit, then the next reader of its store."""
+    import threading
+
     from ltr_bench.tracking import fetch_fold_results
 
+    tmp_path = tmp_path_factory.mktemp("stopped-logger")
+    data, env, uri, proc, pid = _run_naming_its_logger(tmp_path)
+    try:
+        rest: list[str] = []
+        reader = threading.Thread(
+            target=lambda: rest.extend([proc.stdout.read(), proc.stderr.read()]), daemon=True
+        )
+        reader.start()
+        reader.join(timeout=60)
+        output_ended = not reader.is_alive()
+        exit_code = proc.wait(timeout=60)
+        ours = {f"pipe:[{os.fstat(f.fileno()).st_ino}]" for f in (proc.stdout, proc.stderr)}
+        proc_fd = Path("/proc/self/fd").exists()  # Linux: the test that reads it skips else
+        held = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in (1, 2)} if proc_fd else set()
+        read_while_stopped = wait_for_background_logging(uri, timeout=0.5)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
     records = fetch_fold_results("data", uri)  # waits for the background logger
-    assert sorted(r.fold for r in records) == [1, 2]
     db = tmp_path / "ml" / "mlflow.db"
-    assert _status(db, "fold") == ["FINISHED"] * 2
-    assert _status(db, "parent") == ["FINISHED"]
-    assert list(lock_dir(uri).glob("*.lock")) == []  # released at its end
+    return StoppedLogger(
+        output_ended=output_ended,
+        exit_code=exit_code,
+        ours=ours,
+        held=held,
+        read_while_stopped=read_while_stopped,
+        folds_read=sorted(r.fold for r in records),
+        fold_status=_status(db, "fold"),
+        parent_status=_status(db, "parent"),
+        locks_left=list(lock_dir(uri).glob("*.lock")),
+    )
+
+
+@pytest.mark.slow
+def test_a_run_that_does_not_wait_for_mlflow_is_read_complete_by_the_next_command(
+    stopped_logger,
+):
+    assert stopped_logger.exit_code == 0  # the run exited before the logging ended
+    assert not stopped_logger.read_while_stopped  # a reader waits for it
+    assert stopped_logger.folds_read == [1, 2]  # ... and then reads every fold
+    assert stopped_logger.fold_status == ["FINISHED"] * 2
+    assert stopped_logger.parent_status == ["FINISHED"]
+    assert stopped_logger.locks_left == []  # released at its end
 
 
 @pytest.mark.slow
@@ -117,30 +172,14 @@ def test_a_killed_background_logger_loses_nothing_and_the_rerun_logs_the_rest(
 
 
 @pytest.mark.slow
-def test_the_runs_output_ends_with_the_run_even_while_its_logger_is_stopped(tmp_path):
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs Linux /proc")
+def test_the_runs_output_ends_with_the_run_even_while_its_logger_is_stopped(stopped_logger):
     # a reader of the output (`ltr-bench run ... | tee log`) sees its end when the run exits,
     # although the background logger (and multiprocessing's resource tracker) live on: they
     # write into a pipe of the run, never into the run's stdout or stderr
-    import threading
-
-    data, env, uri, proc, pid = _run_naming_its_logger(tmp_path)
-    try:
-        rest: list[str] = []
-        reader = threading.Thread(
-            target=lambda: rest.extend([proc.stdout.read(), proc.stderr.read()]), daemon=True
-        )
-        reader.start()
-        reader.join(timeout=60)
-        assert not reader.is_alive(), "the output did not end with the run"
-        assert proc.wait(timeout=10) == 0
-        # and not by luck: the stopped logger's stdout and stderr were never the run's (it
-        # may have let go, to /dev/null, before the stop reached it on a busy machine)
-        ours = {f"pipe:[{os.fstat(f.fileno()).st_ino}]" for f in (proc.stdout, proc.stderr)}
-        held = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in (1, 2)}
-        assert not held & ours, (held, ours)
-    finally:
-        os.kill(pid, signal.SIGCONT)
-    from ltr_bench.tracking import fetch_fold_results
-
-    records = fetch_fold_results("data", uri)  # waits for the background logger
-    assert sorted(r.fold for r in records) == [1, 2]
+    assert stopped_logger.output_ended, "the output did not end with the run"
+    assert stopped_logger.exit_code == 0
+    # and not by luck: the stopped logger's stdout and stderr were never the run's (it
+    # may have let go, to /dev/null, before the stop reached it on a busy machine)
+    assert not stopped_logger.held & stopped_logger.ours, stopped_logger
+    assert stopped_logger.folds_read == [1, 2]  # once let go, it logged every fold

@@ -1,6 +1,8 @@
 """MLflow logging of ``ltr-bench run`` in its own process (:mod:`ltr_bench.cli.mlflow_process`):
-the run's process never imports MLflow, a killed run leaves no logging process behind, and a
-logging process that dies costs no result (real processes and signals throughout)."""
+a logging process that dies costs no result (real processes and signals throughout). That
+the run's own process never imports MLflow is shown by the real run of
+``tests/cli/test_mlflow_wait.py``, that a killed run leaves no logging process behind by the
+SIGKILLed run of ``tests/test_orphaned_parents.py``."""
 
 from __future__ import annotations
 
@@ -9,56 +11,12 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from ltrb_processes import run_here
+from test_orphaned_parents import _logging_process
 from test_reliability import _folds, _slow_cmd, _subprocess_env, _wait_for_results
-
-
-def _run_args(data: Path, tmp_path: Path) -> list[str]:
-    """The arguments of a run of the fast fake ranker (after ``python -m ltr_bench.cli``)."""
-    return _slow_cmd(data, tmp_path, ranker="ltrb_fake_rankers:LinearRanker")[3:]
-
-
-def _until(predicate, what: str, timeout: float = 30.0) -> None:
-    t0 = time.monotonic()
-    while not predicate():
-        if time.monotonic() - t0 > timeout:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
-def _children(pid: int) -> list[int]:
-    out = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        text = (task / "children").read_text().split()
-        out += [int(x) for x in text]
-    return out
-
-
-def _alive(pid: int) -> bool:
-    """Running (a zombie left for init to reap counts as gone)."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return False
-    return "\nState:\tZ" not in status
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except FileNotFoundError:
-        return ""
-
-
-def _logging_process(pid: int) -> int:
-    """The spawned child of ``pid`` that logs to MLflow (not multiprocessing's tracker)."""
-    found = [c for c in _children(pid) if "spawn_main" in _cmdline(c)]
-    assert len(found) == 1, [(c, _cmdline(c)) for c in _children(pid)]
-    return found[0]
 
 
 def _fold_runs(db: Path) -> list[tuple[str, str]]:
@@ -70,47 +28,6 @@ def _fold_runs(db: Path) -> list[tuple[str, str]]:
         ).fetchall()
     finally:
         con.close()
-
-
-@pytest.mark.slow  # a real ltr-bench process and its logging process
-@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
-def test_the_run_process_never_imports_mlflow_and_every_fold_is_logged(tmp_path):
-    data = _folds(tmp_path / "data", 2)
-    code = (
-        "import sys\n"
-        "from ltr_bench.cli import main\n"
-        "try:\n"
-        f"    main({_run_args(data, tmp_path)!r})\n"
-        "except SystemExit as exc:\n"
-        "    code = exc.code\n"
-        "print('EXIT', code, 'mlflow' in sys.modules)\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=_subprocess_env(tmp_path), capture_output=True, text=True
-    )
-    assert out.stdout.splitlines()[-1] == "EXIT 0 False", out.stderr
-    assert _fold_runs(tmp_path / "ml" / "mlflow.db") == [("FINISHED", "active")] * 2
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
-def test_a_killed_run_leaves_no_logging_process_behind(tmp_path):
-    data = _folds(tmp_path / "data", 4)
-    proc = subprocess.Popen(
-        _slow_cmd(data, tmp_path),
-        env=_subprocess_env(tmp_path),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        _wait_for_results(tmp_path / "res", 1, proc)
-        child = _logging_process(proc.pid)
-        proc.kill()
-        proc.communicate()
-        _until(lambda: not _alive(child), "the logging process to stop")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
 
 
 @pytest.mark.slow
