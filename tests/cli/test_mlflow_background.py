@@ -21,6 +21,10 @@ from test_reliability import _folds, _slow_cmd, _subprocess_env
 
 from ltr_bench.tracking.background import lock_dir, wait_for_background_logging
 
+# a logging process left to finish after its run: in those processes only (the module's
+# shared run included)
+pytestmark = pytest.mark.subprocess_coverage
+
 
 def _status(db: Path, role: str) -> list[str]:
     con = sqlite3.connect(db)

@@ -18,6 +18,9 @@ from ltrb_processes import run_here
 from test_orphaned_parents import _logging_process
 from test_reliability import _folds, _slow_cmd, _subprocess_env, _wait_for_results
 
+# the logging process and the run's side of its end run in those processes only
+pytestmark = pytest.mark.subprocess_coverage
+
 
 def _fold_runs(db: Path) -> list[tuple[str, str]]:
     con = sqlite3.connect(db)

@@ -20,7 +20,8 @@ import time
 import pytest
 from ltrb_processes import subprocess_env
 
-pytestmark = pytest.mark.slow
+# the run's SIGINT handling and its logging process run in those processes only
+pytestmark = [pytest.mark.slow, pytest.mark.subprocess_coverage]
 
 #: two cells (folds 1 and 2) of a tiny generated dataset and a linear fake ranker
 TINY = ["n_queries=12", "docs_per_query=4", "n_features=3", "n_informative=2"]
