@@ -123,11 +123,11 @@ def dask_executor():
 
 
 @contextlib.contextmanager
-def _own_cluster():
+def _own_cluster(workers: int = 2):
     """A local cluster of this test's own, as one command has: a test that cancels tasks
     under way (a force-cancel, a Ctrl-C) leaves the scheduler's resource accounting to
     Dask's cancel races (dask/distributed#2106, #8373), which must not reach the next test."""
-    with DaskExecutor(workers=2, threads=1, retries=1) as executor:
+    with DaskExecutor(workers=workers, threads=1, retries=1) as executor:
         executor.start([r.name for r in REAL])
         executor.client()
         yield executor
@@ -575,7 +575,7 @@ def test_a_cancelled_tuning_task_stops_its_study_before_the_next_trial(tmp_path)
     tcells, job = _tuned(
         (RankerChoice("test_executors:SlowRidge", {}),), tmp_path / "optuna.journal", n_trials=40
     )
-    with _own_cluster() as executor:
+    with _own_cluster(workers=1) as executor:  # one task: one worker
         _cancel_a_tuning_task(executor.client(), job, tcells[0])
 
 
@@ -588,22 +588,27 @@ def _cancel_a_tuning_task(client, job, tcell) -> None:
 
     future = client.submit(job, tcell, pure=False)
 
-    def finished() -> int:
+    def trials() -> tuple[int, int]:
+        """(finished, all) trials of the study."""
         try:
             study = optuna.load_study(study_name=None, storage=open_storage(job.storage))
         except Exception:  # noqa: BLE001 - not created yet
-            return 0
-        return sum(t.state.is_finished() for t in study.trials)
+            return 0, 0
+        return sum(t.state.is_finished() for t in study.trials), len(study.trials)
 
     deadline = time.monotonic() + 60
-    while finished() < 2 and time.monotonic() < deadline:
+    while trials()[0] < 2 and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert finished() >= 2
+    assert trials()[0] >= 2
     client.cancel([future], force=True)
-    time.sleep(2.0)  # the trial under way (0.3 s) ends; the study must not start another
-    stopped_at = finished()
+    # the trial under way (0.3 s) ends: waited for as it happens (none left running)
+    deadline = time.monotonic() + 60
+    while len(set(trials())) > 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stopped_at, n = trials()
+    assert stopped_at == n  # none running; the study must not start another
     time.sleep(1.5)  # about 5 more trials if it went on
-    assert finished() == stopped_at < 40
+    assert trials() == (stopped_at, stopped_at) and stopped_at < 40
 
 
 @pytest.mark.slow
