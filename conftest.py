@@ -93,6 +93,26 @@ def _environment(values: dict[str, str]):
                 os.environ[key] = value
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _forkserver_traced(_subprocesses_untraced):
+    """The forkserver that a local Dask cluster's workers are forked from
+    (:mod:`ltr_bench.run.dask_workers`) is one per test process, started by whichever test
+    needs it first and keeping the environment of that moment: it gets coverage's variables
+    whoever starts it, so the code its workers run (cells, the warm-up, the preload) is
+    measured alike in every order of the tests."""
+    from ltr_bench.run import dask_executor
+
+    start = dask_executor.start_forkserver
+
+    def start_traced(threads: int, env: dict[str, str]) -> bool:
+        with _environment(_SUBPROCESS_COVERAGE):
+            return start(threads, env)
+
+    dask_executor.start_forkserver = start_traced
+    yield
+    dask_executor.start_forkserver = start
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _module_subprocess_coverage(request, _subprocesses_untraced):
     """A marked module's fixtures (a server, a cluster) start traced processes too."""
