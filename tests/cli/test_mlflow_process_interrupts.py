@@ -12,6 +12,7 @@ the real process and a real ``kill -INT`` are in ``test_run_sigint.py``.
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from pathlib import Path
@@ -193,6 +194,11 @@ def test_a_run_interrupted_while_it_computed_leaves_a_slow_logging_to_the_backgr
         process.close(interrupted=True)
         assert process.detached and not process.interrupted
     finally:
-        process._conn.close()  # as the run's exit would: the logging process then ends
+        # as the run's exit would: the logging process sees the pipe's end and ends (closing
+        # the descriptor would not do while the reader thread is blocked on it)
+        import socket
+
+        with socket.socket(fileno=os.dup(process._conn.fileno())) as end:
+            end.shutdown(socket.SHUT_RDWR)
         process._proc.join(timeout=30)
     assert _seen(tmp_path) == ["open", "lock", "close:True"]
