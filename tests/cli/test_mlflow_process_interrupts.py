@@ -12,9 +12,11 @@ the real process and a real ``kill -INT`` are in ``test_run_sigint.py``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,34 +28,42 @@ SEEN = "fake-logger-seen.txt"
 pytestmark = pytest.mark.mlflow_process
 
 
-def fake_serve(conn, uri: str, results_root: str, run_pid: int) -> None:
-    """A logging process that logs nothing: it answers held cells (``released``) and
-    ``close`` (``done``) once it has both ``close`` and ``interrupt``; it writes what it read
-    (``close:<interrupted>`` for a close) to :data:`SEEN` when it ends."""
+def _messages(conn, results_root: str, timeout: float) -> Iterator[tuple[tuple, list[str]]]:
+    """Each message a fake logging process reads, with all read so far (``close:<interrupted>``
+    for a close; a lock's descriptor is taken and closed), until the pipe ends or ``timeout``
+    seconds pass without one; what was read is written to :data:`SEEN` at the end."""
     import os
     from multiprocessing import reduction
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     seen: list[str] = []
     try:
-        while conn.poll(60):
+        while conn.poll(timeout):
             try:
                 message = conn.recv()
             except (EOFError, OSError):
-                break
-            kind = message[0]
-            seen.append(f"close:{message[1]}" if kind == "close" else kind)
-            if kind == "lock":  # its descriptor follows at once
+                return
+            seen.append(f"close:{message[1]}" if message[0] == "close" else message[0])
+            if message[0] == "lock":  # its descriptor follows at once
                 os.close(reduction.recv_handle(conn))
-            elif kind == "cell" and message[5]:
+            yield message, seen
+    finally:
+        (Path(results_root) / SEEN).write_text("\n".join(seen), encoding="utf-8")
+
+
+def fake_serve(conn, uri: str, results_root: str, run_pid: int) -> None:
+    """A logging process that logs nothing: it answers held cells (``released``) and
+    ``close`` (``done``) once it has both ``close`` and ``interrupt``; it writes what it read
+    to :data:`SEEN` when it ends."""
+    with contextlib.closing(_messages(conn, results_root, 60)) as messages:
+        for message, seen in messages:
+            if message[0] == "cell" and message[5]:
                 conn.send(("released", message[1].key))
-            elif kind == "quit":
+            elif message[0] == "quit":
                 break
             if "interrupt" in seen and any(s.startswith("close") for s in seen):
                 conn.send(("done", None))
                 break
-    finally:
-        (Path(results_root) / SEEN).write_text("\n".join(seen), encoding="utf-8")
 
 
 @pytest.fixture
@@ -160,23 +170,9 @@ def silent_serve(conn, uri: str, results_root: str, run_pid: int) -> None:
     """A logging process still catching up: it reads (and records, in :data:`SEEN`) what it
     is sent but never answers ``close``; it ends when the run's end of the pipe closes, or
     after 20 s without a message."""
-    import os
-    from multiprocessing import reduction
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    seen: list[str] = []
-    try:
-        while conn.poll(20):
-            try:
-                message = conn.recv()
-            except (EOFError, OSError):
-                break
-            kind = message[0]
-            seen.append(f"close:{message[1]}" if kind == "close" else kind)
-            if kind == "lock":
-                os.close(reduction.recv_handle(conn))
-    finally:
-        (Path(results_root) / SEEN).write_text("\n".join(seen), encoding="utf-8")
+    with contextlib.closing(_messages(conn, results_root, 20)) as messages:
+        for _ in messages:
+            pass
 
 
 def test_a_run_interrupted_while_it_computed_leaves_a_slow_logging_to_the_background(
