@@ -7,6 +7,7 @@ import subprocess
 
 import ltrb_fake_rankers as fakes
 import pytest
+from ltrb_processes import close_dask_rankers_clusters
 
 # tests read MLflow right after a run: the run waits for its logging to end (the default;
 # ltr_bench/tracking/background.py). Said here too, so that a developer's own
@@ -21,12 +22,8 @@ def _close_dask_rankers_clusters():
     ``xgboost-dask`` rankers keep for the process's later fits (closed at exit in a user's
     process): in a test worker that lives for the whole suite their idle processes would
     take a third of a core until the end. A later file's fit starts its own."""
-    import sys
-
     yield
-    module = sys.modules.get("ltr_bench_baselines.dask_gbdt")
-    if module is not None and module._LOCAL:
-        module._close_local_clusters()
+    close_dask_rankers_clusters()
 
 
 @pytest.fixture

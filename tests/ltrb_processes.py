@@ -48,7 +48,9 @@ def subprocess_env(tmp_path: Path, modules: dict[str, str], **extra: str) -> dic
 def untraced_env(**extra: str) -> dict[str, str]:
     """This process's environment without coverage's start-up variables: for a helper
     process that runs none of our code (mkdocs, pip building a wheel, an SQLite writer),
-    which coverage would otherwise trace line by line for nothing (half as long again)."""
+    which coverage would otherwise trace for nothing (half as long again). Only needed in a
+    test marked ``subprocess_coverage``: elsewhere the root ``conftest.py`` has taken them
+    out of the environment already."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE_PROCESS_")}
     env.update(extra)
     return env
@@ -190,3 +192,13 @@ def run_here(cmd: list[str], tmp_path: Path, monkeypatch, **extra: str) -> tuple
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return result.exit_code, result.output
+
+
+def close_dask_rankers_clusters() -> None:
+    """Close the local Dask clusters the ``lightgbm-dask`` and ``xgboost-dask`` rankers keep
+    in this process for later fits (their worker processes), if any was started."""
+    import sys
+
+    module = sys.modules.get("ltr_bench_baselines.dask_gbdt")
+    if module is not None and module._LOCAL:
+        module._close_local_clusters()

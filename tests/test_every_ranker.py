@@ -10,9 +10,9 @@ with a validation split) and on one fold of query-by-example ``wine`` (rows
 from __future__ import annotations
 
 import math
-import sys
 
 import pytest
+from ltrb_processes import close_dask_rankers_clusters
 
 from ltr_bench.ranker import tags_of
 from ltr_bench.registry import list_rankers, make_ranker
@@ -79,9 +79,8 @@ def _cases(names: list[str]) -> list:
 @pytest.fixture
 def _dask_cluster_closed_after_its_last_case(name):
     yield
-    module = sys.modules.get("ltr_bench_baselines.dask_gbdt")
-    if DASK and name == QBE_ORDER[len(DASK) - 1] and module is not None:
-        module._close_local_clusters()
+    if DASK and name == QBE_ORDER[len(DASK) - 1]:
+        close_dask_rankers_clusters()
 
 
 def _run(name: str, dataset: DatasetChoice, folds: list[int], tmp_path):

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from ltrb_processes import subprocess_env, untraced_env
+from ltrb_processes import subprocess_env
 from test_reliability import make_folder
 
 HOOK_RANKER = """
@@ -304,9 +304,8 @@ def test_a_live_owners_parent_is_left_alone_and_if_the_store_locks_mid_run_it_en
 def test_an_owner_is_gone_when_killed_even_unreaped_and_a_reused_pid_is_not_the_owner():
     from ltr_bench.tracking.owners import TAG_OWNER_STARTED, owner_gone, owner_tags
 
-    # a process that runs none of our code: not traced by coverage
     sleeper = [sys.executable, "-c", "import time; time.sleep(600)"]
-    proc = subprocess.Popen(sleeper, env=untraced_env())
+    proc = subprocess.Popen(sleeper)
     try:
         tags = owner_tags(proc.pid)
         assert owner_gone(tags) is None  # alive: never touched

@@ -77,11 +77,9 @@ def plugin(tmp_path):
     marker = tmp_path / "imports.txt"
     work = tmp_path / "work"
     work.mkdir()
-    # untraced by coverage: a traced process writes its data file into its working folder,
-    # which `python -c` puts on sys.path, and every folder's mtime is in the cache's key: the
-    # next process found no cached ok and imported every ranker again (each of these tests
-    # failed under `pytest --cov`). What the processes run is measured in process: the
-    # command by test_cli and test_registry, the cache by the tests below.
+    # never traced, even if this module is marked subprocess_coverage: a traced process
+    # writes its data file into its working folder, which `python -c` puts on sys.path, and
+    # every folder's mtime is in the cache's key (the next process would find no cached ok)
     env = untraced_env(
         PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
         LTR_BENCH_CACHE=str(tmp_path / "cache"),

@@ -35,9 +35,8 @@ def test_the_processes_of_an_unmarked_test_are_not_traced():
 def test_the_processes_of_a_marked_test_are_traced_when_the_suite_is_measured():
     if not _measured():
         pytest.skip("coverage of subprocesses is not on (run with --cov)")
-    assert "COVERAGE_PROCESS_CONFIG" in os.environ
     assert "COVERAGE_PROCESS_CONFIG" in _child_sees()
 
 
 def test_the_variables_are_gone_again_after_a_marked_test():
-    test_the_processes_of_an_unmarked_test_are_not_traced()
+    assert not [k for k in os.environ if k.startswith("COVERAGE_PROCESS_")]

@@ -19,7 +19,6 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from ltrb_logged import TINY, run_and_log
-from ltrb_processes import untraced_env
 
 from ltr_bench.cli import main
 from ltr_bench.models import load_model
@@ -74,11 +73,7 @@ def test_a_served_model_version_scores_as_predict_and_refuses_split_queries(tmp_
     expected = load_model(rec.model_dir).predict(test.X, test.qid)
 
     port = _free_port()
-    # untraced by coverage: the served model's code of ours (the pyfunc's load_context,
-    # predict, and the BadRankingRequest that serve answers 400) is measured in process by
-    # test_tracking_models and test_serving_request; traced, the two processes MLflow
-    # starts (its CLI, then uvicorn) spent seconds more CPU importing MLflow
-    env = untraced_env(MLFLOW_TRACKING_URI=uri)
+    env = {**os.environ, "MLFLOW_TRACKING_URI": uri}
     command = [sys.executable, "-m", "mlflow", "models", "serve", "-m", "models:/served/1"]
     command += ["--env-manager", "local", "-p", str(port), "-h", "127.0.0.1"]
     proc = subprocess.Popen(

@@ -17,6 +17,7 @@ import sys
 import numpy as np
 import pytest
 from ltrb_model_params import SPEED
+from ltrb_processes import close_dask_rankers_clusters
 
 from ltr_bench.data.normalise import query_level_norm
 from ltr_bench.models import load_model, save_model
@@ -124,12 +125,6 @@ def _fit_and_save(root, case, name, params, qbe, query_norm):
     return {"ranker": ranker, "folder": folder, "expected": expected}
 
 
-def _close_dask_clusters() -> None:
-    module = sys.modules.get("ltr_bench_baselines.dask_gbdt")
-    if module is not None:
-        module._close_local_clusters()
-
-
 @pytest.fixture(scope="module")
 def fresh_process(request, tmp_path_factory):
     """{case: fitted ranker, its folder, its scores before saving, and what a fresh process
@@ -149,7 +144,7 @@ def fresh_process(request, tmp_path_factory):
                 saved[case] = _fit_and_save(root, case, name, params, qbe, query_norm)
             except Exception as exc:  # reported by this case's test only
                 saved[case] = {"error": f"fit or save failed: {type(exc).__name__}: {exc}"}
-    _close_dask_clusters()
+    close_dask_rankers_clusters()
     lines = "".join(
         json.dumps([case, str(s["folder"]), str(root / f"{case}.data.npz")]) + "\n"
         for case, s in saved.items()

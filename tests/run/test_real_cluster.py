@@ -115,9 +115,7 @@ class Cluster:
 
     def start(self) -> None:
         sched = ("scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard")
-        # the scheduler runs none of our code: coverage would trace it for nothing
-        plain = {k: v for k, v in self.env.items() if not k.startswith("COVERAGE_PROCESS_")}
-        self._start(*sched, "--scheduler-file", str(self.file), name="scheduler", env=plain)
+        self._start(*sched, "--scheduler-file", str(self.file), name="scheduler", env=self.env)
         self._until(lambda: self.file.exists(), "the scheduler file")
         for k in (1, 2):
             self._start(
