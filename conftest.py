@@ -153,8 +153,10 @@ def _mlflow_logging_on_a_thread(tmp_path_factory):
 
 def pytest_collection_modifyitems(config, items):
     """Files with a test marked ``slow`` come first. pytest-xdist deals out whole files in
-    this order (``--dist loadfile``), so a long file dealt last would keep one worker busy
-    while the others had nothing left; dealt first, the short files fill in around it (the
-    longest-first rule of thumb for scheduling). The order within a file is kept."""
+    this order (``--dist loadfile --no-loadscope-reorder``; by default it would sort them by
+    their number of tests, a two-test end-to-end file last), so a long file dealt last would
+    keep one worker busy while the others had nothing left; dealt first, the short files fill
+    in around it (the longest-first rule of thumb for scheduling). The order within a file is
+    kept."""
     slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
     items.sort(key=lambda item: item.path not in slow_files)
