@@ -1,8 +1,10 @@
 """The README's "Next steps" 2, 6, 7 and 8 work as written for a new user, in an empty folder,
 after the README's main command: the commands are read from README.md itself (so the README
-cannot drift from what works); the main command runs with the installed ``ltr-bench`` console
-script, the steps after it in this process through the same ``main`` (click's runner, split as
-a shell would), sparing each its own MLflow import; the things filled in are the ``<run id>``
+cannot drift from what works) and run in this process through the console script's ``main``
+(click's runner, split as a shell would), sparing each its own imports and MLflow logging
+process. The console script itself is proved apart: its entry point by ``test_packaging``,
+``console_main`` by ``python -m ltr_bench`` (``test_package_root``), and CI's last step types
+the README's main command into a shell. The things filled in are the ``<run id>``
 of steps 7 and 8, taken from the table step 7's own ``ltr-bench models`` prints, and step 7's
 query file, which a user brings."""
 
@@ -10,13 +12,10 @@ from __future__ import annotations
 
 import re
 import shlex
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from ltrb_processes import untraced_env
 from test_docs import README, _fenced_blocks, _section
 
 from ltr_bench.cli import main
@@ -47,23 +46,10 @@ def test_the_next_steps_are_read_as_whole_commands():
     assert RUN_ID in predict
 
 
-def _run(command: str, cwd: Path) -> subprocess.CompletedProcess:
-    exe = shutil.which("ltr-bench")
-    assert exe, "ltr-bench is not installed in this environment"
-    args = shlex.split(command)
-    # untraced: what this proves is that the commands work as typed; the code they run is
-    # measured by the tests of each command (coverage would make this one half as long again)
-    done = subprocess.run(
-        [exe, *args[1:]], cwd=cwd, capture_output=True, text=True, timeout=900, env=untraced_env()
-    )
-    assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
-    return done
-
-
 def _step(command: str) -> tuple[str, str]:
     """A step's ``ltr-bench ...`` command in this process, in the working directory (the
     main command's folder): its stdout and stderr. What a step proves is that it works as
-    typed after the main command; the console script itself is proved by the main command."""
+    typed after the main command."""
     args = shlex.split(command)
     assert args[0] == "ltr-bench", command
     result = CliRunner().invoke(main, args[1:])
@@ -101,8 +87,8 @@ def test_readme_next_steps_2_6_7_and_8_run_as_written_in_an_empty_folder(tmp_pat
     text = README.read_text(encoding="utf-8")
     (main_block,) = _fenced_blocks(_section(text, "Main command"), "bash")
     steps = _steps(text)
-    _run(main_block.strip(), tmp_path)
     monkeypatch.chdir(tmp_path)
+    _step(main_block.strip())
 
     (report,) = _commands(steps[2])
     assert "lightgbm" in _step(report)[0]
