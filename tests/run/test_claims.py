@@ -111,7 +111,8 @@ def test_a_run_waiting_on_a_stopped_process_names_it_and_gives_up_in_bounded_tim
 def test_two_concurrent_dask_runs_compute_and_log_each_cell_once(tmp_path):
     env = _env(tmp_path, LTRB_PAUSE="1")
     # one worker each: the two runs (separate processes, each with a cluster of its own)
-    # are what compete for the cells, not the workers within one run
+    # are what compete for the cells, not the workers within one run (a run's client claims
+    # every cell before it ships any to its workers, whatever their number)
     cmd = _cmd(tmp_path, "--folds", "1,2,3,4", "--workers", "1")
     runs = [
         subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
