@@ -72,7 +72,9 @@ def test_a_run_waiting_on_a_stopped_process_names_it_and_gives_up_in_bounded_tim
 
     from ltr_bench.cli import main
 
-    env = _env(tmp_path, LTR_BENCH_STOPPED_WAIT="2", LTRB_PAUSE="60")
+    # half a second of stopped holder (two of the waiter's polls) shows the bounded wait as
+    # well as the product's 60 s would
+    env = _env(tmp_path, LTR_BENCH_STOPPED_WAIT="0.5", LTRB_PAUSE="60")
     cmd = _cmd(tmp_path, "--folds", "1", "--no-mlflow")
     holder = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -102,13 +104,16 @@ def test_a_run_waiting_on_a_stopped_process_names_it_and_gives_up_in_bounded_tim
     assert f"process {holder.pid} is stopped (Ctrl-Z or SIGSTOP)" in err
     assert f"kill -CONT {holder.pid}" in err and "most recent call" not in err + waiter.stdout
     assert len(_fits(tmp_path)) == 1  # the waiting run computed nothing
-    assert waited < 120  # it gave up instead of waiting for ever (2 s of stopped holder)
+    assert waited < 120  # it gave up instead of waiting for ever (0.5 s of stopped holder)
 
 
 @pytest.mark.slow
 def test_two_concurrent_dask_runs_compute_and_log_each_cell_once(tmp_path):
     env = _env(tmp_path, LTRB_PAUSE="1")
-    cmd = _cmd(tmp_path, "--folds", "1,2,3,4", "--workers", "2")
+    # one worker each: the two runs (separate processes, each with a cluster of its own)
+    # are what compete for the cells, not the workers within one run (a run's client claims
+    # every cell before it ships any to its workers, whatever their number)
+    cmd = _cmd(tmp_path, "--folds", "1,2,3,4", "--workers", "1")
     runs = [
         subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for _ in range(2)
