@@ -30,34 +30,41 @@ def _write_letor(path: Path, n_queries: int, seed: int) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
+@pytest.fixture(scope="module")
+def example_run(tmp_path_factory):
+    """``ltr-bench run --config examples/<name> --no-mlflow`` in a folder of its own, once per
+    example for the module (the tests only read its results): name -> (run result, results
+    folder). compare_settings.toml trains eight LightGBM models; two tests read one run."""
+    done: dict = {}
+
+    def ran(name: str):
+        if name not in done:
+            work = tmp_path_factory.mktemp(name.removesuffix(".toml"))
+            results = work / "results"
+            with pytest.MonkeyPatch.context() as mp:
+                mp.chdir(work)
+                cmd = ["run", "--config", str(EXAMPLES / name), "--no-mlflow"]
+                done[name] = (_run(*cmd, "--results-dir", str(results)), results)
+        return done[name]
+
+    return ran
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["quickstart.toml", "compare_settings.toml"])
-def test_generated_data_examples_run_and_report(name, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    results = tmp_path / "results"
-    result = _run(
-        "run", "--config", str(EXAMPLES / name), "--no-mlflow", "--results-dir", str(results)
-    )
+def test_generated_data_examples_run_and_report(name, example_run, monkeypatch):
+    result, results = example_run(name)
+    monkeypatch.chdir(results.parent)
     assert result.exit_code == 0, result.output
     report = _run("report", "--results-dir", str(results))
     assert report.exit_code == 0, report.output
     assert report.stdout.startswith("## synthetic")
 
 
-def test_compare_settings_gives_one_row_per_labelled_configuration(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    results = tmp_path / "results"
-    assert (
-        _run(
-            "run",
-            "--config",
-            str(EXAMPLES / "compare_settings.toml"),
-            "--no-mlflow",
-            "--results-dir",
-            str(results),
-        ).exit_code
-        == 0
-    )
+def test_compare_settings_gives_one_row_per_labelled_configuration(example_run, monkeypatch):
+    result, results = example_run("compare_settings.toml")
+    monkeypatch.chdir(results.parent)
+    assert result.exit_code == 0, result.output
     report = _run("report", "--results-dir", str(results), "--format", "csv", "--metric", "ndcg@10")
     assert report.exit_code == 0, report.output
     import csv

@@ -18,23 +18,37 @@ from ltrb_processes import untraced_env
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _build(project: Path, out: Path) -> tuple[Path, str]:
+PLUGINS = sorted(p.name for p in (REPO / "plugins").iterdir() if (p / "pyproject.toml").exists())
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory) -> tuple[dict[str, Path], str]:
+    """The core's and every plugin's wheel from one ``pip wheel`` (pip still builds each
+    project in an isolated environment of its own; one pip start-up and index read instead of
+    three): project (``"core"`` or the plugin's folder name) -> wheel, and pip's whole log."""
+    out = tmp_path_factory.mktemp("wheels")
+    projects = {"core": REPO, **{name: REPO / "plugins" / name for name in PLUGINS}}
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-v", "-w", str(out), str(project)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-v", "-w", str(out)]
+        + [str(p) for p in projects.values()],
         capture_output=True,
         text=True,
         timeout=600,
         env=untraced_env(),
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    wheels = sorted(out.glob("*.whl"))
-    assert len(wheels) == 1, wheels
-    return wheels[0], proc.stdout + proc.stderr
+    assert proc.stdout.count("Installing build dependencies: started") == len(projects)
+    built = sorted(out.glob("*.whl"))
+    assert len(built) == len(projects), built
+    by_name = {"core": "ltr_bench-", **{n: f"ltr_bench_{n}-" for n in PLUGINS}}
+    found = {k: [w for w in built if w.name.startswith(v)] for k, v in by_name.items()}
+    assert all(len(w) == 1 for w in found.values()), found
+    return {k: w[0] for k, w in found.items()}, proc.stdout + proc.stderr
 
 
 @pytest.mark.slow
-def test_the_core_wheel_holds_every_wing_the_baselines_and_the_shipped_data(tmp_path):
-    wheel, log = _build(REPO, tmp_path)
+def test_the_core_wheel_holds_every_wing_the_baselines_and_the_shipped_data(wheels):
+    wheel, log = wheels[0]["core"], wheels[1]  # the log of every build: none warns
     assert "BuildBackendWarning" not in log and "SetuptoolsDeprecationWarning" not in log
     names = set(zipfile.ZipFile(wheel).namelist())
     for package in REPO.joinpath("ltr_bench").rglob("__init__.py"):
@@ -50,14 +64,11 @@ def test_the_core_wheel_holds_every_wing_the_baselines_and_the_shipped_data(tmp_
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "plugin",
-    sorted(p.name for p in (REPO / "plugins").iterdir() if (p / "pyproject.toml").exists()),
-)
+@pytest.mark.parametrize("plugin", PLUGINS)
 def test_every_plugin_wheel_holds_all_its_modules_builds_without_warnings_and_registers(
-    plugin, tmp_path
+    plugin, wheels
 ):
-    wheel, log = _build(REPO / "plugins" / plugin, tmp_path)
+    wheel, log = wheels[0][plugin], wheels[1]
     assert "BuildBackendWarning" not in log and "SetuptoolsDeprecationWarning" not in log
     names = zipfile.ZipFile(wheel).namelist()
     root = REPO / "plugins" / plugin

@@ -261,16 +261,6 @@ def test_rerun_and_forced_rerun_do_not_duplicate_runs(own_ctx):
     }
 
 
-def test_a_later_fold_joins_the_existing_parent(own_ctx):
-    ctx = own_ctx
-    client = ctx["client"]
-    exp = _experiment(client)
-    result = ctx["invoke"](*BASE, "--ranker", "fake-linear", "--folds", "3")
-    assert result.exit_code == 0, result.output
-    parents = [p for p in _runs(client, exp, "parent") if p.data.tags["ranker"] == "fake-linear"]
-    assert len(parents) == 1 and parents[0].data.metrics["n_folds"] == 3
-
-
 def test_results_kept_locally_while_mlflow_was_unreachable_are_logged_on_rerun(new_ctx):
     ctx = new_ctx
     with socket.socket() as s:
@@ -296,7 +286,8 @@ def test_results_kept_locally_while_mlflow_was_unreachable_are_logged_on_rerun(n
 def test_a_run_killed_after_logging_folds_is_completed_without_duplicates(own_ctx):
     """The fold runs are found again by their key and finish time, so re-running after a
     crash between logging and the end of the invocation logs nothing twice and ends the
-    parents FINISHED with their aggregates."""
+    parents FINISHED with their aggregates. Then, on the same store (a store of its own costs
+    a logged run): a later fold joins the existing parent of its configuration."""
     ctx = own_ctx
     client = ctx["client"]
     exp = _experiment(client)
@@ -311,6 +302,12 @@ def test_a_run_killed_after_logging_folds_is_completed_without_duplicates(own_ct
     after = _runs(client, exp)
     assert {r.info.run_id for r in after} == before and fakes.FITS == []
     assert all(p.info.status == "FINISHED" for p in _runs(client, exp, "parent"))
+
+    # a later fold joins the existing parent
+    result = ctx["invoke"](*BASE, "--ranker", "fake-linear", "--folds", "3")
+    assert result.exit_code == 0, result.output
+    parents = [p for p in _runs(client, exp, "parent") if p.data.tags["ranker"] == "fake-linear"]
+    assert len(parents) == 1 and parents[0].data.metrics["n_folds"] == 3
 
 
 def test_tracking_uri_resolution(tmp_path, monkeypatch):

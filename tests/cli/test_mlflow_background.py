@@ -53,6 +53,16 @@ def _background_pid(stderr: str) -> int:
     return int(found.group(1))
 
 
+#: a fast fake ranker: the run names its background logger at its end, and the faster its
+#: fits, the more logging is left then for the logger to do (the slow fake's 0.7 s fits let
+#: the logger catch up, which only shortens what the stop and the kill interrupt)
+FAST = "ltrb_fake_rankers:LinearRanker"
+
+
+def _cmd(data, tmp_path) -> list[str]:
+    return _slow_cmd(data, tmp_path, ranker=FAST)
+
+
 def _run_naming_its_logger(tmp_path, folds=2, stop=True):
     """A run (of ``_folds(..., folds)``) that does not wait for MLflow, once it has named its
     background logger (held still by SIGSTOP with ``stop``): ``(data, env, uri, proc, pid)``."""
@@ -60,7 +70,7 @@ def _run_naming_its_logger(tmp_path, folds=2, stop=True):
     env = _subprocess_env(tmp_path) | {"LTR_BENCH_MLFLOW_WAIT": "0"}
     uri = f"sqlite:///{tmp_path / 'ml' / 'mlflow.db'}"
     proc = subprocess.Popen(
-        _slow_cmd(data, tmp_path),
+        _cmd(data, tmp_path),
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -166,7 +176,7 @@ def test_a_killed_background_logger_loses_nothing_and_the_rerun_logs_the_rest(
         pass
     assert len(list((tmp_path / "res").glob("*.json"))) == 3
     # the re-run in this process: the killed background logger is the subject, not its start-up
-    cmd = _slow_cmd(data, tmp_path)
+    cmd = _cmd(data, tmp_path)
     code, again = run_here(cmd, tmp_path, monkeypatch, LTR_BENCH_MLFLOW_WAIT="inf")
     assert code == 0, again
     assert again.count("finished earlier, skipped") == 3  # nothing recomputed
