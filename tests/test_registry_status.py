@@ -112,11 +112,24 @@ def _status(row: str) -> str:
 
 
 @pytest.mark.slow  # real `ltr-bench rankers` processes, cold and warm
-def test_a_cached_ok_spares_every_import_and_a_cpu_torch_is_never_imported(plugin):
+def test_a_damaged_cache_is_rebuilt_a_cached_ok_spares_imports_and_a_broken_plugin_shows(plugin):
+    """A damaged cache is ignored and rebuilt; a cached ok spares every import (and a
+    ``+cpu`` torch is never imported); a plugin broken after it was cached ok shows
+    unavailable at once, the failure is never cached, and the repaired plugin is ok again.
+
+    One chain of fresh processes: each part starts from the cache the part before leaves
+    (a cached ok needs a cold run and a warm one, which the rebuild's runs are). The cold
+    run starts from a damaged cache rather than none: it must import and store everything
+    all the same; a first run without any cache file is checked in process
+    (``test_the_cache_keeps_only_ok_and_a_stale_file_voids_it``)."""
+    # a cache cut off mid-write (a file's history does not change what is in it: no run
+    # needs to write a good one first)
+    plugin.cache.parent.mkdir(parents=True)
+    plugin.cache.write_text('{"format": 1, "environments": {"x": ')
     rows, probe, imports = plugin()  # cold: every ranker imported, the answers stored
     assert _status(rows["fake-status"]) == "ok" and _status(rows["ridge"]) == "ok"
     assert imports == 1 and probe["sklearn"] and (not probe["torch"] or not CPU_TORCH)
-    assert plugin.cache.is_file()
+    json.loads(plugin.cache.read_text())  # rewritten whole
     rows, probe, imports = plugin()  # warm: nothing imported
     assert _status(rows["fake-status"]) == "ok" and _status(rows["neural"]).startswith("ok")
     assert imports == 1, "a cached ok imported the plugin again"
@@ -124,13 +137,7 @@ def test_a_cached_ok_spares_every_import_and_a_cpu_torch_is_never_imported(plugi
     assert not probe["torch"] or not CPU_TORCH
     rows, probe, imports = plugin("--recheck")  # forced: imported again
     assert _status(rows["fake-status"]) == "ok" and imports == 2 and probe["sklearn"]
-
-
-@pytest.mark.slow  # real `ltr-bench rankers` processes, cold and warm
-def test_a_plugin_broken_after_it_was_cached_ok_shows_unavailable_at_once(plugin):
-    rows, _, _ = plugin()
-    rows, probe, imports = plugin()
-    assert _status(rows["fake-status"]) == "ok" and imports == 1  # cached
+    # the plugin breaks after it was cached ok (the --recheck stored the ok again)
     plugin.module.write_text(GOOD + "\nraise ImportError('broken on purpose')\n")
     rows, probe, imports = plugin()
     status = _status(rows["fake-status"])
@@ -143,18 +150,6 @@ def test_a_plugin_broken_after_it_was_cached_ok_shows_unavailable_at_once(plugin
     plugin.module.write_text(GOOD)  # repaired: ok again
     rows, _, _ = plugin()
     assert _status(rows["fake-status"]) == "ok"
-
-
-def test_a_damaged_cache_is_ignored_and_rebuilt(plugin):
-    # a cache cut off mid-write (a file's history does not change what is in it: no run
-    # needs to write a good one first)
-    plugin.cache.parent.mkdir(parents=True)
-    plugin.cache.write_text('{"format": 1, "environments": {"x": ')
-    rows, probe, imports = plugin()
-    assert _status(rows["fake-status"]) == "ok" and imports == 1 and probe["sklearn"]
-    json.loads(plugin.cache.read_text())  # rewritten whole
-    rows, probe, imports = plugin()
-    assert imports == 1 and not probe["sklearn"]
 
 
 # ------------------------------------------------------------------- in process, no imports

@@ -311,7 +311,7 @@ def test_lightgbm_auto_splits_on_ohsumed_where_the_mslr_preset_is_constant(share
     tr = fold.train
     info = {}
     for preset in ("auto", "mslr-benchmark"):
-        ranker = LightGBMRanker(preset=preset, n_estimators=60, n_jobs=1)
+        ranker = LightGBMRanker(preset=preset, n_estimators=20, n_jobs=1)
         ranker.fit(tr.X, tr.y, qid=tr.qid, eval_set=vali)
         info[preset] = ranker.fitted_info()
         scores = ranker.predict(fold.test.X)

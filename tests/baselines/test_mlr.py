@@ -4,6 +4,7 @@ the ranker contract."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -18,6 +19,16 @@ from ltr_bench_baselines import mlr_solver as S
 from ltr_bench_baselines.mlr import MLRRanker, RMLRRanker, knn_error, knn_predict, qbe_rows
 
 FAST = dict(max_iter=40, admm_max_iter=200)
+
+
+@functools.cache
+def _fitted(cls, data: str, **params):
+    """``cls(**params, **FAST)`` fitted on ``_wine_rows()`` (``data="wine"``) or on
+    ``_two_informative_of_eight()`` (``"two"``), once per module: the tests that fit the same
+    ranker on the same rows read one fit (none of them changes it); each fit takes 1-2 s."""
+    make = {"wine": lambda: qbe_rows(*_wine_rows()), "two": _two_informative_of_eight}
+    rows, y, q = make[data]()
+    return cls(**params, **FAST).fit(rows, y, qid=q)
 
 
 # ------------------------------------------------------------------ brute force reference
@@ -164,9 +175,7 @@ def test_admm_inner_solution_matches_a_dual_feasible_bound():
 
 @pytest.mark.parametrize("cls", [MLRRanker, RMLRRanker])
 def test_learned_W_is_symmetric_positive_semidefinite(cls):
-    X, c = _wine_rows()
-    rows, y, q = qbe_rows(X, c)
-    m = cls(C=100.0, query_dim=13, **FAST).fit(rows, y, qid=q)
+    m = _fitted(cls, "wine", C=100.0, query_dim=13, random_state=3)  # random_state: unused
     np.testing.assert_array_equal(m.W_, m.W_.T)
     assert np.linalg.eigvalsh(m.W_).min() >= -1e-10 * max(1.0, np.abs(m.W_).max())
     assert np.trace(m.W_) > 0
@@ -174,10 +183,8 @@ def test_learned_W_is_symmetric_positive_semidefinite(cls):
 
 def test_larger_trace_regulariser_gives_smaller_trace():
     # tr(W) + C xi: a smaller C weighs the trace regulariser more
-    X, c = _wine_rows()
-    rows, y, q = qbe_rows(X, c)
     tr = [
-        np.trace(MLRRanker(C=C, query_dim=13, **FAST).fit(rows, y, qid=q).W_)
+        np.trace(_fitted(MLRRanker, "wine", C=C, query_dim=13, random_state=3).W_)
         for C in (100.0, 3.0, 0.3)
     ]
     assert tr[0] > tr[1] > tr[2] >= 0
@@ -196,10 +203,9 @@ def _two_informative_of_eight():
 
 
 def test_larger_group_penalty_zeroes_whole_columns():
-    rows, y, q = _two_informative_of_eight()
     zero = {}
     for lam in (0.0, 30.0):
-        W = RMLRRanker(C=10.0, lam=lam, query_dim=8, **FAST).fit(rows, y, qid=q).W_
+        W = _fitted(RMLRRanker, "two", C=10.0, lam=lam, query_dim=8).W_
         cols = np.flatnonzero(~W.any(axis=0))
         assert not W[cols].any()  # zero columns are zero rows too (W symmetric)
         zero[lam] = set(cols.tolist())
@@ -208,10 +214,11 @@ def test_larger_group_penalty_zeroes_whole_columns():
 
 
 def test_same_input_and_seed_give_identical_W():
-    X, c = _wine_rows()
-    rows, y, q = qbe_rows(X, c)
-    a = RMLRRanker(C=10.0, query_dim=13, random_state=3, **FAST).fit(rows, y, qid=q)
-    b = RMLRRanker(C=10.0, query_dim=13, random_state=3, **FAST).fit(rows, y, qid=q)
+    # the first fit is the module's shared one (whichever test made it): a fit in a process
+    # that has run other fits since must still give the same W
+    a = _fitted(RMLRRanker, "wine", C=100.0, query_dim=13, random_state=3)
+    rows, y, q = qbe_rows(*_wine_rows())
+    b = RMLRRanker(C=100.0, query_dim=13, random_state=3, **FAST).fit(rows, y, qid=q)
     np.testing.assert_array_equal(a.W_, b.W_)
 
 
@@ -326,8 +333,7 @@ def test_tags_declare_the_query_block_and_threads_and_no_seed(cls):
 
 
 def test_fitted_info_reports_rank_columns_and_convergence_of_W():
-    rows, y, q = _two_informative_of_eight()
-    m = RMLRRanker(C=10.0, lam=30.0, query_dim=8, **FAST).fit(rows, y, qid=q)
+    m = _fitted(RMLRRanker, "two", C=10.0, lam=30.0, query_dim=8)
     info = m.fitted_info()
     used = np.flatnonzero(m.W_.any(axis=0))
     assert info["n_features"] == 8

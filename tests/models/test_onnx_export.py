@@ -18,6 +18,7 @@ import pickle
 import numpy as np
 import pytest
 from ltrb_model_params import SPEED
+from ltrb_processes import close_dask_rankers_clusters
 
 from ltr_bench.models import load_model, save_model
 from ltr_bench.models.onnx import (
@@ -123,6 +124,18 @@ CASES = (
 )
 
 
+LAST_DASK = next((p.id for p in reversed(CASES) if p.id.endswith("-dask")), None)
+
+
+@pytest.fixture
+def _dask_cluster_closed_after_its_last_case(request):
+    """Closes the Dask rankers' cluster after the last Dask case: the module's other tests
+    come after it, and its idle worker process would take CPU until the module ends."""
+    yield
+    if request.node.callspec.id == LAST_DASK:
+        close_dask_rankers_clusters()
+
+
 def _data(qbe: bool, seed: int):
     if qbe:
         return make_query_by_example(seed, 20, 3)
@@ -156,6 +169,7 @@ def _fit_save_load(tmp_path, name, params, qbe, query_norm):
 
 
 @pytest.mark.parametrize(("name", "params", "qbe", "query_norm"), CASES)
+@pytest.mark.usefixtures("_dask_cluster_closed_after_its_last_case")
 def test_every_ranker_exports_and_onnx_runtime_scores_as_the_native_model(
     tmp_path, name, params, qbe, query_norm
 ):
