@@ -865,14 +865,31 @@ def test_hostile_case_exits_with_its_code_and_message_and_keeps_what_it_must(
 # ------------------------------------------------------------ stores held by other processes
 
 
+class _QuickSqlite:
+    """``sqlite3`` whose ``connect`` waits at most 0.2 s on a lock: the store checks of
+    ``ltr_bench.tracking.sqlite_read`` meet the held lock in 0.2 s instead of their 5 s and
+    1 s (the same refusal by the same code, seconds sooner)."""
+
+    def __getattr__(self, name):
+        return getattr(sqlite3, name)
+
+    @staticmethod
+    def connect(*args, timeout=5.0, **kwargs):
+        return sqlite3.connect(*args, timeout=min(timeout, 0.2), **kwargs)
+
+
 @pytest.mark.slow  # another process holds the store locked
-def test_a_locked_store_is_refused_and_not_deleted(env, tmp_path):
+def test_a_locked_store_is_refused_and_not_deleted(env, tmp_path, monkeypatch):
     """Another process holds an exclusive lock on a real store for 30 s: the run neither
-    deletes nor rebuilds it; once the lock is gone the store has its runs and opens."""
+    deletes nor rebuilds it; once the lock is gone the store has its runs and opens. (Not
+    after MLflow's 20 s busy timeout either: the run must refuse before MLflow opens it.)"""
+    from ltr_bench.tracking import sqlite_read
+
     db = env.cwd / "m.db"
     code, out = env.fake_run("--tracking-uri", f"sqlite:///{db}")
     assert code == 0, out
     runs_before = _rows_of(db, "runs")
+    monkeypatch.setattr(sqlite_read, "sqlite3", _QuickSqlite())
     holder = subprocess.Popen(
         [
             sys.executable,
@@ -1044,6 +1061,7 @@ def _journal_trials(journal: Path) -> int:
 def test_sigkill_right_after_saving_a_tuned_record_loses_no_trial_in_mlflow(tmp_path, monkeypatch):
     data = make_folder(tmp_path / "data")
     cmd, env = _tune_subprocess(tmp_path, data)
+    env["LTRB_FIT_SECONDS"] = "0"  # the kill comes after the record is saved: no fit to wait on
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     t0 = time.monotonic()
     while not list((tmp_path / "res").glob("*.json")):  # the tuned record is saved ...
@@ -1076,7 +1094,7 @@ def test_a_second_tune_of_one_study_waits_for_the_first_and_reuses_its_result(
     # Same parameters: the same study.
     first = subprocess.Popen(
         cmd,
-        env={**env, "LTRB_FIT_GATE": str(gate)},
+        env={**env, "LTRB_FIT_GATE": str(gate), "LTRB_FIT_SECONDS": "0"},  # the gate orders them
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )

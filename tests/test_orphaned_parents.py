@@ -44,8 +44,34 @@ class HookRanker(LinearRanker):
 """
 
 
-def _env(tmp_path: Path, **extra) -> dict:
-    return subprocess_env(tmp_path, {"ltrb_hook": HOOK_RANKER}, LTRB_DIR=str(tmp_path), **extra)
+#: MLflow sets ``PRAGMA busy_timeout = 20000`` on each SQLite session (hard-coded in
+#: ``mlflow.store.db.utils``): logging that meets a locked store fails only after 20 s. This
+#: ``sitecustomize`` (imported at start-up by the processes of the test that uses it: the run
+#: and its logging process) rewrites that statement to a 2 s timeout, so the lock is met in
+#: 2 s: the same failure, the same path, 18 s sooner (the brief waits on the test's own
+#: readers still fit in 2 s). It leaves ``short_busy_timeout`` in ``LTRB_DIR`` when it acts.
+SHORT_BUSY_TIMEOUT = """
+import os, re
+from pathlib import Path
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+_BUSY = re.compile(r"\\s*PRAGMA\\s+busy_timeout\\s*=\\s*\\d+\\s*;?\\s*$", re.IGNORECASE)
+
+@event.listens_for(Engine, "before_cursor_execute", retval=True)
+def _short_busy_timeout(conn, cursor, statement, parameters, context, executemany):
+    if _BUSY.match(statement):
+        statement = "PRAGMA busy_timeout = 2000;"
+        (Path(os.environ["LTRB_DIR"]) / "short_busy_timeout").touch()  # the test checks it
+    return statement, parameters
+"""
+
+
+def _env(tmp_path: Path, *, short_busy_timeout: bool = False, **extra) -> dict:
+    modules = {"ltrb_hook": HOOK_RANKER}
+    if short_busy_timeout:
+        modules["sitecustomize"] = SHORT_BUSY_TIMEOUT
+    return subprocess_env(tmp_path, modules, LTRB_DIR=str(tmp_path), **extra)
 
 
 def _cmd(tmp_path: Path, *extra: str) -> list[str]:
@@ -205,8 +231,8 @@ def test_a_parent_left_running_by_sigkill_is_ended_killed_by_the_next_run_and_re
     assert orphan["tags"]["ltr_bench_owner_pid"] == _pid_of_fit(tmp_path)
     assert orphan["tags"]["ltr_bench_owner_host"] == socket.gethostname()
 
-    # any invocation on the store (here another seed: another parent) ends it
-    code, out = _run_here(tmp_path, monkeypatch, "--seed", "1")
+    # any invocation on the store (here another seed, one fold: another parent) ends it
+    code, out = _run_here(tmp_path, monkeypatch, "--seed", "1", "--folds", "1")
     assert code == 0, out
     assert f"MLflow parent run {orphan['id']}" in out
     parents = _parents(tmp_path)
@@ -245,7 +271,7 @@ def test_a_live_owners_parent_is_left_alone_and_if_the_store_locks_mid_run_it_en
     db = tmp_path / "ml" / "mlflow.db"
     run = subprocess.Popen(
         _cmd(tmp_path),
-        env=_env(tmp_path, LTRB_WAIT_AT="2,3"),
+        env=_env(tmp_path, short_busy_timeout=True, LTRB_WAIT_AT="2,3"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -283,6 +309,7 @@ def test_a_live_owners_parent_is_left_alone_and_if_the_store_locks_mid_run_it_en
         if run.poll() is None:
             run.kill()
             run.communicate()
+    assert (tmp_path / "short_busy_timeout").exists()  # the lock was met in 2 s, not 20
     assert run.returncode == 1, err  # MLflow logging failed: said, results kept locally
     assert "MLflow logging failed" in err and "Traceback" not in out + err
     assert len(list((tmp_path / "res").glob("*.json"))) == 3 + 1  # and seed 1's fold
