@@ -28,7 +28,7 @@ import ltrb_fake_rankers as fakes
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from ltrb_processes import run_here, subprocess_env
+from ltrb_processes import SLOW_RANKER, run_here, subprocess_env
 
 from ltr_bench.cli import main
 from ltr_bench.ranker import RankerInputError, check_ranking_input
@@ -772,7 +772,14 @@ class SlowRanker(LinearRanker):
 
 
 def _subprocess_env(tmp_path):
-    """Fits 3 and 4 of the run wait until it is stopped (after 2 cells)."""
+    """The slow fake (``ltrb_slow:SlowRanker``, 0.7 s fits) for a real run: other files'
+    tests stop a run's logging process, not the run, and need every fit to end."""
+    return subprocess_env(tmp_path, {"ltrb_slow": SLOW_RANKER})
+
+
+def _held_subprocess_env(tmp_path):
+    """``ltrb_slow:SlowRanker`` whose fits 3 and 4 wait until the run is stopped (after 2
+    cells)."""
     return subprocess_env(tmp_path, {"ltrb_slow": HELD_RANKER}, LTRB_HOLD_AFTER="2")
 
 
@@ -819,7 +826,7 @@ def test_sigkill_mid_run_then_resume_keeps_finished_cells_and_closes_the_parent(
     tmp_path, monkeypatch
 ):
     data = _folds(tmp_path / "data", 4)
-    env = _subprocess_env(tmp_path)
+    env = _held_subprocess_env(tmp_path)
     proc = subprocess.Popen(
         _slow_cmd(data, tmp_path),
         env=env,
@@ -851,7 +858,7 @@ def test_sigkill_mid_run_then_resume_keeps_finished_cells_and_closes_the_parent(
 @pytest.mark.subprocess_coverage  # the SIGTERM handler runs in the real process only
 def test_sigterm_stops_like_ctrl_c_and_keeps_finished_cells(tmp_path):
     data = _folds(tmp_path / "data", 4)
-    env = _subprocess_env(tmp_path)
+    env = _held_subprocess_env(tmp_path)
     cmd = _slow_cmd(data, tmp_path)  # 4 folds, the third held: stopped half-way
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_for_results(tmp_path / "res", 2, proc)  # the first fold is logged by then
