@@ -44,6 +44,20 @@ def _all_runs(client, exp_id: str, filter_string: str) -> list:
             return runs
 
 
+def _download(uri: str, run, name: str, where: Path) -> str:
+    """Artifact ``name`` of ``run`` (a search result) downloaded into ``where``: the local
+    path. Read from the artifact location the search returned; ``MlflowClient.
+    download_artifacts(run_id, ...)`` looks the run up in the store again for every file,
+    most of a report's time on a SQLite store."""
+    from mlflow.artifacts import download_artifacts
+
+    return download_artifacts(
+        artifact_uri=f"{run.info.artifact_uri.rstrip('/')}/{name}",
+        dst_path=str(where),
+        tracking_uri=uri,
+    )
+
+
 def list_datasets_in_store(
     tracking_uri: str | None = None, *, cwd: str | Path | None = None
 ) -> list[str]:
@@ -113,7 +127,7 @@ def fetch_fold_results(
             where = Path(tmp) / run.info.run_id
             name = f"MLflow run {run.info.run_id} ({run.info.run_name}) artifact"
             try:
-                path = client.download_artifacts(run.info.run_id, RECORD_ARTIFACT, str(where))
+                path = _download(uri, run, RECORD_ARTIFACT, where)
                 text = Path(path).read_text("utf-8")
             except Exception:  # noqa: BLE001 - deleted, unreadable: named, left out
                 bad.append(
@@ -132,9 +146,7 @@ def fetch_fold_results(
                 continue
             if per_query:
                 try:
-                    path = client.download_artifacts(
-                        run.info.run_id, PER_QUERY_ARTIFACT, str(where)
-                    )
+                    path = _download(uri, run, PER_QUERY_ARTIFACT, where)
                 except Exception:  # noqa: BLE001 - reported by the report as "no per-query"
                     record.per_query = None
                 else:
