@@ -62,10 +62,9 @@ def _subprocesses_untraced():
     ``subprocess_coverage`` (a module's ``pytestmark``, or one test's mark), those whose
     subject is code that runs only in a process of its own: signal handlers, the MLflow
     logging process, the UI server (and, always, the Dask workers' forkserver: below).
-    Elsewhere a process
-    runs what in-process tests measure already, and tracing it cost 58% more CPU (Python
-    3.11's tracing slows every instruction: a one-fold ``ltr-bench run`` took 9.4 s of CPU
-    untraced, 14.9 s traced, measured with /usr/bin/time)."""
+    Elsewhere a process runs what in-process tests measure already, and tracing it cost 58%
+    more CPU (Python 3.11's tracing slows every instruction: a one-fold ``ltr-bench run``
+    took 9.4 s of CPU untraced, 14.9 s traced, measured with /usr/bin/time)."""
     for key in [k for k in os.environ if k.startswith("COVERAGE_PROCESS_")]:
         _SUBPROCESS_COVERAGE[key] = os.environ.pop(key)
     yield
